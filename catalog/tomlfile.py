@@ -1,0 +1,44 @@
+"""TOML reading with locations: a parse error becomes a finding with file and line."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from catalog.errors import StepsError
+
+_AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def load_toml(path: Path, code: str = "E-TOML") -> dict:
+    """Parse a TOML file or raise `StepsError` naming the file and line."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise StepsError(code, f"cannot read: {exc.strerror}", path=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        m = _AT_LINE.search(str(exc))
+        line = int(m.group(1)) if m else None
+        msg = _AT_LINE.sub("", str(exc)).strip()
+        raise StepsError(
+            code, f"invalid TOML: {msg}", path=str(path), line=line, fix="correct the TOML syntax"
+        ) from None
+
+
+def line_of(path: Path, *needles: str) -> int | None:
+    """1-based line of the first line containing every needle (for pointing at a key)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for i, text in enumerate(lines, 1):
+        if all(n in text for n in needles):
+            return i
+    return None

@@ -1,0 +1,160 @@
+"""The artifact type graph: `is_a` (implicit compatibility) and `convert_to` (needs a converter)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catalog.errors import Finding, StepsError
+from catalog.tomlfile import line_of, load_toml
+
+TYPES_PATH = Path(__file__).parent / "types.toml"
+_KEYS = {"description", "is_a", "convert_to", "layout", "contract"}
+LAYOUTS = {"jsonl", "file", "dir"}
+
+
+@dataclass(frozen=True)
+class Conversion:
+    target: str
+    via: str
+
+
+@dataclass(frozen=True)
+class ArtifactType:
+    name: str
+    description: str
+    layout: str
+    contract: str
+    is_a: tuple[str, ...] = ()
+    convert_to: tuple[Conversion, ...] = ()
+
+
+@dataclass
+class TypeGraph:
+    types: dict[str, ArtifactType]
+    path: Path = TYPES_PATH
+    findings: list[Finding] = field(default_factory=list)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.types
+
+    def ancestors(self, name: str) -> list[str]:
+        """The type itself and every type it `is_a`, transitively, nearest first."""
+        out: list[str] = []
+        todo = [name]
+        while todo:
+            t = todo.pop(0)
+            if t in out:
+                continue
+            out.append(t)
+            if t in self.types:
+                todo.extend(self.types[t].is_a)
+        return out
+
+    def is_a(self, sub: str, sup: str) -> bool:
+        return sup in self.ancestors(sub)
+
+    def subtypes(self, name: str) -> list[str]:
+        """Every type that is_a `name`, including itself."""
+        return sorted(t for t in self.types if self.is_a(t, name))
+
+    def conversions(self, name: str) -> list[Conversion]:
+        """convert_to edges of the type and of everything it is_a (inherited)."""
+        out: list[Conversion] = []
+        for t in self.ancestors(name):
+            if t in self.types:
+                out.extend(c for c in self.types[t].convert_to if c not in out)
+        return out
+
+    def cycles(self) -> list[list[str]]:
+        """Each `is_a` cycle once, as the list of types around it."""
+        found: list[list[str]] = []
+        state: dict[str, int] = {}
+
+        def visit(t: str, stack: list[str]) -> None:
+            state[t] = 1
+            stack.append(t)
+            for parent in self.types[t].is_a if t in self.types else ():
+                if state.get(parent) == 1:
+                    cyc = stack[stack.index(parent) :]
+                    if sorted(cyc) not in [sorted(c) for c in found]:
+                        found.append(cyc)
+                elif parent not in state:
+                    visit(parent, stack)
+            stack.pop()
+            state[t] = 2
+
+        for t in self.types:
+            if t not in state:
+                visit(t, [])
+        return found
+
+
+def load_types(path: Path = TYPES_PATH) -> TypeGraph:
+    """Load types.toml; malformed entries become findings (the graph keeps what parsed)."""
+    raw = load_toml(path, code="E-TYPES-TOML")
+    types: dict[str, ArtifactType] = {}
+    findings: list[Finding] = []
+    for name, spec in raw.items():
+        line = line_of(path, f"[{name}]")
+        if not isinstance(spec, dict):
+            findings.append(Finding("E-TYPES-SCHEMA", f"'{name}' must be a table", str(path), line))
+            continue
+        unknown = sorted(set(spec) - _KEYS)
+        if unknown:
+            findings.append(
+                Finding(
+                    "E-TYPES-SCHEMA",
+                    f"type '{name}' has unknown keys {unknown}",
+                    str(path),
+                    line,
+                    fix=f"allowed keys: {sorted(_KEYS)}",
+                )
+            )
+        if spec.get("layout") not in LAYOUTS or not spec.get("description"):
+            findings.append(
+                Finding(
+                    "E-TYPES-SCHEMA",
+                    f"type '{name}' needs a description and a layout in {sorted(LAYOUTS)}",
+                    str(path),
+                    line,
+                )
+            )
+        conv = tuple(
+            Conversion(str(c.get("type")), str(c.get("via")))
+            for c in spec.get("convert_to", [])
+            if isinstance(c, dict)
+        )
+        types[name] = ArtifactType(
+            name=name,
+            description=str(spec.get("description", "")),
+            layout=str(spec.get("layout", "")),
+            contract=str(spec.get("contract", name)),
+            is_a=tuple(spec.get("is_a", [])),
+            convert_to=conv,
+        )
+    return TypeGraph(types=types, path=path, findings=findings)
+
+
+def load_catalog_types(extra_roots=()) -> TypeGraph:
+    """Built-in types plus the `types.toml` of any extra catalog root (later roots add types)."""
+    from catalog.discovery import catalog_roots
+
+    graph = load_types()
+    for root in catalog_roots(extra_roots)[1:]:
+        extra = root / "types.toml"
+        if extra.is_file():
+            more = load_types(extra)
+            graph.types.update(more.types)
+            graph.findings.extend(more.findings)
+    return graph
+
+
+def require_type(graph: TypeGraph, name: str) -> ArtifactType:
+    if name not in graph:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(graph.types), n=3)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"see {graph.path.name}"
+        raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint)
+    return graph.types[name]

@@ -1,0 +1,109 @@
+"""Preflight: every check that can run before the GPUs start, as named rules.
+
+A rule is a function `(ctx) -> Iterable[Finding]` registered with `@rule`. Rule modules live
+beside this file and register on import (`RULE_MODULES`). A rule that cannot be evaluated
+(a file it needs is absent, an unexpected shape) yields a warning naming what it needed; a
+crash inside a rule becomes such a warning too, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import WARNING, Finding
+
+RULE_MODULES: list[str] = []  # e.g. "runners.preflight.required"; appended as modules land
+
+
+@dataclass
+class BoundArtifact:
+    """An input or output the manifest declares, bound to a path (absolute) or a hub id."""
+
+    name: str
+    type: str
+    config_key: str
+    value: str
+    is_path: bool = True
+
+
+@dataclass
+class PreflightContext:
+    step_id: str
+    manifest: Any  # catalog.manifest.StepManifest
+    config: dict  # compiled and resolved
+    config_file: Path | None = None  # the YAML the user named (for locations)
+    inputs: list[BoundArtifact] = field(default_factory=list)
+    outputs: list[BoundArtifact] = field(default_factory=list)
+    nemo_rl_dir: Path | None = None
+    gym_root: Path | None = None
+    run_dir: Path | None = None
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self.config
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+Rule = Callable[[PreflightContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    func: Rule
+    runners: tuple[str, ...]
+    doc: str
+
+
+RULES: dict[str, RuleSpec] = {}
+
+
+def rule(rule_id: str, runners: tuple[str, ...] = ("nemo_rl",)) -> Callable[[Rule], Rule]:
+    """Register a preflight rule for the given runner kinds."""
+
+    def deco(func: Rule) -> Rule:
+        RULES[rule_id] = RuleSpec(rule_id, func, runners, (func.__doc__ or "").strip())
+        return func
+
+    return deco
+
+
+def load_rules() -> dict[str, RuleSpec]:
+    for mod in RULE_MODULES:
+        import_module(mod)
+    return RULES
+
+
+def _with_recovery(f: Finding, manifest: Any) -> Finding:
+    spec = manifest.error(f.code) if manifest is not None else None
+    if spec is None or f.fix:
+        return f
+    return Finding(f.code, f.message, f.path, f.line, spec.recovery, f.severity, f.key)
+
+
+def preflight(ctx: PreflightContext) -> list[Finding]:
+    """Run every rule that applies to the step's runner; errors first, then warnings."""
+    runner = ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl"
+    findings: list[Finding] = []
+    for spec in load_rules().values():
+        if runner not in spec.runners:
+            continue
+        try:
+            found = list(spec.func(ctx))
+        except Exception as exc:  # a rule must never crash the dry-run
+            found = [
+                Finding(
+                    "W-PREFLIGHT-RULE",
+                    f"rule {spec.id} could not be evaluated: {type(exc).__name__}: {exc}",
+                    severity=WARNING,
+                )
+            ]
+        findings.extend(_with_recovery(f, ctx.manifest) for f in found)
+    return sorted(findings, key=lambda f: (not f.is_error,))

@@ -1,0 +1,7 @@
+"""`python -m steps ...`"""
+
+import sys
+
+from steps.cli import main
+
+sys.exit(main())
