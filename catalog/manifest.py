@@ -13,7 +13,7 @@ from catalog.tomlfile import line_of
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "step.schema.json"
 STEP_ID = r"^[a-z0-9_]+(/[a-z0-9_]+)+$"
-ERROR_CODE = r"^E-[A-Z0-9]+(-[A-Z0-9]+)*$"
+ERROR_CODE = r"^[EW]-[A-Z0-9]+(-[A-Z0-9]+)*$"
 
 
 class _Strict(BaseModel):
