@@ -1,33 +1,35 @@
 """Find steps: the built-in `steps/` tree plus extra roots (`--catalog DIR`, `$STEPS_PATH`).
 
-Reads raw TOML only (no pydantic) so `python -m steps list` stays as fast as Python start-up;
-`catalog.manifest` validates the same data for `check` and `run`.
+Reads raw TOML only (no pydantic) so `python -m steps list` stays close to Python start-up;
+`catalog.manifest` validates the same data for `check` and `run`. Parsed manifests are cached
+per user (keyed by path, mtime, size and inode) so `list` need not even import the TOML parser.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
+import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-
-from catalog.errors import StepsError
-from catalog.tomlfile import load_toml
 
 BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "steps"
 STEPS_PATH_VAR = "STEPS_PATH"
+CACHE_VAR = "STEPS_CACHE_DIR"
 MANIFEST = "step.toml"
 _SKIP_DIRS = {"__pycache__", "config", "data", "cli", "patterns", ".git"}
 
 
-@dataclass(frozen=True)
 class StepEntry:
-    """A step folder and its raw manifest."""
+    """A step folder and its raw manifest (`load_error` holds a TOML parse finding, if any)."""
 
-    id: str
-    dir: Path
-    root: Path
-    data: dict = field(repr=False)
+    __slots__ = ("data", "dir", "id", "load_error", "root")
+
+    def __init__(self, id: str, dir: Path, root: Path, data: dict, load_error=None) -> None:
+        self.id, self.dir, self.root, self.data, self.load_error = id, dir, root, data, load_error
+
+    def __repr__(self) -> str:
+        return f"StepEntry(id={self.id!r}, dir={str(self.dir)!r})"
 
     @property
     def manifest_path(self) -> Path:
@@ -38,20 +40,25 @@ class StepEntry:
         return self.dir.relative_to(self.root).as_posix()
 
     @property
+    def is_builtin(self) -> bool:
+        return self.root == BUILTIN_ROOT
+
+    @property
     def meta(self) -> dict:
-        return self.data.get("step", {})
+        meta = self.data.get("step", {})
+        return meta if isinstance(meta, dict) else {}
 
     @property
     def category(self) -> str:
-        return self.meta.get("category", "")
+        return str(self.meta.get("category", ""))
 
     @property
     def consumes(self) -> list[dict]:
-        return self.data.get("consumes", [])
+        return [p for p in self.data.get("consumes", []) if isinstance(p, dict)]
 
     @property
     def produces(self) -> list[dict]:
-        return self.data.get("produces", [])
+        return [p for p in self.data.get("produces", []) if isinstance(p, dict)]
 
     @property
     def config_dir(self) -> Path:
@@ -66,9 +73,9 @@ class StepEntry:
         return self.config_dir / f"{name}.yaml"
 
 
-def catalog_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
-    """Built-in root first, then `--catalog` dirs, then `$STEPS_PATH` entries."""
-    roots = [BUILTIN_ROOT]
+def catalog_roots(extra: Iterable[str | Path] = (), include_builtin: bool = True) -> list[Path]:
+    """Built-in root first (unless excluded), then `--catalog` dirs, then `$STEPS_PATH` entries."""
+    roots = [BUILTIN_ROOT] if include_builtin else []
     roots += [Path(p) for p in extra]
     env = os.environ.get(STEPS_PATH_VAR, "")
     roots += [Path(p) for p in env.split(os.pathsep) if p]
@@ -87,10 +94,77 @@ def _manifest_dirs(root: Path) -> Iterable[Path]:
             yield Path(dirpath)
 
 
-def discover(extra_roots: Iterable[str | Path] = (), strict: bool = True) -> list[StepEntry]:
-    """Every step under every root, sorted by id. A root that is not a directory is an error."""
+def _cache_file() -> Path:
+    base = os.environ.get(CACHE_VAR) or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    tag = f"{sys.implementation.cache_tag}-{marshal.version}"
+    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-{tag}.marshal"
+
+
+class _ManifestCache:
+    """Parsed manifests keyed by path and (mtime_ns, size, inode); a stale entry is re-parsed."""
+
+    def __init__(self) -> None:
+        self.path = _cache_file()
+        self.dirty = False
+        try:
+            self.entries: dict = marshal.loads(self.path.read_bytes())
+            if not isinstance(self.entries, dict):
+                self.entries = {}
+        except (OSError, ValueError, EOFError, TypeError):
+            self.entries = {}
+
+    def load(self, manifest: Path) -> dict:
+        """The manifest's data; raises `StepsError` (E-MANIFEST-TOML) naming file and line."""
+        st = manifest.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        key = str(manifest)
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        from catalog.tomlfile import load_toml
+
+        data = load_toml(manifest, code="E-MANIFEST-TOML")
+        try:
+            marshal.dumps(data)
+        except ValueError:  # e.g. a TOML datetime: correct but not cacheable
+            return data
+        self.entries[key] = (stamp, data)
+        self.dirty = True
+        return data
+
+    def save(self) -> None:
+        """Best effort and atomic: a read-only home just means no cache."""
+        if not self.dirty:
+            return
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(marshal.dumps(self.entries))
+            os.replace(tmp, self.path)
+        except OSError:
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def discover(
+    extra_roots: Iterable[str | Path] = (), strict: bool = True, include_builtin: bool = True
+) -> list[StepEntry]:
+    """Every step under every root (`catalog_roots`), sorted by id."""
+    return discover_roots(catalog_roots(extra_roots, include_builtin), strict)
+
+
+def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry]:
+    """Every step under exactly these roots, sorted by id. A root that is not a directory is
+    an error. With `strict=False` a manifest that does not parse is kept with empty data and
+    its finding in `load_error` (for `check`); otherwise its `StepsError` propagates.
+    """
+    from catalog.errors import StepsError  # deferred: `list` should not pay for dataclasses
+
     entries: list[StepEntry] = []
-    for root in catalog_roots(extra_roots):
+    cache = _ManifestCache()
+    for root in roots:
         if not root.is_dir():
             raise StepsError(
                 "E-CATALOG-ROOT",
@@ -100,20 +174,28 @@ def discover(extra_roots: Iterable[str | Path] = (), strict: bool = True) -> lis
                 exit_code=2,
             )
         for d in _manifest_dirs(root):
+            error = None
             try:
-                data = load_toml(d / MANIFEST, code="E-MANIFEST-TOML")
-            except StepsError:
+                data = cache.load(d / MANIFEST)
+            except StepsError as exc:
                 if strict:
+                    cache.save()
                     raise
-                data = {}
-            step_id = data.get("step", {}).get("id") or d.relative_to(root).as_posix()
-            entries.append(StepEntry(id=str(step_id), dir=d, root=root, data=data))
+                data, error = {}, exc.finding
+            meta = data.get("step")
+            step_id = (meta.get("id") if isinstance(meta, dict) else None) or d.relative_to(
+                root
+            ).as_posix()
+            entries.append(StepEntry(str(step_id), d, root, data, error))
+    cache.save()
     entries.sort(key=lambda e: e.id)
     return entries
 
 
 def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
     """Exact id, else a unique tail (`rlvr`, `nemo_rl/rlvr`); otherwise a did-you-mean, exit 2."""
+    from catalog.errors import StepsError
+
     query = step_id.strip("/")
     for e in entries:
         if e.id == query:

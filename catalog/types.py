@@ -120,9 +120,35 @@ def load_types(path: Path = TYPES_PATH) -> TypeGraph:
                     line,
                 )
             )
+        is_a = spec.get("is_a", [])
+        if not (isinstance(is_a, list) and all(isinstance(t, str) for t in is_a)):
+            findings.append(
+                Finding(
+                    "E-TYPES-SCHEMA",
+                    f"type '{name}': is_a must be a list of type names",
+                    str(path),
+                    line_of(path, "is_a") if line is None else line,
+                    fix='write is_a = ["parent_type"]',
+                )
+            )
+            is_a = []
+        raw_conv = spec.get("convert_to", [])
+        good = isinstance(raw_conv, list) and all(
+            isinstance(c, dict) and set(c) == {"type", "via"} for c in raw_conv
+        )
+        if not good:
+            findings.append(
+                Finding(
+                    "E-TYPES-SCHEMA",
+                    f"type '{name}': convert_to must be a list of {{ type, via }} tables",
+                    str(path),
+                    line,
+                    fix='write convert_to = [{ type = "target_type", via = "category/step" }]',
+                )
+            )
         conv = tuple(
             Conversion(str(c.get("type")), str(c.get("via")))
-            for c in spec.get("convert_to", [])
+            for c in (raw_conv if isinstance(raw_conv, list) else [])
             if isinstance(c, dict)
         )
         types[name] = ArtifactType(
@@ -130,23 +156,41 @@ def load_types(path: Path = TYPES_PATH) -> TypeGraph:
             description=str(spec.get("description", "")),
             layout=str(spec.get("layout", "")),
             contract=str(spec.get("contract", name)),
-            is_a=tuple(spec.get("is_a", [])),
+            is_a=tuple(is_a),
             convert_to=conv,
         )
     return TypeGraph(types=types, path=path, findings=findings)
 
 
-def load_catalog_types(extra_roots=()) -> TypeGraph:
-    """Built-in types plus the `types.toml` of any extra catalog root (later roots add types)."""
+def types_path(root: Path) -> Path:
+    """Where a catalog root keeps its types: `catalog/types.toml` for the built-in root."""
+    from catalog.discovery import BUILTIN_ROOT
+
+    return TYPES_PATH if root == BUILTIN_ROOT else root / "types.toml"
+
+
+def load_catalog_types(extra_roots=(), include_builtin: bool = True) -> TypeGraph:
+    """The types of every root, in root order (later roots add types; a redefinition wins).
+
+    A root's malformed `types.toml` becomes a finding in `graph.findings`, not an exception.
+    """
     from catalog.discovery import catalog_roots
 
-    graph = load_types()
-    for root in catalog_roots(extra_roots)[1:]:
-        extra = root / "types.toml"
-        if extra.is_file():
-            more = load_types(extra)
-            graph.types.update(more.types)
-            graph.findings.extend(more.findings)
+    graph = TypeGraph(types={})
+    first = True
+    for root in catalog_roots(extra_roots, include_builtin):
+        path = types_path(root)
+        if not path.is_file():
+            continue
+        try:
+            more = load_types(path)
+        except StepsError as exc:
+            graph.findings.append(exc.finding)
+            continue
+        if first:
+            graph.path, first = path, False
+        graph.types.update(more.types)
+        graph.findings.extend(more.findings)
     return graph
 
 
