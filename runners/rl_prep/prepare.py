@@ -1,0 +1,479 @@
+"""Prepare a blend into split, sharded JSONL plus a manifest: restartable, atomic, deterministic.
+
+Work is written to a hidden folder beside `output_dir` and renamed into place when complete,
+the manifest written last, so a killed run leaves the previous output (and its true manifest)
+or nothing. A run key (blend hash, each input file's path/size/mtime, the options) decides
+whether an existing output is up to date and can be reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import StepsError
+from runners.rl_prep.blend import Blend, DatasetSpec, load_blend
+from runners.rl_prep.rowcheck import RowCheck, row_check
+from runners.rl_prep.shards import SplitWriter, parse_size
+from runners.rl_prep.sources import SourceFile, canonical_bytes, iter_rows, resolve_files
+from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
+from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM, TRANSFORMS
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+ON_BAD_ROW = ("error", "skip")
+
+
+def tool_version() -> str:
+    from steps import __version__
+
+    return f"steps {__version__}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The step config, checked, with relative paths resolved against the config's folder."""
+
+    blend_path: Path
+    output_dir: Path
+    output_type: str
+    train_ratio: float
+    val_ratio: float
+    shard_size: int
+    seed: int
+    sample: int | None
+    on_bad_row: str
+    force: bool
+
+    def key_fields(self) -> dict:
+        """The options that change the output (and so belong in the run key)."""
+        return {
+            "output_type": self.output_type,
+            "train_ratio": self.train_ratio,
+            "val_ratio": self.val_ratio,
+            "shard_size": self.shard_size,
+            "seed": self.seed,
+            "sample": self.sample,
+            "on_bad_row": self.on_bad_row,
+        }
+
+
+def _bad_value(key: str, message: str, fix: str) -> StepsError:
+    return StepsError("E-CONFIG-VALUE", f"{key}: {message}", key=key, fix=fix)
+
+
+def _path(config: dict, key: str, config_dir: Path) -> Path:
+    value = config.get(key)
+    if not isinstance(value, str) or not value or value == "???":
+        raise _bad_value(key, f"a path is required, got {value!r}", f"set {key}=PATH")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (config_dir / path)
+
+
+def _ratio(value: Any, key: str) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not 0.0 <= value <= 1.0:
+        raise _bad_value(key, f"expected a number in [0, 1], got {value!r}", f"set {key}=0.01")
+    return float(value)
+
+
+def read_options(config: dict, blend: Blend, config_dir: Path, force: bool) -> Options:
+    """Merge config and blend settings (the blend's own seed/ratios/shard_size win)."""
+    merged = {**config, **blend.options}
+    train, val = (
+        _ratio(merged.get("train_ratio"), "train_ratio"),
+        _ratio(merged.get("val_ratio"), "val_ratio"),
+    )
+    if train + val > 1.0 + 1e-9 or train <= 0.0:
+        where = "the blend" if {"train_ratio", "val_ratio"} & blend.options.keys() else "config"
+        raise StepsError(
+            "E-BLEND",
+            f"split ratios in {where} are invalid: train_ratio {train} + val_ratio {val} must be "
+            "at most 1 with train_ratio > 0 (test gets the rest)",
+            path=str(blend.path) if where == "the blend" else None,
+            key="train_ratio",
+            fix="e.g. train_ratio=0.98 val_ratio=0.01",
+        )
+    sample = config.get("sample")
+    if sample is not None and (
+        not isinstance(sample, int) or isinstance(sample, bool) or sample < 1
+    ):
+        raise _bad_value(
+            "sample", f"expected null or a positive integer, got {sample!r}", "sample=100"
+        )
+    seed = merged.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise _bad_value("seed", f"expected an integer, got {seed!r}", "seed=1234")
+    on_bad = config.get("on_bad_row", "error")
+    if on_bad not in ON_BAD_ROW:
+        raise _bad_value("on_bad_row", f"expected error or skip, got {on_bad!r}", "on_bad_row=skip")
+    output_type = config.get("output_type", "nemo_gym_jsonl")
+    if output_type not in COMPATIBLE:
+        raise _bad_value(
+            "output_type",
+            f"rl_prep cannot produce `{output_type}`",
+            f"use one of: {', '.join(COMPATIBLE)}",
+        )
+    return Options(
+        blend_path=blend.path,
+        output_dir=_path(config, "output_dir", config_dir),
+        output_type=output_type,
+        train_ratio=train,
+        val_ratio=val,
+        shard_size=parse_size(merged.get("shard_size", "256MB")),
+        seed=seed,
+        sample=sample,
+        on_bad_row=on_bad,
+        force=bool(force or config.get("force", False)),
+    )
+
+
+@dataclass(frozen=True)
+class PlannedDataset:
+    spec: DatasetSpec
+    transform: str
+    files: list[SourceFile]
+    sample: int | None
+
+
+def plan_datasets(blend: Blend, opts: Options) -> list[PlannedDataset]:
+    """Resolve each dataset's transform and files (missing inputs fail here, before any write)."""
+    planned = []
+    for spec in blend.datasets:
+        transform = spec.transform or DEFAULT_TRANSFORM[opts.output_type]
+        if transform not in COMPATIBLE[opts.output_type]:
+            raise StepsError(
+                "E-BLEND",
+                f"dataset `{spec.name}`: transform `{transform}` does not produce "
+                f"{opts.output_type} rows",
+                path=str(blend.path),
+                line=spec.line,
+                fix=f"use one of {', '.join(COMPATIBLE[opts.output_type])}, or change output_type",
+            )
+        limits = [n for n in (spec.sample, opts.sample) if n is not None]
+        sample = min(limits) if limits else None
+        planned.append(PlannedDataset(spec, transform, resolve_files(blend, spec), sample))
+    return planned
+
+
+def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset]) -> str:
+    material = {
+        "tool": tool_version(),
+        "blend": blend.sha256,
+        "options": opts.key_fields(),
+        "inputs": {p.spec.name: [f.identity() for f in p.files] for p in planned},
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _read_manifest(output_dir: Path) -> dict | None:
+    try:
+        data = json.loads((output_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _check_ours(output_dir: Path) -> None:
+    """Refuse to replace a folder rl_prep did not write (it would be deleted)."""
+    if not output_dir.exists():
+        return
+    if not output_dir.is_dir():
+        raise StepsError(
+            "E-OUTPUT-DIR",
+            "output_dir exists and is a file",
+            path=str(output_dir),
+            fix="point output_dir at a new or rl_prep-owned folder",
+        )
+    manifest = _read_manifest(output_dir)
+    ours = manifest is not None and str(manifest.get("tool", "")).startswith("steps ")
+    if not ours and any(output_dir.iterdir()):
+        raise StepsError(
+            "E-OUTPUT-DIR",
+            "output_dir exists, is not empty and has no rl_prep manifest; refusing to replace it",
+            path=str(output_dir),
+            fix="choose an empty or new output_dir, or remove this folder yourself",
+        )
+
+
+def _up_to_date(output_dir: Path, key: str) -> dict | None:
+    """The existing manifest if it has this run key and every shard it lists is intact."""
+    manifest = _read_manifest(output_dir)
+    if manifest is None or manifest.get("run_key") != key:
+        return None
+    try:
+        for split in manifest["splits"].values():
+            for shard in split["shards"]:
+                if (output_dir / shard["path"]).stat().st_size != shard["bytes"]:
+                    return None
+    except (OSError, KeyError, TypeError, AttributeError):
+        return None
+    return manifest
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale(output_dir: Path) -> None:
+    """Remove hidden work folders left by killed runs (never one whose process still runs)."""
+    for prefix in (f".{output_dir.name}.partial-", f".{output_dir.name}.old-"):
+        for stale in output_dir.parent.glob(f"{prefix}*"):
+            pid = stale.name[len(prefix) :]
+            if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+class _Progress:
+    """A byte-based progress bar on stderr (silent when stderr is not a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total, unit="B", unit_scale=True, desc="rl_prep", disable=None, file=sys.stderr
+        )
+        self.pending = 0
+
+    def add(self, n: int) -> None:
+        self.pending += n
+        if self.pending >= 1 << 22:
+            self.bar.update(self.pending)
+            self.pending = 0
+
+    def close(self) -> None:
+        self.bar.update(self.pending)
+        self.bar.close()
+
+
+def _dumps(row: dict) -> bytes:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class _DatasetRun:
+    """Streams one dataset into the split writers and counts what happened."""
+
+    def __init__(self, plan: PlannedDataset, opts: Options, check: RowCheck) -> None:
+        self.plan = plan
+        self.opts = opts
+        self.check = check
+        self.splitter = Splitter(
+            opts.seed, plan.spec.name, opts.train_ratio, opts.val_ratio, plan.spec.weight
+        )
+        self.counts: Counter = Counter()
+        self.skipped: Counter = Counter()
+
+    def _bad(self, code: str, message: str, path: str, line: int, fix: str | None) -> None:
+        if self.opts.on_bad_row == "skip":
+            self.skipped[code] += 1
+            return
+        skip_hint = "; or set on_bad_row=skip to drop such rows and count them"
+        raise StepsError(
+            code,
+            f"dataset `{self.plan.spec.name}`: {message}",
+            path=path,
+            line=line,
+            fix=(fix or "fix or remove the row") + skip_hint,
+        )
+
+    def run(self, writers: dict[str, SplitWriter], progress: _Progress) -> None:
+        spec, splitter, check = self.plan.spec, self.splitter, self.check
+        transform = TRANSFORMS[self.plan.transform]
+        key = splitter.key()
+        limit = self.plan.sample
+        guarantee_val = self.opts.val_ratio > 0
+        held: tuple[float, bytes, int] | None = None  # the train row nearest the val boundary
+        train_sources = 0
+        read = 0
+        for src in iter_rows(self.plan.files):
+            if limit is not None and read >= limit:
+                break
+            read += 1
+            raw = src.raw
+            if raw is not None:
+                progress.add(len(raw))
+                content = raw.strip()
+                try:
+                    row = json.loads(content)
+                except ValueError as exc:
+                    self._bad(
+                        "E-JSONL",
+                        f"line is not valid JSON: {exc}",
+                        src.path,
+                        src.line,
+                        "write one JSON object per line",
+                    )
+                    continue
+            else:
+                row = src.value
+                content = canonical_bytes(row)
+            if not isinstance(row, dict):
+                self._bad(
+                    "E-JSONL",
+                    f"expected a JSON object, got {type(row).__name__}",
+                    src.path,
+                    src.line,
+                    "write one JSON object per line",
+                )
+                continue
+            out, changed = transform(row, spec)
+            problem = check(out)
+            if problem is not None:
+                where = f"{problem.field}: " if problem.field else ""
+                self._bad(problem.code, where + problem.message, src.path, src.line, problem.fix)
+                continue
+            data = content + b"\n" if raw is not None and not changed else _dumps(out)
+            u, v = splitter.draw(content, key)
+            split = splitter.split_of(u)
+            if split != TRAIN:
+                writers[split].write(data)
+                self.counts[split] += 1
+                continue
+            train_sources += 1
+            copies = splitter.repeats(v)
+            if guarantee_val and (held is None or u > held[0]):
+                previous, held = held, (u, data, copies)
+                if previous is None:
+                    continue
+                _, data, copies = previous
+            if copies:
+                writers[TRAIN].write(data, copies)
+                self.counts[TRAIN] += copies
+        if held is not None:
+            if self.counts[VAL] == 0 and train_sources > 1:
+                writers[VAL].write(held[1])
+                self.counts[VAL] += 1
+            elif held[2]:
+                writers[TRAIN].write(held[1], held[2])
+                self.counts[TRAIN] += held[2]
+        self.counts["read"] = read
+
+    def summary(self) -> dict:
+        return {
+            TRAIN: self.counts[TRAIN],
+            VAL: self.counts[VAL],
+            TEST: self.counts[TEST],
+            "read": self.counts["read"],
+            "skipped": dict(sorted(self.skipped.items())),
+            "weight": self.plan.spec.weight,
+            "transform": self.plan.transform,
+            "files": [str(f.path) for f in self.plan.files],
+        }
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _build(
+    staging: Path, blend: Blend, opts: Options, planned: list[PlannedDataset], key: str
+) -> dict:
+    check = row_check(opts.output_type)
+    writers = {name: SplitWriter(staging, name, opts.shard_size) for name in SPLITS}
+    total = sum(f.path.stat().st_size for p in planned for f in p.files)
+    progress = _Progress(total)
+    datasets: dict[str, dict] = {}
+    try:
+        for plan in planned:
+            ds = _DatasetRun(plan, opts, check)
+            ds.run(writers, progress)
+            datasets[plan.spec.name] = ds.summary()
+        splits = {name: w.close() for name, w in writers.items()}
+    finally:
+        for w in writers.values():
+            w.abort()
+        progress.close()
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "tool": tool_version(),
+        "run_key": key,
+        "blend_sha256": blend.sha256,
+        "blend_path": str(blend.path),
+        "output_type": opts.output_type,
+        "options": opts.key_fields(),
+        "splits": splits,
+        "datasets": datasets,
+    }
+    _write_json(staging / MANIFEST, manifest)
+    return manifest
+
+
+def _publish(staging: Path, output_dir: Path) -> None:
+    """Swap the finished folder into place; the old output is removed only after."""
+    if output_dir.exists():
+        old = output_dir.parent / f".{output_dir.name}.old-{os.getpid()}"
+        os.replace(output_dir, old)
+        os.replace(staging, output_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, output_dir)
+
+
+def _summary(output_dir: Path, manifest: dict, reused: bool) -> dict:
+    splits = manifest["splits"]
+    return {
+        "output_dir": str(output_dir),
+        "manifest": str(output_dir / MANIFEST),
+        "reused": reused,
+        "run_key": manifest["run_key"],
+        "output_type": manifest["output_type"],
+        "rows": {name: splits[name]["rows"] for name in SPLITS},
+        "shards": {name: len(splits[name]["shards"]) for name in SPLITS},
+        "skipped": sum(sum(d["skipped"].values()) for d in manifest["datasets"].values()),
+        "datasets": {
+            name: {k: d[k] for k in (TRAIN, VAL, TEST, "skipped")}
+            for name, d in manifest["datasets"].items()
+        },
+    }
+
+
+def run_step(config: dict, *, config_dir: Path, force: bool = False) -> dict:
+    """Prepare the blend named by `config`; reuse an up-to-date output unless forced."""
+    blend = load_blend(_path(config, "blend_path", Path(config_dir)).resolve())
+    opts = read_options(config, blend, Path(config_dir), force)
+    output_dir = opts.output_dir.resolve()
+    planned = plan_datasets(blend, opts)
+    key = run_key(blend, opts, planned)
+    _check_ours(output_dir)
+    if not opts.force:
+        manifest = _up_to_date(output_dir, key)
+        if manifest is not None:
+            print(
+                f"rl_prep: {output_dir} is up to date (run key {key[:12]}); reusing it. "
+                "Pass force=true to prepare again.",
+                file=sys.stderr,
+            )
+            return _summary(output_dir, manifest, reused=True)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(output_dir)
+    staging = output_dir.parent / f".{output_dir.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        manifest = _build(staging, blend, opts, planned, key)
+        _publish(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    summary = _summary(output_dir, manifest, reused=False)
+    rows = summary["rows"]
+    print(
+        f"rl_prep: wrote {rows[TRAIN]} train, {rows[VAL]} val, {rows[TEST]} test rows "
+        f"({sum(summary['shards'].values())} shards) to {output_dir}",
+        file=sys.stderr,
+    )
+    return summary

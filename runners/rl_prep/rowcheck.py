@@ -1,0 +1,55 @@
+"""The output contract, applied to every row in-stream: the one validator lives in catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from catalog.errors import StepsError
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """The first violation of a row, in the form rl_prep reports and counts."""
+
+    code: str
+    field: str | None
+    message: str
+    fix: str | None
+
+
+RowCheck = Callable[[dict], "RowProblem | None"]
+
+
+def _field(v: Any, name: str) -> Any:
+    return v.get(name) if isinstance(v, dict) else getattr(v, name, None)
+
+
+def row_check(output_type: str) -> RowCheck:
+    """A function returning the first contract violation of a row of `output_type`, or None."""
+    from catalog.contracts import get_row_contract
+
+    from catalog.types import load_types
+
+    graph = load_types()
+    if output_type not in graph:
+        raise StepsError(
+            "E-CONFIG-VALUE",
+            f"output_type: unknown artifact type `{output_type}`",
+            key="output_type",
+            fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
+        )
+    contract = get_row_contract(graph.types[output_type].contract)
+    check = getattr(contract, "check", contract)
+
+    def first_problem(row: dict) -> RowProblem | None:
+        violations = check(row)
+        if not violations:
+            return None
+        v = violations[0]
+        return RowProblem(
+            str(_field(v, "code")), _field(v, "field"), str(_field(v, "message")), _field(v, "fix")
+        )
+
+    return first_problem

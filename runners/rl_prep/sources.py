@@ -1,0 +1,166 @@
+"""Where a dataset's rows come from: local JSONL/Parquet/Arrow files, streamed, never loaded whole.
+
+A dataset's `path` may be a file, a glob, a directory, a list of those, a `save_to_disk` folder,
+or `hf://org/name` (resolved offline by `hub`). Files are sorted so the listing order of the
+filesystem never changes the output.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import StepsError
+from runners.rl_prep.blend import Blend, DatasetSpec
+from runners.rl_prep.hub import HF_PREFIX, resolve_hf, save_to_disk_files
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+COLUMNAR_SUFFIXES = (".parquet", ".arrow")
+SUFFIXES = JSONL_SUFFIXES + COLUMNAR_SUFFIXES
+BATCH_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file and its identity (what the run key hashes to notice changes)."""
+
+    path: Path
+
+    @property
+    def kind(self) -> str:
+        suffix = self.path.suffix.lower()
+        return suffix.lstrip(".") if suffix in COLUMNAR_SUFFIXES else "jsonl"
+
+    def identity(self) -> list:
+        st = self.path.stat()
+        return [str(self.path), st.st_size, st.st_mtime_ns]
+
+
+def _missing(blend: Blend, spec: DatasetSpec, what: str) -> StepsError:
+    return StepsError(
+        "E-BLEND",
+        f"dataset `{spec.name}`: {what}",
+        path=str(blend.path),
+        line=spec.line,
+        fix="fix `path` (relative paths are read from the blend's folder) or create the file",
+    )
+
+
+def _data_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+
+
+def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
+    """Every input file of a dataset, sorted and de-duplicated; a missing one is E-BLEND."""
+    found: list[Path] = []
+    for raw in spec.paths:
+        if raw.startswith(HF_PREFIX):
+            found.extend(resolve_hf(raw, spec, blend))
+            continue
+        target = Path(raw).expanduser()
+        if not target.is_absolute():
+            target = blend.folder / target
+        if any(ch in raw for ch in "*?["):
+            matches = sorted(Path(p) for p in globlib.glob(str(target), recursive=True))
+            files = [p for p in matches if p.is_file() and p.suffix.lower() in SUFFIXES]
+            if not files:
+                raise _missing(blend, spec, f"glob `{raw}` matches no .jsonl/.parquet/.arrow file")
+            found.extend(files)
+        elif target.is_dir():
+            files = save_to_disk_files(target, spec.split)
+            if files is None:
+                files = _data_files(target)
+            if not files:
+                raise _missing(blend, spec, f"directory `{raw}` holds no .jsonl/.parquet file")
+            found.extend(files)
+        elif target.is_file():
+            found.append(target)
+        else:
+            raise _missing(blend, spec, f"file not found: {target}")
+    unique = sorted({p.resolve() for p in found})
+    return [SourceFile(p) for p in unique]
+
+
+@dataclass
+class SourceRow:
+    """One input row: its location, the original line (JSONL) and/or the decoded value."""
+
+    path: str
+    line: int
+    raw: bytes | None
+    value: Any = None
+
+
+def _jsonl_rows(path: Path) -> Iterator[SourceRow]:
+    where = str(path)
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                yield SourceRow(where, number, line)
+
+
+def _parquet_rows(path: Path) -> Iterator[SourceRow]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise StepsError(
+            "E-BLEND",
+            "reading Parquet needs pyarrow, which is not installed",
+            path=str(path),
+            fix="pip install 'nemo-rl-steps[parquet]' (or pip install pyarrow)",
+        ) from None
+    where = str(path)
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+        for value in batch.to_pylist():
+            number += 1
+            yield SourceRow(where, number, None, value)
+
+
+def _arrow_rows(path: Path) -> Iterator[SourceRow]:
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise StepsError(
+            "E-BLEND",
+            "reading Arrow files needs pyarrow, which is not installed",
+            path=str(path),
+            fix="pip install 'nemo-rl-steps[hf]' (or pip install pyarrow)",
+        ) from None
+    where = str(path)
+    number = 0
+    with pa.memory_map(str(path)) as source:
+        try:
+            reader = pa.ipc.open_stream(source)
+            batches: Iterator = iter(reader)
+        except pa.ArrowInvalid:
+            source.seek(0)
+            file_reader = pa.ipc.open_file(source)
+            batches = (file_reader.get_batch(i) for i in range(file_reader.num_record_batches))
+        for batch in batches:
+            for value in batch.to_pylist():
+                number += 1
+                yield SourceRow(where, number, None, value)
+
+
+def iter_rows(files: list[SourceFile]) -> Iterator[SourceRow]:
+    """Stream rows from every file in order: JSONL lines stay bytes, columnar rows are dicts."""
+    for src in files:
+        kind = src.kind
+        if kind == "jsonl":
+            yield from _jsonl_rows(src.path)
+        elif kind == "parquet":
+            yield from _parquet_rows(src.path)
+        else:
+            yield from _arrow_rows(src.path)
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Stable bytes for a decoded row (key order and spacing normalized), for split hashing."""
+    return json.dumps(
+        value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
+    ).encode("utf-8")

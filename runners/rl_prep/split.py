@@ -1,0 +1,57 @@
+"""Deterministic split and weight decisions from a row's content, the seed and its dataset.
+
+Each row gets two numbers in [0, 1) from one keyed BLAKE2b hash of (seed, dataset name, row
+content), where content is the source line without surrounding whitespace (JSONL) or the
+row's canonical JSON (Parquet/Arrow):
+- `u` picks the split: u < train_ratio -> train, u < train_ratio + val_ratio -> val, else test.
+  A row's split therefore depends on nothing but its content, the seed and its dataset's name:
+  not on file order, other rows or other datasets. Identical rows land in the same split, so
+  duplicates never leak from train into val or test.
+- `v` implements the weight, which applies to train only (held-out rows are written once):
+  a train row is written floor(weight) times, plus once more when v < frac(weight). So weight 2
+  doubles a dataset, 0.25 keeps a deterministic quarter of its train rows, 0 keeps none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+TRAIN, VAL, TEST = "train", "val", "test"
+SPLITS = (TRAIN, VAL, TEST)
+_SCALE = float(1 << 64)
+
+
+@dataclass(frozen=True)
+class Splitter:
+    """Split and repeat decisions for one dataset."""
+
+    seed: int
+    dataset: str
+    train_ratio: float
+    val_ratio: float
+    weight: float = 1.0
+
+    def key(self) -> bytes:
+        return hashlib.blake2b(f"{self.seed}\0{self.dataset}".encode(), digest_size=32).digest()
+
+    def draw(self, content: bytes, key: bytes) -> tuple[float, float]:
+        """The (u, v) pair of a row; `key` is `self.key()`, computed once per dataset."""
+        digest = hashlib.blake2b(content, key=key, digest_size=16).digest()
+        return (
+            int.from_bytes(digest[:8], "big") / _SCALE,
+            int.from_bytes(digest[8:], "big") / _SCALE,
+        )
+
+    def split_of(self, u: float) -> str:
+        if u < self.train_ratio:
+            return TRAIN
+        if u < self.train_ratio + self.val_ratio:
+            return VAL
+        return TEST
+
+    def repeats(self, v: float) -> int:
+        """How many times a train row is written under this dataset's weight."""
+        whole = math.floor(self.weight)
+        return whole + (1 if v < self.weight - whole else 0)
