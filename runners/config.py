@@ -237,7 +237,7 @@ def did_you_mean(key: str, keys: list[str], n: int = 3) -> list[str]:
 def has_key(cfg: DictConfig, dotted: str) -> bool:
     node: Any = cfg
     for part in dotted.split("."):
-        if isinstance(node, DictConfig) and part in node:
+        if isinstance(node, DictConfig) and node._get_node(part) is not None:  # `in` misses ???
             node = node._get_node(part)
         elif isinstance(node, ListConfig) and part.isdigit() and int(part) < len(node):
             node = node._get_node(int(part))
