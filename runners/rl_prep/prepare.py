@@ -24,7 +24,7 @@ from runners.rl_prep.rowcheck import RowCheck, row_check
 from runners.rl_prep.shards import SplitWriter, parse_size
 from runners.rl_prep.sources import SourceFile, canonical_bytes, iter_rows, resolve_files
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
-from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM, TRANSFORMS
+from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM, TRANSFORMS, RowRejected
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -329,7 +329,11 @@ class _DatasetRun:
                     "write one JSON object per line",
                 )
                 continue
-            out, changed = transform(row, spec)
+            try:
+                out, changed = transform(row, spec)
+            except RowRejected as rej:
+                self._bad(rej.code, f"{rej.field}: {rej.message}", src.path, src.line, rej.fix)
+                continue
             problem = check(out)
             if problem is not None:
                 where = f"{problem.field}: " if problem.field else ""

@@ -2,7 +2,8 @@
 
 Each transform takes a parsed row (a dict) and the dataset's spec and returns `(row, changed)`.
 `changed=False` lets the writer copy the original line bytes instead of re-serializing. A row
-a transform cannot reshape is returned unchanged: the output contract then names what is wrong.
+a transform cannot reshape is returned unchanged (the output contract then names what is wrong)
+or, when it is valid input that has no output form, rejected with `RowRejected`.
 """
 
 from __future__ import annotations
@@ -78,48 +79,77 @@ def nemo_gym(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
     return row, changed
 
 
-def _completion(value: Any) -> Any:
-    if isinstance(value, dict) and "completion" in value:
-        msgs = _messages(value["completion"], "assistant")
-        return {**value, "completion": msgs} if msgs is not None else value
-    return value
+class RowRejected(Exception):
+    """A row the transform cannot reshape into its output form (reported like a contract error)."""
+
+    def __init__(self, code: str, field: str, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.code, self.field, self.message, self.fix = code, field, message, fix
+
+
+def _response_text(value: Any, field: str) -> Any:
+    """A response as the single string BinaryPreferenceDataset reads."""
+    if isinstance(value, str):
+        return value
+    msgs = _messages(value, "assistant")
+    if msgs is not None and len(msgs) == 1 and isinstance(msgs[0].get("content"), str):
+        return msgs[0]["content"]
+    raise RowRejected(
+        "E-DPO-ROW",
+        field,
+        "a response must be a string or one assistant message with string content",
+        "keep one response per completion, or drop multi-turn completions",
+    )
 
 
 def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
-    """Normalize `{prompt, chosen, rejected}` and `{context, completions}` to the latter.
+    """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter.
 
-    `{context: [messages], completions: [{rank, completion: [messages]}] x2}` is what NeMo-RL's
-    PreferenceDataset reads (and the only form `dpo.val_data_paths` accepts); it loses nothing
-    from the binary form. Strings become single messages; completions are sorted by rank.
+    `{prompt, chosen, rejected}` (prompt a string or a message list, each response a string) is
+    what the DPO step reads with NeMo-RL's BinaryPreferenceDataset. From ranked completions the
+    lower rank is chosen, as NeMo-RL's preference processor does; a single-message response
+    becomes its content string. Other fields are kept.
     """
-    if "context" in row and "completions" in row:
-        out = dict(row)
-        context = _messages(row["context"], "user")
-        if context is not None:
-            out["context"] = context
+    if "context" in row and "completions" in row and "prompt" not in row:
         comps = row["completions"]
-        if isinstance(comps, list):
-            comps = [_completion(c) for c in comps]
-            if all(isinstance(c, dict) and isinstance(c.get("rank"), int) for c in comps):
-                comps = sorted(comps, key=lambda c: c["rank"])
-            out["completions"] = comps
-        return out, out != row
-    if {"prompt", "chosen", "rejected"} <= row.keys():
-        context = _messages(row["prompt"], "user")
-        chosen = _messages(row["chosen"], "assistant")
-        rejected = _messages(row["rejected"], "assistant")
-        if context is None or chosen is None or rejected is None:
-            return row, False
-        rest = {k: v for k, v in row.items() if k not in ("prompt", "chosen", "rejected")}
+        if not isinstance(comps, list) or len(comps) != 2:
+            n = len(comps) if isinstance(comps, list) else type(comps).__name__
+            raise RowRejected(
+                "E-DPO-ROW",
+                "completions",
+                f"expected exactly two completions, got {n}",
+                "keep the best and the worst completion of each prompt",
+            )
+        ranks = [c.get("rank") if isinstance(c, dict) else None for c in comps]
+        if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+            raise RowRejected(
+                "E-DPO-ROW",
+                "completions",
+                "every completion needs an integer rank",
+                "add rank 0 to the preferred completion and 1 to the other",
+            )
+        if ranks[0] == ranks[1]:
+            raise RowRejected(
+                "E-DPO-ROW",
+                "completions",
+                f"both completions have rank {ranks[0]}; a tie has no chosen response",
+                "give the preferred completion the lower rank, or drop the tie",
+            )
+        best, worst = sorted(comps, key=lambda c: c["rank"])
+        rest = {k: v for k, v in row.items() if k not in ("context", "completions")}
         out = {
-            "context": context,
-            "completions": [
-                {"rank": 0, "completion": chosen},
-                {"rank": 1, "completion": rejected},
-            ],
+            "prompt": row["context"],
+            "chosen": _response_text(best.get("completion"), "completions.completion"),
+            "rejected": _response_text(worst.get("completion"), "completions.completion"),
             **rest,
         }
         return out, True
+    if {"chosen", "rejected"} <= row.keys():
+        out = dict(row)
+        for key in ("chosen", "rejected"):
+            if not isinstance(row[key], str) and row[key] is not None:
+                out[key] = _response_text(row[key], key)
+        return out, out != row
     return row, False
 
 
