@@ -1,0 +1,428 @@
+"""`check`, the CI contract gate: one test per rule, each planting its defect in a copy of the
+catalog under tmp_path and asserting the code and the path of the finding it adds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from catalog.docs import write_docs
+from runners.check import check_catalog
+
+REPO = Path(__file__).resolve().parent.parent
+DPO = Path("rl/nemo_rl/dpo")
+
+
+def _copy_catalog(dest: Path) -> Path:
+    """steps/ + types.toml + generated docs, as a stand-alone root (`--no-builtin`)."""
+    shutil.copytree(
+        REPO / "steps",
+        dest,
+        ignore=shutil.ignore_patterns("__pycache__", "cli", "__init__.py", "__main__.py"),
+    )
+    shutil.copy(REPO / "catalog" / "types.toml", dest / "types.toml")
+    write_docs(dest)
+    return dest
+
+
+def _key(f, root: Path) -> tuple:
+    rel = os.path.relpath(f.path, root) if f.path else ""
+    return (f.code, rel, f.message.replace(str(root), "<root>"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path_factory):
+    monkeypatch.delenv("STEPS_PATH", raising=False)
+    monkeypatch.setenv("STEPS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="session")
+def pristine(tmp_path_factory):
+    """A pristine copy and the findings it already has (so each test sees only its own)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("STEPS_PATH", raising=False)
+        mp.setenv("STEPS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+        root = _copy_catalog(tmp_path_factory.mktemp("pristine") / "catalog")
+        baseline = {_key(f, root) for f in check_catalog([root], include_builtin=False).findings}
+    return root, baseline
+
+
+@pytest.fixture
+def cat(pristine, tmp_path):
+    """A fresh copy of the catalog for one test to break."""
+    root, _ = pristine
+    dest = tmp_path / "catalog"
+    shutil.copytree(root, dest)
+    return dest
+
+
+def new_findings(pristine, root: Path, *extra_roots: Path) -> list:
+    """Findings that the planted defect added (pre-existing ones are left out)."""
+    _, baseline = pristine
+    found = check_catalog([root, *extra_roots], include_builtin=False).findings
+    return [f for f in found if _key(f, root) not in baseline]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path} no longer contains {old!r}: update the test's plant"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def codes_at(findings, code: str, path: Path) -> list:
+    return [f for f in findings if f.code == code and Path(f.path) == path]
+
+
+def run_check(root: Path, env_cache: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
+    env["STEPS_CACHE_DIR"] = str(env_cache)
+    cmd = [sys.executable, "-m", "steps", "check", "--catalog", str(root), "--no-builtin", "--json"]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+# --- manifests -------------------------------------------------------------------------------
+
+
+def test_manifest_toml_syntax_error_is_a_finding_with_line_and_exit_1(pristine, cat, tmp_path):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'category = "rl"', 'category = "rl"\nbroken = = "x"')
+    proc = run_check(cat, tmp_path / "cache")
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    hits = [f for f in out["findings"] if f["code"] == "E-MANIFEST-TOML"]
+    assert [Path(f["path"]) for f in hits] == [manifest]
+    assert hits[0]["line"] == 5
+    assert out["summary"]["errors"] >= 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_manifest_unknown_key_is_rejected_by_the_schema(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'version = "0.1.0"', 'version = "0.1.0"\ncolour = "red"')
+    hits = codes_at(new_findings(pristine, cat), "E-MANIFEST-SCHEMA", manifest)
+    assert hits and hits[0].key == "step.colour"
+    assert hits[0].line == 8
+
+
+def test_step_ids_must_be_unique_across_roots(pristine, cat, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(cat / DPO, other / DPO)
+    found = new_findings(pristine, cat, other)
+    assert codes_at(found, "E-STEP-DUPLICATE", other / DPO / "step.toml")
+
+
+def test_id_must_equal_the_folder_path(pristine, cat):
+    shutil.move(cat / DPO, cat / "rl/nemo_rl/dpo_copy")
+    manifest = cat / "rl/nemo_rl/dpo_copy/step.toml"
+    hits = codes_at(new_findings(pristine, cat), "E-STEP-ID", manifest)
+    assert hits and hits[0].line == 2
+
+
+def test_category_must_equal_the_first_folder(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'category = "rl"', 'category = "training"')
+    hits = codes_at(new_findings(pristine, cat), "E-STEP-CATEGORY", manifest)
+    assert hits and hits[0].line == 4
+
+
+def test_consumed_type_must_exist_in_the_type_graph(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'type = "hf_checkpoint"', 'type = "hf_checkpont"')
+    hits = codes_at(new_findings(pristine, cat), "E-TYPE-UNKNOWN", manifest)
+    assert hits and "did you mean hf_checkpoint" in hits[0].fix
+
+
+def test_type_key_must_name_a_config_key(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(
+        manifest,
+        'config_keys = ["policy.model_name"]',
+        'config_keys = ["policy.model_name"]\ntype_key = "policy.model_kind"',
+    )
+    hits = codes_at(new_findings(pristine, cat), "E-TYPE-KEY", manifest)
+    assert hits and hits[0].key == "policy.model_kind"
+
+
+def test_port_config_keys_must_exist_in_the_default_config(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'config_keys = ["policy.model_name"]', 'config_keys = ["policy.model_nam"]')
+    hits = codes_at(new_findings(pristine, cat), "E-PORT-KEY", manifest)
+    assert hits and "policy.model_name" in hits[0].fix
+
+
+def test_parameter_must_name_a_default_config_key_with_did_you_mean(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'name = "dpo.reference_policy_kl_penalty"', 'name = "dpo.reference_kl_penalty"')
+    hits = codes_at(new_findings(pristine, cat), "E-PARAM-KEY", manifest)
+    assert hits and "did you mean dpo.reference_policy_kl_penalty" in hits[0].fix
+    assert hits[0].line is not None
+
+
+def test_parameter_default_must_match_the_default_config(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, "default = 0.05", "default = 0.5")
+    hits = codes_at(new_findings(pristine, cat), "E-PARAM-DEFAULT", manifest)
+    assert hits and hits[0].key == "dpo.reference_policy_kl_penalty"
+
+
+def test_errors_check_must_name_a_registered_preflight_rule(pristine, cat, monkeypatch):
+    from runners import preflight
+
+    monkeypatch.setitem(
+        preflight.RULES,
+        "preference_rows",
+        preflight.RuleSpec("preference_rows", lambda ctx: [], ("nemo_rl",), "test rule"),
+    )
+    manifest = cat / DPO / "step.toml"
+    text = manifest.read_text(encoding="utf-8")
+    start = text.index("[[errors]]")
+    manifest.write_text(
+        text[:start]
+        + '[[errors]]\nname = "E-TEST-PLANTED"\ndescription = "planted"\nrecovery = "none"\n'
+        + 'check = "preference_row"\n\n'
+        + text[start:],
+        encoding="utf-8",
+    )
+    hits = codes_at(new_findings(pristine, cat), "W-ERRORS-CHECK", manifest)
+    assert hits and hits[0].severity == "warning"
+    assert "did you mean preference_rows" in hits[0].fix
+
+
+def test_local_reference_must_exist(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    if "\nlocal = [" in manifest.read_text(encoding="utf-8"):
+        edit(manifest, "\nlocal = [", '\nlocal = ["docs/missing.md", ')
+    else:
+        edit(manifest, "[reference]", '[reference]\nlocal = ["docs/missing.md"]')
+    hits = codes_at(new_findings(pristine, cat), "E-REFERENCE-LOCAL", manifest)
+    assert hits and hits[0].line is not None
+
+
+# --- step folder layout ----------------------------------------------------------------------
+
+
+def test_step_folder_needs_step_py_and_both_configs(pristine, cat):
+    (cat / DPO / "step.py").unlink()
+    hits = codes_at(new_findings(pristine, cat), "E-STEP-FILES", cat / DPO / "step.py")
+    assert hits
+
+
+def test_readme_must_exist(pristine, cat):
+    (cat / DPO / "README.md").unlink()
+    assert codes_at(new_findings(pristine, cat), "E-STEP-FILES", cat / DPO / "README.md")
+
+
+def test_readme_must_name_the_step_id(pristine, cat):
+    readme = cat / DPO / "README.md"
+    readme.write_text("# DPO\n\nNo id here.\n", encoding="utf-8")
+    assert codes_at(new_findings(pristine, cat), "E-README-ID", readme)
+
+
+# --- configs ---------------------------------------------------------------------------------
+
+
+def test_yaml_syntax_error_in_any_config_has_file_and_line(pristine, cat):
+    tiny = cat / DPO / "config" / "tiny.yaml"
+    tiny.write_text(tiny.read_text(encoding="utf-8") + "broken: [unclosed\n", encoding="utf-8")
+    hits = codes_at(new_findings(pristine, cat), "E-CONFIG-YAML", tiny)
+    assert hits and hits[0].line is not None
+
+
+def test_defaults_chain_must_resolve(pristine, cat):
+    extra = cat / DPO / "config" / "extra.yaml"
+    extra.write_text("defaults: no_such_parent.yaml\ndpo:\n  max_num_steps: 3\n", encoding="utf-8")
+    hits = codes_at(new_findings(pristine, cat), "E-CONFIG-DEFAULTS", extra)
+    assert hits and hits[0].line == 1
+
+
+def test_interpolation_to_a_missing_key_is_an_error(pristine, cat):
+    extra = cat / DPO / "config" / "extra.yaml"
+    extra.write_text("defaults: default.yaml\nplanted: ${dpo.no_such_key}\n", encoding="utf-8")
+    hits = codes_at(new_findings(pristine, cat), "E-CONFIG-INTERPOLATION", extra)
+    assert hits and hits[0].line == 2 and hits[0].key == "planted"
+
+
+def test_unset_env_interpolation_without_default_is_only_a_warning(pristine, cat, monkeypatch):
+    monkeypatch.delenv("STEPS_TEST_SURELY_UNSET", raising=False)
+    extra = cat / DPO / "config" / "extra.yaml"
+    extra.write_text(
+        "defaults: default.yaml\nplanted: ${oc.env:STEPS_TEST_SURELY_UNSET}\n", encoding="utf-8"
+    )
+    found = new_findings(pristine, cat)
+    hits = codes_at(found, "W-CONFIG-ENV", extra)
+    assert hits and hits[0].severity == "warning" and hits[0].line == 2
+    assert not [f for f in found if f.is_error]
+
+
+def test_default_config_named_by_the_manifest_must_exist(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'default_config = "default"', 'default_config = "production"')
+    assert codes_at(new_findings(pristine, cat), "E-CONFIG-NOT-FOUND", manifest)
+
+
+# --- the type graph --------------------------------------------------------------------------
+
+
+def test_types_toml_unknown_key_is_a_finding(pristine, cat):
+    types = cat / "types.toml"
+    edit(types, 'contract = "jsonl"', 'contract = "jsonl"\nshape = "rows"')
+    hits = codes_at(new_findings(pristine, cat), "E-TYPES-SCHEMA", types)
+    assert hits and hits[0].line is not None
+
+
+def test_is_a_parent_must_exist(pristine, cat):
+    types = cat / "types.toml"
+    edit(types, 'is_a = ["training_jsonl"]', 'is_a = ["training_jsonll"]')
+    hits = codes_at(new_findings(pristine, cat), "E-TYPES-PARENT", types)
+    assert hits and "did you mean training_jsonl" in hits[0].fix
+
+
+def test_is_a_cycle_is_rejected(pristine, cat):
+    types = cat / "types.toml"
+    edit(types, 'contract = "jsonl"', 'contract = "jsonl"\nis_a = ["preference_jsonl"]')
+    hits = codes_at(new_findings(pristine, cat), "E-TYPES-CYCLE", types)
+    assert hits and "training_jsonl" in hits[0].message and "preference_jsonl" in hits[0].message
+
+
+def test_convert_to_must_name_a_real_step(pristine, cat):
+    types = cat / "types.toml"
+    edit(types, 'via = "convert/megatron_to_hf"', 'via = "convert/megatron_to_gguf"')
+    hits = codes_at(new_findings(pristine, cat), "E-CONVERT-VIA", types)
+    assert hits and "convert/megatron_to_gguf" in hits[0].message
+
+
+def test_convert_to_step_must_consume_the_source_and_produce_the_target(pristine, cat):
+    types = cat / "types.toml"
+    edit(types, 'via = "convert/megatron_to_hf"', 'via = "rl/nemo_rl/dpo"')
+    hits = codes_at(new_findings(pristine, cat), "E-CONVERT-VIA", types)
+    messages = " ".join(f.message for f in hits)
+    assert "consumes none of the types" in messages
+    assert "produces nothing that is_a 'hf_checkpoint'" in messages
+
+
+# --- generated docs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ARTIFACTS.md", "PATTERNS.md", "step.schema.json"])
+def test_generated_docs_must_be_byte_identical(pristine, cat, name):
+    doc = cat / name
+    doc.write_bytes(doc.read_bytes() + b"\n")
+    hits = codes_at(new_findings(pristine, cat), "E-DOCS-STALE", doc)
+    assert hits and "--no-builtin" in hits[0].fix
+
+
+def test_missing_generated_doc_is_a_finding(pristine, cat):
+    (cat / "ARTIFACTS.md").unlink()
+    assert codes_at(new_findings(pristine, cat), "E-DOCS-STALE", cat / "ARTIFACTS.md")
+
+
+# --- pattern files ---------------------------------------------------------------------------
+
+GOOD_PATTERN = """---
+id: {id}
+title: A planted pattern
+tags: [dpo]
+triggers: ["preference data arrives"]
+steps: [rl/nemo_rl/dpo]
+confidence: high
+---
+
+## When to apply
+x
+## What to do
+x
+## Exceptions
+x
+## References
+x
+"""
+
+
+def plant_pattern(root: Path, name: str, text: str) -> Path:
+    path = root / "patterns" / f"{name}.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_pattern_malformed_frontmatter_is_a_finding_with_line_not_a_traceback(
+    pristine, cat, tmp_path
+):
+    path = plant_pattern(cat, "planted", "---\nid: planted\ntitle: [unclosed\n---\nbody\n")
+    proc = run_check(cat, tmp_path / "cache")
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1
+    hits = [
+        f
+        for f in json.loads(proc.stdout)["findings"]
+        if f["code"] == "E-PATTERN-FRONTMATTER" and Path(f["path"]) == path
+    ]
+    assert hits and hits[0]["line"] in (3, 4)
+
+
+def test_pattern_without_frontmatter_is_a_finding(pristine, cat):
+    path = plant_pattern(cat, "planted", "# just markdown\n")
+    hits = codes_at(new_findings(pristine, cat), "E-PATTERN-FRONTMATTER", path)
+    assert hits and hits[0].line == 1
+
+
+def test_pattern_id_must_equal_the_file_name(pristine, cat):
+    path = plant_pattern(cat, "planted", GOOD_PATTERN.format(id="something_else"))
+    hits = codes_at(new_findings(pristine, cat), "E-PATTERN-ID", path)
+    assert hits and hits[0].line == 2
+
+
+def test_pattern_needs_every_field(pristine, cat):
+    text = GOOD_PATTERN.format(id="planted").replace("title: A planted pattern\n", "")
+    path = plant_pattern(cat, "planted", text)
+    hits = codes_at(new_findings(pristine, cat), "E-PATTERN-FIELD", path)
+    assert [f.key for f in hits] == ["title"]
+
+
+def test_pattern_steps_must_exist(pristine, cat):
+    text = GOOD_PATTERN.format(id="planted").replace("rl/nemo_rl/dpo]", "rl/nemo_rl/dpoo]")
+    path = plant_pattern(cat, "planted", text)
+    hits = codes_at(new_findings(pristine, cat), "E-PATTERN-STEP", path)
+    assert hits and hits[0].line == 6 and "did you mean rl/nemo_rl/dpo" in hits[0].fix
+
+
+def test_pattern_confidence_must_be_high_medium_or_experimental(pristine, cat):
+    text = GOOD_PATTERN.format(id="planted").replace("confidence: high", "confidence: certain")
+    path = plant_pattern(cat, "planted", text)
+    hits = codes_at(new_findings(pristine, cat), "E-PATTERN-CONFIDENCE", path)
+    assert hits and hits[0].line == 7
+
+
+def test_valid_pattern_adds_no_finding_once_docs_are_regenerated(pristine, cat):
+    plant_pattern(cat, "planted", GOOD_PATTERN.format(id="planted"))
+    write_docs(cat)
+    assert new_findings(pristine, cat) == []
+
+
+# --- the real catalog ------------------------------------------------------------------------
+
+
+def test_the_real_catalog_passes_check():
+    report = check_catalog()
+    assert report.errors == [], "\n".join(f.render() for f in report.errors)
+
+
+def test_check_cli_exits_0_on_the_real_catalog_and_prints_a_summary(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
+    env["STEPS_CACHE_DIR"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "steps", "check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("check: 0 error(s)")
