@@ -160,12 +160,12 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
     an error. With `strict=False` a manifest that does not parse is kept with empty data and
     its finding in `load_error` (for `check`); otherwise its `StepsError` propagates.
     """
-    from catalog.errors import StepsError  # deferred: `list` should not pay for dataclasses
-
     entries: list[StepEntry] = []
     cache = _ManifestCache()
     for root in roots:
         if not root.is_dir():
+            from catalog.errors import StepsError  # deferred: `list` never pays for dataclasses
+
             raise StepsError(
                 "E-CATALOG-ROOT",
                 "catalog root is not a directory",
@@ -177,8 +177,10 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
             error = None
             try:
                 data = cache.load(d / MANIFEST)
-            except StepsError as exc:
-                if strict:
+            except Exception as exc:
+                from catalog.errors import StepsError
+
+                if strict or not isinstance(exc, StepsError):
                     cache.save()
                     raise
                 data, error = {}, exc.finding

@@ -27,26 +27,44 @@ def _available() -> dict[str, str]:
     return {name: mod for name, mod in COMMANDS.items() if find_spec(mod) is not None}
 
 
+def _formatter(prog: str):
+    """argparse's formatter sized with `os` (argparse's own default imports shutil: ~5 ms)."""
+    import argparse
+    import os
+
+    try:
+        width = os.get_terminal_size().columns
+    except OSError:
+        width = int(os.environ.get("COLUMNS", "80") or 80)
+    return argparse.HelpFormatter(prog, width=max(width - 2, 40))
+
+
+def _steps_error() -> type:
+    """Evaluated only when an exception reaches `main`, so a clean `list` never imports it."""
+    from catalog.errors import StepsError
+
+    return StepsError
+
+
 def build_parser(only: str | None = None):
     import argparse
 
     parser = argparse.ArgumentParser(
         prog="python -m steps",
         description="Step catalog and contract-checking runner for NeMo-RL alignment jobs.",
+        formatter_class=_formatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names = [only] if only else list(_available())
     for name in names:
         mod = import_module(COMMANDS[name])
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP, formatter_class=_formatter)
         mod.add_arguments(p)
         p.set_defaults(_handler=mod.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from catalog.errors import StepsError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
@@ -56,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args._handler(args) or 0)
-    except StepsError as exc:
+    except _steps_error() as exc:
         print(exc.finding.render(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 
 def add_catalog_arguments(parser) -> None:
@@ -17,7 +15,9 @@ def add_catalog_arguments(parser) -> None:
     )
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: object) -> None:
+    import json
+
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
