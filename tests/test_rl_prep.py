@@ -128,7 +128,9 @@ def test_splits_are_disjoint_and_cover_every_row(two_datasets: Path, tmp_path: P
 def test_every_dataset_has_a_validation_row_even_when_the_ratio_rounds_to_none(tmp_path: Path):
     datasets = []
     for k in range(4):
-        write_jsonl(tmp_path / f"d{k}.jsonl", [gym_row(1000 * k + i, f"agent{k}") for i in range(12)])
+        write_jsonl(
+            tmp_path / f"d{k}.jsonl", [gym_row(1000 * k + i, f"agent{k}") for i in range(12)]
+        )
         datasets.append({"name": f"d{k}", "path": f"d{k}.jsonl"})
     blend = write_blend(tmp_path, datasets)
     summary = prep(blend, tmp_path / "out", val_ratio=0.01)
@@ -165,7 +167,10 @@ def test_a_rows_split_depends_on_its_content_and_the_seed_only(tmp_path: Path):
 
     def split_of(out: Path) -> dict[int, str]:
         return {
-            r["id"]: s for s in ("train", "val", "test") for r in read_split(out, s) if r["id"] < 400
+            r["id"]: s
+            for s in ("train", "val", "test")
+            for r in read_split(out, s)
+            if r["id"] < 400
         }
 
     assert split_of(tmp_path / "alone") == split_of(tmp_path / "crowded")
@@ -298,7 +303,9 @@ def test_failed_run_leaves_no_manifest_and_no_visible_half_output(tmp_path: Path
     rows = [gym_row(i) for i in range(200, 300)]
     rows[60] = {"question": 17}
     write_jsonl(tmp_path / "z.jsonl", rows)
-    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}, {"name": "z", "path": "z.jsonl"}])
+    blend = write_blend(
+        tmp_path, [{"name": "a", "path": "a.jsonl"}, {"name": "z", "path": "z.jsonl"}]
+    )
     out = tmp_path / "prepared" / "out"
     with pytest.raises(StepsError) as err:
         prep(blend, out, shard_size="1KB")
