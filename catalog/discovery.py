@@ -196,8 +196,6 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
 
 def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
     """Exact id, else a unique tail (`rlvr`, `nemo_rl/rlvr`); otherwise a did-you-mean, exit 2."""
-    from catalog.errors import StepsError
-
     query = step_id.strip("/")
     for e in entries:
         if e.id == query:
@@ -205,6 +203,8 @@ def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
     tails = [e for e in entries if e.id.endswith("/" + query)]
     if len(tails) == 1:
         return tails[0]
+    from catalog.errors import StepsError  # only on failure: `show` stays light
+
     if len(tails) > 1:
         names = ", ".join(e.id for e in tails)
         raise StepsError(

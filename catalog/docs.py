@@ -121,7 +121,7 @@ def render_artifacts(graph: TypeGraph, entries: list[StepEntry], doc: Path) -> s
         )
     out += ["", "## Graph", "", *_mermaid(graph, entries), "", "## Types"]
     for name, t in sorted(graph.types.items()):
-        out += ["", f"### {name}", "", _cell(t.description) or "-", ""]
+        out += ["", f"### {name}", "", " ".join(t.description.split()) or "-", ""]
         out.append(f"- layout: `{t.layout}`; contract: `{t.contract}`")
         ancestors = graph.ancestors(name)[1:]
         out.append(f"- is_a: {', '.join(f'`{a}`' for a in ancestors) or '-'}")

@@ -200,5 +200,5 @@ def require_type(graph: TypeGraph, name: str) -> ArtifactType:
 
         close = difflib.get_close_matches(name, list(graph.types), n=3)
         hint = f"did you mean {' or '.join(close)}?" if close else f"see {graph.path.name}"
-        raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint)
+        raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint, exit_code=2)
     return graph.types[name]

@@ -73,8 +73,8 @@ def run(args) -> int:
         return 0
     width = max(len(e.id) for e in entries)
     for e in entries:
-        ins = ",".join(p.get("type", "?") for p in e.consumes) or "-"
-        outs = ",".join(p.get("type", "?") for p in e.produces) or "-"
+        ins = ",".join(dict.fromkeys(str(p.get("type", "?")) for p in e.consumes)) or "-"
+        outs = ",".join(dict.fromkeys(str(p.get("type", "?")) for p in e.produces)) or "-"
         print(f"{e.id:<{width}}  {ins} -> {outs}")
         desc = e.meta.get("description", "")
         if desc:

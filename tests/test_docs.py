@@ -1,0 +1,183 @@
+"""Generated docs: ARTIFACTS.md from the type graph and manifests, PATTERNS.md from pattern
+files, the step.toml JSON Schema; deterministic, atomic, and what `check` compares against."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from catalog.discovery import BUILTIN_ROOT
+from catalog.docs import docs_home, render_docs, write_docs
+from catalog.manifest import json_schema_text
+
+REPO = Path(__file__).resolve().parent.parent
+
+TYPES = """
+[rows]
+description = "Any rows."
+layout = "jsonl"
+
+[pairs]
+description = "Preference | pairs."
+is_a = ["rows"]
+layout = "jsonl"
+contract = "preference_rows"
+
+[big_ckpt]
+description = "A big checkpoint."
+layout = "dir"
+convert_to = [{ type = "small_ckpt", via = "convert/shrink" }]
+
+[run_ckpt]
+description = "A run's checkpoint."
+is_a = ["big_ckpt"]
+layout = "dir"
+
+[small_ckpt]
+description = "A small checkpoint."
+layout = "dir"
+"""
+
+
+def _step(root: Path, sid: str, consumes: list[str], produces: list[str]) -> None:
+    folder = root / sid
+    folder.mkdir(parents=True)
+    ports = []
+    for kind, types in (("consumes", consumes), ("produces", produces)):
+        for i, t in enumerate(types):
+            ports.append(f'[[{kind}]]\nname = "p{i}"\ntype = "{t}"\n')
+    folder.joinpath("step.toml").write_text(
+        f'[step]\nid = "{sid}"\ncategory = "{sid.split("/")[0]}"\n\n' + "\n".join(ports),
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("STEPS_CACHE_DIR", str(tmp_path / "cache"))
+    r = tmp_path / "cat"
+    r.mkdir()
+    (r / "types.toml").write_text(TYPES, encoding="utf-8")
+    _step(r, "train/tune", ["pairs", "pairs", "big_ckpt"], ["run_ckpt"])
+    _step(r, "train/generic", ["rows"], [])
+    _step(r, "convert/shrink", ["big_ckpt"], ["small_ckpt"])
+    (r / "patterns").mkdir()
+    (r / "patterns" / "order_pairs.md").write_text(
+        "---\nid: order_pairs\ntitle: Check pair order\ntags: [dpo, data]\n"
+        "triggers: [new preference data, swapped columns]\nsteps: [train/tune]\n"
+        "confidence: medium\n---\n\n## When to apply\n## What to do\n"
+        "## Exceptions\n## References\n",
+        encoding="utf-8",
+    )
+    return r
+
+
+def _section(text: str, name: str) -> str:
+    start = text.index(f"\n### {name}\n")
+    end = text.find("\n### ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_artifacts_lists_meaning_layout_contract_and_is_a(root):
+    texts, findings = render_docs(root)
+    assert findings == []
+    pairs = _section(texts[root / "ARTIFACTS.md"], "pairs")
+    assert "Preference | pairs." in pairs
+    assert "layout: `jsonl`; contract: `preference_rows`" in pairs
+    assert "- is_a: `rows`" in pairs
+
+
+def test_artifacts_lists_converters_including_inherited_ones(root):
+    text = render_docs(root)[0][root / "ARTIFACTS.md"]
+    own = _section(text, "big_ckpt")
+    inherited = _section(text, "run_ckpt")
+    assert "converts to: `small_ckpt` via [`convert/shrink`](convert/shrink)" in own
+    assert "(from `big_ckpt`)" not in own
+    assert "`small_ckpt` via [`convert/shrink`](convert/shrink) (from `big_ckpt`)" in inherited
+
+
+def test_artifacts_names_producers_consumers_and_is_a_acceptors(root):
+    text = render_docs(root)[0][root / "ARTIFACTS.md"]
+    pairs = _section(text, "pairs")
+    assert "consumed by: [`train/tune`](train/tune) (`p0`, `p1`)" in pairs
+    assert "also accepted (through is_a) by: [`train/generic`](train/generic)" in pairs
+    assert "produced by: [`train/tune`](train/tune) (`p0`)" in _section(text, "run_ckpt")
+
+
+def test_artifacts_mermaid_graph_has_is_a_convert_and_step_edges(root):
+    text = render_docs(root)[0][root / "ARTIFACTS.md"]
+    graph = text[text.index("```mermaid") : text.index("```", text.index("```mermaid") + 3)]
+    assert "t_pairs -->|is_a| t_rows" in graph
+    assert 't_big_ckpt -.->|"convert via convert/shrink"| t_small_ckpt' in graph
+    assert "t_pairs --> s_train_tune" in graph
+    assert "s_train_tune --> t_run_ckpt" in graph
+    assert graph.count("t_pairs --> s_train_tune") == 1
+
+
+def test_patterns_table_has_a_row_per_pattern_from_its_frontmatter(root):
+    text = render_docs(root)[0][root / "PATTERNS.md"]
+    row = next(line for line in text.splitlines() if "order_pairs" in line)
+    assert row == (
+        "| [`order_pairs`](patterns/order_pairs.md) | Check pair order | dpo, data "
+        "| new preference data; swapped columns | train/tune | medium |"
+    )
+
+
+def test_malformed_pattern_is_left_out_of_the_table_and_reported(root):
+    (root / "patterns" / "broken.md").write_text("---\nid: [\n---\n", encoding="utf-8")
+    texts, findings = render_docs(root)
+    assert "broken" not in texts[root / "PATTERNS.md"]
+    assert [(f.code, Path(f.path).name) for f in findings] == [
+        ("E-PATTERN-FRONTMATTER", "broken.md")
+    ]
+
+
+def test_docs_are_deterministic_and_sorted(root):
+    first, _ = render_docs(root)
+    second, _ = render_docs(root)
+    assert first == second
+    text = first[root / "ARTIFACTS.md"]
+    headings = [line[4:] for line in text.splitlines() if line.startswith("### ")]
+    assert headings == sorted(headings) == ["big_ckpt", "pairs", "rows", "run_ckpt", "small_ckpt"]
+
+
+def test_schema_file_is_the_manifest_models_json_schema(root):
+    texts, _ = render_docs(root)
+    schema = texts[root / "step.schema.json"]
+    assert schema == json_schema_text()
+    assert json.loads(schema)["additionalProperties"] is False
+
+
+def test_builtin_docs_live_at_the_repo_root_and_schema_in_catalog():
+    home = docs_home(BUILTIN_ROOT)
+    assert home.files() == [
+        REPO / "ARTIFACTS.md",
+        REPO / "PATTERNS.md",
+        REPO / "catalog" / "schema" / "step.schema.json",
+    ]
+
+
+def test_write_docs_changes_only_stale_files_and_leaves_no_temp_files(root):
+    changed, _ = write_docs(root)
+    assert sorted(p.name for p in changed) == ["ARTIFACTS.md", "PATTERNS.md", "step.schema.json"]
+    assert write_docs(root)[0] == []
+    (root / "PATTERNS.md").write_text("stale\n", encoding="utf-8")
+    assert write_docs(root)[0] == [root / "PATTERNS.md"]
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_docs_command_writes_an_extra_roots_docs_into_the_root(root, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
+    cmd = [sys.executable, "-m", "steps", "docs", "--catalog", str(root), "--no-builtin"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "ARTIFACTS.md").read_text(encoding="utf-8") == render_docs(root)[0][
+        root / "ARTIFACTS.md"
+    ]
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert "up to date" in again.stdout
