@@ -1,0 +1,13 @@
+"""GRPO with a generative reward model (RLHF) through NeMo-Gym.
+
+Run with `python steps/rl/nemo_rl/rlhf/step.py -c tiny [overrides]`
+or `python -m steps run rl/nemo_rl/rlhf`.
+"""
+
+import sys
+from pathlib import Path
+
+from runners.run import main
+
+if __name__ == "__main__":
+    sys.exit(main(Path(__file__).resolve().parent, sys.argv[1:]))
