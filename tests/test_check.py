@@ -426,3 +426,13 @@ def test_check_cli_exits_0_on_the_real_catalog_and_prints_a_summary(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("check: 0 error(s)")
+
+
+def test_pattern_missing_a_body_section_is_a_warning(pristine, cat):
+    text = GOOD_PATTERN.format(id="planted").replace("## Exceptions\n", "")
+    path = plant_pattern(cat, "planted", text)
+    write_docs(cat)
+    found = new_findings(pristine, cat)
+    hits = codes_at(found, "W-PATTERN-SECTION", path)
+    assert hits and hits[0].severity == "warning" and "Exceptions" in hits[0].message
+    assert not [f for f in found if f.is_error]
