@@ -31,7 +31,8 @@ def _ports(title: str, ports: list[dict]) -> None:
     for p in ports:
         req = "" if p.get("required", True) else " (optional)"
         keys = ", ".join(p.get("config_keys", []))
-        print(f"  {p.get('name')}: {p.get('type')}{req}  <- {keys}")
+        narrowed = f" (subtype from {p['type_key']})" if p.get("type_key") else ""
+        print(f"  {p.get('name')}: {p.get('type')}{narrowed}{req}  <- {keys}")
         print(f"      {p.get('description', '')}")
 
 
