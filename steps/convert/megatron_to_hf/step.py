@@ -1,0 +1,13 @@
+"""Megatron to Hugging Face checkpoint conversion.
+
+Run with `python steps/convert/megatron_to_hf/step.py -c tiny [overrides]`
+or `python -m steps run convert/megatron_to_hf`.
+"""
+
+import sys
+from pathlib import Path
+
+from runners.run import main
+
+if __name__ == "__main__":
+    sys.exit(main(Path(__file__).resolve().parent, sys.argv[1:]))
