@@ -14,6 +14,7 @@ import yaml
 
 from catalog.discovery import BUILTIN_ROOT, StepEntry, discover
 from catalog.manifest import StepManifest
+from catalog.patterns import parse_pattern
 from catalog.tomlfile import load_toml
 from catalog.types import load_types
 from runners.config import load_config
@@ -603,11 +604,12 @@ REQUIRED_PATTERNS = {
 }
 
 
-def _frontmatter(path: Path) -> tuple[dict, str]:
-    text = path.read_text(encoding="utf-8")
-    m = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.S)
-    assert m, f"{path.name}: no YAML frontmatter"
-    return yaml.safe_load(m.group(1)), m.group(2)
+@pytest.mark.parametrize("path", PATTERNS, ids=[p.stem for p in PATTERNS])
+def test_pattern_passes_the_catalog_pattern_check(path):
+    pattern, findings = parse_pattern(path, set(STEP_IDS))
+    assert pattern is not None
+    assert [f.render() for f in findings] == []
+    assert pattern.steps, f"{path.name} names no step"
 
 
 def test_required_patterns_exist():
@@ -615,16 +617,9 @@ def test_required_patterns_exist():
     assert not missing, f"missing patterns: {sorted(missing)}"
 
 
-@pytest.mark.parametrize("path", PATTERNS, ids=[p.stem for p in PATTERNS])
-def test_pattern_frontmatter_and_sections(path):
-    meta, body = _frontmatter(path)
-    assert meta["id"] == path.stem
-    assert meta["title"] and isinstance(meta["title"], str)
-    assert isinstance(meta["tags"], list) and meta["tags"]
-    assert isinstance(meta["triggers"], list) and meta["triggers"]
-    assert meta["confidence"] in {"high", "medium", "experimental"}
-    assert isinstance(meta["steps"], list) and meta["steps"]
-    for step_id in meta["steps"]:
-        assert step_id in STEP_IDS, f"{path.name}: unknown step {step_id}"
-    headings = re.findall(r"^## (.+)$", body, re.M)
-    assert headings == ["When to apply", "What to do", "Exceptions", "References"]
+def test_manifests_and_readmes_cite_only_existing_patterns():
+    names = {p.stem for p in PATTERNS}
+    for entry in CONTENT:
+        text = entry.manifest_path.read_text() + (entry.dir / "README.md").read_text()
+        for pid in re.findall(r"pattern ([a-z0-9]+(?:-[a-z0-9]+)+)", text):
+            assert pid in names, f"{entry.id} cites missing pattern {pid}"
