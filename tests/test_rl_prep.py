@@ -412,3 +412,20 @@ def test_pid_named_work_folder_is_hidden_beside_output(two_datasets: Path, tmp_p
     prep(two_datasets, out)
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["out"]
     assert os.listdir(out) and "manifest.json" in os.listdir(out)
+
+
+def test_worker_processes_write_the_same_bytes_as_one_process(tmp_path: Path):
+    pad = "x" * 4000  # ~12 MB in all: several 4 MB chunks, so chunk order and merging matter
+    write_jsonl(tmp_path / "a.jsonl", [gym_row(i, pad=pad) for i in range(3000)])
+    write_jsonl(tmp_path / "b.jsonl", [gym_row(i, "b", pad=pad) for i in range(3000, 3100)])
+    blend = write_blend(
+        tmp_path,
+        [{"name": "a", "path": "a.jsonl", "weight": 1.5}, {"name": "b", "path": "b.jsonl"}],
+    )
+    opts = {"val_ratio": 0.0001, "shard_size": "3MB"}
+    one = prep(blend, tmp_path / "one", workers=1, **opts)
+    two = prep(blend, tmp_path / "two", workers=2, **opts)
+    assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "two")
+    assert one["rows"] == two["rows"]
+    assert one["datasets"]["a"]["val"] >= 1 and one["datasets"]["b"]["val"] >= 1
+    assert one["shards"]["train"] >= 4

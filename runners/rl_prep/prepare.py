@@ -13,22 +13,26 @@ import json
 import os
 import shutil
 import sys
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
 from runners.rl_prep.blend import Blend, DatasetSpec, load_blend
-from runners.rl_prep.rowcheck import RowCheck, row_check
+from runners.rl_prep.chunks import Chunk, ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter, parse_size
-from runners.rl_prep.sources import SourceFile, canonical_bytes, iter_rows, resolve_files
+from runners.rl_prep.sources import SourceFile, iter_chunks, resolve_files
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
-from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM, TRANSFORMS, RowRejected
+from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 ON_BAD_ROW = ("error", "skip")
+CHUNK_BYTES = 4 << 20
+PARALLEL_FROM_BYTES = 64 << 20  # below this, worker start-up costs more than it saves
 
 
 def tool_version() -> str:
@@ -51,6 +55,13 @@ class Options:
     sample: int | None
     on_bad_row: str
     force: bool
+    workers: int | None = None
+
+    def workers_for(self, input_bytes: int) -> int:
+        """Worker processes: as configured, else one per CPU for inputs worth it, else none."""
+        if self.workers is not None:
+            return self.workers
+        return (os.cpu_count() or 1) if input_bytes >= PARALLEL_FROM_BYTES else 1
 
     def key_fields(self) -> dict:
         """The options that change the output (and so belong in the run key)."""
@@ -121,6 +132,13 @@ def read_options(config: dict, blend: Blend, config_dir: Path, force: bool) -> O
             f"rl_prep cannot produce `{output_type}`",
             f"use one of: {', '.join(COMPATIBLE)}",
         )
+    workers = config.get("workers")
+    if workers is not None and (
+        not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
+    ):
+        raise _bad_value(
+            "workers", f"expected null or a positive integer, got {workers!r}", "workers=2"
+        )
     return Options(
         blend_path=blend.path,
         output_dir=_path(config, "output_dir", config_dir),
@@ -132,6 +150,7 @@ def read_options(config: dict, blend: Blend, config_dir: Path, force: bool) -> O
         sample=sample,
         on_bad_row=on_bad,
         force=bool(force or config.get("force", False)),
+        workers=workers,
     )
 
 
@@ -259,123 +278,101 @@ class _Progress:
         self.bar.close()
 
 
-def _dumps(row: dict) -> bytes:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+class _Workers:
+    """Runs `process_chunk` in worker processes (or in-process), results in input order.
 
+    At most `depth` chunks are in flight, so memory stays bounded whatever the input size.
+    """
 
-class _DatasetRun:
-    """Streams one dataset into the split writers and counts what happened."""
+    def __init__(self, workers: int) -> None:
+        self.pool = None
+        self.depth = 2 * workers + 2
+        if workers > 1:
+            import multiprocessing
 
-    def __init__(self, plan: PlannedDataset, opts: Options, check: RowCheck) -> None:
-        self.plan = plan
-        self.opts = opts
-        self.check = check
-        self.splitter = Splitter(
-            opts.seed, plan.spec.name, opts.train_ratio, opts.val_ratio, plan.spec.weight
-        )
-        self.counts: Counter = Counter()
-        self.skipped: Counter = Counter()
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self.pool = ctx.Pool(workers)
 
-    def _bad(self, code: str, message: str, path: str, line: int, fix: str | None) -> None:
-        if self.opts.on_bad_row == "skip":
-            self.skipped[code] += 1
+    def ordered(self, job: DatasetJob, chunks: Iterator[Chunk]) -> Iterator[ChunkResult]:
+        if self.pool is None:
+            for chunk in chunks:
+                yield process_chunk(job, chunk)
             return
-        skip_hint = "; or set on_bad_row=skip to drop such rows and count them"
-        raise StepsError(
-            code,
-            f"dataset `{self.plan.spec.name}`: {message}",
-            path=path,
-            line=line,
-            fix=(fix or "fix or remove the row") + skip_hint,
-        )
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append(self.pool.apply_async(process_chunk, (job, chunk)))
+            if len(pending) >= self.depth:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
-    def run(self, writers: dict[str, SplitWriter], progress: _Progress) -> None:
-        spec, splitter, check = self.plan.spec, self.splitter, self.check
-        transform = TRANSFORMS[self.plan.transform]
-        key = splitter.key()
-        limit = self.plan.sample
-        guarantee_val = self.opts.val_ratio > 0
-        held: tuple[float, bytes, int] | None = None  # the train row nearest the val boundary
-        train_sources = 0
-        read = 0
-        for src in iter_rows(self.plan.files):
-            if limit is not None and read >= limit:
-                break
-            read += 1
-            raw = src.raw
-            if raw is not None:
-                progress.add(len(raw))
-                content = raw.strip()
-                try:
-                    row = json.loads(content)
-                except ValueError as exc:
-                    self._bad(
-                        "E-JSONL",
-                        f"line is not valid JSON: {exc}",
-                        src.path,
-                        src.line,
-                        "write one JSON object per line",
-                    )
-                    continue
-            else:
-                row = src.value
-                content = canonical_bytes(row)
-            if not isinstance(row, dict):
-                self._bad(
-                    "E-JSONL",
-                    f"expected a JSON object, got {type(row).__name__}",
-                    src.path,
-                    src.line,
-                    "write one JSON object per line",
-                )
-                continue
-            try:
-                out, changed = transform(row, spec)
-            except RowRejected as rej:
-                self._bad(rej.code, f"{rej.field}: {rej.message}", src.path, src.line, rej.fix)
-                continue
-            problem = check(out)
-            if problem is not None:
-                where = f"{problem.field}: " if problem.field else ""
-                self._bad(problem.code, where + problem.message, src.path, src.line, problem.fix)
-                continue
-            data = content + b"\n" if raw is not None and not changed else _dumps(out)
-            u, v = splitter.draw(content, key)
-            split = splitter.split_of(u)
-            if split != TRAIN:
-                writers[split].write(data)
-                self.counts[split] += 1
-                continue
-            train_sources += 1
-            copies = splitter.repeats(v)
-            if guarantee_val and (held is None or u > held[0]):
-                previous, held = held, (u, data, copies)
-                if previous is None:
-                    continue
-                _, data, copies = previous
-            if copies:
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+
+def _prepare_dataset(
+    plan: PlannedDataset,
+    opts: Options,
+    writers: dict[str, SplitWriter],
+    workers: _Workers,
+    progress: _Progress,
+) -> dict:
+    """Stream one dataset through the workers into the split writers; its manifest counts.
+
+    Each dataset is split on its own. If the hash gives it no val row, its train row with the
+    highest u (the one nearest the val boundary) moves to val, so validation holds every
+    dataset; to allow that, each chunk holds back its best candidate and the best one overall
+    is written last.
+    """
+    spec = plan.spec
+    splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
+    job = DatasetJob(
+        spec, plan.transform, opts.output_type, splitter, opts.on_bad_row, opts.val_ratio > 0
+    )
+    chunks = (Chunk(*c) for c in iter_chunks(plan.files, CHUNK_BYTES, plan.sample))
+    written: Counter = Counter()
+    skipped: Counter = Counter()
+    read = train_sources = 0
+    held: tuple[float, bytes, int] | None = None
+    for res in workers.ordered(job, chunks):
+        if res.error is not None:
+            e = res.error
+            raise StepsError(e["code"], e["message"], path=e["path"], line=e["line"], fix=e["fix"])
+        for split in SPLITS:
+            writers[split].write_blob(res.blobs[split], res.lengths[split])
+        written.update(res.written)
+        skipped.update(res.skipped)
+        read += res.read
+        train_sources += res.train_sources
+        progress.add(sum(len(b) for b in res.blobs.values()))
+        if res.candidate is not None:
+            if held is None or res.candidate[0] > held[0]:
+                held, res.candidate = res.candidate, held
+            if res.candidate is not None and res.candidate[2]:
+                _, data, copies = res.candidate
                 writers[TRAIN].write(data, copies)
-                self.counts[TRAIN] += copies
-        if held is not None:
-            if self.counts[VAL] == 0 and train_sources > 1:
-                writers[VAL].write(held[1])
-                self.counts[VAL] += 1
-            elif held[2]:
-                writers[TRAIN].write(held[1], held[2])
-                self.counts[TRAIN] += held[2]
-        self.counts["read"] = read
-
-    def summary(self) -> dict:
-        return {
-            TRAIN: self.counts[TRAIN],
-            VAL: self.counts[VAL],
-            TEST: self.counts[TEST],
-            "read": self.counts["read"],
-            "skipped": dict(sorted(self.skipped.items())),
-            "weight": self.plan.spec.weight,
-            "transform": self.plan.transform,
-            "files": [str(f.path) for f in self.plan.files],
-        }
+                written[TRAIN] += copies
+    if held is not None:
+        _, data, copies = held
+        if written[VAL] == 0 and train_sources > 1:
+            writers[VAL].write(data)
+            written[VAL] += 1
+        elif copies:
+            writers[TRAIN].write(data, copies)
+            written[TRAIN] += copies
+    return {
+        TRAIN: written[TRAIN],
+        VAL: written[VAL],
+        TEST: written[TEST],
+        "read": read,
+        "skipped": dict(sorted(skipped.items())),
+        "weight": spec.weight,
+        "transform": plan.transform,
+        "files": [str(f.path) for f in plan.files],
+    }
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -387,18 +384,18 @@ def _write_json(path: Path, data: dict) -> None:
 def _build(
     staging: Path, blend: Blend, opts: Options, planned: list[PlannedDataset], key: str
 ) -> dict:
-    check = row_check(opts.output_type)
+    row_check(opts.output_type)  # fail here, before any worker starts, if it cannot be built
     writers = {name: SplitWriter(staging, name, opts.shard_size) for name in SPLITS}
     total = sum(f.path.stat().st_size for p in planned for f in p.files)
+    workers = _Workers(opts.workers_for(total))
     progress = _Progress(total)
     datasets: dict[str, dict] = {}
     try:
         for plan in planned:
-            ds = _DatasetRun(plan, opts, check)
-            ds.run(writers, progress)
-            datasets[plan.spec.name] = ds.summary()
+            datasets[plan.spec.name] = _prepare_dataset(plan, opts, writers, workers, progress)
         splits = {name: w.close() for name, w in writers.items()}
     finally:
+        workers.close()
         for w in writers.values():
             w.abort()
         progress.close()

@@ -72,13 +72,38 @@ class SplitWriter:
                 self._shard_bytes and self._shard_bytes + len(data) > self.shard_size
             ):
                 self._roll()
-            self._buf.append(data)
-            self._buf_bytes += len(data)
-            self._shard_bytes += len(data)
-            self._shard_rows += 1
-            self.rows += 1
-            if self._buf_bytes >= FLUSH_BYTES:
-                self._flush()
+            self._append(data, 1)
+
+    def write_blob(self, blob: bytes, lengths: list[int]) -> None:
+        """Append consecutive rows given as one blob and each row's length."""
+        if not lengths:
+            return
+        if self._fh is not None and self._shard_bytes + len(blob) <= self.shard_size:
+            self._append(blob, len(lengths))
+            return
+        view = memoryview(blob)
+        start = end = rows = 0
+        for n in lengths:
+            if self._fh is None or (
+                self._shard_bytes + (end - start)
+                and self._shard_bytes + (end - start) + n > self.shard_size
+            ):
+                if rows:
+                    self._append(bytes(view[start:end]), rows)
+                start, rows = end, 0
+                self._roll()
+            end += n
+            rows += 1
+        self._append(bytes(view[start:end]), rows)
+
+    def _append(self, data: bytes, rows: int) -> None:
+        self._buf.append(data)
+        self._buf_bytes += len(data)
+        self._shard_bytes += len(data)
+        self._shard_rows += rows
+        self.rows += rows
+        if self._buf_bytes >= FLUSH_BYTES:
+            self._flush()
 
     def _flush(self) -> None:
         if self._buf:

@@ -85,25 +85,21 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
     return [SourceFile(p) for p in unique]
 
 
-@dataclass
-class SourceRow:
-    """One input row: its location, the original line (JSONL) and/or the decoded value."""
-
-    path: str
-    line: int
-    raw: bytes | None
-    value: Any = None
-
-
-def _jsonl_rows(path: Path) -> Iterator[SourceRow]:
-    where = str(path)
+def _jsonl_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(first line number, whole lines) of about `chunk_bytes` each."""
+    line = 1
     with open(path, "rb") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
-                yield SourceRow(where, number, line)
+        while True:
+            data = fh.read(chunk_bytes)
+            if not data:
+                return
+            if not data.endswith(b"\n"):
+                data += fh.readline()
+            yield line, data
+            line += data.count(b"\n")
 
 
-def _parquet_rows(path: Path) -> Iterator[SourceRow]:
+def _parquet_batches(path: Path) -> Iterator[list]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -113,15 +109,11 @@ def _parquet_rows(path: Path) -> Iterator[SourceRow]:
             path=str(path),
             fix="pip install 'nemo-rl-steps[parquet]' (or pip install pyarrow)",
         ) from None
-    where = str(path)
-    number = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-        for value in batch.to_pylist():
-            number += 1
-            yield SourceRow(where, number, None, value)
+        yield batch.to_pylist()
 
 
-def _arrow_rows(path: Path) -> Iterator[SourceRow]:
+def _arrow_batches(path: Path) -> Iterator[list]:
     try:
         import pyarrow as pa
     except ImportError:
@@ -131,8 +123,6 @@ def _arrow_rows(path: Path) -> Iterator[SourceRow]:
             path=str(path),
             fix="pip install 'nemo-rl-steps[hf]' (or pip install pyarrow)",
         ) from None
-    where = str(path)
-    number = 0
     with pa.memory_map(str(path)) as source:
         try:
             reader = pa.ipc.open_stream(source)
@@ -142,21 +132,47 @@ def _arrow_rows(path: Path) -> Iterator[SourceRow]:
             file_reader = pa.ipc.open_file(source)
             batches = (file_reader.get_batch(i) for i in range(file_reader.num_record_batches))
         for batch in batches:
-            for value in batch.to_pylist():
-                number += 1
-                yield SourceRow(where, number, None, value)
+            yield batch.to_pylist()
 
 
-def iter_rows(files: list[SourceFile]) -> Iterator[SourceRow]:
-    """Stream rows from every file in order: JSONL lines stay bytes, columnar rows are dicts."""
+def _first_rows(data: bytes, n: int) -> tuple[bytes, int]:
+    """The prefix of `data` holding its first `n` non-blank lines, and how many it holds."""
+    kept, end = 0, 0
+    for piece in data.splitlines(keepends=True):
+        if kept == n:
+            break
+        end += len(piece)
+        kept += bool(piece.strip())
+    return data[:end], kept
+
+
+def iter_chunks(
+    files: list[SourceFile], chunk_bytes: int, sample: int | None
+) -> Iterator[tuple[str, int, bytes | list]]:
+    """(path, first line or row number, payload) over every file in order, `sample` rows at
+    most: a JSONL payload is whole lines as bytes, a Parquet/Arrow payload a list of rows."""
+    left = sample
     for src in files:
-        kind = src.kind
-        if kind == "jsonl":
-            yield from _jsonl_rows(src.path)
-        elif kind == "parquet":
-            yield from _parquet_rows(src.path)
-        else:
-            yield from _arrow_rows(src.path)
+        where = str(src.path)
+        if src.kind == "jsonl":
+            for line, data in _jsonl_chunks(src.path, chunk_bytes):
+                if left is not None:
+                    data, kept = _first_rows(data, left)
+                    left -= kept
+                yield where, line, data
+                if left == 0:
+                    return
+            continue
+        batches = _parquet_batches(src.path) if src.kind == "parquet" else _arrow_batches(src.path)
+        number = 1
+        for rows in batches:
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            yield where, number, rows
+            number += len(rows)
+            if left == 0:
+                return
 
 
 def canonical_bytes(value: Any) -> bytes:

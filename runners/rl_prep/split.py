@@ -1,8 +1,8 @@
 """Deterministic split and weight decisions from a row's content, the seed and its dataset.
 
-Each row gets two numbers in [0, 1) from one keyed BLAKE2b hash of (seed, dataset name, row
-content), where content is the source line without surrounding whitespace (JSONL) or the
-row's canonical JSON (Parquet/Arrow):
+Each row gets two numbers in [0, 1) from one SHA-256 of (seed, dataset name, row content),
+where content is the source line without surrounding whitespace (JSONL) or the row's canonical
+JSON (Parquet/Arrow):
 - `u` picks the split: u < train_ratio -> train, u < train_ratio + val_ratio -> val, else test.
   A row's split therefore depends on nothing but its content, the seed and its dataset's name:
   not on file order, other rows or other datasets. Identical rows land in the same split, so
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 TRAIN, VAL, TEST = "train", "val", "test"
 SPLITS = (TRAIN, VAL, TEST)
@@ -33,15 +34,19 @@ class Splitter:
     val_ratio: float
     weight: float = 1.0
 
-    def key(self) -> bytes:
-        return hashlib.blake2b(f"{self.seed}\0{self.dataset}".encode(), digest_size=32).digest()
+    def key(self) -> Any:
+        """The hash state of (seed, dataset), copied for every row of the dataset."""
+        return hashlib.sha256(f"rl_prep\0{self.seed}\0{self.dataset}\0".encode())
 
-    def draw(self, content: bytes, key: bytes) -> tuple[float, float]:
+    @staticmethod
+    def draw(content: bytes, key: Any) -> tuple[float, float]:
         """The (u, v) pair of a row; `key` is `self.key()`, computed once per dataset."""
-        digest = hashlib.blake2b(content, key=key, digest_size=16).digest()
+        h = key.copy()
+        h.update(content)
+        digest = h.digest()
         return (
             int.from_bytes(digest[:8], "big") / _SCALE,
-            int.from_bytes(digest[8:], "big") / _SCALE,
+            int.from_bytes(digest[8:16], "big") / _SCALE,
         )
 
     def split_of(self, u: float) -> str:
