@@ -24,20 +24,21 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / ".data"
 WALL_TARGET = 1.5
 RSS_TARGET_MB = 300
-WORDS = (
+TEXT = (
     "the of and a to in is that it was for on are as with his they at be this from have or "
     "by one had not but what all were when we there can an your which their said if do will "
     "each about how up out them then she many some so these would other into has more her two"
-).split()
+)
 
 
 def generate(path: Path, rows: int) -> None:
     """A NeMo-Gym file of `rows` rows, ~1.5 KB each (a math_with_judge-like shape)."""
     rng = random.Random(0)
+    words = TEXT.split(" ")
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for i in range(rows):
-            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(180, 300)))
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(180, 300)))
             row = {
                 "responses_create_params": {
                     "input": [
