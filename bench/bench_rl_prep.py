@@ -85,19 +85,15 @@ def measure(src: Path, copies: int, work: Path) -> dict:
     blend = work / f"blend_{copies}x.json"
     datasets = [{"name": f"d{k}", "path": str(src), "transform": "nemo_gym"} for k in range(copies)]
     blend.write_text(json.dumps({"datasets": datasets}))
-    cp_dst = work / "cp"
     out = work / f"out_{copies}x"
-
-    def cp_all() -> None:
-        for k in range(copies):
-            subprocess.run(["cp", str(src), str(cp_dst)], check=True)
-            if k < copies - 1:
-                cp_dst.unlink()
-
+    # cp writes as many bytes as prep reads, to files kept until timed, as prep's shards are
+    targets = [work / f"cp_{k}.jsonl" for k in range(copies)]
     start = time.perf_counter()
-    cp_all()
+    for dst in targets:
+        subprocess.run(["cp", str(src), str(dst)], check=True)
     cp_s = time.perf_counter() - start
-    cp_dst.unlink()
+    for dst in targets:
+        dst.unlink()
     prep_s, rss = run_measured([sys.executable, "-c", PREP, str(blend), str(out)])
     shutil.rmtree(out, ignore_errors=True)
     return {"copies": copies, "cp_s": cp_s, "prep_s": prep_s, "rss_mb": rss}

@@ -20,7 +20,7 @@ from runners.rl_prep.sources import canonical_bytes
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import TRANSFORMS, RowRejected
 
-JSON_SPACE = " \t\r\n"
+JSON_SPACE = b" \t\r\n"
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -142,32 +142,52 @@ class _Rows:
         return self.result
 
 
+def _strict_loads(raw: bytes) -> Any:
+    """The standard library's reading of a line: what decides validity and error messages."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 at byte {exc.start + 1}") from None
+    row, end = _raw_decode(text)
+    if end != len(text):
+        raise ValueError(f"extra data after the JSON value at column {end + 1}")
+    return row
+
+
+def _fast_loads() -> Any:
+    """msgspec's decoder when installed (about 3x faster); any line it refuses goes to the
+    standard library, so the rows accepted and their values are the same either way."""
+    try:
+        import msgspec
+    except ImportError:
+        return _strict_loads
+    decode = msgspec.json.Decoder().decode
+    failure = msgspec.DecodeError
+
+    def loads(raw: bytes) -> Any:
+        try:
+            return decode(raw)
+        except failure:
+            return _strict_loads(raw)
+
+    return loads
+
+
+_loads = _fast_loads()
+
+
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     payload = chunk.payload
     assert isinstance(payload, bytes)
-    try:
-        texts = payload.decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        texts = payload.decode("utf-8", errors="replace").split("\n")
-    raws = payload.split(b"\n")
     line = chunk.first_line - 1
-    for raw, text in zip(raws, texts, strict=True):
+    for raw in payload.split(b"\n"):
         line += 1
-        text = text.strip(JSON_SPACE)
-        if not text:
+        raw = raw.strip(JSON_SPACE)
+        if not raw:
             continue
         rows.result.read += 1
-        raw = raw.strip(b" \t\r\n")
-        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-            if rows.bad(
-                "E-JSONL", "line is not valid UTF-8", chunk.path, line, "re-encode as UTF-8"
-            ):
-                return
-            continue
         try:
-            row, end = _raw_decode(text)
-            if end != len(text):
-                raise ValueError(f"extra data after the JSON value at column {end + 1}")
+            row = _loads(raw)
         except ValueError as exc:
             msg = f"line is not valid JSON: {exc}"
             if rows.bad("E-JSONL", msg, chunk.path, line, "write one JSON object per line"):
