@@ -367,3 +367,38 @@ def test_fast_json_reader_accepts_and_returns_what_the_standard_library_does():
             _strict_loads(bad)
         with pytest.raises(ValueError):
             _loads(bad)
+
+
+def test_training_jsonl_output_accepts_any_object_rows(tmp_path: Path):
+    rows = prep_one(tmp_path, [{"anything": 1}, {"other": [2]}], output_type="training_jsonl")
+    assert rows == [{"anything": 1}, {"other": [2]}]
+
+
+@pytest.mark.skipif(
+    not (STEP.parents[2] / "runners" / "run.py").exists(), reason="runners/run.py not built yet"
+)
+def test_steps_run_tiny_from_the_command_line(tmp_path: Path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "tiny"
+    cmd = [sys.executable, "-m", "steps", "run", "data_prep/rl_prep", "-c", "tiny"]
+    done = subprocess.run(
+        [*cmd, f"output_dir={out}"],
+        cwd=STEP.parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["splits"]["train"]["shards"]) > 2
+    assert set(manifest["datasets"]) == {"math_gym", "math_raw", "instruct_chat"}
+    again = subprocess.run(
+        [*cmd, f"output_dir={out}"],
+        cwd=STEP.parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0 and "up to date" in again.stderr
