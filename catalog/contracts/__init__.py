@@ -1,0 +1,121 @@
+"""Artifact contracts: what a real file or folder of each artifact type must satisfy.
+
+Row contracts (`get_row_contract`) check one parsed JSONL row at a time, fast enough to run on
+every row in-stream; `validate_artifact` checks a whole artifact (a JSONL file, a folder of
+shards, an rl_prep manifest, or a checkpoint folder) by its type's `contract` in types.toml.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalog.contracts.rows import RowCheck, RowViolation
+from catalog.errors import StepsError
+
+__all__ = [
+    "CHECKPOINT_CONTRACTS",
+    "ROW_CONTRACTS",
+    "RowContract",
+    "RowViolation",
+    "get_row_contract",
+    "validate_artifact",
+]
+
+
+def _any_object(**_: Any) -> RowCheck:
+    """`training_jsonl`: JSONL syntax only (the reader already requires each row be an object)."""
+
+    def check(row: Any) -> list[RowViolation]:
+        return []
+
+    return check
+
+
+def _factory(module: str, name: str) -> Callable[..., RowCheck]:
+    def build(**options: Any) -> RowCheck:
+        from importlib import import_module
+
+        return getattr(import_module(module), name)(**options)
+
+    return build
+
+
+# contract name -> (builder, the options it takes)
+ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
+    "jsonl": (_any_object, ()),
+    "nemo_gym_rows": (
+        _factory("catalog.contracts.gym_rows", "nemo_gym_rows"),
+        ("default_agent_ref", "agent_names", "allow_empty_input"),
+    ),
+    "preference_rows": (
+        _factory("catalog.contracts.preference_rows", "preference_rows"),
+        ("prompt_key", "chosen_key", "rejected_key"),
+    ),
+    "verifiable_prompt_rows": (
+        _factory("catalog.contracts.prompt_rows", "verifiable_prompt_rows"),
+        ("input_key", "output_key"),
+    ),
+}
+CHECKPOINT_CONTRACTS = ("hf_checkpoint", "megatron_checkpoint", "nemo_rl_checkpoint")
+
+
+@dataclass(frozen=True)
+class RowContract:
+    """A named row check bound to its options; call it (or `.check`) on one parsed row."""
+
+    name: str
+    check: RowCheck
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, row: Any) -> list[RowViolation]:
+        return self.check(row)
+
+
+def get_row_contract(name: str, **options: Any) -> RowContract:
+    """The row contract `name` (a types.toml `contract`) bound to options (None = unset)."""
+    if name not in ROW_CONTRACTS:
+        close = difflib.get_close_matches(name, list(ROW_CONTRACTS), n=1)
+        raise StepsError(
+            "E-CONTRACT-UNKNOWN",
+            f"no row contract named {name!r}",
+            fix=f"did you mean {close[0]}?" if close else f"one of {sorted(ROW_CONTRACTS)}",
+            exit_code=2,
+        )
+    build, allowed = ROW_CONTRACTS[name]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise StepsError(
+            "E-CONTRACT-OPTION",
+            f"row contract {name!r} takes no option {', '.join(unknown)}",
+            fix=f"options of {name}: {', '.join(allowed) or 'none'}",
+            exit_code=2,
+        )
+    given = {k: v for k, v in options.items() if v is not None}
+    return RowContract(name, build(**given), given)
+
+
+def validate_artifact(
+    type_name: str,
+    path: Any,
+    *,
+    options: dict[str, Any] | None = None,
+    max_errors: int = 20,
+    progress: Any = None,
+    allow_hub_id: bool = False,
+    graph: Any = None,
+):
+    """Validate one artifact by its type's contract; a `ValidationReport`, never a traceback."""
+    from catalog.contracts.validation import validate_artifact as run
+
+    return run(
+        type_name,
+        path,
+        options=options,
+        max_errors=max_errors,
+        progress=progress,
+        allow_hub_id=allow_hub_id,
+        graph=graph,
+    )

@@ -1,0 +1,116 @@
+"""What a row contract returns, and the chat-message checks NeMo-RL's row formats share.
+
+A row contract is a plain function `check(row) -> list[RowViolation]` (empty when the row is
+good). No pydantic on this path: it runs once per row of files with millions of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RowViolation:
+    """One broken rule of one row: `field` is a dotted path inside the row (`a.b[2].c`)."""
+
+    code: str
+    field: str
+    message: str
+    fix: str | None = None
+
+
+RowCheck = Callable[[Any], "list[RowViolation]"]
+
+# Roles NeMo-RL's chat templates take in `messages` / DPO `context` and `completion` lists.
+CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a Python value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def is_blank(value: Any) -> bool:
+    """An empty or whitespace-only string (what a trainer would learn nothing from)."""
+    return type(value) is str and not value.strip()
+
+
+def check_chat_messages(
+    messages: Any, field: str, code: str, out: list[RowViolation], *, what: str = "messages"
+) -> None:
+    """A non-empty list of `{role, content}` with a known role and non-empty content."""
+    if type(messages) is not list:
+        out.append(
+            RowViolation(
+                code,
+                field,
+                f"expected a list of {{role, content}} {what}, got {type_name(messages)}",
+                f'write {field} as [{{"role": "user", "content": "..."}}]',
+            )
+        )
+        return
+    if not messages:
+        out.append(RowViolation(code, field, f"{what} list is empty", "give at least one message"))
+        return
+    for i, msg in enumerate(messages):
+        if type(msg) is not dict:
+            out.append(
+                RowViolation(
+                    code,
+                    f"{field}[{i}]",
+                    f"expected a {{role, content}} object, got {type_name(msg)}",
+                    'write {"role": "user", "content": "..."}',
+                )
+            )
+            continue
+        role = msg.get("role")
+        if role not in CHAT_ROLES:
+            out.append(
+                RowViolation(
+                    code,
+                    f"{field}[{i}].role",
+                    f"role must be one of {sorted(CHAT_ROLES)}, got {role!r}",
+                    "set role to user, assistant or system",
+                )
+            )
+        content = msg.get("content")
+        if type(content) is str:
+            if not content.strip():
+                out.append(
+                    RowViolation(
+                        code, f"{field}[{i}].content", "content is empty", "give the message text"
+                    )
+                )
+        elif type(content) is list:
+            if not content:
+                out.append(
+                    RowViolation(
+                        code,
+                        f"{field}[{i}].content",
+                        "content list is empty",
+                        "give the message text",
+                    )
+                )
+        else:
+            out.append(
+                RowViolation(
+                    code,
+                    f"{field}[{i}].content",
+                    f"content must be a string or a list of parts, got {type_name(content)}",
+                    "give the message text as a string",
+                )
+            )
