@@ -1,0 +1,332 @@
+"""Bind the artifacts a manifest declares to the config keys that hold their paths.
+
+Relative paths that come from a config file are read from the folder of the config named with
+`-c` (shipped configs say `../data/x.jsonl`); relative paths from overrides or `--input` are read
+from the current directory. Every bound path is written back absolute (NeMo-RL runs from its own
+checkout); nothing else in the compiled config changes, interpolations included. An rl_prep
+`manifest.json` given for a JSONL port binds its train and val splits, and Gym rows without
+`agent_ref` get `run.default_agent_ref` in a normalized copy inside the run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from catalog.errors import StepsError
+from runners.preflight import BoundArtifact
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+JSONL_ROOT = "training_jsonl"
+HF_ROOT = "hf_checkpoint"
+MANIFEST_NAME = "manifest.json"
+SPLIT_OF_PORT = {"train": "train", "validation": "val", "val": "val", "test": "test"}
+
+
+@dataclass
+class Derived:
+    """A file the runner writes into the run dir before exec (concatenated or normalized rows)."""
+
+    relpath: str
+    sources: list[Path]
+    agent_ref: dict | None = None
+
+    def write(self, run_dir: Path) -> None:
+        out = run_dir / self.relpath
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as dst:
+            for src in self.sources:
+                with src.open(encoding="utf-8") as fh:
+                    for line in fh:
+                        dst.write(_with_agent_ref(line, self.agent_ref))
+
+
+def _with_agent_ref(line: str, agent_ref: dict | None) -> str:
+    text = line.rstrip("\n")
+    if agent_ref is not None and text.strip():
+        try:
+            row = json.loads(text)
+        except ValueError:
+            row = None  # the row contract check reports it; copy it through unchanged
+        if isinstance(row, dict) and "agent_ref" not in row:
+            text = json.dumps({**row, "agent_ref": agent_ref}, ensure_ascii=False)
+    return text + "\n"
+
+
+@dataclass
+class Binding:
+    inputs: list[BoundArtifact] = field(default_factory=list)
+    outputs: list[BoundArtifact] = field(default_factory=list)
+    derived: list[Derived] = field(default_factory=list)
+
+    def materialize(self, run_dir: Path) -> None:
+        for d in self.derived:
+            d.write(run_dir)
+
+
+@dataclass
+class _Target:
+    parent: Any  # DictConfig holding the leaf
+    leaf: str
+    key: str  # concrete dotted key (list items numbered)
+
+
+def _targets(cfg: DictConfig, dotted: str, create: bool = False) -> list[_Target]:
+    """Where a dotted key lives; a list on the way fans out to each of its entries."""
+    parts = dotted.split(".")
+    found: list[_Target] = []
+
+    def walk(node: Any, i: int, prefix: str) -> None:
+        part = parts[i]
+        key = f"{prefix}.{part}" if prefix else part
+        if isinstance(node, ListConfig):
+            for j in range(len(node)):
+                walk(node._get_node(j), i, f"{prefix}.{j}" if prefix else str(j))
+            return
+        if not isinstance(node, DictConfig):
+            return
+        if i == len(parts) - 1:
+            if node._get_node(part) is not None or create:
+                found.append(_Target(node, part, key))
+            return
+        child = node._get_node(part)
+        if (child is None or child._is_none() or child._is_missing()) and create:
+            node[part] = {}
+            child = node._get_node(part)
+        if child is not None and not child._is_interpolation():
+            walk(child, i + 1, key)
+
+    walk(cfg, 0, "")
+    return found
+
+
+def _override_keys(overrides: list[str]) -> list[str]:
+    return [t.lstrip("~+").split("=", 1)[0].strip() for t in overrides]
+
+
+def _from_overrides(key: str, override_keys: list[str]) -> bool:
+    generic = re.sub(r"\.\d+(?=\.|$)", "", key)
+    return any(
+        k in (key, generic) or key.startswith(k + ".") or generic.startswith(k + ".")
+        for k in override_keys
+    )
+
+
+def _absolute(value: str, base: Path) -> str:
+    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+
+
+def _read_manifest(path: Path) -> tuple[Path, dict] | None:
+    """(manifest file, data) when `path` is an rl_prep manifest or a folder holding one."""
+    cand = path / MANIFEST_NAME if path.is_dir() else path
+    if cand.name != MANIFEST_NAME or not cand.is_file():
+        return None
+    try:
+        data = json.loads(cand.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StepsError(
+            "E-INPUT-MANIFEST",
+            f"cannot read the data manifest: {exc}",
+            path=str(cand),
+            fix="point the input at an rl_prep output folder or its manifest.json",
+            exit_code=2,
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("splits"), dict):
+        return None
+    return cand, data
+
+
+def _split_shards(manifest: Path, data: dict, split: str, port: str) -> list[Path]:
+    shards = ((data["splits"].get(split) or {}).get("shards")) or []
+    paths = [manifest.parent / s["path"] for s in shards if isinstance(s, dict) and "path" in s]
+    if not paths:
+        raise StepsError(
+            "E-INPUT-MANIFEST",
+            f"the data manifest has no shards in split '{split}' for input '{port}'",
+            path=str(manifest),
+            fix=f"prepare data with a {split} split, or give --input {port}=FILE",
+            exit_code=2,
+        )
+    return paths
+
+
+def _needs_agent_ref(path: Path) -> bool:
+    """True when some row lacks `agent_ref` (a cheap substring test first, JSON only if needed)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip() and '"agent_ref"' not in line:
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(row, dict) and "agent_ref" not in row:
+                        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def bind(
+    compiled: Any,
+    manifest: Any,
+    *,
+    config_file: Path,
+    cwd: Path,
+    inputs: dict[str, str],
+    run_dir: Path,
+    output_base: Path,
+    graph: Any = None,
+) -> Binding:
+    """Bind every port; mutates `compiled.config` in place (paths absolute, derived files)."""
+    from runners.config import register_resolvers
+
+    register_resolvers()
+    cfg: DictConfig = compiled.config
+    unknown = sorted(set(inputs) - {p.name for p in [*manifest.consumes, *manifest.produces]})
+    if unknown:
+        names = ", ".join(p.name for p in [*manifest.consumes, *manifest.produces])
+        raise StepsError(
+            "E-INPUT-NAME",
+            f"--input {unknown[0]}: the step has no port of that name",
+            fix=f"use one of: {names}",
+            exit_code=2,
+        )
+    is_a = (lambda t, root: graph.is_a(t, root)) if graph is not None else (lambda t, r: t == r)
+    override_keys = _override_keys(list(compiled.overrides))
+    gym = _resolved(cfg, "env.should_use_nemo_gym") is True
+    agent_ref = _resolved(cfg, "run.default_agent_ref") if gym else None
+    agent_ref = agent_ref if isinstance(agent_ref, dict) else None
+    binding = Binding()
+    manifests: dict[str, tuple[Path, dict]] = {}
+
+    ports = [(p, True) for p in manifest.consumes] + [(p, False) for p in manifest.produces]
+    for port, consumed in ports:
+        given = inputs.get(port.name)
+        jsonl = consumed and is_a(port.type, JSONL_ROOT)
+        for dotted in port.config_keys:
+            for t in _targets(cfg, dotted, create=given is not None):
+                if given is not None:
+                    value, base = given, cwd
+                else:
+                    node = t.parent._get_node(t.leaf)
+                    if node is None or node._is_missing() or node._is_none():
+                        if port.required and consumed and node is not None and node._is_none():
+                            binding.inputs.append(BoundArtifact(port.name, port.type, t.key, ""))
+                        continue
+                    value = _resolved(cfg, t.key)
+                    if not isinstance(value, str):
+                        continue
+                    origin_cwd = _from_overrides(t.key, override_keys)
+                    base = cwd if origin_cwd else (config_file.parent if consumed else output_base)
+                    if os.path.isabs(value) and not node._is_interpolation():
+                        base = cwd  # already absolute: normpath only
+                if consumed and is_a(port.type, HF_ROOT) and _is_hub_id(value, base):
+                    binding.inputs.append(BoundArtifact(port.name, port.type, t.key, value, False))
+                    if given is not None:
+                        t.parent[t.leaf] = value
+                    continue
+                path = _absolute(value, base)
+                found = _read_manifest(Path(path)) if jsonl else None
+                if found is not None:
+                    manifests[port.name] = found
+                    _bind_split(binding, t, port, manifest, found, port.name, run_dir, agent_ref)
+                    continue
+                _set_path(t, path, value, given is not None)
+                art = BoundArtifact(port.name, port.type, t.key, path)
+                (binding.inputs if consumed else binding.outputs).append(art)
+                if jsonl and agent_ref is not None and _needs_agent_ref(Path(path)):
+                    _derive(binding, t, port.name, [Path(path)], run_dir, agent_ref)
+
+    # A manifest given for one JSONL port also feeds its sibling splits left unset (`???`).
+    if manifests:
+        found = next(iter(manifests.values()))
+        for port in manifest.consumes:
+            if port.name in manifests or port.name in inputs or not is_a(port.type, JSONL_ROOT):
+                continue
+            split = SPLIT_OF_PORT.get(port.name)
+            if split is None or not (found[1]["splits"].get(split) or {}).get("shards"):
+                continue
+            for dotted in port.config_keys:
+                for t in _targets(cfg, dotted):
+                    node = t.parent._get_node(t.leaf)
+                    if node is not None and node._is_missing():
+                        _bind_split(
+                            binding, t, port, manifest, found, port.name, run_dir, agent_ref
+                        )
+    return binding
+
+
+def _resolved(cfg: DictConfig, key: str) -> Any:
+    try:
+        value = OmegaConf.select(cfg, key, throw_on_missing=False)
+    except Exception:  # an unresolvable interpolation: preflight reports it with its location
+        return None
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def _is_hub_id(value: str, base: Path) -> bool:
+    if value.startswith((".", "/", "~")) or not HUB_ID.match(value):
+        return False
+    return not os.path.exists(_absolute(value, base))
+
+
+def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:
+    """Write the absolute path back, leaving an interpolation that already yields it alone."""
+    node = t.parent._get_node(t.leaf)
+    if not given and node is not None and node._is_interpolation() and raw == path:
+        return
+    if given or raw != path:
+        t.parent[t.leaf] = path
+
+
+def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> None:
+    mpath, data = found
+    split = SPLIT_OF_PORT.get(name, name)
+    shards = _split_shards(mpath, data, split, name)
+    for s in shards:
+        binding.inputs.append(BoundArtifact(port.name, port.type, t.key, str(s)))
+    fill = agent_ref if agent_ref is not None and any(_needs_agent_ref(s) for s in shards) else None
+    entry_key, _, leaf = t.key.rpartition(".")
+    entry = t.parent
+    as_list = (
+        len(shards) > 1
+        and fill is None
+        and manifest.run.algorithm == "grpo"
+        and entry_key
+        and isinstance(entry, DictConfig)
+    )
+    if len(shards) == 1 and fill is None:
+        t.parent[t.leaf] = str(shards[0])
+    elif as_list:
+        grand, _, entry_leaf = entry_key.rpartition(".")
+        holder = OmegaConf.select(t.parent._get_root(), grand) if grand else t.parent._get_root()
+        raw = OmegaConf.to_container(entry, resolve=False)
+        holder[entry_leaf] = [{**raw, leaf: str(s)} for s in shards]  # GRPO: one entry per shard
+    else:
+        _derive(binding, t, name, shards, run_dir, fill)
+
+
+def _derive(
+    binding: Binding,
+    t: _Target,
+    name: str,
+    sources: list[Path],
+    run_dir: Path,
+    agent_ref: dict | None,
+) -> None:
+    used = {d.relpath for d in binding.derived}
+    rel = f"inputs/{name}.jsonl"
+    i = 1
+    while rel in used:
+        rel, i = f"inputs/{name}_{i}.jsonl", i + 1
+    binding.derived.append(Derived(rel, sources, agent_ref))
+    t.parent[t.leaf] = str(run_dir / rel)

@@ -1,0 +1,128 @@
+"""The `megatron_to_hf` runner: export a Megatron checkpoint to Hugging Face with Megatron-Bridge.
+
+Runs Megatron-Bridge's conversion worker (`scripts/conversion/run_conversion.py export`, the
+script its `convert.sh` launcher runs in the job) from the Megatron-Bridge root: one CPU process,
+or `torchrun --nproc_per_node N` with `--device gpu` when `distributed.enabled`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import Finding, StepsError
+
+_ITER = re.compile(r"^iter_(\d+)$")
+_STEP = re.compile(r"^step_(\d+)$")
+
+
+def _latest(path: Path, pattern: re.Pattern) -> Path | None:
+    best: tuple[int, Path] | None = None
+    for child in path.iterdir():
+        m = pattern.match(child.name)
+        if m and child.is_dir() and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), child)
+    return best[1] if best else None
+
+
+def latest_iteration(path: Path) -> Path | None:
+    """The iter_* folder to export: the path itself, its latest iter_*, or that of the latest
+    NeMo-RL `step_N/policy/weights` (a checkpoint_dir, a step_N folder or a weights folder)."""
+    if not path.is_dir():
+        return None
+    if _ITER.match(path.name):
+        return path
+    it = _latest(path, _ITER)
+    if it is not None:
+        return it
+    weights = path / "policy" / "weights"
+    if weights.is_dir():
+        return latest_iteration(weights)
+    step = _latest(path, _STEP)
+    return latest_iteration(step / "policy" / "weights") if step is not None else None
+
+
+def plan(
+    config: Mapping[str, Any], force: bool
+) -> tuple[list[str] | None, Path | None, list[Finding], str | None]:
+    """(argv, cwd, findings, skip message) for the export described by a resolved config."""
+    findings: list[Finding] = []
+    hf_path = Path(str(config.get("hf_path")))
+    if not force and (hf_path / "config.json").is_file():
+        return (
+            None,
+            None,
+            findings,
+            (
+                f"{hf_path} already holds config.json: conversion skipped (pass --force to redo it "
+                "into an empty folder)"
+            ),
+        )
+    src = Path(str(config.get("megatron_path")))
+    it = latest_iteration(src) if src.is_dir() else None
+    if src.is_dir() and it is None:
+        findings.append(
+            Finding(
+                "E-MEGATRON-CHECKPOINT",
+                "no iter_* folder here, nor under step_N/policy/weights",
+                path=str(src),
+                key="megatron_path",
+                fix="point megatron_path at a checkpoint_dir, a weights folder or an iter_* folder",
+            )
+        )
+    mb = config.get("megatron_bridge") or {}
+    root = Path(str(mb.get("root", "/opt/Megatron-Bridge")))
+    script = str(mb.get("script", "scripts/conversion/run_conversion.py"))
+    if not (root / script).is_file():
+        findings.append(
+            Finding(
+                "E-MEGATRON-BRIDGE-NOT-FOUND",
+                f"Megatron-Bridge's {script} is not under {root}",
+                key="megatron_bridge.root",
+                fix="set megatron_bridge.root=DIR (or $MEGATRON_BRIDGE_HOME) to a Megatron-Bridge "
+                "checkout, or run inside the NeMo-RL container",
+            )
+        )
+    return build_command(config, it or src, script), root, findings, None
+
+
+def build_command(config: Mapping[str, Any], iteration: Path, script: str) -> list[str]:
+    """The worker argv, under torchrun on GPUs when `distributed.enabled`."""
+    dist = config.get("distributed") or {}
+    par = config.get("parallel") or {}
+    gpu = bool(dist.get("enabled"))
+    args = [
+        script,
+        "export",
+        "--device",
+        "gpu" if gpu else "cpu",
+        "--hf-model",
+        str(config.get("hf_model_id")),
+        "--megatron-path",
+        str(iteration),
+        "--hf-path",
+        str(config.get("hf_path")),
+        "--torch-dtype",
+        str(config.get("torch_dtype", "bfloat16")),
+    ]
+    for k in ("tp", "pp", "ep", "etp"):
+        args += [f"--{k}", str(int(par.get(k, 1)))]
+    if config.get("trust_remote_code"):
+        args.append("--trust-remote-code")
+    if not config.get("show_progress", True):
+        args.append("--no-progress")
+    if not config.get("strict", True):
+        args.append("--not-strict")
+    if gpu:
+        return ["torchrun", "--nproc_per_node", str(int(dist.get("nproc_per_node", 1))), *args]
+    return [sys.executable, *args]
+
+
+def require_bridge(findings: list[Finding]) -> None:
+    """Exit 2 with the fix when Megatron-Bridge is missing (after preflight has printed)."""
+    f = next((f for f in findings if f.code == "E-MEGATRON-BRIDGE-NOT-FOUND"), None)
+    if f is not None:
+        raise StepsError(f.code, f.message, key=f.key, fix=f.fix, exit_code=2)

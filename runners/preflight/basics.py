@@ -1,0 +1,138 @@
+"""The checks every run needs: nothing left `???`, NeMo-RL's sections present, inputs exist."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+
+# Top-level keys NeMo-RL's MasterConfig requires at the pinned commit, plus the nested keys
+# its code indexes directly (GRPOLoggerConfig, CheckpointManager.__init__).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "grpo": (
+        "policy",
+        "loss_fn",
+        "env",
+        "data",
+        "grpo",
+        "logger",
+        "cluster",
+        "checkpointing",
+        "logger.num_val_samples_to_print",
+        "checkpointing.keep_top_k",
+        "checkpointing.save_optimizer",
+    ),
+    "dpo": (
+        "policy",
+        "data",
+        "dpo",
+        "logger",
+        "cluster",
+        "checkpointing",
+        "checkpointing.keep_top_k",
+        "checkpointing.save_optimizer",
+    ),
+}
+_ABSENT = object()
+
+
+def _where(ctx: PreflightContext, key: str) -> tuple[str | None, int | None]:
+    if ctx.compiled is not None:
+        return ctx.compiled.locate(key)
+    return (str(ctx.config_file) if ctx.config_file else None), None
+
+
+def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
+    """Dotted keys whose value is still `???` (raw nodes when we have them: `???` survives)."""
+    from omegaconf import DictConfig, ListConfig
+
+    if isinstance(node, (DictConfig, ListConfig)):
+        keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
+        for k in keys:
+            child = node._get_node(k)
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if child._is_missing():
+                yield key
+            elif (
+                isinstance(child, (DictConfig, ListConfig))
+                and not child._is_none()
+                and not child._is_interpolation()
+            ):
+                yield from _missing_keys(child, key)
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from _missing_keys(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _missing_keys(v, f"{prefix}.{i}")
+    elif node == "???":
+        yield prefix
+
+
+@rule("unresolved_values", runners=("nemo_rl", "rl_prep", "megatron_to_hf"))
+def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
+    """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
+    source = ctx.compiled.config if ctx.compiled is not None else ctx.config
+    for key in _missing_keys(source):
+        path, line = _where(ctx, key)
+        yield Finding(
+            "E-CONFIG-UNRESOLVED",
+            f"{key} is '???' (a value you must give)",
+            path=path,
+            line=line,
+            key=key,
+            fix=f"pass {key}=VALUE on the command line or set it in your config",
+        )
+
+
+@rule("required_sections", runners=("nemo_rl",))
+def required_sections(ctx: PreflightContext) -> Iterable[Finding]:
+    """Every section NeMo-RL's MasterConfig for `[run].algorithm` requires is present."""
+    algorithm = ctx.manifest.run.algorithm if ctx.manifest is not None else None
+    for key in REQUIRED.get(algorithm or "", ()):
+        value = ctx.get(key, _ABSENT)
+        if value is _ABSENT or (value is None and "." not in key):
+            parent = key.rsplit(".", 1)[0] if "." in key else None
+            if parent and not isinstance(ctx.get(parent), dict):
+                continue  # the missing parent is reported on its own
+            path, _ = _where(ctx, parent or key)
+            what = "is null" if value is None else "is missing"
+            yield Finding(
+                "E-CONFIG-SECTION",
+                f"{key} {what}; NeMo-RL's {algorithm.upper()} MasterConfig requires it",
+                path=path,
+                key=key,
+                fix=f"restore {key} from the step's config/default.yaml (to replace a section "
+                "use `~key +key={...}` rather than deleting it)",
+            )
+
+
+@rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf"))
+def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
+    """Every consumed file or folder bound to a path exists before anything starts."""
+    for art in ctx.inputs:
+        if not art.is_path or art.value == "???":
+            continue
+        path, line = _where(ctx, art.config_key)
+        if not art.value:
+            yield Finding(
+                "E-INPUT-MISSING",
+                f"input '{art.name}' ({art.type}) is required but {art.config_key} is null",
+                path=path,
+                line=line,
+                key=art.config_key,
+                fix=f"pass {art.config_key}=PATH or --input {art.name}=PATH",
+            )
+        elif not os.path.exists(art.value):
+            yield Finding(
+                "E-INPUT-MISSING",
+                f"input '{art.name}' ({art.type}) does not exist: {art.value}",
+                path=path,
+                line=line,
+                key=art.config_key,
+                fix="check the path; relative paths in a config file are read from that file's "
+                "folder, paths on the command line from the current directory",
+            )

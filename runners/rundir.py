@@ -1,0 +1,150 @@
+"""The run directory: what was compiled, resolved and launched, written whole or not at all.
+
+`<root>/<step-id>/<UTC time>-<short hash>/` holds `config.yaml` (what NeMo-RL is given:
+interpolations kept, bound paths absolute), `resolved.yaml` (the resolved view) and `run.json`
+(who ran what, where, with which inputs and findings). Secrets never reach any of them: a literal
+secret in the config is replaced by an `${oc.env:...}` reference and passed in the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from runners.secrets import is_secret_key, redact_text
+
+RUNS_DIR_VAR = "STEPS_RUNS_DIR"
+SECRET_VAR_PREFIX = "STEPS_SECRET_"
+
+
+def runs_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) -> Path:
+    """`--runs-dir`, else `$STEPS_RUNS_DIR`, else `./runs`."""
+    root = explicit or env.get(RUNS_DIR_VAR) or "runs"
+    return (cwd / Path(root).expanduser()).resolve()
+
+
+def plan_run_dir(root: Path, step_id: str, config_yaml: str) -> Path:
+    """A new, unique folder name: UTC time to the second plus a hash of the config and time."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = root / step_id
+    seed = f"{config_yaml}{time.time_ns()}{os.getpid()}".encode()
+    for i in range(100):
+        digest = hashlib.sha256(seed + str(i).encode()).hexdigest()[:8]
+        path = base / f"{stamp}-{digest}"
+        if not path.exists():
+            return path
+    return base / f"{stamp}-{os.getpid()}"  # pragma: no cover - 100 collisions in one second
+
+
+def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
+    """Replace literal secrets in a DictConfig by env references; returns the env to pass.
+
+    A secret-named key with a literal value becomes `${oc.env:STEPS_SECRET_<KEY>}`; a literal
+    secret value anywhere becomes `${oc.env:<its variable>}`. NeMo-RL resolves both as before.
+    """
+    from omegaconf import DictConfig, ListConfig
+
+    extra: dict[str, str] = {}
+
+    def walk(node: Any, path: str) -> None:
+        items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
+        for k, _ in list(items):
+            child = node._get_node(k)
+            dotted = f"{path}.{k}" if path else str(k)
+            if isinstance(child, (DictConfig, ListConfig)):
+                if (
+                    not child._is_none()
+                    and not child._is_missing()
+                    and not child._is_interpolation()
+                ):
+                    walk(child, dotted)
+                continue
+            raw = child._value()
+            if not isinstance(raw, str) or child._is_interpolation() or raw == "???":
+                continue
+            if isinstance(node, DictConfig) and is_secret_key(str(k)) and raw:
+                var = SECRET_VAR_PREFIX + "".join(c if c.isalnum() else "_" for c in dotted).upper()
+                extra[var] = raw
+                node[k] = "${oc.env:" + var + "}"
+                continue
+            new = raw
+            for secret in sorted(values, key=len, reverse=True):
+                if secret in new:
+                    new = new.replace(secret, "${oc.env:" + values[secret] + "}")
+            if new != raw:
+                node[k] = new
+
+    walk(cfg, "")
+    return extra
+
+
+def write_run_dir(
+    run_dir: Path,
+    files: Mapping[str, str],
+    materialize: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write every file (and derived data) into a hidden temp folder, then rename it into place."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = run_dir.parent / f".{run_dir.name}.tmp-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        if materialize is not None:
+            materialize(staging)
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        os.replace(staging, run_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return run_dir
+
+
+def run_record(
+    *,
+    step_id: str,
+    version: str,
+    argv: list[str],
+    cwd: Path,
+    sources: list[Path],
+    env_names: list[str],
+    inputs: list[Any],
+    outputs: list[Any],
+    findings: list[Any],
+    command: list[str] | None,
+    command_cwd: Path | None,
+    nemo_rl_dir: Path | None,
+    values: Mapping[str, str],
+) -> str:
+    """`run.json`: names of environment variables only, never their values."""
+
+    def art(a: Any) -> dict:
+        return {
+            "name": a.name,
+            "type": a.type,
+            "config_key": a.config_key,
+            "value": a.value,
+            "is_path": a.is_path,
+        }
+
+    record = {
+        "step": step_id,
+        "version": version,
+        "argv": argv,
+        "cwd": str(cwd),
+        "config_sources": [str(p) for p in sources],
+        "env": sorted(env_names),
+        "inputs": [art(a) for a in inputs],
+        "outputs": [art(a) for a in outputs],
+        "findings": [f.to_dict() for f in findings],
+        "command": command,
+        "command_cwd": str(command_cwd) if command_cwd else None,
+        "nemo_rl_dir": str(nemo_rl_dir) if nemo_rl_dir else None,
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return redact_text(json.dumps(record, indent=2, default=str), values) + "\n"

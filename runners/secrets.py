@@ -1,0 +1,81 @@
+"""Keep secrets out of everything we print or save (run dir, dry-run output, run.json).
+
+A name is secret when one of its words is TOKEN, KEY, SECRET or PASSWORD and it does not read as
+a data field (`input_key`, `max_new_tokens`, `stop_token_ids` are not secrets). For environment
+variables any such word counts (`HF_TOKEN`, `WANDB_API_KEY`); for config keys the LAST word must
+be one (`api_key`, `hf_token`, `password`), so `input_key: problem` stays readable. Any resolved
+string equal to a secret environment variable's value is redacted too, whatever its key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "***"
+_WORDS = {"token", "key", "secret", "password", "passwd", "apikey", "credentials"}
+# Config-key words that name a data field, not a credential (`input_key`, `prompt_key`).
+_FIELD_KEYS = re.compile(
+    r"(input|output|prompt|chosen|rejected|label|text|answer|question|sort|metric|type|"
+    r"dataset|column|message|image|video|audio|response|reference|env|name|cache|primary)_key$",
+    re.IGNORECASE,
+)
+_MIN_SECRET_LEN = 4  # shorter values (`1`, `yes`) would redact ordinary strings
+
+
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def is_secret_env(name: str) -> bool:
+    """`HF_TOKEN`, `WANDB_API_KEY`, `DB_PASSWORD`: any word of the name is a secret word."""
+    return any(w in _WORDS for w in _words(name))
+
+
+def is_secret_key(key: str) -> bool:
+    """A config key whose last word names a credential (`api_key`, `hf_token`, `password`)."""
+    leaf = str(key).rsplit(".", 1)[-1]
+    words = _words(leaf)
+    return bool(words) and words[-1] in _WORDS and not _FIELD_KEYS.search(leaf)
+
+
+def secret_values(env: Mapping[str, str]) -> dict[str, str]:
+    """Value -> variable name for every secret-named environment variable with a real value."""
+    return {v: k for k, v in env.items() if is_secret_env(k) and len(v) >= _MIN_SECRET_LEN}
+
+
+def redact(obj: Any, values: Mapping[str, str], key: str = "") -> Any:
+    """A copy of a plain container with secret keys and secret values replaced by `***`."""
+    if isinstance(obj, dict):
+        return {
+            k: (REDACTED if is_secret_key(str(k)) and _set(v) else redact(v, values, str(k)))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [redact(v, values, key) for v in obj]
+    if isinstance(obj, str):
+        return redact_text(obj, values)
+    return obj
+
+
+def _set(value: Any) -> bool:
+    return value not in (None, "", "???") and not isinstance(value, (dict, list, bool))
+
+
+def redact_text(text: str, values: Mapping[str, str]) -> str:
+    """Replace every occurrence of a secret value inside a string."""
+    for secret in sorted(values, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_override(token: str, values: Mapping[str, str]) -> str:
+    """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***` (and secret values inside)."""
+    if "=" in token:
+        head, _, value = token.partition("=")
+        if is_secret_key(head.lstrip("+~")) and value not in ("", "null"):
+            return f"{head}={REDACTED}"
+    return redact_text(token, values)
