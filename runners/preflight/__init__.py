@@ -16,7 +16,9 @@ from typing import Any
 
 from catalog.errors import WARNING, Finding
 
-RULE_MODULES: list[str] = []  # e.g. "runners.preflight.required"; appended as modules land
+RULE_MODULES: list[str] = [  # appended as modules land
+    "runners.preflight.basics",
+]
 
 
 @dataclass
@@ -41,6 +43,7 @@ class PreflightContext:
     nemo_rl_dir: Path | None = None
     gym_root: Path | None = None
     run_dir: Path | None = None
+    compiled: Any = None  # runners.config.CompiledConfig: raw values and file:line locations
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.config
