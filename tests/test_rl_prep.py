@@ -357,7 +357,11 @@ def test_skip_drops_bad_rows_and_counts_them_per_code(tmp_path: Path):
     write_jsonl(tmp_path / "a.jsonl", rows)
     blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
     summary = prep(blend, tmp_path / "out", on_bad_row="skip")
-    assert summary["datasets"]["a"]["skipped"] == {"E-GYM-ROW": 2, "E-JSONL": 2}
+    assert summary["datasets"]["a"]["skipped"] == {
+        "E-GYM-AGENT-REF": 1,
+        "E-GYM-ROW": 1,
+        "E-JSONL": 2,
+    }
     assert sum(summary["rows"].values()) == 46
     assert summary["skipped"] == 4
 

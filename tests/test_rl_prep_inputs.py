@@ -74,7 +74,7 @@ def test_nemo_gym_row_without_prompt_or_agent_fails_its_contract_with_location(t
     with pytest.raises(StepsError) as err:
         prep(blend, tmp_path / "out")
     f = err.value.finding
-    assert (f.code, f.path, f.line) == ("E-GYM-ROW", str(tmp_path / "in.jsonl"), 2)
+    assert (f.code, f.path, f.line) == ("E-GYM-AGENT-REF", str(tmp_path / "in.jsonl"), 2)
     assert "on_bad_row=skip" in f.fix
 
 

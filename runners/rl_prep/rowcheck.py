@@ -39,10 +39,7 @@ def row_check(output_type: str) -> RowCheck:
             key="output_type",
             fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
         )
-    name = graph.types[output_type].contract
-    if name == "jsonl":  # generic training rows: any JSON object (rl_prep checks that itself)
-        return lambda row: None
-    contract = get_row_contract(name)
+    contract = get_row_contract(graph.types[output_type].contract)
     check = getattr(contract, "check", contract)
 
     def first_problem(row: dict) -> RowProblem | None:
