@@ -1,0 +1,198 @@
+"""Builders shared by the run tests: a fake NeMo-RL checkout, a step folder, the CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RECORD_VAR = "FAKE_NEMO_RL_RECORD"
+SCRIPTS = (
+    "examples/run_grpo.py",
+    "examples/run_dpo.py",
+    "examples/nemo_gym/run_grpo_nemo_gym.py",
+)
+
+# What an upstream script does with its argv, minus the training: parse --config, load the
+# YAML it names, and write down what it was given and where it ran.
+RECORDER = textwrap.dedent(
+    """\
+    import argparse, json, os, sys
+    import yaml
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config")
+    args, overrides = parser.parse_known_args()
+    text = open(args.config, encoding="utf-8").read()
+    record = {
+        "script": __file__,
+        "argv": sys.argv,
+        "orig_argv": getattr(sys, "orig_argv", None),
+        "cwd": os.getcwd(),
+        "env_names": sorted(os.environ),
+        "pythonpath": os.environ.get("PYTHONPATH", ""),
+        "config_arg": args.config,
+        "config_text": text,
+        "config": yaml.safe_load(text),
+        "overrides": overrides,
+    }
+    with open(os.environ["FAKE_NEMO_RL_RECORD"], "w", encoding="utf-8") as fh:
+        json.dump(record, fh)
+    """
+)
+
+
+def fake_checkout(root: Path, uv_lock: bool = False) -> Path:
+    """A NeMo-RL checkout whose example scripts only record how they were started."""
+    for rel in SCRIPTS:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(RECORDER, encoding="utf-8")
+    if uv_lock:
+        (root / "uv.lock").write_text("version = 1\n", encoding="utf-8")
+    return root
+
+
+def fake_uv(bin_dir: Path, record: Path) -> Path:
+    """A `uv` on PATH that records its argv, then runs `uv run python ...` with this Python."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    uv = bin_dir / "uv"
+    uv.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"json.dump({{'argv': sys.argv, 'cwd': os.getcwd()}}, open({str(record)!r}, 'w'))\n"
+        "assert sys.argv[1:3] == ['run', 'python'], sys.argv\n"
+        "os.execv(sys.executable, [sys.executable, *sys.argv[3:]])\n",
+        encoding="utf-8",
+    )
+    uv.chmod(0o755)
+    return uv
+
+
+DPO_MANIFEST = """\
+[step]
+id = "rl/fake_dpo"
+name = "Fake DPO"
+category = "rl"
+description = "A DPO step for runner tests."
+version = "1.2.3"
+
+[run]
+runner = "nemo_rl"
+algorithm = "dpo"
+script = "examples/run_dpo.py"
+default_config = "tiny"
+
+[[consumes]]
+name = "train"
+type = "preference_jsonl"
+description = "pairs"
+config_keys = ["data.train.data_path"]
+
+[[consumes]]
+name = "validation"
+type = "preference_jsonl"
+description = "held-out pairs"
+required = false
+config_keys = ["data.validation.data_path"]
+
+[[consumes]]
+name = "policy"
+type = "hf_checkpoint"
+description = "policy"
+config_keys = ["policy.model_name"]
+
+[[produces]]
+name = "checkpoint"
+type = "nemo_rl_checkpoint"
+description = "checkpoints"
+config_keys = ["checkpointing.checkpoint_dir"]
+"""
+
+DPO_BASE = """\
+policy:
+  model_name: Qwen/Qwen3-0.6B
+  tokenizer:
+    name: ${policy.model_name}
+  train_global_batch_size: 8
+  train_micro_batch_size: 1
+dpo:
+  max_num_steps: 10
+  val_global_batch_size: ${mul:${policy.train_global_batch_size},2}
+data:
+  train:
+    data_path: ???
+  validation:
+    data_path: ???
+  default:
+    dataset_name: BinaryPreferenceDataset
+logger:
+  log_dir: logs
+cluster:
+  gpus_per_node: 1
+  num_nodes: 1
+checkpointing:
+  checkpoint_dir: results/fake_dpo
+  keep_top_k: 1
+  save_optimizer: false
+"""
+
+DPO_TINY = """\
+defaults: base.yaml
+dpo:
+  max_num_steps: 3
+data:
+  train:
+    data_path: ../data/train.jsonl
+  validation:
+    data_path: ../data/val.jsonl
+"""
+
+PAIR = {"prompt": "2+2?", "chosen": "4", "rejected": "5"}
+
+
+def dpo_step(catalog: Path) -> Path:
+    """`rl/fake_dpo` under a catalog root: manifest, base + tiny config, two data files."""
+    step = catalog / "rl" / "fake_dpo"
+    (step / "config").mkdir(parents=True)
+    (step / "data").mkdir()
+    (step / "step.toml").write_text(DPO_MANIFEST, encoding="utf-8")
+    (step / "config" / "base.yaml").write_text(DPO_BASE, encoding="utf-8")
+    (step / "config" / "tiny.yaml").write_text(DPO_TINY, encoding="utf-8")
+    for name in ("train", "val"):
+        (step / "data" / f"{name}.jsonl").write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    return step
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The test process's environment without anything that points the runner elsewhere."""
+    drop = {"NEMO_RL_HOME", "STEPS_PATH", "STEPS_RUNS_DIR", RECORD_VAR}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["STEPS_CACHE_DIR"] = str(tmp_path / "cache")
+    env.update(extra)
+    return env
+
+
+def steps_run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m steps run ...` in a subprocess, as a user types it."""
+    env = dict(env)
+    env["PYTHONPATH"] = str(REPO) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "steps", "run", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def only_run_dir(runs: Path, step_id: str) -> Path:
+    dirs = [p for p in (runs / step_id).iterdir() if not p.name.startswith(".")]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
