@@ -68,6 +68,9 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
             raw = child._value()
             if not isinstance(raw, str) or child._is_interpolation() or raw == "???":
                 continue
+            if raw in values:  # the value of a secret variable: refer to that variable
+                node[k] = "${oc.env:" + values[raw] + "}"
+                continue
             if isinstance(node, DictConfig) and is_secret_key(str(k)) and raw:
                 var = SECRET_VAR_PREFIX + "".join(c if c.isalnum() else "_" for c in dotted).upper()
                 extra[var] = raw
