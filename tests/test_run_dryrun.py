@@ -1,4 +1,4 @@
-"""`run --dry-run` / `--json`: what it prints, the run dir it writes, exit codes, secrets, errors."""
+"""`run --dry-run` and `--json`: output, the run dir, exit codes, secrets, bad input."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def setup(tmp_path):
 
 
 def test_json_prints_one_object_with_the_documented_keys(setup):
-    tmp_path, step, checkout, env, base = setup
+    tmp_path, _step, checkout, env, base = setup
     proc = steps_run(*base, "--dry-run", "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -85,7 +85,7 @@ def test_dry_run_writes_the_run_dir_and_execs_nothing(setup):
 
 
 def test_secrets_never_reach_output_run_json_or_configs(setup):
-    tmp_path, step, checkout, env, base = setup
+    tmp_path, step, _checkout, env, base = setup
     tiny = step / "config" / "tiny.yaml"
     tiny.write_text(tiny.read_text() + "logger:\n  wandb:\n    api_key: ${oc.env:WANDB_API_KEY}\n")
     env.update(WANDB_API_KEY=WANDB, HF_TOKEN=HF)
@@ -111,7 +111,7 @@ def test_secrets_never_reach_output_run_json_or_configs(setup):
 
 
 def test_a_literal_secret_reaches_nemo_rl_through_the_environment(setup):
-    tmp_path, step, checkout, env, base = setup
+    tmp_path, _step, _checkout, env, base = setup
     env["FAKE_NEMO_RL_RECORD"] = str(tmp_path / "record.json")
     proc = steps_run(*base, "++logger.wandb.api_key=literal-key-000", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -122,7 +122,7 @@ def test_a_literal_secret_reaches_nemo_rl_through_the_environment(setup):
 
 
 def test_unresolved_value_fails_preflight_with_file_and_line(setup):
-    tmp_path, step, checkout, env, base = setup
+    tmp_path, step, _checkout, env, base = setup
     proc = steps_run(*base, "-c", "base", "--dry-run", cwd=tmp_path, env=env)
     assert proc.returncode == 1
     base_yaml = step / "config" / "base.yaml"
