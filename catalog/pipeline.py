@@ -1,0 +1,193 @@
+"""The pipeline file (YAML): named inputs, stages wired by reference, targets; strict pydantic.
+
+References are plain strings so a pipeline reads like a diagram: `inputs.<name>` names a pipeline
+input, `<stage>.<port>` a stage's output (a bare `<stage>` means its only fitting output).
+Line numbers are kept for every key so planner findings can point into the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from catalog.errors import Finding, StepsError
+
+SCHEMA_PATH = Path(__file__).parent / "schema" / "pipeline.schema.json"
+STAGE_ID = r"^[a-z][a-z0-9_]*$"
+UNSET = "???"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PipelineInput(_Strict):
+    """An artifact the pipeline starts from."""
+
+    type: str = Field(description="Artifact type from types.toml (e.g. data_blend).")
+    path: str = Field(
+        description="File, folder or (for hf_checkpoint) a hub id; relative to this file's "
+        "folder. '???' means not chosen yet: `plan` warns, `pipeline run` stops."
+    )
+    description: str | None = None
+
+
+class Stage(_Strict):
+    """One step run: which step, which config, and where each consumed port comes from."""
+
+    id: str = Field(pattern=STAGE_ID, description="Unique in the pipeline; names its folder.")
+    step: str = Field(description="Step id, or a unique tail of it (e.g. rlvr).")
+    config: str | None = Field(
+        None,
+        description="Config name in the step's config/ folder, or a YAML path relative "
+        "to this file. Default: the step's run.default_config.",
+    )
+    overrides: list[str] = Field([], description="Hydra overrides (a.b=v, +a=v, ~a).")
+    inputs: dict[str, str] = Field(
+        {}, description="Consumed port -> 'inputs.<name>', '<stage>.<port>' or '<stage>'."
+    )
+    description: str | None = None
+
+
+class Target(_Strict):
+    """A pipeline output; with `type`, the planner converts it to that type if it must."""
+
+    output: str = Field(description="'<stage>.<port>'.")
+    type: str | None = Field(None, description="Wanted type; a converter is inserted if needed.")
+
+
+class ConverterSettings(_Strict):
+    """Config for converter stages the planner inserts (keyed by converter step id)."""
+
+    config: str | None = None
+    overrides: list[str] = []
+
+
+class Lineage(_Strict):
+    wandb: bool = Field(False, description="Log stage outputs and inputs as W&B artifacts.")
+    project: str | None = None
+    entity: str | None = None
+
+
+class Pipeline(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Names the run root.")
+    description: str | None = None
+    root: str | None = Field(
+        None, description="Run root (relative to this file). Default: <runs dir>/pipelines/<name>."
+    )
+    inputs: dict[str, PipelineInput] = {}
+    stages: list[Stage] = Field(min_length=1)
+    targets: list[str | Target] = Field(
+        [], description="'<stage>.<port>' or {output, type}: what the pipeline is for."
+    )
+    converters: dict[str, ConverterSettings] = {}
+    lineage: Lineage = Lineage()
+
+
+@dataclass
+class PipelineFile:
+    """A parsed pipeline and where each key sits in its file."""
+
+    model: Pipeline
+    path: Path
+    lines: dict[tuple, int] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def line(self, *keys: Any) -> int | None:
+        """Line of the deepest key of `keys` that the file has (falls back to its parents)."""
+        keys = tuple(keys)
+        while keys:
+            if keys in self.lines:
+                return self.lines[keys]
+            keys = keys[:-1]
+        return None
+
+    def finding(self, code: str, message: str, *keys: Any, fix: str | None = None, **kw) -> Finding:
+        return Finding(code, message, path=str(self.path), line=self.line(*keys), fix=fix, **kw)
+
+
+def _line_index(node: Any, prefix: tuple, out: dict[tuple, int]) -> None:
+    """Map each key path (strings and list indexes) to its 1-based line."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = (*prefix, k.value)
+            out[key] = k.start_mark.line + 1
+            _line_index(v, key, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            out[(*prefix, i)] = v.start_mark.line + 1
+            _line_index(v, (*prefix, i), out)
+
+
+def load_pipeline(path: str | Path) -> PipelineFile:
+    """Parse and validate a pipeline file; bad YAML or keys raise E-PIPELINE-* at file:line."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StepsError(
+            "E-PIPELINE-FILE",
+            f"cannot read the pipeline file: {exc.strerror}",
+            path=str(path),
+            fix="give the path of a pipeline YAML file",
+            exit_code=2,
+        ) from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise StepsError(
+            "E-PIPELINE-YAML",
+            f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+            path=str(path),
+            line=mark.line + 1 if mark else None,
+            fix="correct the YAML syntax",
+        ) from None
+    lines: dict[tuple, int] = {}
+    _line_index(node, (), lines)
+    if not isinstance(data, dict):
+        raise StepsError(
+            "E-PIPELINE-SCHEMA",
+            "a pipeline file is a mapping with name, inputs, stages, targets",
+            path=str(path),
+            line=1,
+            fix=f"see {SCHEMA_PATH.name}",
+        )
+    try:
+        model = Pipeline.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        at = PipelineFile(Pipeline.model_construct(), path, lines)
+        where = ".".join(str(p) for p in loc) or "pipeline"
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise StepsError(
+            "E-PIPELINE-SCHEMA",
+            f"{where}: {err['msg']}{more}",
+            path=str(path),
+            line=at.line(*[p for p in loc if not (isinstance(p, str) and p in ("str", "Target"))]),
+            key=where,
+            fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
+        ) from None
+    return PipelineFile(model, path.resolve(), lines)
+
+
+def json_schema_text() -> str:
+    """The published schema's exact text (a test compares it byte for byte)."""
+    schema = Pipeline.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pipeline file"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

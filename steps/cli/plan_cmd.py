@@ -1,0 +1,105 @@
+"""`plan FILE`: the resolved pipeline graph with the type on every edge (nothing runs)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from steps.cli.common import add_catalog_arguments, print_findings, print_json
+
+HELP = "check a pipeline file and print its resolved graph (types, converters, output paths)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", help="pipeline YAML file")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument("--format", choices=["text", "mermaid"], default="text")
+    parser.add_argument("--root", metavar="DIR", help="pipeline run root (default: see file)")
+    parser.add_argument(
+        "--runs-dir", metavar="DIR", help="runs dir (default $STEPS_RUNS_DIR, ./runs)"
+    )
+    add_catalog_arguments(parser)
+
+
+def make_plan(args):
+    """Load, plan and return (plan, pipeline file); shared by `plan` and `pipeline run`."""
+    from catalog.discovery import discover
+    from catalog.pipeline import load_pipeline
+    from catalog.planner import default_root, plan_pipeline
+    from catalog.types import load_catalog_types
+    from runners.rundir import runs_root
+
+    pf = load_pipeline(args.file)
+    cwd = Path.cwd()
+    if args.root:
+        root = (cwd / args.root).resolve()
+    else:
+        root = default_root(pf, runs_root(args.runs_dir, os.environ, cwd))
+    plan = plan_pipeline(pf, discover(args.catalog), load_catalog_types(args.catalog), root)
+    return plan, pf
+
+
+def render_text(plan) -> str:
+    out = [f"pipeline {plan.name}  ({plan.file})", f"root {plan.root}"]
+    if plan.inputs:
+        out.append("inputs:")
+        w = max(len(n) for n in plan.inputs)
+        for n, b in plan.inputs.items():
+            out.append(f"  {n:<{w}}  {b.type:<22} {b.value}{'  (hub id)' if b.hub else ''}")
+    out.append("stages:")
+    for i, s in enumerate(plan.stages, 1):
+        tag = "  [inserted converter]" if s.inserted else ""
+        cfg = s.config.stem if s.config.parent.name == "config" else str(s.config)
+        over = f"  {' '.join(s.overrides)}" if s.overrides else ""
+        out.append(f"  {i}. {s.id}  {s.step}@{s.version}  -c {cfg}{over}{tag}")
+        for p, b in s.inputs.items():
+            out.append(
+                f"       in  {p} <- {b.source if b.source != 'config' else b.value}  [{b.type}]"
+            )
+        for p, b in s.outputs.items():
+            out.append(f"       out {p} -> {b.value}  [{b.type}]")
+    out.append("edges:")
+    for e in plan.edges:
+        note = f" (accepts {e.accepts})" if e.accepts != e.type else ""
+        out.append(f"  {e.source} --[{e.type}]--> {e.target}{note}")
+    if plan.targets:
+        out.append("targets:")
+        for ref, b in plan.targets.items():
+            out.append(f"  {ref}  [{b.type}]  {b.value}")
+    return "\n".join(out)
+
+
+def _node(ref: str) -> str:
+    return ref.replace(".", "_").replace("-", "_")
+
+
+def render_mermaid(plan) -> str:
+    out = ["flowchart LR"]
+    for n, b in plan.inputs.items():
+        out.append(f'  in_{_node(n)}[/"{n}<br/>{b.type}"/]')
+    for s in plan.stages:
+        label = f"{s.id}<br/>{s.step}"
+        out.append(
+            f'  {_node(s.id)}{{{{"{label}"}}}}' if s.inserted else f'  {_node(s.id)}["{label}"]'
+        )
+    for e in plan.edges:
+        src = e.source.split(".", 1)
+        a = f"in_{_node(src[1])}" if src[0] == "inputs" else _node(src[0])
+        dst, port = e.target.split(".", 1)
+        out.append(f'  {a} -- "{port}: {e.type}" --> {_node(dst)}')
+    for i, (ref, b) in enumerate(plan.targets.items()):
+        out.append(f'  target_{i}(["{ref}<br/>{b.type}"])')
+        out.append(f"  {_node(ref.split('.', 1)[0])} -- {b.type} --> target_{i}")
+    return "\n".join(out)
+
+
+def run(args) -> int:
+    plan, _ = make_plan(args)
+    if args.json:
+        print_json(plan.to_dict())
+    else:
+        print_findings(plan.findings, sys.stderr)
+        if plan.ok:
+            print(render_mermaid(plan) if args.format == "mermaid" else render_text(plan))
+    return 0 if plan.ok else 1
