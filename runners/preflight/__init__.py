@@ -18,6 +18,10 @@ from catalog.errors import WARNING, Finding
 
 RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.basics",
+    "runners.preflight.schema",
+    "runners.preflight.parallelism",
+    "runners.preflight.algorithm_setup",
+    "runners.preflight.gym",
 ]
 
 
