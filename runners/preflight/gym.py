@@ -1,0 +1,269 @@
+"""NeMo-Gym rules: the Gym script's own checks, its config paths and agents, and the row type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+from catalog.errors import Finding
+from catalog.upstream import GYM_SUBDIR
+from runners.preflight import PreflightContext, rule
+from runners.preflight.data_files import agent_names, bound_file, first_row
+from runners.preflight.schema import close
+from runners.preflight.topology import finding, generation, uses_gym, warning
+
+CONFIG_PATHS = "env.nemo_gym.config_paths"
+GYM_ROW_KEY = "responses_create_params"
+
+
+@rule("gym_max_val_samples")
+def gym_max_val_samples(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-MAX-VAL: run_grpo_nemo_gym.py:206 raises on a non-null grpo.max_val_samples."""
+    if uses_gym(ctx) and ctx.get("grpo.max_val_samples") is not None:
+        yield finding(
+            ctx,
+            "E-GYM-MAX-VAL",
+            "grpo.max_val_samples",
+            f"is {ctx.get('grpo.max_val_samples')!r}; the NeMo-Gym script accepts only null "
+            "(it uses the whole validation file)",
+            "set grpo.max_val_samples=null grpo.val_batch_size=null",
+        )
+
+
+def gym_root(ctx: PreflightContext) -> Path | None:
+    """The Gym checkout: ctx.gym_root, config run.gym_root, or <nemo_rl>/3rdparty/.../Gym."""
+    if ctx.gym_root is not None:
+        return Path(ctx.gym_root)
+    configured = ctx.get("run.gym_root")
+    if isinstance(configured, str) and configured:
+        return Path(configured).expanduser()
+    if ctx.nemo_rl_dir is not None:
+        return Path(ctx.nemo_rl_dir) / GYM_SUBDIR
+    return None
+
+
+@cache
+def _yaml_files(root: Path) -> tuple[str, ...]:
+    """Config files a Gym checkout ships (<kind>/<name>/configs/*.yaml), relative to its root."""
+    return tuple(sorted(p.relative_to(root).as_posix() for p in root.glob("*/*/configs/*.yaml")))
+
+
+def _config_paths(ctx: PreflightContext) -> list | None:
+    value = ctx.get(CONFIG_PATHS)
+    return value if isinstance(value, list) else None
+
+
+@rule("gym_config_paths")
+def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-CONFIG-PATH: config_paths is a list of files under the Gym root, model config first."""
+    if not uses_gym(ctx):
+        return
+    value = ctx.get(CONFIG_PATHS)
+    if not isinstance(value, list) or not value:
+        yield finding(
+            ctx,
+            "E-GYM-CONFIG-PATH",
+            CONFIG_PATHS,
+            f"must be a non-empty list of Gym config files, got {value!r}",
+            f'write a YAML list, or on the command line "{CONFIG_PATHS}=[responses_api_models/'
+            "vllm_model/configs/vllm_model_for_training.yaml,resources_servers/math_with_judge/"
+            'configs/math_with_judge.yaml]" (quoted, no spaces)',
+        )
+        return
+    first = value[0]
+    if not (
+        isinstance(first, str)
+        and first.startswith("responses_api_models/")
+        and first.endswith("_for_training.yaml")
+    ):
+        yield finding(
+            ctx,
+            "E-GYM-CONFIG-PATH",
+            f"{CONFIG_PATHS}[0]",
+            f"{first!r} is not a responses_api_models/*_for_training.yaml model config; NeMo-RL "
+            "serves the policy through it",
+            "put responses_api_models/vllm_model/configs/vllm_model_for_training.yaml first",
+        )
+    root = gym_root(ctx)
+    if root is None or not root.is_dir():
+        needed = str(root) if root else f"<nemo-rl>/{GYM_SUBDIR}"
+        yield warning(
+            ctx,
+            "W-GYM-ROOT",
+            CONFIG_PATHS,
+            f"cannot check the entries: no NeMo-Gym checkout at {needed}",
+            "pass --nemo-rl DIR (with its Gym submodule) or set run.gym_root",
+        )
+        return
+    for i, entry in enumerate(value):
+        key = f"{CONFIG_PATHS}[{i}]"
+        if not isinstance(entry, str) or not entry:
+            yield finding(
+                ctx, "E-GYM-CONFIG-PATH", key, f"{entry!r} is not a path", "use a path string"
+            )
+            continue
+        path = Path(entry) if Path(entry).is_absolute() else root / entry
+        if path.is_file():
+            continue
+        near = close(entry, _yaml_files(root))
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        yield finding(
+            ctx,
+            "E-GYM-CONFIG-PATH",
+            key,
+            f"{entry} does not exist under the Gym root {root}{hint}",
+            "use a path relative to the Gym checkout, e.g. "
+            "resources_servers/math_with_judge/configs/math_with_judge.yaml",
+        )
+
+
+def defined_agents(root: Path, entries: list) -> tuple[set[str], list[str]]:
+    """Agent instance names the Gym configs define, and the files that could not be read."""
+    import yaml
+
+    agents: set[str] = set()
+    unreadable: list[str] = []
+    for entry in entries:
+        if not isinstance(entry, str):
+            continue
+        path = Path(entry) if Path(entry).is_absolute() else root / entry
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            unreadable.append(entry)
+            continue
+        for name, body in (doc or {}).items() if isinstance(doc, dict) else []:
+            if isinstance(body, dict) and "responses_api_agents" in body:
+                agents.add(str(name))
+    return agents, unreadable
+
+
+@rule("gym_agents_defined")
+def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-AGENT: every row's agent_ref.name is an agent the Gym configs define."""
+    entries = _config_paths(ctx)
+    root = gym_root(ctx)
+    if not uses_gym(ctx) or not entries or root is None or not root.is_dir():
+        return  # gym_config_paths reports the shape and the missing root
+    agents, unreadable = defined_agents(root, entries)
+    if unreadable:
+        yield warning(
+            ctx,
+            "W-GYM-AGENT-UNCHECKED",
+            CONFIG_PATHS,
+            f"could not read {', '.join(unreadable)}; agents they define are not known",
+            "fix the paths (see E-GYM-CONFIG-PATH)",
+        )
+        return
+    for key in ("data.train.data_path", "data.validation.data_path"):
+        path = bound_file(ctx, key)
+        if path is None or not path.is_file():
+            continue
+        reported: set[str] = set()
+        for lineno, name in agent_names(path):
+            if name in agents or name in reported:
+                continue
+            reported.add(name)
+            near = close(name, agents)
+            hint = f" (did you mean {', '.join(near)}?)" if near else ""
+            yield Finding(
+                "E-GYM-AGENT",
+                f"agent_ref.name {name!r} is not defined by any config in {CONFIG_PATHS}"
+                f" (defined: {', '.join(sorted(agents)) or 'none'}){hint}",
+                str(path),
+                lineno,
+                "add the config that defines this agent to env.nemo_gym.config_paths, or fix "
+                "agent_ref.name in the rows",
+                key="agent_ref.name",
+            )
+
+
+@rule("gym_flag_matches_data")
+def gym_flag_matches_data(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-DATA-MISMATCH: env.should_use_nemo_gym agrees with the train rows' type."""
+    if ctx.get("env") is None or ctx.get("grpo") is None:
+        return
+    path = bound_file(ctx, "data.train.data_path")
+    if path is None:
+        return
+    if not path.is_file():
+        yield warning(
+            ctx,
+            "W-PREFLIGHT-UNCHECKED",
+            "data.train.data_path",
+            f"cannot compare env.should_use_nemo_gym with the rows: {path} is not a file",
+            "fix data.train.data_path",
+        )
+        return
+    row = first_row(path)
+    if row is None:
+        return  # empty or malformed: the artifact contract reports it
+    gym_rows, flag = GYM_ROW_KEY in row, uses_gym(ctx)
+    if gym_rows != flag:
+        what = "NeMo-Gym rows (responses_create_params)" if gym_rows else "plain prompt rows"
+        yield finding(
+            ctx,
+            "E-GYM-DATA-MISMATCH",
+            "env.should_use_nemo_gym",
+            f"is {flag} but {path} holds {what}",
+            "use the Gym config (-c nemo_gym) for Gym rows and the default config for "
+            "plain rows; do not flip env.should_use_nemo_gym alone",
+        )
+
+
+@rule("gym_overlong_filtering")
+def gym_overlong_filtering(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-OVERLONG-GYM: overlong_filtering reads `truncated`, which Gym rollouts lack (RL#2163)."""
+    if uses_gym(ctx) and ctx.get("grpo.overlong_filtering"):
+        yield finding(
+            ctx,
+            "E-OVERLONG-GYM",
+            "grpo.overlong_filtering",
+            "is not supported with NeMo-Gym rollouts (KeyError 'truncated' at the first step)",
+            "set grpo.overlong_filtering=false",
+        )
+
+
+@rule("gym_generation")
+def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-GENERATION: the Gym script configures vLLM's HTTP server (nemo_gym.py:1116)."""
+    if not uses_gym(ctx):
+        return
+    gen = generation(ctx)
+    if gen.get("backend") != "vllm" or not isinstance(gen.get("vllm_cfg"), dict):
+        yield finding(
+            ctx,
+            "E-GYM-GENERATION",
+            "policy.generation.backend",
+            f"NeMo-Gym runs need the vllm backend with a vllm_cfg section, got "
+            f"{gen.get('backend')!r}",
+            "set policy.generation.backend=vllm and keep policy.generation.vllm_cfg",
+        )
+
+
+@rule("reward_penalties_need_gym")
+def reward_penalties_need_gym(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-REWARD-PENALTIES: reward_penalties only work on the Gym path (grpo.py:1966)."""
+    penalties = ctx.get("reward_penalties")
+    if uses_gym(ctx) or not isinstance(penalties, dict):
+        return
+    on = [k for k, v in penalties.items() if k.startswith("penalize_") and v]
+    if on:
+        yield finding(
+            ctx,
+            "E-REWARD-PENALTIES",
+            f"reward_penalties.{on[0]}",
+            "reward penalties need env.should_use_nemo_gym=true",
+            "turn the penalties off or use the NeMo-Gym config",
+        )
+    if penalties.get("penalize_unwanted_tokens") and not (
+        isinstance(penalties.get("token_ids"), dict) and penalties["token_ids"].get("unwanted")
+    ):
+        yield finding(
+            ctx,
+            "E-REWARD-PENALTIES",
+            "reward_penalties.token_ids.unwanted",
+            "must be set when penalize_unwanted_tokens is true (grpo.py:222)",
+            "list the token ids, or set penalize_unwanted_tokens=false",
+        )

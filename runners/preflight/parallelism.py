@@ -1,0 +1,308 @@
+"""Parallelism and batch-shape rules: what `Policy.__init__`, the vLLM workers and the first
+training step assert about GPUs, parallel sizes and batch sizes (NeMo-RL at the pin)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import (
+    algorithm,
+    as_int,
+    enabled,
+    finding,
+    generation,
+    layout,
+)
+
+
+@rule("parallel_fit")
+def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-PARALLEL-FIT: TP x PP x CP divides the GPUs (lm_policy.py:226-240); vLLM TP x PP too."""
+    lay = layout(ctx)
+    if lay.gpus is None:
+        return
+    mp = lay.model_parallel
+    if lay.backend and lay.gpus % mp:
+        yield finding(
+            ctx,
+            "E-PARALLEL-FIT",
+            lay.key(
+                "tensor_model_parallel_size"
+                if lay.backend == "megatron"
+                else "tensor_parallel_size"
+            ),
+            f"TP({lay.tp}) x PP({lay.pp}) x CP({lay.cp}) = {mp} does not divide the "
+            f"{lay.gpus} GPUs of cluster (num_nodes x gpus_per_node)",
+            f"pick sizes whose product divides {lay.gpus}, or change cluster",
+        )
+    vllm = generation(ctx).get("vllm_cfg")
+    if generation(ctx).get("backend") == "vllm" and isinstance(vllm, dict):
+        tp = as_int(vllm.get("tensor_parallel_size")) or 1
+        pp = as_int(vllm.get("pipeline_parallel_size")) or 1
+        per_node = as_int(ctx.get("cluster.gpus_per_node")) or 0
+        if lay.gpus % (tp * pp):
+            yield finding(
+                ctx,
+                "E-PARALLEL-FIT",
+                "policy.generation.vllm_cfg.tensor_parallel_size",
+                f"vLLM TP({tp}) x PP({pp}) = {tp * pp} does not divide the {lay.gpus} GPUs "
+                "(vllm_generation.py:121)",
+                f"use a vLLM model-parallel size that divides {lay.gpus}",
+            )
+        elif per_node and tp > per_node:
+            yield finding(
+                ctx,
+                "E-PARALLEL-FIT",
+                "policy.generation.vllm_cfg.tensor_parallel_size",
+                f"vLLM TP({tp}) is larger than cluster.gpus_per_node ({per_node})",
+                "keep vLLM tensor_parallel_size <= gpus_per_node",
+            )
+
+
+@rule("batch_divisibility")
+def batch_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-BATCH-DIVISIBILITY: rollout and train batches shard evenly over data-parallel ranks."""
+    lay = layout(ctx)
+    dp = lay.dp
+    gbs = as_int(ctx.get("policy.train_global_batch_size"))
+    mbs = as_int(ctx.get("policy.train_micro_batch_size"))
+    fix = (
+        f"data-parallel size = GPUs / (TP x PP x CP) = {dp}; choose batch sizes that are "
+        "multiples of it (and of the micro batch per rank)"
+    )
+    if algorithm(ctx) == "grpo":
+        prompts = as_int(ctx.get("grpo.num_prompts_per_step"))
+        gens = as_int(ctx.get("grpo.num_generations_per_prompt"))
+        if prompts and gens:
+            rollout = prompts * gens
+            if dp and rollout % dp:
+                yield finding(
+                    ctx,
+                    "E-BATCH-DIVISIBILITY",
+                    "grpo.num_prompts_per_step",
+                    f"rollout batch {prompts} x {gens} = {rollout} is not divisible by the "
+                    f"data-parallel size {dp}",
+                    fix,
+                )
+            if gbs and rollout % gbs:  # batched_data_dict.py:537 (shard_by_batch_size)
+                yield finding(
+                    ctx,
+                    "E-BATCH-DIVISIBILITY",
+                    "policy.train_global_batch_size",
+                    f"rollout batch {rollout} is not a multiple of train_global_batch_size {gbs} "
+                    "(fails at the first training step)",
+                    "make num_prompts_per_step x num_generations_per_prompt a multiple of "
+                    "policy.train_global_batch_size",
+                )
+    if not gbs or not dp:
+        return
+    if gbs % dp:  # batched_data_dict.py:541
+        yield finding(
+            ctx,
+            "E-BATCH-DIVISIBILITY",
+            "policy.train_global_batch_size",
+            f"{gbs} is not divisible by the data-parallel size {dp}",
+            fix,
+        )
+        return
+    dynamic = enabled(ctx.get("policy.dynamic_batching")) or enabled(
+        ctx.get("policy.sequence_packing")
+    )
+    if mbs and not dynamic and (gbs // dp) % mbs:  # batched_data_dict.py:1011
+        yield finding(
+            ctx,
+            "E-BATCH-DIVISIBILITY",
+            "policy.train_micro_batch_size",
+            f"per-rank batch {gbs} / {dp} = {gbs // dp} is not a multiple of "
+            f"train_micro_batch_size {mbs}",
+            "make train_global_batch_size / data-parallel size a multiple of the micro batch",
+        )
+
+
+@rule("tp_logprob_batch")
+def tp_logprob_batch(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-TP-LOGPROB-BATCH: TP >= 4 needs train_micro_batch_size == logprob_batch_size."""
+    lay = layout(ctx)
+    policy = ctx.get("policy", {}) or {}
+    if lay.tp < 4 or "logprob_batch_size" not in policy:
+        return
+    if ctx.get("loss_fn.force_on_policy_ratio"):
+        return  # grpo.setup sets NRL_IGNORE_TP_ACCURACY_CHECK=1 (grpo.py:706)
+    mbs, lbs = as_int(policy.get("train_micro_batch_size")), as_int(policy["logprob_batch_size"])
+    if mbs is not None and lbs is not None and mbs != lbs:
+        yield finding(
+            ctx,
+            "E-TP-LOGPROB-BATCH",
+            "policy.logprob_batch_size",
+            f"TP={lay.tp} (>= 4) requires train_micro_batch_size ({mbs}) == "
+            f"logprob_batch_size ({lbs}) (lm_policy.py:206-223)",
+            "set both to the same value, use TP <= 2, or loss_fn.force_on_policy_ratio=true",
+        )
+
+
+@rule("sequence_divisibility")
+def sequence_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-SEQ-DIVISIBLE: make_sequence_length_divisible_by covers the CP/TP+SP pad factor."""
+    lay = layout(ctx)
+    mult = as_int(ctx.get("policy.make_sequence_length_divisible_by"))
+    if not mult:
+        return
+    key = "policy.make_sequence_length_divisible_by"
+    if lay.backend == "megatron" and enabled(ctx.get("policy.sequence_packing")):
+        factor = (lay.cp * 2 if lay.cp > 1 else 1) * (
+            lay.tp if lay.tp > 1 and lay.sequence_parallel else 1
+        )
+        if mult % factor:  # megatron/data.py:1289
+            yield finding(
+                ctx,
+                "E-SEQ-DIVISIBLE",
+                key,
+                f"{mult} is not a multiple of {factor} (CP x 2 when CP > 1, x TP with "
+                "sequence parallel) required by Megatron sequence packing",
+                f"set {key}={factor} (or a multiple)",
+            )
+            return
+    gen = generation(ctx)
+    top_k, top_p = gen.get("top_k"), gen.get("top_p")
+    filtering = (top_k not in (None, -1)) or (isinstance(top_p, (int, float)) and top_p < 1)
+    if lay.tp > 1 and filtering and mult % lay.tp:  # distributed/model_utils.py:419
+        yield finding(
+            ctx,
+            "E-SEQ-DIVISIBLE",
+            key,
+            f"{mult} is not a multiple of TP={lay.tp}; top-k/top-p logprobs need "
+            "batch x sequence divisible by TP (first training step)",
+            f"set {key}={lay.tp} (or a multiple)",
+        )
+
+
+@rule("training_backend")
+def training_backend(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-POLICY-BACKEND: exactly one of megatron_cfg / dtensor_cfg enabled (lm_policy.py:121)."""
+    meg, dt = enabled(ctx.get("policy.megatron_cfg")), enabled(ctx.get("policy.dtensor_cfg"))
+    if meg and dt:
+        yield finding(
+            ctx,
+            "E-POLICY-BACKEND",
+            "policy.dtensor_cfg.enabled",
+            "both Megatron and DTensor training backends are enabled",
+            "set policy.dtensor_cfg.enabled=false or policy.megatron_cfg.enabled=false",
+        )
+    elif not meg and not dt and isinstance(ctx.get("policy"), dict):
+        yield finding(
+            ctx,
+            "E-POLICY-BACKEND",
+            "policy.megatron_cfg.enabled",
+            "no training backend is enabled",
+            "set policy.megatron_cfg.enabled=true or policy.dtensor_cfg.enabled=true",
+        )
+    if enabled(ctx.get("policy.draft")) and not meg:
+        yield finding(
+            ctx,
+            "E-POLICY-BACKEND",
+            "policy.draft.enabled",
+            "draft-model training needs the Megatron backend (lm_policy.py:126)",
+            "enable policy.megatron_cfg or disable policy.draft",
+        )
+    if dt and not meg:
+        dcfg = ctx.get("policy.dtensor_cfg")
+        if not dcfg.get("_v2") and (as_int(dcfg.get("dp_replicate_size")) or 1) > 1:
+            yield finding(
+                ctx,
+                "E-POLICY-BACKEND",
+                "policy.dtensor_cfg.dp_replicate_size",
+                "dp_replicate_size > 1 needs the DTensor v2 worker (lm_policy.py:176)",
+                "set policy.dtensor_cfg._v2=true or dp_replicate_size=1",
+            )
+
+
+@rule("batching_modes")
+def batching_modes(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-BATCHING-MODE: dynamic batching vs sequence packing vs PP, and DPO's restrictions."""
+    dyn, pack = (
+        enabled(ctx.get("policy.dynamic_batching")),
+        enabled(ctx.get("policy.sequence_packing")),
+    )
+    if algorithm(ctx) == "dpo" and (dyn or pack):  # dpo.py:163-170
+        which = "dynamic_batching" if dyn else "sequence_packing"
+        yield finding(
+            ctx,
+            "E-BATCHING-MODE",
+            f"policy.{which}.enabled",
+            f"{which} is not supported with DPO (it reorders the chosen/rejected pairs)",
+            f"set policy.{which}.enabled=false",
+        )
+        return
+    if dyn and pack:  # lm_policy.py:325
+        yield finding(
+            ctx,
+            "E-BATCHING-MODE",
+            "policy.sequence_packing.enabled",
+            "dynamic batching and sequence packing are exclusive",
+            "disable one of policy.dynamic_batching / policy.sequence_packing",
+        )
+    if dyn and layout(ctx).pp > 1:  # lm_policy.py:313
+        yield finding(
+            ctx,
+            "E-BATCHING-MODE",
+            "policy.dynamic_batching.enabled",
+            "dynamic batching needs pipeline_model_parallel_size == 1",
+            "disable dynamic batching or use PP=1",
+        )
+
+
+@rule("vllm_settings")
+def vllm_settings(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-VLLM-SETTINGS: vLLM worker init asserts on PP/EP/async and sampling ranges."""
+    gen = generation(ctx)
+    if gen.get("backend") != "vllm":
+        return
+    vllm = gen.get("vllm_cfg") if isinstance(gen.get("vllm_cfg"), dict) else {}
+    tp = as_int(vllm.get("tensor_parallel_size")) or 1
+    pp = as_int(vllm.get("pipeline_parallel_size")) or 1
+    ep = as_int(vllm.get("expert_parallel_size")) or 1
+    asyn = bool(vllm.get("async_engine"))
+    base = "policy.generation.vllm_cfg"
+    if pp > 1 and not asyn:  # vllm_generation.py:128
+        yield finding(
+            ctx,
+            "E-VLLM-SETTINGS",
+            f"{base}.async_engine",
+            "vLLM pipeline_parallel_size > 1 needs async_engine=true",
+            f"set {base}.async_engine=true",
+        )
+    if ep > 1 and ep % tp:  # vllm_generation.py:134
+        yield finding(
+            ctx,
+            "E-VLLM-SETTINGS",
+            f"{base}.expert_parallel_size",
+            f"EP({ep}) must be a multiple of TP({tp})",
+            "set expert_parallel_size to a multiple of tensor_parallel_size",
+        )
+    elif ep > 1 and ep != tp and asyn:  # vllm_generation.py:140
+        yield finding(
+            ctx,
+            "E-VLLM-SETTINGS",
+            f"{base}.async_engine",
+            "EP != TP uses data parallelism inside vLLM, which async_engine does not support",
+            f"set {base}.async_engine=false or EP == TP",
+        )
+    top_k, top_p = gen.get("top_k"), gen.get("top_p")
+    if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k != -1 and top_k < 1:
+        yield finding(
+            ctx,
+            "E-VLLM-SETTINGS",
+            "policy.generation.top_k",
+            f"top_k={top_k}: use null/-1 (no filtering) or >= 1",
+            "set policy.generation.top_k=null",
+        )
+    if isinstance(top_p, (int, float)) and not isinstance(top_p, bool) and not 0 < top_p <= 1:
+        yield finding(
+            ctx,
+            "E-VLLM-SETTINGS",
+            "policy.generation.top_p",
+            f"top_p={top_p}: must be in (0, 1]",
+            "set policy.generation.top_p=1.0",
+        )

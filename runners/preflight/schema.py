@@ -1,0 +1,347 @@
+"""Check a compiled config against NeMo-RL's own config schema at the pinned commit.
+
+The schema is generated from upstream's TypedDicts and pydantic models by
+`tools/gen_nemo_rl_schema.py` into `catalog/schema/nemo_rl/<algorithm>.json` and loaded here
+lazily (json only). Typing is lenient like pydantic's lax mode ("3" is an int); unknown keys are
+warnings because NeMo-RL keeps them silently, so a typo'd knob does nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import WARNING, Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schema" / "nemo_rl"
+OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
+TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
+FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
+GENERATION_BACKENDS = {
+    "vllm": "VllmConfig",
+    "megatron": "MCoreGenerationConfig",
+    "sglang": "SGLangConfig",
+    "trtllm": "TrtllmConfig",
+    "dynamo": None,
+}
+
+
+@cache
+def load_schema(algo: str) -> dict | None:
+    path = SCHEMA_DIR / f"{algo}.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def close(word: str, choices: Iterable[str]) -> list[str]:
+    return difflib.get_close_matches(word, list(choices), n=3, cutoff=0.7)
+
+
+def _hint(word: str, choices: Iterable[str]) -> str:
+    near = close(word, choices)
+    return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
+
+
+def describe(t: dict) -> str:
+    kind = t["t"]
+    if kind == "ref":
+        return t["name"]
+    if kind == "literal":
+        return " | ".join(repr(v) for v in t["values"])
+    if kind == "union":
+        return " | ".join(describe(o) for o in t["options"])
+    if kind == "list":
+        return f"list[{describe(t['item'])}]"
+    if kind == "dict":
+        return "dict"
+    return "null" if kind == "none" else kind
+
+
+def lax_ok(value: Any, kind: str) -> bool:
+    """Whether pydantic's lax mode accepts `value` for a basic type."""
+    if kind == "any":
+        return True
+    if kind == "none":
+        return value is None
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return True
+        if isinstance(value, int):
+            return value in (0, 1)
+        return isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS
+    if kind == "int":
+        if isinstance(value, (bool, int)):
+            return True
+        if isinstance(value, float):
+            return value.is_integer()
+        if isinstance(value, str):
+            try:
+                int(value.strip())
+            except ValueError:
+                return False
+            return True
+        return False
+    if kind == "float":
+        if isinstance(value, (bool, int, float)):
+            return True
+        if isinstance(value, str):
+            try:
+                float(value.strip())
+            except ValueError:
+                return False
+            return True
+        return False
+    return False
+
+
+def _literal_ok(value: Any, values: list) -> bool:
+    for v in values:
+        if isinstance(v, bool):
+            if isinstance(value, bool) and value is v:
+                return True
+        elif value == v and not isinstance(value, bool):
+            return True
+    return False
+
+
+class SchemaChecker:
+    """Walks a config dict against one algorithm's schema, yielding findings with dotted keys."""
+
+    def __init__(self, schema: dict, ctx: PreflightContext) -> None:
+        self.classes: dict[str, dict] = schema["classes"]
+        self.root: str = schema["root"]
+        self.ctx = ctx
+        self._extras: dict[str, dict] = {}
+        self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
+
+    def finding(
+        self, code: str, key: str, msg: str, fix: str | None, warn: bool = False
+    ) -> Finding:
+        severity = WARNING if warn else "error"
+        path, line = where(self.ctx, key)
+        return Finding(code, f"{key}: {msg}", path, line, fix, severity, key)
+
+    def subclass_fields(self, name: str) -> dict:
+        """Fields a subclass elsewhere in NeMo-RL adds (VllmConfig for GenerationConfig)."""
+        if name not in self._extras:
+            cls = self.classes[name]
+            extra: dict = {}
+            for sub in cls.get("subclasses", []):
+                for fname, spec in self.classes.get(sub, {}).get("fields", {}).items():
+                    if fname not in cls["fields"]:
+                        extra.setdefault(fname, spec)
+            self._extras[name] = extra
+        return self._extras[name]
+
+    def check_root(self, config: dict) -> list[Finding]:
+        return list(self.check_class(config, self.root, "", top=True))
+
+    def check(self, value: Any, t: dict, key: str) -> Iterator[Finding]:
+        if isinstance(value, str) and value == UNRESOLVED:
+            return  # reported by unresolved_values
+        kind = t["t"]
+        if kind == "ref":
+            yield from self.check_class(value, t["name"], key)
+        elif kind == "union":
+            yield from self.check_union(value, t["options"], key)
+        elif kind == "literal":
+            if not _literal_ok(value, t["values"]):
+                yield self.type_error(key, value, t)
+        elif kind == "list":
+            if not isinstance(value, (list, tuple)):
+                yield self.type_error(key, value, t)
+            else:
+                for i, item in enumerate(value):
+                    yield from self.check(item, t["item"], f"{key}[{i}]")
+        elif kind == "dict":
+            if not isinstance(value, dict):
+                yield self.type_error(key, value, t)
+            elif t["value"]["t"] != "any":
+                for k, v in value.items():
+                    yield from self.check(v, t["value"], f"{key}.{k}")
+        elif not lax_ok(value, kind):
+            yield self.type_error(key, value, t)
+
+    def type_error(self, key: str, value: Any, t: dict) -> Finding:
+        shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+        return self.finding(
+            "E-SCHEMA-TYPE",
+            key,
+            f"expected {describe(t)}, got {shown}",
+            f"set {key} to a value of type {describe(t)}",
+        )
+
+    def check_union(self, value: Any, options: list[dict], key: str) -> Iterator[Finding]:
+        if isinstance(value, dict):
+            refs = [o for o in options if o["t"] == "ref" and "enabled" in self._fields(o)]
+            if refs:  # an enabled: true/false union: pick the branch by `enabled`
+                if "enabled" not in value:
+                    yield self.finding(
+                        "E-SCHEMA-KEY",
+                        f"{key}.enabled",
+                        "required key is missing",
+                        f"add {key}.enabled (true or false)",
+                    )
+                    return
+                for o in refs:
+                    lit = self._fields(o)["enabled"]["type"]
+                    if lit["t"] != "literal" or _literal_ok(
+                        _as_bool(value["enabled"]), lit["values"]
+                    ):
+                        # keys of the enabled branch left under enabled: false are fine
+                        known = {k for r in refs for k in self._fields(r)}
+                        yield from self.check_class(value, o["name"], key, also_known=known)
+                        return
+        best: list[Finding] | None = None
+        for o in options:
+            found = list(self.check(value, o, key))
+            errors = sum(f.is_error for f in found)
+            if errors == 0 and (best is None or len(found) < len(best)):
+                best = found
+                if not found:
+                    break
+        if best is not None:
+            yield from best
+            return
+        shaped = [o for o in options if _shape_matches(value, o)]
+        if len(shaped) == 1:
+            yield from self.check(value, shaped[0], key)
+        else:
+            yield self.type_error(key, value, {"t": "union", "options": options})
+
+    def _fields(self, ref: dict) -> dict:
+        return self.classes.get(ref["name"], {}).get("fields", {})
+
+    def check_class(
+        self,
+        value: Any,
+        name: str,
+        key: str,
+        top: bool = False,
+        also_known: set[str] | frozenset[str] = frozenset(),
+    ) -> Iterator[Finding]:
+        cls = self.classes.get(name)
+        if cls is None:
+            return
+        if cls["kind"] == "enum":
+            if value not in cls["values"]:
+                yield self.type_error(key, value, {"t": "literal", "values": cls["values"]})
+            return
+        if not isinstance(value, dict):
+            yield self.type_error(key, value, {"t": "ref", "name": name})
+            return
+        fields: dict = cls["fields"]
+        extra = self.subclass_fields(name)
+        prefix = f"{key}." if key else ""
+        present = [k for k in value if k not in fields]
+        for fname, spec in fields.items():
+            if fname in value:
+                yield from self.check(value[fname], spec["type"], prefix + fname)
+            elif spec["required"] and not self._lenient:
+                yield self.finding(
+                    "E-SCHEMA-KEY",
+                    prefix + fname,
+                    f"required key is missing ({name}, {cls['source']}){_hint(fname, present)}",
+                    f"add {prefix + fname} ({describe(spec['type'])})",
+                )
+        for k in present:
+            if (top and k in OWN_SECTIONS) or k in also_known:
+                continue
+            if k in extra:
+                self._lenient += 1
+                try:
+                    yield from self.check(value[k], extra[k]["type"], prefix + k)
+                finally:
+                    self._lenient -= 1
+                continue
+            yield self.finding(
+                "W-SCHEMA-UNKNOWN",
+                prefix + k,
+                f"not a key of {name} at the pinned NeMo-RL; it is kept but nothing reads it"
+                f"{_hint(k, [*fields, *extra])}",
+                "fix the spelling, or remove the key",
+                warn=True,
+            )
+
+
+def _as_bool(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS:
+        return value.strip().lower() in TRUE_STRINGS
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    return value
+
+
+def _shape_matches(value: Any, t: dict) -> bool:
+    kind = t["t"]
+    if kind in {"ref", "dict"}:
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, (list, tuple))
+    return False
+
+
+def schema_missing(algo: str) -> Finding:
+    return Finding(
+        "W-SCHEMA-MISSING",
+        f"no NeMo-RL schema for algorithm {algo!r} in {SCHEMA_DIR}",
+        fix="regenerate with tools/gen_nemo_rl_schema.py --nemo-rl <checkout>",
+        severity=WARNING,
+    )
+
+
+@rule("nemo_rl_schema")
+def nemo_rl_schema(ctx: PreflightContext) -> Iterable[Finding]:
+    """Required keys, types and enabled unions of NeMo-RL's MasterConfig at the pin."""
+    algo = algorithm(ctx)
+    if algo is None:
+        return []
+    schema = load_schema(algo)
+    if schema is None:
+        return [schema_missing(algo)]
+    return SchemaChecker(schema, ctx).check_root(ctx.config)
+
+
+@rule("generation_backend")
+def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
+    """E-GEN-BACKEND: a known generation backend whose own config keys are all present."""
+    algo = algorithm(ctx)
+    gen = generation(ctx)
+    if algo != "grpo" or not gen or gen.get("backend") in (None, UNRESOLVED):
+        return []
+    backend = gen["backend"]
+    loc = config_location(ctx)
+    if backend not in GENERATION_BACKENDS:
+        return [
+            Finding(
+                "E-GEN-BACKEND",
+                f"policy.generation.backend: unknown backend {backend!r}"
+                f"{_hint(str(backend), GENERATION_BACKENDS)}",
+                loc,
+                fix=f"use one of {', '.join(GENERATION_BACKENDS)}",
+                key="policy.generation.backend",
+            )
+        ]
+    cls = GENERATION_BACKENDS[backend]
+    schema = load_schema(algo)
+    if cls is None or schema is None or cls not in schema["classes"]:
+        return []
+    checker = SchemaChecker(schema, ctx)
+    out = []
+    base = schema["classes"].get("GenerationConfig", {}).get("fields", {})
+    for f in checker.check_class(gen, cls, "policy.generation"):
+        name = (f.key or "").removeprefix("policy.generation.")
+        if f.code != "E-SCHEMA-KEY" or "." in name or name in base:
+            continue  # GRPO writes model_name; GenerationConfig's own keys are nemo_rl_schema's
+        message = f.message.replace("required key is missing", f"{backend} needs this key")
+        out.append(Finding("E-GEN-BACKEND", message, f.path, f.line, f.fix, key=f.key))
+    return out

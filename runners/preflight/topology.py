@@ -1,0 +1,138 @@
+"""What a compiled NeMo-RL config implies: backend, parallel sizes, GPUs, data-parallel size.
+
+Shared by the parallelism, Gym and setup rules so they all read the config the way upstream's
+`lm_policy.Policy.__init__` and `grpo.setup` do (pinned in `catalog.upstream`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from catalog.errors import WARNING, Finding
+from runners.preflight import PreflightContext
+
+UNRESOLVED = "???"
+
+
+def as_int(value: Any) -> int | None:
+    """An integer the way pydantic's lax mode reads one ("8" -> 8), else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def enabled(section: Any) -> bool:
+    """`section.enabled` as upstream tests it (`.get("enabled", False)`)."""
+    return isinstance(section, dict) and bool(section.get("enabled", False))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The training side's parallelism; `backend` is 'megatron', 'dtensor' or None."""
+
+    backend: str | None
+    prefix: str  # config section holding the sizes, e.g. policy.megatron_cfg
+    tp: int
+    pp: int
+    cp: int
+    sequence_parallel: bool
+    gpus: int | None  # cluster.num_nodes x cluster.gpus_per_node
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    @property
+    def dp(self) -> int | None:
+        if not self.gpus or self.gpus % self.model_parallel:
+            return None
+        return self.gpus // self.model_parallel
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+
+def layout(ctx: PreflightContext) -> Layout:
+    """Backend and sizes, as `Policy.__init__` picks them (megatron first, then dtensor)."""
+    policy = ctx.get("policy", {}) or {}
+    meg, dt = policy.get("megatron_cfg"), policy.get("dtensor_cfg")
+    nodes, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
+    gpus = nodes * per_node if nodes and per_node else None
+    if enabled(meg):
+        return Layout(
+            "megatron",
+            "policy.megatron_cfg",
+            as_int(meg.get("tensor_model_parallel_size")) or 1,
+            as_int(meg.get("pipeline_model_parallel_size")) or 1,
+            as_int(meg.get("context_parallel_size")) or 1,
+            bool(meg.get("sequence_parallel")),
+            gpus,
+        )
+    if enabled(dt):
+        return Layout(
+            "dtensor",
+            "policy.dtensor_cfg",
+            as_int(dt.get("tensor_parallel_size")) or 1,
+            1,
+            as_int(dt.get("context_parallel_size")) or 1,
+            bool(dt.get("sequence_parallel")),
+            gpus,
+        )
+    return Layout(None, "policy", 1, 1, 1, False, gpus)
+
+
+def algorithm(ctx: PreflightContext) -> str | None:
+    """The NeMo-RL algorithm the step runs (manifest `run.algorithm`), else guessed from keys."""
+    manifest = ctx.manifest
+    algo = getattr(getattr(manifest, "run", None), "algorithm", None)
+    if algo:
+        return algo
+    for name in ("grpo", "dpo"):
+        if name in ctx.config:
+            return name
+    return None
+
+
+def uses_gym(ctx: PreflightContext) -> bool:
+    return bool((ctx.get("env", {}) or {}).get("should_use_nemo_gym"))
+
+
+def generation(ctx: PreflightContext) -> dict:
+    gen = ctx.get("policy.generation")
+    return gen if isinstance(gen, dict) else {}
+
+
+def config_location(ctx: PreflightContext) -> str | None:
+    return str(ctx.config_file) if ctx.config_file else None
+
+
+def where(ctx: PreflightContext, key: str | None) -> tuple[str | None, int | None]:
+    """The file and line that set a key, when the runner passed the compiled config."""
+    compiled = getattr(ctx, "compiled", None)
+    if key and compiled is not None:
+        path, line = compiled.locate(key)
+        if path is not None:
+            return path, line
+    return config_location(ctx), None
+
+
+def finding(ctx: PreflightContext, code: str, key: str, message: str, fix: str) -> Finding:
+    """An error at a config key of the compiled config."""
+    path, line = where(ctx, key)
+    return Finding(code, f"{key}: {message}", path, line, fix, key=key)
+
+
+def warning(ctx: PreflightContext, code: str, key: str | None, message: str, fix: str) -> Finding:
+    head = f"{key}: " if key else ""
+    path, line = where(ctx, key)
+    return Finding(code, head + message, path, line, fix, WARNING, key)
