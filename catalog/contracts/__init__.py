@@ -106,6 +106,7 @@ def validate_artifact(
     progress: Any = None,
     allow_hub_id: bool = False,
     graph: Any = None,
+    workers: int | None = None,
 ):
     """Validate one artifact by its type's contract; a `ValidationReport`, never a traceback."""
     from catalog.contracts.validation import validate_artifact as run
@@ -118,4 +119,5 @@ def validate_artifact(
         progress=progress,
         allow_hub_id=allow_hub_id,
         graph=graph,
+        workers=workers,
     )

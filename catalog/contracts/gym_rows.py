@@ -93,7 +93,9 @@ SCALAR_TYPES: dict[str, tuple[type, ...]] = {
     "prompt": (dict,),
     "include": (list,),
 }
-_SCALARS = frozenset(SCALAR_TYPES)
+# Request fields checked one by one (the others are scalars, or unknown keys).
+_STRUCTURED = frozenset({"input", "tools", "parallel_tool_calls", "tool_choice", "stream"})
+_FUNCTION_TOOL_KEYSET = frozenset(FUNCTION_TOOL_KEYS)
 
 
 def _v(field: str, message: str, fix: str | None = None) -> RowViolation:
@@ -141,7 +143,7 @@ def _check_message(item: dict, field: str, out: list[RowViolation]) -> None:
         )
     content = item.get("content")
     if type(content) is str:
-        if role == "user" and not content.strip():
+        if role == "user" and (not content or content.isspace()):
             out.append(_v(f"{field}.content", "user message is empty", "give the prompt text"))
     elif type(content) is list:
         _check_parts(content, f"{field}.content", out)
@@ -216,6 +218,45 @@ def _check_item(item: Any, field: str, out: list[RowViolation]) -> None:
         )
 
 
+def _check_tool(tool: Any, field: str, out: list[RowViolation]) -> None:
+    if type(tool) is not dict:
+        out.append(_v(field, f"a tool must be an object, got {type_name(tool)}"))
+        return
+    kind = tool.get("type")
+    if kind == "function":
+        if "function" in tool:
+            out.append(
+                _v(
+                    f"{field}.function",
+                    "Chat Completions tool form; Gym needs the flat Responses form",
+                    'write {"type": "function", "name", "description", "parameters", '
+                    '"strict"} without the nested "function"',
+                )
+            )
+            return
+        missing = [k for k in FUNCTION_TOOL_KEYS if k not in tool]
+        if missing:
+            out.append(
+                _v(
+                    field,
+                    f"function tool lacks {', '.join(missing)}",
+                    "a flat function tool needs type, name, parameters and strict "
+                    "(parameters and strict may be null)",
+                )
+            )
+        name = tool.get("name")
+        if "name" in tool and (type(name) is not str or not name):
+            out.append(_v(f"{field}.name", "tool name must be a non-empty string"))
+        params = tool.get("parameters")
+        if params is not None and type(params) is not dict:
+            out.append(_v(f"{field}.parameters", "parameters must be a JSON Schema object or null"))
+        strict = tool.get("strict")
+        if strict is not None and type(strict) is not bool:
+            out.append(_v(f"{field}.strict", "strict must be true, false or null"))
+    elif type(kind) is not str or not kind:
+        out.append(_v(f"{field}.type", "a tool needs a `type`", 'set "type": "function"'))
+
+
 def _check_tools(tools: Any, out: list[RowViolation]) -> None:
     if type(tools) is not list:
         out.append(
@@ -227,89 +268,94 @@ def _check_tools(tools: Any, out: list[RowViolation]) -> None:
         )
         return
     for i, tool in enumerate(tools):
-        field = f"responses_create_params.tools[{i}]"
-        if type(tool) is not dict:
-            out.append(_v(field, f"a tool must be an object, got {type_name(tool)}"))
-            continue
-        kind = tool.get("type")
-        if kind == "function":
-            if "function" in tool:
-                out.append(
-                    _v(
-                        f"{field}.function",
-                        "Chat Completions tool form; Gym needs the flat Responses form",
-                        'write {"type": "function", "name", "description", "parameters", '
-                        '"strict"} without the nested "function"',
-                    )
-                )
+        # Fast path: a well-formed flat function tool (the common case) needs no more checks.
+        if (
+            type(tool) is dict
+            and tool.get("type") == "function"
+            and tool.keys() >= _FUNCTION_TOOL_KEYSET
+            and "function" not in tool
+        ):
+            name, params, strict = tool["name"], tool["parameters"], tool["strict"]
+            if (
+                type(name) is str
+                and name
+                and (params is None or type(params) is dict)
+                and (strict is None or type(strict) is bool)
+            ):
                 continue
-            missing = [k for k in FUNCTION_TOOL_KEYS if k not in tool]
-            if missing:
-                out.append(
-                    _v(
-                        field,
-                        f"function tool lacks {', '.join(missing)}",
-                        "a flat function tool needs type, name, parameters and strict "
-                        "(parameters and strict may be null)",
-                    )
-                )
-            name = tool.get("name")
-            if "name" in tool and (type(name) is not str or not name):
-                out.append(_v(f"{field}.name", "tool name must be a non-empty string"))
-            params = tool.get("parameters")
-            if params is not None and type(params) is not dict:
-                out.append(
-                    _v(f"{field}.parameters", "parameters must be a JSON Schema object or null")
-                )
-            strict = tool.get("strict")
-            if strict is not None and type(strict) is not bool:
-                out.append(_v(f"{field}.strict", "strict must be true, false or null"))
-        elif type(kind) is not str or not kind:
-            out.append(_v(f"{field}.type", "a tool needs a `type`", 'set "type": "function"'))
+        _check_tool(tool, f"responses_create_params.tools[{i}]", out)
 
 
-def _check_scalars(rcp: dict, out: list[RowViolation]) -> None:
-    for key in _SCALARS.intersection(rcp):
-        value = rcp[key]
-        if value is None:
-            continue
-        want = SCALAR_TYPES[key]
-        if type(value) not in want:
+def _unknown_field(key: str) -> RowViolation:
+    close = difflib.get_close_matches(key, REQUEST_FIELDS, n=1)
+    fix = (
+        f"did you mean `{close[0]}`?"
+        if close
+        else "move it to the top level of the row (verifier fields ride there) or drop it"
+    )
+    return _v(
+        f"responses_create_params.{key}",
+        "not an OpenAI Responses request field (Gym rejects unknown keys)",
+        fix,
+    )
+
+
+def _check_input(inp: Any, out: list[RowViolation], allow_empty_input: bool) -> None:
+    if type(inp) is list:
+        if not inp and not allow_empty_input:
             out.append(
                 _v(
-                    f"responses_create_params.{key}",
-                    f"expected {' or '.join(type_name(t()) for t in want)}, got {type_name(value)}",
+                    "responses_create_params.input",
+                    "input list is empty",
+                    "add the prompt; if your agent builds it from the task (as aviary or "
+                    "toolsandbox do), pass the contract option allow_empty_input=true",
                 )
             )
-    if "parallel_tool_calls" in rcp and type(rcp["parallel_tool_calls"]) is not bool:
-        out.append(_v("responses_create_params.parallel_tool_calls", "expected true or false"))
-    if rcp.get("stream") not in (None, False):
+        roles = MESSAGE_ROLES
+        for i, item in enumerate(inp):
+            # Fast path: an untyped message with string content (most items of most rows).
+            if type(item) is dict and "type" not in item and "tool_calls" not in item:
+                content = item.get("content")
+                role = item.get("role")
+                if (
+                    type(content) is str
+                    and role in roles
+                    and (role != "user" or (content and not content.isspace()))
+                ):
+                    continue
+            _check_item(item, f"responses_create_params.input[{i}]", out)
+    elif type(inp) is str:
+        if not inp or inp.isspace():
+            out.append(
+                _v("responses_create_params.input", "input is empty", "give the prompt text")
+            )
+    else:
         out.append(
             _v(
-                "responses_create_params.stream",
-                "Gym only takes non-streaming requests",
-                "remove stream or set it to false",
+                "responses_create_params.input",
+                f"input must be a string or a list of items, got {type_name(inp)}",
             )
         )
 
 
 def _check_request(rcp: dict, out: list[RowViolation], allow_empty_input: bool) -> None:
-    if not rcp.keys() <= REQUEST_FIELDS:
-        for key in sorted(set(rcp) - REQUEST_FIELDS):
-            close = difflib.get_close_matches(key, REQUEST_FIELDS, n=1)
-            fix = (
-                f"did you mean `{close[0]}`?"
-                if close
-                else "move it to the top level of the row (verifier fields ride there) or drop it"
-            )
-            out.append(
-                _v(
-                    f"responses_create_params.{key}",
-                    "not an OpenAI Responses request field (Gym rejects unknown keys)",
-                    fix,
+    scalar_types = SCALAR_TYPES
+    for key, value in rcp.items():
+        want = scalar_types.get(key)
+        if want is not None:
+            if value is not None and type(value) not in want:
+                out.append(
+                    _v(
+                        f"responses_create_params.{key}",
+                        f"expected {' or '.join(type_name(t()) for t in want)} or null, "
+                        f"got {type_name(value)}",
+                    )
                 )
-            )
-    if "input" not in rcp:
+        elif key not in _STRUCTURED:
+            out.append(_unknown_field(key))
+    if "input" in rcp:
+        _check_input(rcp["input"], out, allow_empty_input)
+    else:
         out.append(
             _v(
                 "responses_create_params.input",
@@ -317,40 +363,26 @@ def _check_request(rcp: dict, out: list[RowViolation], allow_empty_input: bool) 
                 'add "input": [{"role": "user", "content": "..."}]',
             )
         )
-    else:
-        inp = rcp["input"]
-        if type(inp) is list:
-            if not inp and not allow_empty_input:
-                out.append(
-                    _v(
-                        "responses_create_params.input",
-                        "input list is empty",
-                        "add the prompt; if your agent builds it from the task (as aviary or "
-                        "toolsandbox do), pass the contract option allow_empty_input=true",
-                    )
-                )
-            for i, item in enumerate(inp):
-                _check_item(item, f"responses_create_params.input[{i}]", out)
-        elif type(inp) is str:
-            if not inp.strip():
-                out.append(
-                    _v("responses_create_params.input", "input is empty", "give the prompt text")
-                )
-        else:
-            out.append(
-                _v(
-                    "responses_create_params.input",
-                    f"input must be a string or a list of items, got {type_name(inp)}",
-                )
-            )
     if "tools" in rcp:
         _check_tools(rcp["tools"], out)
-    if not _SCALARS.isdisjoint(rcp) or "parallel_tool_calls" in rcp or "stream" in rcp:
-        _check_scalars(rcp, out)
-    choice = rcp.get("tool_choice")
-    if choice is not None and type(choice) is not str and type(choice) is not dict:
+    if "parallel_tool_calls" in rcp and type(rcp["parallel_tool_calls"]) is not bool:
+        out.append(_v("responses_create_params.parallel_tool_calls", "expected true or false"))
+    if "tool_choice" in rcp:
+        choice = rcp["tool_choice"]
+        if type(choice) is not str and type(choice) is not dict:
+            out.append(
+                _v(
+                    "responses_create_params.tool_choice",
+                    "expected auto, none, required or a tool-choice object",
+                )
+            )
+    if rcp.get("stream") not in (None, False):
         out.append(
-            _v("responses_create_params.tool_choice", "expected auto/none/required or an object")
+            _v(
+                "responses_create_params.stream",
+                "Gym only takes non-streaming requests",
+                "remove stream or set it to false",
+            )
         )
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from catalog.contracts.rows import RowCheck, RowViolation, check_chat_messages, type_name
+from catalog.contracts.rows import (
+    RowCheck,
+    RowViolation,
+    check_chat_messages,
+    is_blank,
+    type_name,
+)
 
 CODE = "E-DPO-ROW"
 
@@ -94,7 +100,7 @@ def preference_rows(
         prompt = row[prompt_key]
         if type(prompt) is list:
             check_chat_messages(prompt, prompt_key, CODE, out)
-        elif type(prompt) is not str or not prompt.strip():
+        elif type(prompt) is not str or (not prompt or prompt.isspace()):
             what = "empty" if type(prompt) is str else f"a {type_name(prompt)}"
             out.append(
                 RowViolation(
@@ -115,9 +121,9 @@ def preference_rows(
                         "give the assistant's reply text",
                     )
                 )
-            elif not value.strip():
+            elif not value or value.isspace():
                 out.append(RowViolation(CODE, key, f"{key!r} is empty", "give the reply text"))
-        if type(chosen) is str and chosen == rejected and chosen.strip():
+        if type(chosen) is str and chosen == rejected and not is_blank(chosen):
             out.append(
                 RowViolation(
                     CODE,

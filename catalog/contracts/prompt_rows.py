@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from catalog.contracts.rows import RowCheck, RowViolation, check_chat_messages, type_name
+from catalog.contracts.rows import (
+    RowCheck,
+    RowViolation,
+    check_chat_messages,
+    is_blank,
+    type_name,
+)
 
 CODE = "E-RLVR-ROW"
 
@@ -26,7 +32,7 @@ def verifiable_prompt_rows(input_key: str = "input", output_key: str = "output")
             check_chat_messages(row["messages"], "messages", CODE, out)
             return out
         value = row.get(input_key)
-        if type(value) is not str or not value.strip():
+        if type(value) is not str or (not value or value.isspace()):
             what = (
                 "missing"
                 if input_key not in row
@@ -42,7 +48,7 @@ def verifiable_prompt_rows(input_key: str = "input", output_key: str = "output")
                 )
             )
         answer = row.get(output_key)
-        ok = (type(answer) is str and answer.strip()) or type(answer) in (int, float)
+        ok = (type(answer) is str and not is_blank(answer)) or type(answer) in (int, float)
         if not ok:
             what = (
                 "missing"

@@ -46,7 +46,7 @@ def type_name(value: Any) -> str:
 
 def is_blank(value: Any) -> bool:
     """An empty or whitespace-only string (what a trainer would learn nothing from)."""
-    return type(value) is str and not value.strip()
+    return type(value) is str and (not value or value.isspace())
 
 
 def check_chat_messages(
@@ -89,7 +89,7 @@ def check_chat_messages(
             )
         content = msg.get("content")
         if type(content) is str:
-            if not content.strip():
+            if not content or content.isspace():
                 out.append(
                     RowViolation(
                         code, f"{field}[{i}].content", "content is empty", "give the message text"

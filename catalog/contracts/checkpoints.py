@@ -1,0 +1,265 @@
+"""Checkpoint contracts: Hugging Face folders, Megatron torch_dist iters, NeMo-RL run dirs.
+
+Layout facts: a Megatron distributed checkpoint is an `iter_NNNNNNN/` folder holding
+`metadata.json` (Megatron's dist-checkpoint marker) and, for the torch_dist backend, torch
+DCP's `.metadata` plus `*.distcp` shards; its parent may hold `latest_checkpointed_iteration.txt`
+(an iteration number or `release`). NeMo-RL writes `checkpoint_dir/step_N/` (via `tmp_step_N/`,
+renamed when complete) with `training_info.json`, `config.yaml` and `policy/weights/`
+(Megatron backend: `iter_*` below it); it resumes from the highest `step_N`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catalog.errors import WARNING, Finding
+
+HF = "E-HF-CHECKPOINT"
+MEGATRON = "E-MEGATRON-CHECKPOINT"
+NEMO_RL = "E-NEMO-RL-CHECKPOINT"
+TRACKER = "latest_checkpointed_iteration.txt"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_ITER = re.compile(r"^iter_(\d+)$")
+_STEP = re.compile(r"^step_(\d+)$")
+
+
+@dataclass
+class CheckpointResult:
+    """Findings, and the folder a consumer will actually load (e.g. the latest iter)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    resolved: Path | None = None
+    note: str | None = None
+
+    def error(self, code: str, message: str, path: Path, fix: str | None = None) -> None:
+        self.findings.append(Finding(code, message, str(path), fix=fix))
+
+
+def _safetensors_ok(path: Path) -> str | None:
+    """Why a .safetensors file is unreadable (truncated header), or None; reads 8 bytes + size."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if len(head) < 8:
+        return "is truncated (no header)"
+    (header_len,) = struct.unpack("<Q", head)
+    if header_len + 8 > size:
+        return "is truncated (header longer than the file)"
+    return None
+
+
+def _check_index(res: CheckpointResult, folder: Path, index: Path, suffix: str) -> None:
+    try:
+        weight_map = json.loads(index.read_bytes())["weight_map"]
+        named = set(weight_map.values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        res.error(HF, f"{index.name} is not a valid weight index ({exc})", index)
+        return
+    present = {p.name for p in folder.glob(f"*{suffix}")}
+    for name in sorted(named - present):
+        res.error(
+            HF,
+            f"{index.name} names shard {name}, which is missing",
+            folder,
+            fix="copy the missing shard (an interrupted download or save?)",
+        )
+    stem = index.name.split(".")[0]  # model / pytorch_model
+    sharded = re.compile(rf"^{re.escape(stem)}-\d+-of-\d+{re.escape(suffix)}$")
+    for name in sorted(n for n in present - named if sharded.match(n)):
+        res.error(
+            HF,
+            f"shard {name} is not named in {index.name}",
+            folder,
+            fix="remove stale shards from an earlier save, or re-save the model",
+        )
+
+
+def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
+    """config.json, weights (safetensors or bin) consistent with their index, tokenizer files."""
+    res = CheckpointResult(resolved=path)
+    if not path.exists():
+        if allow_hub_id and _HUB_ID.match(str(path)) and not str(path).startswith("."):
+            res.findings.append(
+                Finding(
+                    "W-HF-HUB-ID",
+                    f"{path} is not a local folder; taken as a Hugging Face hub id (not checked)",
+                    str(path),
+                    severity=WARNING,
+                )
+            )
+            res.note = "hub id"
+            return res
+        res.error(HF, "folder does not exist", path, fix="check the path (or give a hub id)")
+        return res
+    if not path.is_dir():
+        res.error(HF, "expected a model folder, got a file", path)
+        return res
+    config = path / "config.json"
+    if not config.is_file():
+        res.error(HF, "config.json is missing", path, fix="save with model.save_pretrained()")
+    else:
+        try:
+            if not isinstance(json.loads(config.read_bytes()), dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            res.error(HF, f"config.json is not valid JSON ({exc})", config)
+    st = sorted(path.glob("*.safetensors"))
+    bins = sorted(path.glob("pytorch_model*.bin"))
+    if not st and not bins:
+        res.error(
+            HF,
+            "no weights: expected *.safetensors or pytorch_model*.bin",
+            path,
+            fix="save the weights beside config.json",
+        )
+    for f in st:
+        problem = _safetensors_ok(f)
+        if problem:
+            res.error(HF, f"{f.name} {problem}", f, fix="re-copy or re-save the shard")
+    for index_name, suffix in (
+        ("model.safetensors.index.json", ".safetensors"),
+        ("pytorch_model.bin.index.json", ".bin"),
+    ):
+        if (path / index_name).is_file():
+            _check_index(res, path, path / index_name, suffix)
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        res.error(
+            HF,
+            f"no tokenizer files (one of {', '.join(TOKENIZER_FILES)})",
+            path,
+            fix="save the tokenizer too: tokenizer.save_pretrained(folder)",
+        )
+    return res
+
+
+def _numbered(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
+    out = []
+    for child in folder.iterdir():
+        m = pattern.match(child.name)
+        if m and child.is_dir():
+            out.append((int(m.group(1)), child))
+    return sorted(out)
+
+
+def _check_iter(res: CheckpointResult, it: Path) -> None:
+    meta = it / "metadata.json"
+    if not meta.is_file():
+        legacy = any(it.glob("mp_rank_*"))
+        res.error(
+            MEGATRON,
+            "not a distributed checkpoint: metadata.json is missing"
+            + (" (legacy mp_rank_* layout)" if legacy else ""),
+            it,
+            fix="save with --ckpt-format torch_dist (or convert the legacy checkpoint)",
+        )
+        return
+    try:
+        backend = json.loads(meta.read_bytes()).get("sharded_backend")
+    except (OSError, ValueError, AttributeError) as exc:
+        res.error(MEGATRON, f"metadata.json is not valid JSON ({exc})", meta)
+        return
+    if backend == "torch_dist" and not (it / ".metadata").is_file():
+        res.error(
+            MEGATRON,
+            "torch_dist checkpoint without its .metadata file (incomplete save?)",
+            it,
+            fix="use an earlier iter, or re-save",
+        )
+
+
+def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
+    iters = _numbered(folder, _ITER)
+    tracker = folder / TRACKER
+    if tracker.is_file():
+        text = tracker.read_text(errors="replace").strip()
+        chosen = folder / "release" if text == "release" else None
+        if text.isdigit():
+            chosen = folder / f"iter_{int(text):07d}"
+        if chosen is None or not chosen.is_dir():
+            res.error(
+                MEGATRON,
+                f"{TRACKER} says {text!r} but that iter folder is missing",
+                tracker,
+                fix="fix the tracker file or restore the iter folder",
+            )
+            return None
+        return chosen
+    return iters[-1][1] if iters else None
+
+
+def check_megatron(path: Path) -> CheckpointResult:
+    """A folder of iter_* (the latest is chosen), one iter, or a NeMo-RL run's weights."""
+    res = CheckpointResult()
+    if not path.is_dir():
+        res.error(MEGATRON, "folder does not exist" if not path.exists() else "not a folder", path)
+        return res
+    folder = path
+    steps = _numbered(folder, _STEP)
+    if steps:  # a NeMo-RL checkpoint_dir: the latest step's weights
+        folder = steps[-1][1]
+    if (folder / "policy" / "weights").is_dir():
+        folder = folder / "policy" / "weights"
+    if (folder / "metadata.json").is_file():
+        it: Path | None = folder
+    else:
+        it = _latest_iter(res, folder)
+        if it is None:
+            if not res.findings:
+                res.error(
+                    MEGATRON,
+                    "no iter_* folders and no dist-checkpoint metadata.json",
+                    folder,
+                    fix="point at the Megatron checkpoint folder (the one holding iter_*)",
+                )
+            return res
+    _check_iter(res, it)
+    res.resolved = it
+    res.note = f"iteration {it.name}"
+    return res
+
+
+def check_nemo_rl(path: Path) -> CheckpointResult:
+    """checkpoint_dir with step_N/ (tmp_step_* ignored), or one step_N folder."""
+    res = CheckpointResult()
+    if not path.is_dir():
+        res.error(NEMO_RL, "folder does not exist" if not path.exists() else "not a folder", path)
+        return res
+    step = path
+    if not _STEP.match(path.name) or not (path / "training_info.json").exists():
+        steps = _numbered(path, _STEP)
+        if not steps:
+            partial = sorted(p.name for p in path.glob("tmp_step_*"))
+            res.error(
+                NEMO_RL,
+                "no completed step_N folders"
+                + (f" (only unfinished {', '.join(partial)})" if partial else ""),
+                path,
+                fix="point at the run's checkpointing.checkpoint_dir after a save completed",
+            )
+            return res
+        step = steps[-1][1]
+    info = step / "training_info.json"
+    if not info.is_file():
+        res.error(NEMO_RL, "training_info.json is missing", step)
+    else:
+        try:
+            if not isinstance(json.loads(info.read_bytes()), dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            res.error(NEMO_RL, f"training_info.json is not valid JSON ({exc})", info)
+    if not (step / "config.yaml").is_file():
+        res.error(NEMO_RL, "config.yaml is missing", step)
+    weights = step / "policy" / "weights"
+    if not weights.is_dir() or not any(weights.iterdir()):
+        res.error(NEMO_RL, "policy/weights is missing or empty", step)
+    res.resolved = step
+    res.note = f"step {step.name}"
+    return res

@@ -1,0 +1,312 @@
+"""Stream JSONL (a file, a folder of shards, or an rl_prep manifest) through a row contract.
+
+Memory stays bounded whatever the input: lines are read in binary one at a time with a length
+cap (a longer line is reported and skipped in blocks, never loaded whole), and only the first
+`max_errors` findings are kept while every bad row is counted. Large inputs are split into byte
+ranges checked by worker processes (one per core); a range starts after the first newline at
+or past its offset, so each line is read by exactly one worker and reported with its 1-based
+line number in its file.
+
+Folders: every `*.jsonl` below it, recursively, sorted by relative path; hidden entries
+(names starting with `.`, e.g. staging folders) are skipped and symlinked folders are not
+followed. A folder holding `manifest.json`, or a `manifest.json` named directly, is read as an
+rl_prep manifest: `splits.<name>.shards[].path`, relative to the manifest's folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import WARNING, Finding
+
+CODE = "E-JSONL"
+MAX_LINE_BYTES = 64 << 20
+READ_BUFFER = 1 << 20
+PARALLEL_MIN_BYTES = 64 << 20
+MANIFEST = "manifest.json"
+
+try:  # optional: about twice as fast as the stdlib decoder
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = json.loads
+
+
+@dataclass
+class Source:
+    """One JSONL file to read, with the rows its manifest says it holds (if any)."""
+
+    path: Path
+    expected_rows: int | None = None
+
+
+@dataclass
+class ScanResult:
+    """Counts over everything read, plus the first findings in input order."""
+
+    lines: int = 0
+    rows: int = 0  # non-blank lines: every record, good or bad
+    bad_rows: int = 0
+    bytes: int = 0
+    blank: int = 0
+    bad_by_code: dict[str, int] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    errors: int = 0  # every error found, reported or not
+
+    def add(self, f: Finding, max_errors: int) -> None:
+        if f.is_error:
+            self.errors += 1
+            if self.errors > max_errors:
+                return
+        self.findings.append(f)
+
+    def merge(self, other: ScanResult, max_errors: int, line_offset: int = 0) -> None:
+        self.lines += other.lines
+        self.rows += other.rows
+        self.bad_rows += other.bad_rows
+        self.bytes += other.bytes
+        self.blank += other.blank
+        for code, n in other.bad_by_code.items():
+            self.bad_by_code[code] = self.bad_by_code.get(code, 0) + n
+        for f in other.findings:
+            if line_offset and f.line is not None:
+                f = Finding(
+                    f.code, f.message, f.path, f.line + line_offset, f.fix, f.severity, f.key
+                )
+            self.add(f, max_errors)
+        self.errors += other.errors - sum(1 for f in other.findings if f.is_error)
+
+
+def _finding(code: str, message: str, path: Any, line: int | None = None, **kw: Any) -> Finding:
+    return Finding(code, message, str(path), line, **kw)
+
+
+def _stat_problem(path: Path) -> str | None:
+    """Why `path` cannot be read (missing, a symlink loop, no permission), or None."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+        if exc.errno == errno.ENOENT:
+            return "is a dangling symlink" if os.path.islink(path) else "does not exist"
+        return f"cannot be read ({exc.strerror})"
+    return None
+
+
+def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
+    def onerror(exc: OSError) -> None:
+        findings.append(_finding(CODE, f"cannot list folder ({exc.strerror})", exc.filename))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith(".jsonl"):
+                continue
+            path = Path(dirpath) / name
+            problem = _stat_problem(path)
+            if problem:
+                findings.append(_finding(CODE, f"shard {problem}", path))
+            else:
+                out.append(Source(path))
+
+
+def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
+    try:
+        data = json.loads(manifest.read_bytes())
+        splits = data["splits"]
+        items = [(name, s) for name, split in splits.items() for s in split["shards"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        findings.append(
+            _finding(
+                CODE,
+                f"not a readable rl_prep manifest ({type(exc).__name__}: {exc})",
+                manifest,
+                fix='expected {"splits": {"<split>": {"shards": [{"path": ...}]}}}',
+            )
+        )
+        return []
+    out: list[Source] = []
+    for split, shard in items:
+        rel = shard.get("path") if isinstance(shard, dict) else None
+        if not isinstance(rel, str):
+            findings.append(_finding(CODE, f"split {split!r}: a shard has no path", manifest))
+            continue
+        path = manifest.parent / rel
+        problem = _stat_problem(path)
+        if problem:
+            findings.append(
+                _finding(
+                    CODE,
+                    f"split {split!r}: shard {rel} {problem}",
+                    manifest,
+                    fix="re-run rl_prep to rebuild the output folder",
+                )
+            )
+            continue
+        rows = shard.get("rows")
+        out.append(Source(path, rows if isinstance(rows, int) else None))
+    if not out and not findings:
+        findings.append(_finding(CODE, "manifest lists no shards", manifest))
+    return out
+
+
+def resolve_sources(path: Path) -> tuple[list[Source], list[Finding]]:
+    """The files a JSONL artifact path stands for, and findings for what cannot be read."""
+    findings: list[Finding] = []
+    problem = _stat_problem(path)
+    if problem:
+        return [], [_finding(CODE, f"input {problem}", path, fix="check the path")]
+    if path.is_dir():
+        if (path / MANIFEST).is_file():
+            return _from_manifest(path / MANIFEST, findings), findings
+        out: list[Source] = []
+        _walk(path, out, findings)
+        if not out:
+            findings.append(
+                _finding(
+                    CODE,
+                    "folder holds no *.jsonl shards",
+                    path,
+                    fix="point at a .jsonl file, a folder of .jsonl shards or an rl_prep manifest",
+                )
+            )
+        return out, findings
+    if path.name == MANIFEST:
+        return _from_manifest(path, findings), findings
+    return [Source(path)], findings
+
+
+def _decode_problem(line: bytes) -> str:
+    """A precise reason a line failed the fast decoder (the stdlib's message names the column)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}"
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        return f"invalid JSON: {exc}"
+    return "invalid JSON"
+
+
+def scan_range(
+    path: Path,
+    check: Callable[[Any], list] | None,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    max_errors: int = 20,
+    max_line: int = MAX_LINE_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> ScanResult:
+    """Read the lines that start in [start, end) of one file; line numbers count from `start`."""
+    res = ScanResult()
+    where = str(path)
+    loads = _fast_loads
+    bad = res.bad_by_code
+    lineno = 0
+    with open(path, "rb", buffering=READ_BUFFER) as f:
+        pos = start
+        if start:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":  # the previous range owns the line we landed in
+                pos = start + _skip_line(f, max_line)
+        readline = f.readline
+        last_tick = pos
+        while end is None or pos < end:
+            line = readline(max_line + 1)
+            if not line:
+                break
+            lineno += 1
+            n = len(line)
+            if n > max_line and not line.endswith(b"\n"):
+                n += _skip_line(f, max_line)
+                res.bad_rows += 1
+                bad[CODE] = bad.get(CODE, 0) + 1
+                res.add(
+                    _finding(
+                        CODE,
+                        f"line too long (over {max_line >> 20} MiB); not read",
+                        where,
+                        lineno,
+                        fix="split the record or drop it",
+                    ),
+                    max_errors,
+                )
+                pos += n
+                continue
+            pos += n
+            if progress is not None and pos - last_tick >= 8 << 20:
+                progress(pos - last_tick)
+                last_tick = pos
+            try:
+                row = loads(line)
+            except ValueError:
+                if not line.strip():
+                    res.blank += 1
+                    res.add(
+                        _finding(
+                            "W-JSONL-BLANK",
+                            "blank line (not a JSON row; line-by-line readers fail on it)",
+                            where,
+                            lineno,
+                            severity=WARNING,
+                            fix="remove blank lines",
+                        ),
+                        max_errors,
+                    )
+                    continue
+                res.bad_rows += 1
+                bad[CODE] = bad.get(CODE, 0) + 1
+                res.add(_finding(CODE, _decode_problem(line) + ".", where, lineno), max_errors)
+                continue
+            if type(row) is not dict:
+                res.bad_rows += 1
+                bad[CODE] = bad.get(CODE, 0) + 1
+                res.add(
+                    _finding(
+                        CODE,
+                        f"a row must be a JSON object, got {type(row).__name__}.",
+                        where,
+                        lineno,
+                        fix="write one JSON object per line",
+                    ),
+                    max_errors,
+                )
+                continue
+            if check is None:
+                continue
+            violations = check(row)
+            if violations:
+                res.bad_rows += 1
+                for code in {v.code for v in violations}:
+                    bad[code] = bad.get(code, 0) + 1
+                for v in violations:
+                    msg = f"{v.field}: {v.message}." if v.field else f"{v.message}."
+                    res.add(
+                        _finding(v.code, msg, where, lineno, fix=v.fix, key=v.field or None),
+                        max_errors,
+                    )
+        res.lines = lineno
+        res.rows = lineno - res.blank
+        res.bytes = pos - start
+        if progress is not None and pos > last_tick:
+            progress(pos - last_tick)
+    return res
+
+
+def _skip_line(f: Any, block: int) -> int:
+    """Read past the rest of the current line in bounded blocks; the bytes skipped."""
+    skipped = 0
+    step = min(block, 1 << 20)
+    while True:
+        chunk = f.readline(step)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped

@@ -1,0 +1,208 @@
+"""Validate one artifact by its type's contract: dispatch, parallel JSONL scan, one report."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.contracts import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, get_row_contract
+from catalog.contracts.jsonl import (
+    PARALLEL_MIN_BYTES,
+    ScanResult,
+    Source,
+    resolve_sources,
+    scan_range,
+)
+from catalog.errors import Finding, StepsError
+
+
+@dataclass
+class ValidationReport:
+    """What `validate` prints: findings (first max_errors errors), counts, the resolved path."""
+
+    type_name: str
+    contract: str
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: int = 0
+    rows: int | None = None
+    bad_rows: int = 0
+    bad_by_code: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    bytes: int = 0
+    resolved: str | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+    def to_dict(self) -> dict:
+        return {
+            "type": self.type_name,
+            "contract": self.contract,
+            "path": self.path,
+            "ok": self.ok,
+            "errors": self.errors,
+            "rows": self.rows,
+            "bad_rows": self.bad_rows,
+            "bad_rows_by_code": self.bad_by_code,
+            "files": self.files,
+            "bytes": self.bytes,
+            "resolved": self.resolved,
+            "note": self.note,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+# Work unit: (file, start, end, contract, options, max_errors); top-level so it pickles.
+def _scan_unit(unit: tuple) -> ScanResult:
+    path, start, end, contract, options, max_errors = unit
+    check = get_row_contract(contract, **options).check if contract != "jsonl" else None
+    return scan_range(Path(path), check, start, end, max_errors=max_errors)
+
+
+def _units(sources: list[Source], workers: int) -> list[tuple[Path, int, int | None]]:
+    """Byte ranges of about total/(4 x workers), never below 8 MiB; small files whole."""
+    total = sum(_size(s.path) for s in sources)
+    target = max(8 << 20, total // max(1, workers * 4))
+    out: list[tuple[Path, int, int | None]] = []
+    for s in sources:
+        size = _size(s.path)
+        if size <= target:
+            out.append((s.path, 0, None))
+            continue
+        starts = list(range(0, size, target))
+        for i, start in enumerate(starts):
+            out.append((s.path, start, starts[i + 1] if i + 1 < len(starts) else None))
+    return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def scan_jsonl(
+    sources: list[Source],
+    contract: str,
+    options: dict[str, Any],
+    *,
+    max_errors: int = 20,
+    progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
+) -> ScanResult:
+    """Scan every source through the row contract; large inputs in worker processes."""
+    check = get_row_contract(contract, **options).check if contract != "jsonl" else None
+    total = sum(_size(s.path) for s in sources)
+    if workers is None:
+        workers = os.cpu_count() or 1 if total >= PARALLEL_MIN_BYTES else 1
+    result = ScanResult()
+    line_base: dict[Path, int] = {}
+    rows_seen: dict[Path, int] = {}
+
+    def take(path: Path, part: ScanResult) -> None:
+        result.merge(part, max_errors, line_base.get(path, 0))
+        line_base[path] = line_base.get(path, 0) + part.lines
+        rows_seen[path] = rows_seen.get(path, 0) + part.rows
+
+    if workers <= 1:
+        for s in sources:
+            try:
+                take(s.path, scan_range(s.path, check, max_errors=max_errors, progress=progress))
+            except OSError as exc:
+                result.add(Finding("E-JSONL", f"cannot read ({exc.strerror})", str(s.path)), 0)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        units = _units(sources, workers)
+        jobs = [(str(p), a, b, contract, options, max_errors) for p, a, b in units]
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for (path, _, _), part in zip(units, pool.map(_scan_unit, jobs), strict=True):
+                take(path, part)
+                if progress is not None:
+                    progress(part.bytes)
+    for s in sources:
+        seen = rows_seen.get(s.path)
+        if s.expected_rows is not None and seen is not None and seen != s.expected_rows:
+            result.add(
+                Finding(
+                    "E-JSONL",
+                    f"manifest says {s.expected_rows} rows, the shard has {seen}",
+                    str(s.path),
+                    fix="the shard changed after rl_prep wrote it: re-run rl_prep",
+                ),
+                max_errors,
+            )
+    return result
+
+
+def resolve_contract(type_name: str, graph: Any = None) -> str:
+    """The contract name of an artifact type (StepsError with did-you-mean if unknown)."""
+    from catalog.types import load_types, require_type
+
+    graph = graph if graph is not None else load_types()
+    return require_type(graph, type_name).contract
+
+
+def validate_artifact(
+    type_name: str,
+    path: Any,
+    *,
+    options: dict[str, Any] | None = None,
+    max_errors: int = 20,
+    progress: Callable[[int], None] | None = None,
+    allow_hub_id: bool = False,
+    graph: Any = None,
+    workers: int | None = None,
+) -> ValidationReport:
+    """Validate the artifact at `path` as `type_name` (a types.toml type)."""
+    contract = resolve_contract(type_name, graph)
+    path = Path(path)
+    report = ValidationReport(type_name, contract, str(path))
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if contract in ROW_CONTRACTS:
+        get_row_contract(contract, **options)  # bad options fail here, before any work
+        sources, found = resolve_sources(path)
+        scan = scan_jsonl(
+            sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
+        )
+        findings = found + scan.findings
+        report.errors = sum(1 for f in found if f.is_error) + scan.errors
+        report.findings = findings
+        report.rows = scan.rows
+        report.bad_rows = scan.bad_rows
+        report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
+        report.files = len(sources)
+        report.bytes = scan.bytes
+        if sources and scan.rows == 0 and scan.bad_rows == 0:
+            report.findings.append(
+                Finding("E-JSONL", "no rows (the input is empty)", str(path), fix="give rows")
+            )
+            report.errors += 1
+        return report
+    if contract in CHECKPOINT_CONTRACTS:
+        from catalog.contracts import checkpoints
+
+        if contract == "hf_checkpoint":
+            res = checkpoints.check_hf(path, allow_hub_id=allow_hub_id)
+        elif contract == "megatron_checkpoint":
+            res = checkpoints.check_megatron(path)
+        else:
+            res = checkpoints.check_nemo_rl(path)
+        report.findings = res.findings
+        report.errors = sum(1 for f in res.findings if f.is_error)
+        report.resolved = str(res.resolved) if res.resolved else None
+        report.note = res.note
+        return report
+    raise StepsError(
+        "E-CONTRACT-UNKNOWN",
+        f"type {type_name!r} has contract {contract!r}, which `validate` cannot check",
+        fix=f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}",
+        exit_code=2,
+    )

@@ -1,0 +1,164 @@
+"""`validate TYPE PATH`: check a real artifact against its type's contract before any GPU starts."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+HELP = "validate a file, folder of shards, rl_prep manifest or checkpoint against its type"
+PROGRESS_MIN_BYTES = 256 << 20
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("type", help="artifact type (see `python -m steps list --types`)")
+    parser.add_argument("path", help="file, folder of *.jsonl shards, manifest.json or checkpoint")
+    parser.add_argument("--step", help="take contract options from this step's config")
+    parser.add_argument(
+        "-c", "--config", help="config name of --step (default: its default), or a YAML path"
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="contract option, e.g. prompt_key=question or agent_names=[a,b] (repeatable; "
+        "VALUE is JSON when it parses)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--max-errors", type=int, default=20, metavar="N", help="errors to print (all are counted)"
+    )
+    parser.add_argument(
+        "--allow-hub-id", action="store_true", help="accept a hub id for hf_checkpoint"
+    )
+    parser.add_argument(
+        "-o",
+        "--override",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Hydra-style override of --step's config (repeatable)",
+    )
+
+
+def _parse_options(items: list[str]) -> dict:
+    import json
+
+    from catalog.errors import StepsError
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise StepsError("E-CLI-OPTION", f"--option {item!r}: expected KEY=VALUE", exit_code=2)
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value.strip("[]").split(",") if value.startswith("[") else value
+    return out
+
+
+def _step_config(step: str, config: str | None, overrides: list[str]) -> dict:
+    """The step's compiled, resolved config (what NeMo-RL would see)."""
+    from catalog.discovery import discover, resolve
+    from runners.config import compile_config
+
+    entry = resolve(step, discover([]))
+    name = config or entry.data.get("run", {}).get("default_config", "default")
+    path = Path(name) if name.endswith((".yaml", ".yml")) else entry.config_path(name)
+    return compile_config(path, overrides).resolved()
+
+
+def _progress(path: Path, contract: str):
+    """A tqdm byte counter on stderr when it helps (a TTY, or a large input); else None."""
+    from catalog.contracts import ROW_CONTRACTS
+
+    if contract not in ROW_CONTRACTS:
+        return None, None
+    from catalog.contracts.jsonl import resolve_sources
+
+    sources, _ = resolve_sources(path)
+    total = 0
+    for s in sources:
+        with contextlib.suppress(OSError):
+            total += s.path.stat().st_size
+    if not (sys.stderr.isatty() or total >= PROGRESS_MIN_BYTES):
+        return None, None
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc="validate",
+        file=sys.stderr,
+        mininterval=0.5 if sys.stderr.isatty() else 10,
+    )
+    return bar.update, bar
+
+
+def _summary(report) -> str:
+    if report.rows is None:
+        head = f"{report.type_name} ({report.contract}): {report.path}"
+        if report.resolved:
+            head += f" -> {report.resolved}"
+        if report.note:
+            head += f" ({report.note})"
+    else:
+        files = f"{report.files} file{'s' if report.files != 1 else ''}"
+        head = f"{report.type_name} ({report.contract}): {report.rows} rows in {files}"
+        if report.bad_rows:
+            codes = ", ".join(f"{c}: {n}" for c, n in report.bad_by_code.items())
+            head += f", {report.bad_rows} bad rows ({codes})"
+    shown = sum(1 for f in report.findings if f.is_error)
+    if report.errors == 0:
+        return f"{head}. OK"
+    more = f", first {shown} shown" if shown < report.errors else ""
+    return f"{head}. {report.errors} error{'s' if report.errors != 1 else ''}{more}"
+
+
+def run(args) -> int:
+    from catalog.contracts import validate_artifact
+    from catalog.contracts.options import contract_options, row_contract_for
+    from catalog.contracts.validation import resolve_contract
+
+    path = Path(args.path)
+    contract = resolve_contract(args.type)
+    options: dict = {}
+    if args.step:
+        cfg = _step_config(args.step, args.config, args.overrides)
+        if contract == "jsonl":
+            contract = row_contract_for(contract, cfg)
+        options = {k: v for k, v in contract_options(contract, cfg).items() if v is not None}
+    options.update(_parse_options(args.option))
+    type_name = args.type
+    if contract != resolve_contract(args.type):
+        type_name = {
+            "nemo_gym_rows": "nemo_gym_jsonl",
+            "preference_rows": "preference_jsonl",
+            "verifiable_prompt_rows": "verifiable_prompt_jsonl",
+        }.get(contract, args.type)
+    update, bar = (None, None) if args.json else _progress(path, contract)
+    try:
+        report = validate_artifact(
+            type_name,
+            path,
+            options=options,
+            max_errors=max(0, args.max_errors),
+            progress=update,
+            allow_hub_id=args.allow_hub_id,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        from steps.cli.common import print_json
+
+        print_json(report.to_dict())
+    else:
+        for f in report.findings:
+            print(f.render())
+        print(_summary(report))
+    return 0 if report.ok else 1
