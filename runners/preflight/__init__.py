@@ -22,6 +22,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.parallelism",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
+    "runners.preflight.artifacts",
 ]
 
 
