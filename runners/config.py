@@ -298,12 +298,18 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
             try:
                 ConfigLoaderImpl._apply_overrides_to_config(overrides=[ov], cfg=cfg)
             except (HydraException, OmegaConfBaseException, ValueError) as exc:
+                fix = (
+                    "Hydra cannot delete a key whose value is null; set it instead "
+                    f"({ov.key_or_group}=...)"
+                    if ov.is_delete()
+                    else "a dict value merges into an existing section and cannot add keys to "
+                    "it; to replace a section use `~key +key={...}`"
+                )
                 raise StepsError(
                     "E-OVERRIDE-APPLY",
                     f"cannot apply override '{ov.input_line}': {_first_line(exc)}",
                     key=ov.key_or_group,
-                    fix="a dict value merges into an existing section and cannot add keys to "
-                    "it; to replace a section use `~key +key={...}`",
+                    fix=fix,
                     exit_code=2,
                 ) from None
     finally:
