@@ -1,0 +1,48 @@
+"""`compose --from TYPES --to TYPE`: the shortest chain of catalog steps, as a pipeline file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from steps.cli.common import add_catalog_arguments
+
+HELP = "find the shortest chain of steps from some artifact types to one, write a pipeline"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="start",
+        required=True,
+        metavar="TYPE[,TYPE...]",
+        help="types you have (e.g. data_blend,hf_checkpoint)",
+    )
+    parser.add_argument("--to", dest="goal", required=True, metavar="TYPE", help="type you want")
+    parser.add_argument("--through", metavar="STEP", help="a step the chain must include")
+    parser.add_argument(
+        "--config", metavar="NAME", help="config name to use in every stage that has it (e.g. tiny)"
+    )
+    parser.add_argument("--name", help="pipeline name (default: composed-<to>)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    add_catalog_arguments(parser)
+
+
+def run(args) -> int:
+    from catalog.compose import pipeline_data, shortest_chain, write_pipeline
+    from catalog.discovery import discover
+    from catalog.types import load_catalog_types
+
+    start = [t.strip() for t in args.start.split(",") if t.strip()]
+    graph = load_catalog_types(args.catalog)
+    chain = shortest_chain(discover(args.catalog), graph, start, args.goal, args.through)
+    name = args.name or f"composed-{args.goal}".replace("_", "-")
+    data = pipeline_data(chain, graph, start, args.goal, name, args.config)
+    out = Path(args.output) if args.output else None
+    text = write_pipeline(data, out)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        steps = " -> ".join(a.step for a in chain)
+        print(f"wrote {out}: {steps}", file=sys.stderr)
+    return 0
