@@ -7,7 +7,6 @@ or `torchrun --nproc_per_node N` with `--device gpu` when `distributed.enabled`.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,34 +14,13 @@ from typing import Any
 
 from catalog.errors import Finding, StepsError
 
-_ITER = re.compile(r"^iter_(\d+)$")
-_STEP = re.compile(r"^step_(\d+)$")
-
-
-def _latest(path: Path, pattern: re.Pattern) -> Path | None:
-    best: tuple[int, Path] | None = None
-    for child in path.iterdir():
-        m = pattern.match(child.name)
-        if m and child.is_dir() and (best is None or int(m.group(1)) > best[0]):
-            best = (int(m.group(1)), child)
-    return best[1] if best else None
-
 
 def latest_iteration(path: Path) -> Path | None:
-    """The iter_* folder to export: the path itself, its latest iter_*, or that of the latest
-    NeMo-RL `step_N/policy/weights` (a checkpoint_dir, a step_N folder or a weights folder)."""
-    if not path.is_dir():
-        return None
-    if _ITER.match(path.name):
-        return path
-    it = _latest(path, _ITER)
-    if it is not None:
-        return it
-    weights = path / "policy" / "weights"
-    if weights.is_dir():
-        return latest_iteration(weights)
-    step = _latest(path, _STEP)
-    return latest_iteration(step / "policy" / "weights") if step is not None else None
+    """The iter_* folder to export (a checkpoint_dir's latest step_N/policy/weights, a weights
+    folder's latest or tracked iter_*, or one iter_*), per the Megatron checkpoint contract."""
+    from catalog.contracts.checkpoints import check_megatron
+
+    return check_megatron(path).resolved if path.is_dir() else None
 
 
 def plan(
@@ -62,17 +40,7 @@ def plan(
             ),
         )
     src = Path(str(config.get("megatron_path")))
-    it = latest_iteration(src) if src.is_dir() else None
-    if src.is_dir() and it is None:
-        findings.append(
-            Finding(
-                "E-MEGATRON-CHECKPOINT",
-                "no iter_* folder here, nor under step_N/policy/weights",
-                path=str(src),
-                key="megatron_path",
-                fix="point megatron_path at a checkpoint_dir, a weights folder or an iter_* folder",
-            )
-        )
+    it = latest_iteration(src)  # when None, artifact_contracts reports E-MEGATRON-CHECKPOINT
     mb = config.get("megatron_bridge") or {}
     root = Path(str(mb.get("root", "/opt/Megatron-Bridge")))
     script = str(mb.get("script", "scripts/conversion/run_conversion.py"))
