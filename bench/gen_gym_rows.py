@@ -49,8 +49,8 @@ def _tool(rng: random.Random, i: int) -> dict:
 
 def make_row(rng: random.Random, idx: int) -> dict:
     """One row of about 1.5 KB on average."""
-    items: list[dict] = [{"role": "system", "content": _text(rng, rng.randint(20, 60))}]
-    items.append({"role": "user", "content": _text(rng, rng.randint(20, 80))})
+    items: list[dict] = [{"role": "system", "content": _text(rng, rng.randint(15, 45))}]
+    items.append({"role": "user", "content": _text(rng, rng.randint(15, 60))})
     tools = [_tool(rng, i) for i in range(rng.choice((0, 0, 1, 2, 3)))]
     if tools and rng.random() < 0.6:
         call_id = f"call_{idx}"

@@ -65,10 +65,12 @@ def _scan_unit(unit: tuple) -> ScanResult:
     return scan_range(Path(path), check, start, end, max_errors=max_errors)
 
 
-def _units(sources: list[Source], workers: int) -> list[tuple[Path, int, int | None]]:
+def _units(
+    sources: list[Source], workers: int, chunk_bytes: int | None = None
+) -> list[tuple[Path, int, int | None]]:
     """Byte ranges of about total/(4 x workers), never below 8 MiB; small files whole."""
     total = sum(_size(s.path) for s in sources)
-    target = max(8 << 20, total // max(1, workers * 4))
+    target = chunk_bytes or max(8 << 20, total // max(1, workers * 4))
     out: list[tuple[Path, int, int | None]] = []
     for s in sources:
         size = _size(s.path)
@@ -96,6 +98,7 @@ def scan_jsonl(
     max_errors: int = 20,
     progress: Callable[[int], None] | None = None,
     workers: int | None = None,
+    chunk_bytes: int | None = None,
 ) -> ScanResult:
     """Scan every source through the row contract; large inputs in worker processes."""
     check = get_row_contract(contract, **options).check if contract != "jsonl" else None
@@ -120,7 +123,7 @@ def scan_jsonl(
     else:
         from concurrent.futures import ProcessPoolExecutor
 
-        units = _units(sources, workers)
+        units = _units(sources, workers, chunk_bytes)
         jobs = [(str(p), a, b, contract, options, max_errors) for p, a, b in units]
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for (path, _, _), part in zip(units, pool.map(_scan_unit, jobs), strict=True):
