@@ -1,0 +1,98 @@
+"""NeMo-Gym config checks: config_paths shape and existence under the Gym root, agent names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from preflight_fixtures import GYM_ROW, codes, gym_config, run_rules, write_rows
+
+
+def _only(findings: list, code: str) -> list:
+    return [f for f in findings if f.code == code]
+
+
+def test_config_paths_scalar_is_an_error_showing_list_syntax(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["env"]["nemo_gym"]["config_paths"] = "resources_servers/math_with_judge/configs/x.yaml"
+    found = _only(run_rules(cfg), "E-GYM-CONFIG-PATH")
+    assert found and found[0].key == "env.nemo_gym.config_paths"
+    assert "=[" in found[0].fix
+
+
+def test_missing_config_path_suggests_the_near_file(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["env"]["nemo_gym"]["config_paths"][1] = (
+        "resources_servers/math_with_judge/configs/math_with_judg.yaml"
+    )
+    found = _only(run_rules(cfg), "E-GYM-CONFIG-PATH")
+    assert [f.key for f in found] == ["env.nemo_gym.config_paths[1]"]
+    assert "did you mean resources_servers/math_with_judge/configs/math_with_judge.yaml" in (
+        found[0].message
+    )
+
+
+def test_first_config_path_must_be_the_training_model(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["env"]["nemo_gym"]["config_paths"].reverse()
+    found = _only(run_rules(cfg), "E-GYM-CONFIG-PATH")
+    assert [f.key for f in found] == ["env.nemo_gym.config_paths[0]"]
+
+
+def test_gym_root_defaults_to_the_nemo_rl_submodule(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    root = Path(cfg.pop("run")["gym_root"])
+    nemo_rl = tmp_path / "RL"
+    (nemo_rl / "3rdparty" / "Gym-workspace").mkdir(parents=True)
+    root.rename(nemo_rl / "3rdparty" / "Gym-workspace" / "Gym")
+    assert run_rules(cfg, nemo_rl_dir=nemo_rl) == []
+
+
+def test_context_gym_root_wins_over_config(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["run"]["gym_root"] = str(tmp_path / "elsewhere")
+    root = tmp_path / "Gym"
+    assert run_rules(cfg, gym_root=root) == []
+
+
+def test_without_a_gym_root_the_paths_are_a_warning_naming_what_is_needed(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    del cfg["run"]
+    findings = run_rules(cfg)
+    assert not [f for f in findings if f.is_error]
+    found = _only(findings, "W-GYM-ROOT")
+    assert found and "3rdparty/Gym-workspace/Gym" in found[0].message
+
+
+def test_row_agent_not_defined_by_configs_is_an_error_at_its_line(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    path = Path(cfg["data"]["train"]["data_path"])
+    bad = {**GYM_ROW, "agent_ref": {"type": "responses_api_agents", "name": "math_simple_agent"}}
+    with path.open("a") as fh:
+        import json
+
+        fh.write(json.dumps(bad) + "\n")
+    found = _only(run_rules(cfg), "E-GYM-AGENT")
+    assert len(found) == 1
+    assert found[0].path == str(path) and found[0].line == 5
+    assert "math_simple_agent" in found[0].message
+    assert "math_with_judge_simple_agent" in found[0].message
+
+
+def test_agent_defined_only_by_an_unlisted_config_is_reported(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["env"]["nemo_gym"]["config_paths"] = cfg["env"]["nemo_gym"]["config_paths"][:1]
+    write_rows(Path(cfg["data"]["validation"]["data_path"]), GYM_ROW, n=2)
+    found = _only(run_rules(cfg), "E-GYM-AGENT")
+    assert {f.path for f in found} == {
+        cfg["data"]["train"]["data_path"],
+        cfg["data"]["validation"]["data_path"],
+    }
+
+
+def test_unreadable_gym_config_makes_agent_check_a_warning(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    server = tmp_path / "Gym/resources_servers/math_with_judge/configs/math_with_judge.yaml"
+    server.write_text("a: [unclosed\n")
+    findings = run_rules(cfg)
+    assert "E-GYM-AGENT" not in codes(findings)
+    assert "W-GYM-AGENT-UNCHECKED" in codes(findings)
