@@ -136,14 +136,7 @@ def test_parallel_scan_reports_the_same_lines_and_counts_as_a_serial_scan(tmp_pa
     from catalog.contracts.validation import scan_jsonl
 
     serial = scan_jsonl([Source(p)], "preference_rows", {}, workers=1)
-    import catalog.contracts.validation as v
-
-    old = v._units
-    v._units = lambda sources, workers: [(p, 0, 40_000), (p, 40_000, 90_000), (p, 90_000, None)]
-    try:
-        parallel = scan_jsonl([Source(p)], "preference_rows", {}, workers=2)
-    finally:
-        v._units = old
+    parallel = scan_jsonl([Source(p)], "preference_rows", {}, workers=2, chunk_bytes=40_000)
     assert (
         [f.line for f in parallel.findings] == [f.line for f in serial.findings] == [7, 1500, 2999]
     )
