@@ -1,0 +1,63 @@
+"""`python -m steps validate`: output lines, summary, exit codes, options from a step config."""
+
+from __future__ import annotations
+
+import json
+
+from steps.cli import main
+
+GYM = {
+    "responses_create_params": {"input": [{"role": "user", "content": "2+2?"}]},
+    "agent_ref": {"type": "responses_api_agents", "name": "math_with_judge_simple_agent"},
+    "expected_answer": "4",
+}
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_validate_prints_path_line_code_field_and_fix_then_summary_and_exits_1(tmp_path, capsys):
+    bad = dict(GYM, agent_ref={"type": "responses_api_agents", "name": ""})
+    p = write(tmp_path / "d.jsonl", [GYM, bad, GYM])
+    assert main(["validate", "nemo_gym_jsonl", str(p)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{p}:2: E-GYM-AGENT-REF agent_ref.name: agent_ref.name must be")
+    assert "Fix:" in out[0]
+    assert out[-1].startswith("nemo_gym_jsonl (nemo_gym_rows): 3 rows in 1 file, 1 bad rows")
+
+
+def test_validate_good_file_exits_0(tmp_path, capsys):
+    p = write(tmp_path / "d.jsonl", [GYM, GYM])
+    assert main(["validate", "nemo_gym_jsonl", str(p)]) == 0
+    assert capsys.readouterr().out.strip().endswith("OK")
+
+
+def test_validate_json_output_counts_all_errors_and_lists_the_first_n(tmp_path, capsys):
+    p = write(tmp_path / "d.jsonl", [{"prompt": "q"}] * 7)
+    assert main(["validate", "preference_jsonl", str(p), "--json", "--max-errors", "2"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == 7 and len(report["findings"]) == 2
+    assert report["bad_rows_by_code"] == {"E-DPO-ROW": 7}
+
+
+def test_validate_options_rename_keys(tmp_path, capsys):
+    p = write(tmp_path / "d.jsonl", [{"question": "q", "good": "a", "bad": "b"}])
+    args = ["validate", "preference_jsonl", str(p), "--option", "prompt_key=question"]
+    args += ["--option", "chosen_key=good", "--option", "rejected_key=bad"]
+    assert main(args) == 0
+
+
+def test_validate_with_step_config_picks_gym_rows_and_the_default_agent_ref(tmp_path, capsys):
+    row = {k: v for k, v in GYM.items() if k != "agent_ref"}
+    p = write(tmp_path / "d.jsonl", [row])
+    args = ["validate", "training_jsonl", str(p), "--step", "rl/nemo_rl/rlvr", "-c", "nemo_gym"]
+    assert main(args) == 0
+    assert "nemo_gym_jsonl (nemo_gym_rows): 1 rows" in capsys.readouterr().out
+    assert main(["validate", "nemo_gym_jsonl", str(p)]) == 1
+
+
+def test_validate_unknown_type_exits_2_with_did_you_mean(tmp_path, capsys):
+    assert main(["validate", "nemo_gym_json", str(tmp_path)]) == 2
+    assert "nemo_gym_jsonl" in capsys.readouterr().err
