@@ -169,7 +169,7 @@ def load_pipeline(path: str | Path) -> PipelineFile:
     try:
         model = Pipeline.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         loc = tuple(err["loc"])
         at = PipelineFile(Pipeline.model_construct(), path, lines)
         where = ".".join(str(p) for p in loc) or "pipeline"

@@ -137,6 +137,7 @@ class _Stage:
     types_in: dict[str, str]
     types_out: dict[str, str]
     wired: dict[str, tuple[str, str]] = field(default_factory=dict)  # port -> (ref, type)
+    attempted: set[str] = field(default_factory=set)  # ports the file wires (even if badly)
 
 
 def _close(word: str, options: list[str]) -> str:
@@ -357,6 +358,7 @@ class _Planner:
             spec = self.model.stages[st.index]
             for port, ref in spec.inputs.items():
                 where = ("stages", st.index, "inputs", port)
+                st.attempted.add(port)
                 if port not in st.consumes:
                     if port in st.produces:
                         msg = f"'{port}' is an output of {st.entry.id}; the planner places outputs"
@@ -393,7 +395,7 @@ class _Planner:
         for sid in self.order_hint:
             st = self.stages[sid]
             for port, spec in st.consumes.items():
-                if port in st.wired or not spec.get("required", True):
+                if port in st.attempted or not spec.get("required", True):
                     continue
                 keys = spec.get("config_keys", [])
                 if any(st.peek.get(k) is not MISSING for k in keys):

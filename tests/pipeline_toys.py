@@ -1,0 +1,151 @@
+"""A toy catalog for pipeline tests: its own types and steps, independent of the shipped steps."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+TYPES = """\
+[toy_blend]
+description = "A blend."
+layout = "file"
+
+[toy_rows]
+description = "Rows."
+layout = "jsonl"
+
+[toy_gym_rows]
+description = "Gym rows."
+is_a = ["toy_rows"]
+layout = "jsonl"
+
+[toy_pref_rows]
+description = "Preference rows."
+is_a = ["toy_rows"]
+layout = "jsonl"
+
+[toy_hf]
+description = "An HF folder."
+layout = "dir"
+
+[toy_megatron]
+description = "A Megatron checkpoint."
+layout = "dir"
+convert_to = [{ type = "toy_hf", via = "toy/to_hf" }]
+
+[toy_run]
+description = "A training run's checkpoint dir."
+is_a = ["toy_megatron"]
+layout = "dir"
+
+[toy_scores]
+description = "Scores."
+layout = "file"
+"""
+
+
+def _port(kind: str, name: str, type_: str, keys: list[str], **extra) -> str:
+    lines = [f"[[{kind}]]", f'name = "{name}"', f'type = "{type_}"', 'description = "x"']
+    lines.append("config_keys = [" + ", ".join(f'"{k}"' for k in keys) + "]")
+    for k, v in extra.items():
+        lines.append(f"{k} = {'true' if v is True else 'false' if v is False else repr(v)}")
+    return "\n".join(lines).replace("'", '"')
+
+
+STEPS: dict[str, tuple[str, list[str], str]] = {
+    # id: (runner, ports, default.yaml)
+    "toy/prep": (
+        "rl_prep",
+        [
+            _port("consumes", "blend", "toy_blend", ["blend_path"]),
+            _port("produces", "data", "toy_rows", ["output_dir"], type_key="output_type"),
+        ],
+        "blend_path: ???\noutput_dir: ???\noutput_type: toy_gym_rows\n",
+    ),
+    "toy/train": (
+        "nemo_rl",
+        [
+            _port("consumes", "train", "toy_rows", ["data.train"]),
+            _port("consumes", "validation", "toy_rows", ["data.val"], required=False),
+            _port("consumes", "policy", "toy_hf", ["policy.model"]),
+            _port("produces", "checkpoint", "toy_run", ["ckpt.dir"]),
+        ],
+        "data:\n  train: ???\n  val: null\npolicy:\n  model: org/model\nckpt:\n  dir: results\n",
+    ),
+    "toy/pref_train": (
+        "nemo_rl",
+        [
+            _port("consumes", "train", "toy_pref_rows", ["data.train"]),
+            _port("consumes", "policy", "toy_hf", ["policy.model"]),
+            _port("produces", "checkpoint", "toy_run", ["ckpt.dir"]),
+        ],
+        "data:\n  train: ???\npolicy:\n  model: ???\nckpt:\n  dir: results\n",
+    ),
+    "toy/to_hf": (
+        "megatron_to_hf",
+        [
+            _port("consumes", "checkpoint", "toy_megatron", ["src"]),
+            _port("consumes", "reference", "toy_hf", ["ref"]),
+            _port("produces", "hf", "toy_hf", ["dst"]),
+        ],
+        "src: ???\nref: ???\ndst: ???\n",
+    ),
+    "toy/eval": (
+        "nemo_rl",
+        [
+            _port("consumes", "model", "toy_hf", ["model_path"]),
+            _port("produces", "scores", "toy_scores", ["out"]),
+        ],
+        "model_path: ???\nout: ???\n",
+    ),
+    "toy/split": (
+        "rl_prep",
+        [
+            _port("consumes", "data", "toy_rows", ["src"]),
+            _port("produces", "left", "toy_gym_rows", ["left"]),
+            _port("produces", "right", "toy_gym_rows", ["right"]),
+        ],
+        "src: ???\nleft: ???\nright: ???\n",
+    ),
+}
+
+
+def toy_catalog(root: Path) -> Path:
+    """Write the toy types and steps under `root` (a catalog root)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "types.toml").write_text(TYPES, encoding="utf-8")
+    for sid, (runner, ports, default) in STEPS.items():
+        d = root / sid
+        (d / "config").mkdir(parents=True, exist_ok=True)
+        head = (
+            f'[step]\nid = "{sid}"\nname = "{sid}"\ncategory = "toy"\ndescription = "x"\n'
+            f'version = "0.1.0"\n\n[run]\nrunner = "{runner}"\n\n'
+        )
+        (d / "step.toml").write_text(head + "\n\n".join(ports) + "\n", encoding="utf-8")
+        (d / "config" / "default.yaml").write_text(default, encoding="utf-8")
+    return root
+
+
+def write_pipeline(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def steps_cli(*argv: str, cwd: Path, env: dict | None = None, timeout: int = 300):
+    full = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
+    full.update(env or {})
+    full.setdefault("STEPS_CACHE_DIR", str(cwd / ".cache"))
+    return subprocess.run(
+        [sys.executable, "-m", "steps", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full,
+        timeout=timeout,
+    )
