@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gen_gym_rows import generate  # noqa: E402
+from gen_gym_rows import generate
 
 
 def bare_loop(path: Path) -> float:

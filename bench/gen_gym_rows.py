@@ -22,11 +22,53 @@ AGENTS = (
     "instruction_following_simple_agent",
     "structured_outputs_simple_agent",
 )
-WORDS = (
-    "the of and to in is that for it as with was on be by this are or from at which an "
-    "function value number result compute answer matrix integer prime sum total order "
-    "customer request ticket schedule meeting calendar email report policy verify step"
-).split()
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "this",
+    "are",
+    "or",
+    "from",
+    "at",
+    "which",
+    "an",
+    "function",
+    "value",
+    "number",
+    "result",
+    "compute",
+    "answer",
+    "matrix",
+    "integer",
+    "prime",
+    "sum",
+    "total",
+    "order",
+    "customer",
+    "request",
+    "ticket",
+    "schedule",
+    "meeting",
+    "calendar",
+    "email",
+    "report",
+    "policy",
+    "verify",
+    "step",
+]
 
 
 def _text(rng: random.Random, n_words: int) -> str:
@@ -69,9 +111,7 @@ def make_row(rng: random.Random, idx: int) -> dict:
                 "arguments": json.dumps({"arg_0": rng.randint(0, 999)}),
             }
         )
-        items.append(
-            {"type": "function_call_output", "call_id": call_id, "output": _text(rng, 12)}
-        )
+        items.append({"type": "function_call_output", "call_id": call_id, "output": _text(rng, 12)})
     if rng.random() < 0.4:
         items.append({"role": "assistant", "content": _text(rng, rng.randint(10, 40))})
         items.append(
