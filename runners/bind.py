@@ -1,11 +1,12 @@
 """Bind the artifacts a manifest declares to the config keys that hold their paths.
 
-Relative paths that come from a config file are read from the folder of the config named with
-`-c` (shipped configs say `../data/x.jsonl`); relative paths from overrides or `--input` are read
-from the current directory. Every bound path is written back absolute (NeMo-RL runs from its own
-checkout); nothing else in the compiled config changes, interpolations included. An rl_prep
-`manifest.json` given for a JSONL port binds its train and val splits, and Gym rows without
-`agent_ref` get `run.default_agent_ref` in a normalized copy inside the run dir.
+Relative paths that come from a config file are read from the folder of the file that set them
+(shipped configs say `../data/x.jsonl` beside the config named with `-c`); relative paths from
+overrides or `--input` are read from the current directory. Every bound path is written back
+absolute (NeMo-RL runs from its own checkout); nothing else in the compiled config changes,
+interpolations included. An rl_prep `manifest.json` given for a JSONL port binds its train and
+val splits, and Gym rows without `agent_ref` get `run.default_agent_ref` in a normalized copy
+inside the run dir.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Derived:
     relpath: str
     sources: list[Path]
     agent_ref: dict | None = None
+    port: str = ""
 
     def write(self, run_dir: Path) -> None:
         out = run_dir / self.relpath
@@ -224,7 +226,13 @@ def bind(
                     if not isinstance(value, str):
                         continue
                     origin_cwd = _from_overrides(t.key, override_keys)
-                    base = cwd if origin_cwd else (config_file.parent if consumed else output_base)
+                    base = (
+                        cwd
+                        if origin_cwd
+                        else (
+                            _declared_in(compiled, t.key, config_file) if consumed else output_base
+                        )
+                    )
                     if os.path.isabs(value) and not node._is_interpolation():
                         base = cwd  # already absolute: normpath only
                 if consumed and is_a(port.type, HF_ROOT) and _is_hub_id(value, base):
@@ -244,7 +252,8 @@ def bind(
                 if jsonl and agent_ref is not None and _needs_agent_ref(Path(path)):
                     _derive(binding, t, port.name, [Path(path)], run_dir, agent_ref)
 
-    # A manifest given for one JSONL port also feeds its sibling splits left unset (`???`).
+    # A manifest given for one JSONL port also feeds its sibling splits (unless the sibling
+    # was given by --input or an override): the prepared splits belong together.
     if manifests:
         found = next(iter(manifests.values()))
         for port in manifest.consumes:
@@ -253,14 +262,22 @@ def bind(
             split = SPLIT_OF_PORT.get(port.name)
             if split is None or not (found[1]["splits"].get(split) or {}).get("shards"):
                 continue
+            binding.inputs = [a for a in binding.inputs if a.name != port.name]
+            binding.derived = [d for d in binding.derived if d.port != port.name]
             for dotted in port.config_keys:
                 for t in _targets(cfg, dotted):
                     node = t.parent._get_node(t.leaf)
-                    if node is not None and node._is_missing():
+                    if node is not None and not _from_overrides(t.key, override_keys):
                         _bind_split(
                             binding, t, port, manifest, found, port.name, run_dir, agent_ref
                         )
     return binding
+
+
+def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:
+    """The folder of the file that set the key (the `-c` file's folder when unknown)."""
+    path, _ = compiled.locate(key)
+    return Path(path).parent if path else config_file.parent
 
 
 def _resolved(cfg: DictConfig, key: str) -> Any:
@@ -328,5 +345,5 @@ def _derive(
     i = 1
     while rel in used:
         rel, i = f"inputs/{name}_{i}.jsonl", i + 1
-    binding.derived.append(Derived(rel, sources, agent_ref))
+    binding.derived.append(Derived(rel, sources, agent_ref, name))
     t.parent[t.leaf] = str(run_dir / rel)

@@ -112,32 +112,24 @@ description = "checkpoints"
 config_keys = ["checkpointing.checkpoint_dir"]
 """
 
-DPO_BASE = """\
+# The shipped DPO tiny config underneath, so NeMo-RL's schema rules see a complete config.
+DPO_BASE = f"""\
+defaults: {REPO}/steps/rl/nemo_rl/dpo/config/tiny.yaml
 policy:
   model_name: Qwen/Qwen3-0.6B
   tokenizer:
-    name: ${policy.model_name}
+    name: ${{policy.model_name}}
   train_global_batch_size: 8
-  train_micro_batch_size: 1
 dpo:
   max_num_steps: 10
-  val_global_batch_size: ${mul:${policy.train_global_batch_size},2}
+  val_global_batch_size: ${{mul:${{policy.train_global_batch_size}},2}}
 data:
   train:
     data_path: ???
   validation:
     data_path: ???
-  default:
-    dataset_name: BinaryPreferenceDataset
-logger:
-  log_dir: logs
-cluster:
-  gpus_per_node: 1
-  num_nodes: 1
 checkpointing:
   checkpoint_dir: results/fake_dpo
-  keep_top_k: 1
-  save_optimizer: false
 """
 
 DPO_TINY = """\

@@ -10,17 +10,33 @@ from run_fixtures import DPO_MANIFEST, PAIR, clean_env, dpo_step, fake_checkout
 
 from runners.run import parse, plan_run
 
-GRPO_MANIFEST = DPO_MANIFEST.replace('"rl/fake_dpo"', '"rl/fake_grpo"').replace(
-    'algorithm = "dpo"\nscript = "examples/run_dpo.py"',
-    'algorithm = "grpo"\nscript = "examples/run_grpo.py"\n'
-    'gym_script = "examples/nemo_gym/run_grpo_nemo_gym.py"',
-).replace('"preference_jsonl"', '"training_jsonl"')
+GRPO_MANIFEST = (
+    DPO_MANIFEST.replace('"rl/fake_dpo"', '"rl/fake_grpo"')
+    .replace(
+        'algorithm = "dpo"\nscript = "examples/run_dpo.py"',
+        'algorithm = "grpo"\nscript = "examples/run_grpo.py"\n'
+        'gym_script = "examples/nemo_gym/run_grpo_nemo_gym.py"',
+    )
+    .replace('"preference_jsonl"', '"training_jsonl"')
+)
 
 
 def _plan(tmp_path: Path, step_id: str, *argv: str, cwd: Path | None = None):
     checkout = fake_checkout(tmp_path / "nemo-rl")
-    args = parse([step_id, "--catalog", str(tmp_path / "catalog"), "--nemo-rl", str(checkout),
-                  "--runs-dir", str(tmp_path / "runs"), "--dry-run", *argv], with_step=True)
+    args = parse(
+        [
+            step_id,
+            "--catalog",
+            str(tmp_path / "catalog"),
+            "--nemo-rl",
+            str(checkout),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--dry-run",
+            *argv,
+        ],
+        with_step=True,
+    )
     return plan_run(args, cwd=cwd or tmp_path, env=clean_env(tmp_path), argv=list(argv))
 
 
@@ -49,8 +65,14 @@ def test_override_and_input_paths_are_read_from_the_current_directory(tmp_path):
     (work / "d").mkdir(parents=True)
     (work / "d" / "t.jsonl").write_text(json.dumps(PAIR) + "\n")
     (work / "d" / "v.jsonl").write_text(json.dumps(PAIR) + "\n")
-    plan = _plan(tmp_path, "rl/fake_dpo", "data.train.data_path=d/t.jsonl",
-                 "--input", "validation=d/v.jsonl", cwd=work)
+    plan = _plan(
+        tmp_path,
+        "rl/fake_dpo",
+        "data.train.data_path=d/t.jsonl",
+        "--input",
+        "validation=d/v.jsonl",
+        cwd=work,
+    )
     cfg = _config(plan)
     assert cfg["data"]["train"]["data_path"] == str(work / "d" / "t.jsonl")
     assert cfg["data"]["validation"]["data_path"] == str(work / "d" / "v.jsonl")
@@ -85,8 +107,9 @@ def test_rl_prep_manifest_gives_grpo_one_dataset_entry_per_shard(tmp_path):
     (step / "step.toml").write_text(GRPO_MANIFEST)
     row = {"problem": "1+1", "expected_answer": "2"}
     out = _rl_prep_output(tmp_path / "prep", {"train": 2, "val": 1}, row)
-    plan = _plan(tmp_path, "rl/fake_grpo", "-c", "base",
-                 "--input", f"train={out / 'manifest.json'}")
+    plan = _plan(
+        tmp_path, "rl/fake_grpo", "-c", "base", "--input", f"train={out / 'manifest.json'}"
+    )
     train = _config(plan)["data"]["train"]
     assert [e["data_path"] for e in train] == [
         str(out / "train" / f"shard_{i:06d}.jsonl") for i in range(2)

@@ -38,7 +38,7 @@ def test_json_prints_one_object_with_the_documented_keys(setup):
     out = json.loads(proc.stdout)
     assert set(out) == {"step", "config", "findings", "command", "cwd", "run_dir"}
     assert out["step"] == "rl/fake_dpo"
-    assert out["findings"] == []
+    assert [f for f in out["findings"] if f.get("severity", "error") == "error"] == []
     assert out["cwd"] == str(checkout.resolve())
     assert out["command"][1:] == [
         "examples/run_dpo.py",
@@ -68,7 +68,7 @@ def test_dry_run_writes_the_run_dir_and_execs_nothing(setup):
     assert record["step"] == "rl/fake_dpo" and record["version"] == "1.2.3"
     assert record["argv"][-1] == "policy.train_global_batch_size=4"
     assert record["cwd"] == str(tmp_path)
-    assert record["config_sources"] == [
+    assert record["config_sources"][-2:] == [
         str(step / "config/base.yaml"),
         str(step / "config/tiny.yaml"),
     ]
@@ -122,12 +122,26 @@ def test_a_literal_secret_reaches_nemo_rl_through_the_environment(setup):
 
 
 def test_unresolved_value_fails_preflight_with_file_and_line(setup):
-    tmp_path, step, _checkout, env, base = setup
-    proc = steps_run(*base, "-c", "base", "--dry-run", cwd=tmp_path, env=env)
+    tmp_path, step, _, env, base = setup
+    unset = step / "config" / "unset.yaml"
+    unset.write_text("defaults: tiny.yaml\nlogger:\n  run_name: ???\n")
+    proc = steps_run(*base, "-c", "unset", "--dry-run", cwd=tmp_path, env=env)
     assert proc.returncode == 1
-    base_yaml = step / "config" / "base.yaml"
-    assert f"{base_yaml}:12: E-CONFIG-UNRESOLVED data.train.data_path" in proc.stdout
+    assert f"{unset}:3: E-CONFIG-UNRESOLVED logger.run_name" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_relative_paths_are_read_from_the_folder_of_the_file_that_set_them(setup):
+    tmp_path, step, _, env, base = setup
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "child.yaml").write_text(f"defaults: {step / 'config' / 'tiny.yaml'}\n")
+    proc = steps_run(
+        *base, "-c", str(elsewhere / "child.yaml"), "--dry-run", "--json", cwd=tmp_path, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)["config"]["data"]
+    assert data["train"]["data_path"] == str(step / "data" / "train.jsonl")
 
 
 def test_deleted_required_section_is_reported(setup):
