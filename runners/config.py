@@ -11,6 +11,7 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,10 +69,17 @@ class CompiledConfig:
     def locate(self, dotted: str) -> tuple[str | None, int | None]:
         """The file and line that last set a dotted key (child files win), for findings."""
         parts = [p for p in dotted.replace("[", ".").replace("]", "").split(".") if p]
+        placeholder: tuple[str, int] | None = None
         for src in reversed(self.sources):
-            line = _yaml_key_line(src, parts)
-            if line is not None:
-                return str(src), line
+            line, node = _yaml_key_node(src, parts)
+            if line is None:
+                continue
+            if isinstance(node, yaml.ScalarNode) and node.value == "???":
+                placeholder = placeholder or (str(src), line)  # `???` never clobbers a parent
+                continue
+            return str(src), line
+        if placeholder is not None:
+            return placeholder
         return (str(self.sources[-1]) if self.sources else None), None
 
 
@@ -80,24 +88,37 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _yaml_key_line(path: Path, parts: list[str]) -> int | None:
+    return _yaml_key_node(path, parts)[0]
+
+
+def _yaml_key_node(path: Path, parts: list[str]) -> tuple[int | None, Any]:
+    """The line of a dotted key in one YAML file and its value node (None, None if absent)."""
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
+        node = _composed(str(path), path.stat().st_mtime_ns)
+    except OSError:
+        return None, None
     line = None
     for part in parts:
         if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-            key_node = next((k for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                return None
-            line, node = key_node.start_mark.line + 1, match
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if pair is None:
+                return None, None
+            line, node = pair[0].start_mark.line + 1, pair[1]
         elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
             node = node.value[int(part)]
             line = node.start_mark.line + 1
         else:
-            return None
-    return line
+            return None, None
+    return line, node
+
+
+@functools.lru_cache(maxsize=64)
+def _composed(path: str, mtime_ns: int) -> Any:
+    """A file's YAML node tree, parsed once per version (findings locate many keys)."""
+    try:
+        return yaml.compose(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
 
 
 def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
