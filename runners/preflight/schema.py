@@ -126,9 +126,16 @@ class SchemaChecker:
     def finding(
         self, code: str, key: str, msg: str, fix: str | None, warn: bool = False
     ) -> Finding:
-        severity = WARNING if warn else "error"
-        path, line = where(self.ctx, key)
-        return Finding(code, f"{key}: {msg}", path, line, fix, severity, key)
+        severity = WARNING if warn else "error"  # located in `located`, once kept
+        return Finding(code, f"{key}: {msg}", None, None, fix, severity, key)
+
+    def located(self, findings: Iterable[Finding]) -> list[Finding]:
+        """The kept findings with the file:line that set their key (union trials skip this)."""
+        out = []
+        for f in findings:
+            path, line = where(self.ctx, f.key)
+            out.append(Finding(f.code, f.message, path, line, f.fix, f.severity, f.key))
+        return out
 
     def subclass_fields(self, name: str) -> dict:
         """Fields a subclass elsewhere in NeMo-RL adds (VllmConfig for GenerationConfig)."""
@@ -143,7 +150,7 @@ class SchemaChecker:
         return self._extras[name]
 
     def check_root(self, config: dict) -> list[Finding]:
-        return list(self.check_class(config, self.root, "", top=True))
+        return self.located(self.check_class(config, self.root, "", top=True))
 
     def check(self, value: Any, t: dict, key: str) -> Iterator[Finding]:
         if isinstance(value, str) and value == UNRESOLVED:
@@ -338,7 +345,7 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
     checker = SchemaChecker(schema, ctx)
     out = []
     base = schema["classes"].get("GenerationConfig", {}).get("fields", {})
-    for f in checker.check_class(gen, cls, "policy.generation"):
+    for f in checker.located(checker.check_class(gen, cls, "policy.generation")):
         name = (f.key or "").removeprefix("policy.generation.")
         if f.code != "E-SCHEMA-KEY" or "." in name or name in base:
             continue  # GRPO writes model_name; GenerationConfig's own keys are nemo_rl_schema's

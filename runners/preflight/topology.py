@@ -120,7 +120,10 @@ def where(ctx: PreflightContext, key: str | None) -> tuple[str | None, int | Non
     """The file and line that set a key, when the runner passed the compiled config."""
     compiled = getattr(ctx, "compiled", None)
     if key and compiled is not None:
-        path, line = compiled.locate(key)
+        try:
+            path, line = compiled.locate(key)
+        except Exception:  # a location is a courtesy; never lose the finding over it
+            path, line = None, None
         if path is not None:
             return path, line
     return config_location(ctx), None
