@@ -1,0 +1,191 @@
+"""Lineage: fingerprints of artifacts, stage records, the pipeline summary, and W&B artifacts.
+
+A fingerprint is cheap enough to take on every `pipeline run`: a file's size and mtime (plus
+its sha256 when it is small), a folder's rl_prep `manifest.json` (which already lists every
+shard's sha256) or else the listing of its files with sizes and mtimes. Records are JSON written
+atomically. W&B is optional (the `wandb` extra) and imported only when lineage is switched on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
+LARGE_DIR = 64 << 20  # W&B: folders above this are logged as file:// references
+MANIFEST = "manifest.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fingerprint(value: str, hub: bool = False) -> dict:
+    """What identifies an input's content now (hub ids are identified by name only)."""
+    if hub:
+        return {"hub": value}
+    path = Path(value)
+    try:
+        st = path.stat()
+    except OSError:
+        return {"missing": value}
+    if path.is_file():
+        fp: dict[str, Any] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        if st.st_size <= SMALL_FILE:
+            fp["sha256"] = _sha256(path)
+        return fp
+    manifest = path / MANIFEST
+    if manifest.is_file():
+        return {"manifest_sha256": _sha256(manifest), "size": manifest.stat().st_size}
+    h = hashlib.sha256()
+    files = total = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath, name)
+            try:
+                s = p.stat()
+            except OSError:
+                continue
+            h.update(f"{p.relative_to(path).as_posix()}\0{s.st_size}\0{s.st_mtime_ns}\n".encode())
+            files, total = files + 1, total + s.st_size
+    return {"listing_sha256": h.hexdigest(), "files": files, "bytes": total}
+
+
+def dir_bytes(path: Path) -> int:
+    return (
+        sum((Path(d, f).stat().st_size for d, _, fs in os.walk(path) for f in fs), start=0)
+        if path.is_dir()
+        else (path.stat().st_size if path.exists() else 0)
+    )
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write whole or not at all: a temp file in the same folder, then `os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def cache_key(step: str, version: str, config_hash: str, inputs: dict, outputs: dict) -> str:
+    """The stage's identity: step and version, compiled config, input contents, output places."""
+    blob = json.dumps(
+        {
+            "step": step,
+            "version": version,
+            "config": config_hash,
+            "inputs": inputs,
+            "outputs": outputs,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# -- W&B ------------------------------------------------------------------------------------
+def artifact_name(step: str, type_name: str, is_model: bool, stage: str) -> str:
+    """`DataBlendsArtifact-rl` for rl_prep, `ModelArtifact-<step>` for checkpoints."""
+    if step == "data_prep/rl_prep":
+        return "DataBlendsArtifact-rl"
+    if is_model:
+        return f"ModelArtifact-{step.rsplit('/', 1)[-1]}"
+    return f"{type_name}-{stage}"
+
+
+class WandbLineage:
+    """One W&B run per executed stage: inputs declared as used, outputs logged as artifacts.
+
+    Online, inputs go through `run.use_artifact` (W&B matches them to the producing stage's
+    artifact by name and digest). W&B refuses `use_artifact` offline, so offline runs record the
+    inputs in the run config (`steps_inputs`) and `wandb sync` shows outputs only.
+    """
+
+    def __init__(self, pipeline: str, project: str | None, entity: str | None, graph: Any) -> None:
+        try:
+            import wandb
+        except ImportError:
+            from catalog.errors import StepsError
+
+            raise StepsError(
+                "E-WANDB-MISSING",
+                "W&B lineage is on but the wandb package is not installed",
+                fix="pip install 'nemo-rl-steps[wandb]' (or turn lineage.wandb off)",
+                exit_code=2,
+            ) from None
+        self.wandb, self.pipeline, self.graph = wandb, pipeline, graph
+        self.project = project or os.environ.get("WANDB_PROJECT") or pipeline
+        self.entity = entity
+
+    def _is_model(self, type_name: str) -> bool:
+        roots = ("hf_checkpoint", "megatron_checkpoint")
+        known = type_name in self.graph and any(self.graph.is_a(type_name, t) for t in roots)
+        return known or "checkpoint" in type_name
+
+    def _artifact(self, name: str, type_name: str, path: str, hub: bool, meta: dict):
+        kind = "model" if self._is_model(type_name) else "dataset"
+        art = self.wandb.Artifact(name, type=kind, metadata={"steps_type": type_name, **meta})
+        p = Path(path)
+        if hub:
+            art.add_reference(f"https://huggingface.co/{path}", checksum=False)
+        elif p.is_dir() and (kind == "model" or dir_bytes(p) > LARGE_DIR):
+            art.add_reference(p.resolve().as_uri(), checksum=False)
+        elif p.is_dir():
+            art.add_dir(str(p))
+        elif p.is_file():
+            art.add_file(str(p))
+        else:
+            art.add_reference(p.resolve().as_uri(), checksum=False)
+        return art
+
+    def log_stage(self, stage: Any, record: dict, input_names: dict[str, str]) -> None:
+        """Log one completed stage; `input_names` maps an input port to its artifact name."""
+        run = self.wandb.init(
+            project=self.project,
+            entity=self.entity,
+            group=self.pipeline,
+            job_type=stage.step,
+            name=f"{self.pipeline}/{stage.id}",
+            reinit="create_new",
+            config={
+                "stage": stage.id,
+                "step": stage.step,
+                "version": stage.version,
+                "config_hash": record.get("config_hash"),
+                "cache_key": record.get("cache_key"),
+            },
+        )
+        try:
+            used = []
+            for port, b in stage.inputs.items():
+                name = input_names[port]
+                art = self._artifact(name, b.type, b.value, b.hub, {"port": port})
+                used.append({"port": port, "artifact": name, "type": b.type, "value": b.value})
+                if not run.settings._offline:
+                    run.use_artifact(art)
+            run.config.update({"steps_inputs": used})
+            for port, b in stage.outputs.items():
+                name = artifact_name(stage.step, b.type, self._is_model(b.type), stage.id)
+                fp = record.get("outputs", {}).get(port, {}).get("fingerprint", {})
+                run.log_artifact(
+                    self._artifact(
+                        name, b.type, b.value, False, {"port": port, "stage": stage.id, **fp}
+                    )
+                )
+        finally:
+            run.finish()

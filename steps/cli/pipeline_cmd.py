@@ -1,0 +1,60 @@
+"""`pipeline run FILE`: run a pipeline's stages in order, cached, each in a child process."""
+
+from __future__ import annotations
+
+import sys
+
+from steps.cli.common import add_catalog_arguments, print_findings
+
+HELP = "run a pipeline file (plan, then each stage through `run`, with caching and lineage)"
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("run", help="run (or --dry-run) the stages in dependency order")
+    p.add_argument("file", help="pipeline YAML file")
+    p.add_argument(
+        "--dry-run", action="store_true", help="compile and preflight every stage; run nothing"
+    )
+    p.add_argument(
+        "--from",
+        dest="from_stage",
+        metavar="STAGE",
+        help="run this stage and everything after it, even if cached",
+    )
+    p.add_argument(
+        "--force",
+        action="append",
+        default=[],
+        metavar="STAGE",
+        help="run this stage even if cached (repeatable)",
+    )
+    p.add_argument("--nemo-rl", metavar="DIR", help="NeMo-RL checkout for the RL stages")
+    p.add_argument("--root", metavar="DIR", help="pipeline run root (default: see the file)")
+    p.add_argument(
+        "--runs-dir",
+        metavar="DIR",
+        help="runs dir (default $STEPS_RUNS_DIR, ./runs); root = <runs>/pipelines/<name>",
+    )
+    p.add_argument("--wandb", action="store_true", help="log W&B artifacts (needs the wandb extra)")
+    add_catalog_arguments(p)
+
+
+def run(args) -> int:
+    from runners.pipeline import Options, run_pipeline
+    from steps.cli.plan_cmd import make_plan
+
+    plan, _ = make_plan(args)
+    print_findings(plan.findings, sys.stderr)
+    if not plan.ok:
+        return 1
+    opts = Options(
+        dry_run=args.dry_run,
+        from_stage=args.from_stage,
+        force=args.force,
+        nemo_rl=args.nemo_rl,
+        catalog=args.catalog,
+        wandb=args.wandb,
+    )
+    print(f"pipeline {plan.name}: {len(plan.stages)} stages, root {plan.root}")
+    return run_pipeline(plan, opts)
