@@ -149,3 +149,64 @@ def steps_cli(*argv: str, cwd: Path, env: dict | None = None, timeout: int = 300
         env=full,
         timeout=timeout,
     )
+
+
+# A stand-in NeMo-RL example script: reads --config, writes the checkpoint layout NeMo-RL's
+# Megatron backend leaves in checkpointing.checkpoint_dir after step 2.
+FAKE_TRAIN = """\
+import argparse, json, os, sys
+import yaml
+p = argparse.ArgumentParser()
+p.add_argument("--config")
+a, _ = p.parse_known_args()
+cfg = yaml.safe_load(open(a.config))
+if os.environ.get("FAKE_NEMO_RL_FAIL"):
+    print("stand-in failure: CUDA out of memory", file=sys.stderr)
+    sys.exit(3)
+with open(os.environ.get("FAKE_NEMO_RL_LOG", os.devnull), "a") as log:
+    log.write(a.config + "\\n")
+step = os.path.join(cfg["checkpointing"]["checkpoint_dir"], "step_2")
+it = os.path.join(step, "policy", "weights", "iter_0000002")
+os.makedirs(it, exist_ok=True)
+json.dump({"step": 2}, open(os.path.join(step, "training_info.json"), "w"))
+open(os.path.join(step, "config.yaml"), "w").write(open(a.config).read())
+json.dump({"sharded_backend": "torch_dist"}, open(os.path.join(it, "metadata.json"), "w"))
+open(os.path.join(it, ".metadata"), "wb").write(b"meta")
+open(os.path.join(it, "__0_0.distcp"), "wb").write(b"w" * 64)
+open(os.path.join(it, "run_config.yaml"), "w").write("model: {}\\n")
+print("stand-in trained 2 steps")
+"""
+
+# A stand-in Megatron-Bridge export: writes a Hugging Face folder.
+FAKE_EXPORT = """\
+import argparse, json, os, struct
+p = argparse.ArgumentParser()
+p.add_argument("mode")
+p.add_argument("--hf-path")
+p.add_argument("--megatron-path")
+a, _ = p.parse_known_args()
+os.makedirs(a.hf_path, exist_ok=True)
+json.dump({"model_type": "qwen3", "exported_from": a.megatron_path},
+          open(os.path.join(a.hf_path, "config.json"), "w"))
+head = json.dumps({"__metadata__": {}}).encode()
+with open(os.path.join(a.hf_path, "model.safetensors"), "wb") as fh:
+    fh.write(struct.pack("<Q", len(head)) + head)
+json.dump({"version": "1.0"}, open(os.path.join(a.hf_path, "tokenizer.json"), "w"))
+print("stand-in export", a.megatron_path, "->", a.hf_path)
+"""
+
+
+def stand_ins(base: Path) -> tuple[Path, Path]:
+    """(NeMo-RL checkout, Megatron-Bridge root) whose scripts write plausible layouts."""
+    nemo, bridge = base / "nemo-rl", base / "megatron-bridge"
+    for rel in (
+        "examples/run_grpo.py",
+        "examples/run_dpo.py",
+        "examples/nemo_gym/run_grpo_nemo_gym.py",
+    ):
+        (nemo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (nemo / rel).write_text(FAKE_TRAIN, encoding="utf-8")
+    script = bridge / "scripts" / "conversion" / "run_conversion.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(FAKE_EXPORT, encoding="utf-8")
+    return nemo, bridge
