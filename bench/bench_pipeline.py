@@ -1,0 +1,137 @@
+"""Pipeline speed vs `python -c pass` in the same run: `python bench/bench_pipeline.py`.
+
+Targets (issue 6): `plan` of a 20-stage pipeline under 0.3 s wall; `pipeline run` of a completed
+pipeline under 1 s and doing no step work. The 20-stage pipeline is rl_prep then ten chained
+RLVR stages, each taking the previous one's checkpoint as its policy, so the planner inserts
+nine Megatron -> HF converters. The re-run uses the tiny RLVR example against stand-in NeMo-RL
+and Megatron-Bridge scripts (the test suite's), run once first so every stage is completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PLAN_TARGET_S = 0.3
+RERUN_TARGET_S = 1.0
+ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STEPS_PATH")}
+
+
+def twenty_stages(path: Path) -> Path:
+    blend = REPO / "steps" / "data_prep" / "rl_prep" / "data" / "blend_tiny.yaml"
+    lines = [
+        "name: bench-20",
+        "inputs:",
+        f"  blend: {{type: data_blend, path: {blend}}}",
+        "  policy: {type: hf_checkpoint, path: Qwen/Qwen3-0.6B}",
+        "stages:",
+        "  - {id: prep, step: data_prep/rl_prep, config: tiny, inputs: {blend: inputs.blend}}",
+    ]
+    prev = "inputs.policy"
+    for i in range(1, 11):
+        lines.append(
+            f"  - {{id: rlvr{i}, step: rl/nemo_rl/rlvr, config: nemo_gym_tiny, inputs: "
+            f"{{train: prep.data, validation: prep.data, policy: {prev}}}}}"
+        )
+        prev = f"rlvr{i}.checkpoint"
+    lines += [
+        "converters: {convert/megatron_to_hf: {config: tiny}}",
+        "targets: [rlvr10.checkpoint]",
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def wall(cmd: list[str], env: dict, cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, proc
+
+
+def median_pair(cmd, base, repeat, env, cwd) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Median wall of `cmd` and of `base`, interleaved, after one warm-up each."""
+    wall(cmd, env, cwd), wall(base, env, cwd)
+    a, b, last = [], [], None
+    for _ in range(repeat):
+        t, last = wall(cmd, env, cwd)
+        a.append(t)
+        b.append(wall(base, env, cwd)[0])
+    return statistics.median(a), statistics.median(b), last
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10, help="runs per command")
+    args = parser.parse_args()
+    py = sys.executable
+    base = [py, "-c", "pass"]
+    print(
+        f"bench_pipeline (python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+        f"median of {args.repeat})"
+    )
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = {**ENV, "STEPS_CACHE_DIR": str(tmp_path / "cache")}
+
+        pipe = twenty_stages(tmp_path / "bench20.yaml")
+        t, t0, proc = median_pair(
+            [py, "-m", "steps", "plan", str(pipe), "--root", str(tmp_path / "r20")],
+            base,
+            args.repeat,
+            env,
+            tmp_path,
+        )
+        stages = sum(1 for ln in proc.stdout.splitlines() if re.match(r"^\s+\d+\. ", ln))
+        ok = proc.returncode == 0 and stages == 20 and t < PLAN_TARGET_S
+        failed |= not ok
+        print(
+            f"plan, {stages} stages        {t * 1000:7.1f} ms  (python -c pass {t0 * 1000:.1f} ms, "
+            f"x{t / t0:.1f})  target < {PLAN_TARGET_S * 1000:.0f} ms  {'ok' if ok else 'MISSED'}"
+        )
+
+        sys.path.insert(0, str(REPO / "tests"))
+        from pipeline_toys import stand_ins
+
+        nemo, bridge = stand_ins(tmp_path / "upstream")
+        log = tmp_path / "trainings.log"
+        env = {**env, "MEGATRON_BRIDGE_HOME": str(bridge), "FAKE_NEMO_RL_LOG": str(log)}
+        cmd = [
+            py,
+            "-m",
+            "steps",
+            "pipeline",
+            "run",
+            str(REPO / "pipelines" / "tiny_rlvr.yaml"),
+            "--root",
+            str(tmp_path / "rlvr"),
+            "--nemo-rl",
+            str(nemo),
+        ]
+        first, proc = wall(cmd, env, tmp_path)
+        if proc.returncode != 0:
+            print(proc.stdout[-2000:], proc.stderr[-2000:])
+            return 1
+        t, t0, proc = median_pair(cmd, base, args.repeat, env, tmp_path)
+        cached = proc.stdout.count(": cached (")
+        trainings = len(log.read_text().splitlines())
+        ok = proc.returncode == 0 and cached == 3 and trainings == 1 and t < RERUN_TARGET_S
+        failed |= not ok
+        print(
+            f"re-run, completed       {t * 1000:7.1f} ms  (python -c pass {t0 * 1000:.1f} ms, "
+            f"x{t / t0:.1f})  target < {RERUN_TARGET_S * 1000:.0f} ms  {'ok' if ok else 'MISSED'}"
+            f"  [{cached}/3 cached, step work {trainings - 1}; first run {first:.2f} s]"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
