@@ -159,3 +159,31 @@ def test_an_input_without_a_path_stops_the_run(world):
     )
     proc = run(file=str(write_pipeline(tmp_path / "unset.yaml", text)))
     assert proc.returncode == 1 and "E-PIPELINE-INPUT-UNSET" in proc.stderr
+
+
+def test_a_changed_override_reruns_that_stage_and_its_dependents_only(world):
+    run, root, tmp_path = world
+    assert run().returncode == 0
+    text = (
+        Path(RLVR)
+        .read_text()
+        .replace(
+            "    config: nemo_gym_tiny\n",
+            "    config: nemo_gym_tiny\n    overrides: [grpo.max_num_steps=2]\n",
+        )
+        .replace("../steps/", f"{REPO}/steps/")
+    )
+    changed = write_pipeline(tmp_path / "changed.yaml", text)
+    before = record(root, "rlvr")["config_hash"]
+    proc = run(file=str(changed))
+    assert proc.returncode == 0, proc.stdout
+    assert "prep: cached" in proc.stdout and "rlvr: running" in proc.stdout
+    assert record(root, "rlvr")["config_hash"] != before
+    assert trainings(tmp_path) == 2
+
+
+def test_tiny_dpo_example_dry_run_is_clean_with_stand_ins(world):
+    run, _, _ = world
+    proc = run("--dry-run", file=str(REPO / "pipelines" / "tiny_dpo.yaml"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "input train <- prep.data: not produced yet, planned preference_jsonl" in proc.stdout
