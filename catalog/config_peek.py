@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
+from catalog.yamlerror import yaml_error
 
 MISSING = object()
 INTERPOLATED = object()
@@ -38,14 +39,7 @@ def _yaml_load(path: Path) -> Any:
             fix="name an existing config (see `python -m steps show STEP`)",
         ) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise StepsError(
-            "E-CONFIG-YAML",
-            f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-            path=str(path),
-            line=mark.line + 1 if mark else None,
-            fix="correct the YAML syntax",
-        ) from None
+        raise yaml_error(exc, path, "E-CONFIG-YAML") from None
 
 
 def _merge(base: dict, child: dict) -> dict:

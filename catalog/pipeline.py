@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import Finding, StepsError
+from catalog.yamlerror import yaml_error
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "pipeline.schema.json"
 STAGE_ID = r"^[a-z][a-z0-9_]*$"
@@ -148,14 +149,7 @@ def load_pipeline(path: str | Path) -> PipelineFile:
         node = yaml.compose(text, Loader=loader)
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise StepsError(
-            "E-PIPELINE-YAML",
-            f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-            path=str(path),
-            line=mark.line + 1 if mark else None,
-            fix="correct the YAML syntax",
-        ) from None
+        raise yaml_error(exc, path, "E-PIPELINE-YAML") from None
     lines: dict[tuple, int] = {}
     _line_index(node, (), lines)
     if not isinstance(data, dict):
