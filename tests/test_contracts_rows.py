@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from catalog.contracts import get_row_contract
+from catalog.contracts import ROW_CONTRACTS, get_row_contract
 from catalog.errors import StepsError
 
 AGENT = {"type": "responses_api_agents", "name": "math_with_judge_simple_agent"}
@@ -210,3 +212,41 @@ def test_non_object_row_is_a_violation_not_a_crash():
     for name in ("nemo_gym_rows", "preference_rows", "verifiable_prompt_rows"):
         (v,) = get_row_contract(name)([1, 2])
         assert "object" in v.message
+
+
+KEYS = ["role", "content", "type", "text", "prompt", "chosen", "rejected", "context"]
+KEYS += ["completions", "rank", "completion", "input", "output", "messages", "name", "tools"]
+KEYS += ["responses_create_params", "agent_ref", "summary", "call_id", "arguments", "parameters"]
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@pytest.mark.parametrize("name", sorted(ROW_CONTRACTS))
+@settings(max_examples=500, deadline=None)
+@given(value=json_value)
+def test_no_json_value_makes_a_contract_raise(name, value):
+    violations = get_row_contract(name)(value)
+    assert all(v.code and v.message for v in violations)
+
+
+@pytest.mark.parametrize("bad", [[], {}, ["user"]])
+def test_a_list_or_object_where_a_role_or_type_belongs_is_a_violation_not_a_crash(bad):
+    row = gym_row()
+    row["responses_create_params"]["input"] = [
+        {"role": bad, "content": "x"},
+        {"type": bad, "call_id": "c"},
+        {"role": "user", "content": [{"type": bad, "text": "x"}]},
+    ]
+    fields = [v.field for v in get_row_contract("nemo_gym_rows")(row)]
+    assert fields == [
+        "responses_create_params.input[0].role",
+        "responses_create_params.input[1].type",
+        "responses_create_params.input[2].content[0]",
+    ]
+    pref = {"prompt": [{"role": bad, "content": "q"}], "chosen": "a", "rejected": "b"}
+    assert [v.field for v in get_row_contract("preference_rows")(pref)] == ["prompt[0].role"]

@@ -34,8 +34,8 @@ def _any_object(**_: Any) -> RowCheck:
     return check
 
 
-def _factory(module: str, name: str) -> Callable[..., RowCheck]:
-    def build(**options: Any) -> RowCheck:
+def _factory(module: str, name: str) -> Callable[..., Any]:
+    def build(**options: Any) -> Any:
         from importlib import import_module
 
         return getattr(import_module(module), name)(**options)
@@ -59,16 +59,26 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
         ("input_key", "output_key"),
     ),
 }
+# contract name -> builder of its fast pre-filter `accept(line: bytes) -> bool` (same options):
+# a line it accepts is a row the contract passes, so the row need not be parsed into dicts.
+ROW_ACCEPTS: dict[str, Callable[..., Any]] = {
+    "nemo_gym_rows": _factory("catalog.contracts.gym_fast", "gym_accept"),
+}
 CHECKPOINT_CONTRACTS = ("hf_checkpoint", "megatron_checkpoint", "nemo_rl_checkpoint")
 
 
 @dataclass(frozen=True)
 class RowContract:
-    """A named row check bound to its options; call it (or `.check`) on one parsed row."""
+    """A named row check bound to its options; call it (or `.check`) on one parsed row.
+
+    `accept`, when set, takes the raw line and returns True only for rows `check` passes; a
+    False means "parse the row and ask `check`", never "the row is bad".
+    """
 
     name: str
     check: RowCheck
     options: dict[str, Any] = field(default_factory=dict)
+    accept: Callable[[bytes], bool] | None = None
 
     def __call__(self, row: Any) -> list[RowViolation]:
         return self.check(row)
@@ -94,7 +104,8 @@ def get_row_contract(name: str, **options: Any) -> RowContract:
             exit_code=2,
         )
     given = {k: v for k, v in options.items() if v is not None}
-    return RowContract(name, build(**given), given)
+    accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
+    return RowContract(name, build(**given), given, accept)
 
 
 def validate_artifact(

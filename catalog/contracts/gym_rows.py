@@ -108,7 +108,7 @@ def _check_parts(parts: list, field: str, out: list[RowViolation]) -> None:
         return
     for j, part in enumerate(parts):
         kind = part.get("type") if type(part) is dict else None
-        key = TEXT_PARTS.get(kind)  # type: ignore[arg-type]
+        key = TEXT_PARTS.get(kind) if type(kind) is str else None
         if key is not None:
             if type(part.get(key)) is not str:
                 out.append(
@@ -118,7 +118,7 @@ def _check_parts(parts: list, field: str, out: list[RowViolation]) -> None:
                         f'write {{"type": "{kind}", "{key}": "..."}}',
                     )
                 )
-        elif kind not in OTHER_PARTS:
+        elif type(kind) is not str or kind not in OTHER_PARTS:
             hint = (
                 'use {"type": "input_text", "text": "..."} (the Chat Completions form '
                 '{"type": "text"} is rejected by Gym)'
@@ -131,7 +131,7 @@ def _check_parts(parts: list, field: str, out: list[RowViolation]) -> None:
 
 def _check_message(item: dict, field: str, out: list[RowViolation]) -> None:
     role = item.get("role")
-    if role not in MESSAGE_ROLES:
+    if type(role) is not str or role not in MESSAGE_ROLES:
         if role == "tool":
             fix = 'send a tool result as {"type": "function_call_output", "call_id", "output"}'
         elif role is None:
@@ -208,7 +208,7 @@ def _check_item(item: Any, field: str, out: list[RowViolation]) -> None:
                     'write "summary": [{"type": "summary_text", "text": "..."}]',
                 )
             )
-    elif kind not in OTHER_ITEMS:
+    elif type(kind) is not str or kind not in OTHER_ITEMS:
         out.append(
             _v(
                 f"{field}.type",
@@ -319,6 +319,7 @@ def _check_input(inp: Any, out: list[RowViolation], allow_empty_input: bool) -> 
                 role = item.get("role")
                 if (
                     type(content) is str
+                    and type(role) is str
                     and role in roles
                     and (role != "user" or (content and not content.isspace()))
                 ):

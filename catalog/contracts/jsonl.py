@@ -204,8 +204,11 @@ def scan_range(
     max_errors: int = 20,
     max_line: int = MAX_LINE_BYTES,
     progress: Callable[[int], None] | None = None,
+    accept: Callable[[bytes], bool] | None = None,
 ) -> ScanResult:
-    """Read the lines that start in [start, end) of one file; line numbers count from `start`."""
+    """Read the lines that start in [start, end) of one file; line numbers count from `start`.
+
+    `accept(line)` True skips parsing and `check` (a contract's fast pre-filter)."""
     res = ScanResult()
     where = str(path)
     loads = _fast_loads
@@ -245,6 +248,8 @@ def scan_range(
             if progress is not None and pos - last_tick >= 8 << 20:
                 progress(pos - last_tick)
                 last_tick = pos
+            if accept is not None and accept(line):
+                continue
             try:
                 row = loads(line)
             except ValueError:

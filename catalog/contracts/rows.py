@@ -78,7 +78,7 @@ def check_chat_messages(
             )
             continue
         role = msg.get("role")
-        if role not in CHAT_ROLES:
+        if type(role) is not str or role not in CHAT_ROLES:
             out.append(
                 RowViolation(
                     code,

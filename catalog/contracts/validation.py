@@ -61,8 +61,16 @@ class ValidationReport:
 # Work unit: (file, start, end, contract, options, max_errors); top-level so it pickles.
 def _scan_unit(unit: tuple) -> ScanResult:
     path, start, end, contract, options, max_errors = unit
-    check = get_row_contract(contract, **options).check if contract != "jsonl" else None
-    return scan_range(Path(path), check, start, end, max_errors=max_errors)
+    check, accept = _bind(contract, options)
+    return scan_range(Path(path), check, start, end, max_errors=max_errors, accept=accept)
+
+
+def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any]:
+    """The contract's row check and fast pre-filter (both None for bare JSONL)."""
+    if contract == "jsonl":
+        return None, None
+    bound = get_row_contract(contract, **options)
+    return bound.check, bound.accept
 
 
 def _units(
@@ -101,7 +109,7 @@ def scan_jsonl(
     chunk_bytes: int | None = None,
 ) -> ScanResult:
     """Scan every source through the row contract; large inputs in worker processes."""
-    check = get_row_contract(contract, **options).check if contract != "jsonl" else None
+    check, accept = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
         workers = os.cpu_count() or 1 if total >= PARALLEL_MIN_BYTES else 1
@@ -117,7 +125,10 @@ def scan_jsonl(
     if workers <= 1:
         for s in sources:
             try:
-                take(s.path, scan_range(s.path, check, max_errors=max_errors, progress=progress))
+                part = scan_range(
+                    s.path, check, max_errors=max_errors, progress=progress, accept=accept
+                )
+                take(s.path, part)
             except OSError as exc:
                 result.add(Finding("E-JSONL", f"cannot read ({exc.strerror})", str(s.path)), 0)
     else:

@@ -1,0 +1,129 @@
+"""A msgspec decoder that accepts, in C, the NeMo-Gym rows that are certainly valid.
+
+`nemo_gym_rows` (gym_rows.py) is the contract: it decides and explains every row. Checking a
+parsed dict in Python costs about as much as parsing it, so `validate` and rl_prep first try
+this typed decoder on the raw line: it builds no objects for the fields it does not check
+(verifier fields, tool parameter schemas, reasoning summaries) and fails on anything outside a
+strict, common shape. A row it accepts passes the contract (tests/test_contracts_gym_fast.py
+checks this on generated rows); a row it refuses goes to the contract, which has the last word.
+Only with msgspec installed (the `fast` extra); without it every row takes the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Literal
+
+try:
+    import msgspec
+    from msgspec import UNSET, Meta, Raw, Struct, UnsetType
+except ImportError:  # pragma: no cover - depends on the environment
+    msgspec = None  # type: ignore[assignment]
+
+Accept = Callable[[bytes], bool]
+
+if msgspec is not None:
+    NonBlank = Annotated[str, Meta(pattern=r"\S")]
+    NonEmpty = Annotated[str, Meta(min_length=1)]
+
+    class _Part(Struct, forbid_unknown_fields=True):
+        type: Literal["input_text", "output_text"]
+        text: str
+
+    class _Item(Struct, forbid_unknown_fields=True):
+        """Any of message / function_call / function_call_output / reasoning, all fields
+        optional; `_items_ok` checks what each kind requires."""
+
+        type: Literal["message", "function_call", "function_call_output", "reasoning"] | None = None
+        role: Literal["user", "assistant", "system", "developer"] | None = None
+        content: str | Annotated[list[_Part], Meta(min_length=1)] | None = None
+        status: str | None = None
+        id: str | None = None
+        call_id: str | None = None
+        name: NonEmpty | None = None
+        arguments: str | None = None
+        output: str | list[Raw] | None = None
+        summary: list[Raw] | None = None
+
+    class _Tool(Struct, forbid_unknown_fields=True):
+        type: Literal["function"]
+        name: NonEmpty
+        parameters: dict[str, Raw] | None
+        strict: bool | None
+        description: str | None = None
+
+    class _Request(Struct, forbid_unknown_fields=True):
+        input: NonBlank | list[_Item]
+        temperature: float | None = None
+        top_p: float | None = None
+        max_output_tokens: int | None = None
+        max_tool_calls: int | None = None
+        instructions: str | None = None
+        model: str | None = None
+        metadata: dict[str, Raw] | None = None
+        tools: list[_Tool] | None = None
+        parallel_tool_calls: bool = False
+        tool_choice: str | dict[str, Raw] = "auto"
+
+    class _AgentRef(Struct, forbid_unknown_fields=True):
+        name: NonEmpty
+        type: Literal["responses_api_agents"] = "responses_api_agents"
+
+    class _Row(Struct):
+        responses_create_params: _Request
+        agent_ref: _AgentRef
+
+    class _RowDefaultAgent(Struct):
+        responses_create_params: _Request
+        agent_ref: _AgentRef | UnsetType = UNSET  # an explicit null is an error
+
+
+def _items_ok(items: list[Any], allow_empty_input: bool) -> bool:
+    """What the struct cannot state: the fields each item kind requires."""
+    if not items:
+        return allow_empty_input
+    for item in items:
+        kind = item.type
+        if kind is None or kind == "message":
+            role = item.role
+            content = item.content
+            if role is None or content is None or item.name is not None:
+                return False
+            if role == "user" and type(content) is str and (not content or content.isspace()):
+                return False
+        elif kind == "function_call":
+            if item.call_id is None or item.arguments is None or item.name is None:
+                return False
+        elif kind == "function_call_output":
+            if item.call_id is None or item.output is None:
+                return False
+        elif item.id is None or item.summary is None:  # reasoning
+            return False
+    return True
+
+
+def gym_accept(
+    default_agent_ref: Any = None,
+    agent_names: Iterable[str] | None = None,
+    allow_empty_input: bool = False,
+) -> Accept | None:
+    """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in;
+    None without msgspec."""
+    if msgspec is None:
+        return None
+    decode = msgspec.json.Decoder(_Row if default_agent_ref is None else _RowDefaultAgent).decode
+    names = frozenset(agent_names) if agent_names is not None else None
+    failure = (msgspec.DecodeError, ValueError)  # ValueError: bytes that are not UTF-8
+
+    def accept(line: bytes) -> bool:
+        try:
+            row = decode(line)
+        except failure:
+            return False
+        inp = row.responses_create_params.input
+        if type(inp) is list and not _items_ok(inp, allow_empty_input):
+            return False
+        ref = row.agent_ref
+        return names is None or ref is UNSET or ref.name in names
+
+    return accept
