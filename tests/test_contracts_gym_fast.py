@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 
 from catalog.contracts import get_row_contract
 
-pytest.importorskip("msgspec", reason="the fast pre-filter needs msgspec (the `fast` extra)")
-
 AGENTS = ["math_agent", "code_agent"]
 OPTIONS = [
     {},

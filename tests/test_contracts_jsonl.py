@@ -6,8 +6,10 @@ import json
 import os
 import resource
 
+import pytest
+
 from catalog.contracts import validate_artifact
-from catalog.contracts.jsonl import scan_range
+from catalog.contracts.jsonl import loads, scan_range, strict_loads
 
 GOOD = {"prompt": "q", "chosen": "a", "rejected": "b"}
 
@@ -147,3 +149,20 @@ def test_only_max_errors_findings_are_kept_but_all_are_counted(tmp_path):
     p = write_lines(tmp_path / "d.jsonl", [b"{"] * 50)
     report = validate_artifact("training_jsonl", p, max_errors=5)
     assert len(report.findings) == 5 and report.errors == 50 and report.bad_rows == 50
+
+
+def test_the_fast_line_decoder_accepts_and_returns_what_the_standard_library_does():
+    lines = [
+        b'{"a": 1, "a": 2}',
+        b'{"n": 123456789012345678901234567890}',
+        b'{"x": NaN, "y": -Infinity}',
+        b'{"s": "\\ud800", "t": "\\u00e9\xc3\xa9"}',
+        b'{"f": -0.0, "g": 1e400, "h": 0.1}',
+    ]
+    for line in lines:
+        assert repr(loads(line)) == repr(strict_loads(line))
+    for bad in (b'{"a": 1} x', b'{"a": 1', b'{"a": "\xff"}'):
+        with pytest.raises(ValueError):
+            strict_loads(bad)
+        with pytest.raises(ValueError):
+            loads(bad)

@@ -349,26 +349,6 @@ def test_tiny_blend_prepares_every_dataset_into_several_shards(tmp_path: Path):
     assert all(d["val"] >= 1 and d["skipped"] == {} for d in summary["datasets"].values())
 
 
-def test_fast_json_reader_accepts_and_returns_what_the_standard_library_does():
-    pytest.importorskip("msgspec", reason="msgspec is an optional accelerator")
-    from runners.rl_prep.chunks import _loads, _strict_loads
-
-    lines = [
-        b'{"a": 1, "a": 2}',
-        b'{"n": 123456789012345678901234567890}',
-        b'{"x": NaN, "y": -Infinity}',
-        b'{"s": "\\ud800", "t": "\\u00e9\xc3\xa9"}',
-        b'{"f": -0.0, "g": 1e400, "h": 0.1}',
-    ]
-    for line in lines:
-        assert repr(_loads(line)) == repr(_strict_loads(line))
-    for bad in (b'{"a": 1} x', b'{"a": 1', b'{"a": "\xff"}'):
-        with pytest.raises(ValueError):
-            _strict_loads(bad)
-        with pytest.raises(ValueError):
-            _loads(bad)
-
-
 def test_training_jsonl_output_accepts_any_object_rows(tmp_path: Path):
     rows = prep_one(tmp_path, [{"anything": 1}, {"other": [2]}], output_type="training_jsonl")
     assert rows == [{"anything": 1}, {"other": [2]}]

@@ -6,7 +6,6 @@ this typed decoder on the raw line: it builds no objects for the fields it does 
 (verifier fields, tool parameter schemas, reasoning summaries) and fails on anything outside a
 strict, common shape. A row it accepts passes the contract (tests/test_contracts_gym_fast.py
 checks this on generated rows); a row it refuses goes to the contract, which has the last word.
-Only with msgspec installed (the `fast` extra); without it every row takes the contract.
 """
 
 from __future__ import annotations
@@ -14,68 +13,70 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal
 
-try:
-    import msgspec
-    from msgspec import UNSET, Meta, Raw, Struct, UnsetType
-except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None  # type: ignore[assignment]
+import msgspec
+from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
 Accept = Callable[[bytes], bool]
+NonBlank = Annotated[str, Meta(pattern=r"\S")]
+NonEmpty = Annotated[str, Meta(min_length=1)]
 
-if msgspec is not None:
-    NonBlank = Annotated[str, Meta(pattern=r"\S")]
-    NonEmpty = Annotated[str, Meta(min_length=1)]
 
-    class _Part(Struct, forbid_unknown_fields=True):
-        type: Literal["input_text", "output_text"]
-        text: str
+class _Part(Struct, forbid_unknown_fields=True):
+    type: Literal["input_text", "output_text"]
+    text: str
 
-    class _Item(Struct, forbid_unknown_fields=True):
-        """Any of message / function_call / function_call_output / reasoning, all fields
-        optional; `_items_ok` checks what each kind requires."""
 
-        type: Literal["message", "function_call", "function_call_output", "reasoning"] | None = None
-        role: Literal["user", "assistant", "system", "developer"] | None = None
-        content: str | Annotated[list[_Part], Meta(min_length=1)] | None = None
-        status: str | None = None
-        id: str | None = None
-        call_id: str | None = None
-        name: NonEmpty | None = None
-        arguments: str | None = None
-        output: str | list[Raw] | None = None
-        summary: list[Raw] | None = None
+class _Item(Struct, forbid_unknown_fields=True):
+    """Any of message / function_call / function_call_output / reasoning, all fields
+    optional; `_items_ok` checks what each kind requires."""
 
-    class _Tool(Struct, forbid_unknown_fields=True):
-        type: Literal["function"]
-        name: NonEmpty
-        parameters: dict[str, Raw] | None
-        strict: bool | None
-        description: str | None = None
+    type: Literal["message", "function_call", "function_call_output", "reasoning"] | None = None
+    role: Literal["user", "assistant", "system", "developer"] | None = None
+    content: str | Annotated[list[_Part], Meta(min_length=1)] | None = None
+    status: str | None = None
+    id: str | None = None
+    call_id: str | None = None
+    name: NonEmpty | None = None
+    arguments: str | None = None
+    output: str | list[Raw] | None = None
+    summary: list[Raw] | None = None
 
-    class _Request(Struct, forbid_unknown_fields=True):
-        input: NonBlank | list[_Item]
-        temperature: float | None = None
-        top_p: float | None = None
-        max_output_tokens: int | None = None
-        max_tool_calls: int | None = None
-        instructions: str | None = None
-        model: str | None = None
-        metadata: dict[str, Raw] | None = None
-        tools: list[_Tool] | None = None
-        parallel_tool_calls: bool = False
-        tool_choice: str | dict[str, Raw] = "auto"
 
-    class _AgentRef(Struct, forbid_unknown_fields=True):
-        name: NonEmpty
-        type: Literal["responses_api_agents"] = "responses_api_agents"
+class _Tool(Struct, forbid_unknown_fields=True):
+    type: Literal["function"]
+    name: NonEmpty
+    parameters: dict[str, Raw] | None
+    strict: bool | None
+    description: str | None = None
 
-    class _Row(Struct):
-        responses_create_params: _Request
-        agent_ref: _AgentRef
 
-    class _RowDefaultAgent(Struct):
-        responses_create_params: _Request
-        agent_ref: _AgentRef | UnsetType = UNSET  # an explicit null is an error
+class _Request(Struct, forbid_unknown_fields=True):
+    input: NonBlank | list[_Item]
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    instructions: str | None = None
+    model: str | None = None
+    metadata: dict[str, Raw] | None = None
+    tools: list[_Tool] | None = None
+    parallel_tool_calls: bool = False
+    tool_choice: str | dict[str, Raw] = "auto"
+
+
+class _AgentRef(Struct, forbid_unknown_fields=True):
+    name: NonEmpty
+    type: Literal["responses_api_agents"] = "responses_api_agents"
+
+
+class _Row(Struct):
+    responses_create_params: _Request
+    agent_ref: _AgentRef
+
+
+class _RowDefaultAgent(Struct):
+    responses_create_params: _Request
+    agent_ref: _AgentRef | UnsetType = UNSET  # an explicit null is an error
 
 
 def _items_ok(items: list[Any], allow_empty_input: bool) -> bool:
@@ -106,11 +107,8 @@ def gym_accept(
     default_agent_ref: Any = None,
     agent_names: Iterable[str] | None = None,
     allow_empty_input: bool = False,
-) -> Accept | None:
-    """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in;
-    None without msgspec."""
-    if msgspec is None:
-        return None
+) -> Accept:
+    """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in."""
     decode = msgspec.json.Decoder(_Row if default_agent_ref is None else _RowDefaultAgent).decode
     names = frozenset(agent_names) if agent_names is not None else None
     failure = (msgspec.DecodeError, ValueError)  # ValueError: bytes that are not UTF-8

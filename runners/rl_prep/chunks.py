@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalog.contracts.jsonl import loads
 from catalog.errors import StepsError
 from runners.rl_prep.blend import DatasetSpec
 from runners.rl_prep.rowcheck import RowCheck, row_check
@@ -21,7 +22,6 @@ from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import TRANSFORMS, RowRejected
 
 JSON_SPACE = b" \t\r\n"
-_raw_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -142,40 +142,6 @@ class _Rows:
         return self.result
 
 
-def _strict_loads(raw: bytes) -> Any:
-    """The standard library's reading of a line: what decides validity and error messages."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 at byte {exc.start + 1}") from None
-    row, end = _raw_decode(text)
-    if end != len(text):
-        raise ValueError(f"extra data after the JSON value at column {end + 1}")
-    return row
-
-
-def _fast_loads() -> Any:
-    """msgspec's decoder when installed (about 3x faster); any line it refuses goes to the
-    standard library, so the rows accepted and their values are the same either way."""
-    try:
-        import msgspec
-    except ImportError:
-        return _strict_loads
-    decode = msgspec.json.Decoder().decode
-    failure = msgspec.DecodeError
-
-    def loads(raw: bytes) -> Any:
-        try:
-            return decode(raw)
-        except failure:
-            return _strict_loads(raw)
-
-    return loads
-
-
-_loads = _fast_loads()
-
-
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     payload = chunk.payload
     assert isinstance(payload, bytes)
@@ -187,9 +153,9 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
             continue
         rows.result.read += 1
         try:
-            row = _loads(raw)
+            row = loads(raw)
         except ValueError as exc:
-            msg = f"line is not valid JSON: {exc}"
+            msg = str(exc)
             if rows.bad("E-JSONL", msg, chunk.path, line, "write one JSON object per line"):
                 return
             continue
