@@ -1,11 +1,13 @@
 """rl_prep speed and memory against `cp` of the same input, measured in the same run.
 
-    python bench/bench_rl_prep.py              # 400k rows (~600 MB), at 1x and 4x input
+    python bench/bench_rl_prep.py              # 400k rows (~700 MB), at 1x and 4x input
     python bench/bench_rl_prep.py --rows 50000 # quick
 
 Targets (issue 5): wall time within 1.5x of `cp`; peak RSS under 300 MB and flat from 1x to 4x.
-The input is a generated NeMo-Gym JSONL cached in bench/.data; 4x is the same file listed as four
-datasets. The page cache is warmed first so both sides read from memory and write to disk.
+The input is bench/gen_gym_rows.py's NeMo-Gym JSONL (the validate benchmark's), cached in
+bench/.data; 4x is the same file listed as four datasets. The page cache is warmed first and
+`sync` runs before every timing, so each side reads from memory and starts with no dirty pages
+of the other's writes; each figure is the best of --repeat runs.
 """
 
 from __future__ import annotations
@@ -13,49 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from gen_gym_rows import generate
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / ".data"
 WALL_TARGET = 1.5
 RSS_TARGET_MB = 300
-TEXT = (
-    "the of and a to in is that it was for on are as with his they at be this from have or "
-    "by one had not but what all were when we there can an your which their said if do will "
-    "each about how up out them then she many some so these would other into has more her two"
-)
-
-
-def generate(path: Path, rows: int) -> None:
-    """A NeMo-Gym file of `rows` rows, ~1.5 KB each (a math_with_judge-like shape)."""
-    rng = random.Random(0)
-    words = TEXT.split(" ")
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for i in range(rows):
-            text = " ".join(rng.choice(words) for _ in range(rng.randint(180, 300)))
-            row = {
-                "responses_create_params": {
-                    "input": [
-                        {"role": "system", "content": "Reason step by step, then answer."},
-                        {"role": "user", "content": f"Problem {i}: {text}?"},
-                    ],
-                    "max_output_tokens": 4096,
-                },
-                "agent_ref": {"type": "responses_api_agents", "name": "math_with_judge_agent"},
-                "question": f"Problem {i}: {text[:120]}?",
-                "expected_answer": str(rng.randint(0, 10**6)),
-                "id": f"bench-{i:07d}",
-            }
-            fh.write(json.dumps(row) + "\n")
-    os.replace(tmp, path)
-
-
 def run_measured(cmd: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one child process."""
     start = time.perf_counter()
@@ -81,21 +53,37 @@ run_step({"blend_path": blend, "output_dir": out, "output_type": "nemo_gym_jsonl
 """
 
 
-def measure(src: Path, copies: int, work: Path) -> dict:
+def _cp(src: Path, targets: list[Path]) -> float:
+    os.sync()
+    start = time.perf_counter()
+    for dst in targets:
+        subprocess.run(["cp", str(src), str(dst)], check=True)
+    wall = time.perf_counter() - start
+    for dst in targets:
+        dst.unlink()
+    return wall
+
+
+def _prep(blend: Path, out: Path) -> tuple[float, float]:
+    os.sync()
+    wall, rss = run_measured([sys.executable, "-c", PREP, str(blend), str(out)])
+    shutil.rmtree(out, ignore_errors=True)
+    return wall, rss
+
+
+def measure(src: Path, copies: int, work: Path, repeat: int) -> dict:
     blend = work / f"blend_{copies}x.json"
     datasets = [{"name": f"d{k}", "path": str(src), "transform": "nemo_gym"} for k in range(copies)]
     blend.write_text(json.dumps({"datasets": datasets}))
     out = work / f"out_{copies}x"
     # cp writes as many bytes as prep reads, to files kept until timed, as prep's shards are
     targets = [work / f"cp_{k}.jsonl" for k in range(copies)]
-    start = time.perf_counter()
-    for dst in targets:
-        subprocess.run(["cp", str(src), str(dst)], check=True)
-    cp_s = time.perf_counter() - start
-    for dst in targets:
-        dst.unlink()
-    prep_s, rss = run_measured([sys.executable, "-c", PREP, str(blend), str(out)])
-    shutil.rmtree(out, ignore_errors=True)
+    cp_s = prep_s = float("inf")
+    rss = 0.0
+    for _ in range(repeat):  # alternate, so both sides see the same machine
+        cp_s = min(cp_s, _cp(src, targets))
+        wall, peak = _prep(blend, out)
+        prep_s, rss = min(prep_s, wall), max(rss, peak)
     return {"copies": copies, "cp_s": cp_s, "prep_s": prep_s, "rss_mb": rss}
 
 
@@ -103,12 +91,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000, help="rows in the 1x input")
     parser.add_argument("--scales", default="1,4", help="input multiples to measure")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N for each timing")
     args = parser.parse_args()
-    DATA.mkdir(parents=True, exist_ok=True)
-    src = DATA / f"gym_{args.rows}.jsonl"
-    if not src.exists():
-        print(f"generating {src} ...", file=sys.stderr)
-        generate(src, args.rows)
+    src = generate(args.rows)
     size_mb = src.stat().st_size / 1e6
     with open(src, "rb") as fh:  # warm the page cache for both sides
         while fh.read(1 << 24):
@@ -120,7 +105,7 @@ def main() -> int:
     print(f"{'input':>8} {'cp s':>8} {'prep s':>8} {'ratio':>7} {'peak RSS':>10}")
     results = []
     for copies in (int(s) for s in args.scales.split(",")):
-        r = measure(src, copies, work)
+        r = measure(src, copies, work, args.repeat)
         results.append(r)
         ratio = r["prep_s"] / r["cp_s"]
         print(

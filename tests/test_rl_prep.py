@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from catalog.errors import StepsError
-from runners.rl_prep import run_step
+from runners.rl_prep import prepare, run_step
 
 
 def gym_row(i: int, agent: str = "math_agent", **extra) -> dict:
@@ -433,3 +433,42 @@ def test_worker_processes_write_the_same_bytes_as_one_process(tmp_path: Path):
     assert one["rows"] == two["rows"]
     assert one["datasets"]["a"]["val"] >= 1 and one["datasets"]["b"]["val"] >= 1
     assert one["shards"]["train"] >= 4
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kept_rows_are_their_source_lines_and_changed_rows_are_reserialized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+):
+    monkeypatch.setattr(prepare, "CHUNK_BYTES", 700)  # many chunks, rows across every cut
+    no_agent = gym_row(7)
+    del no_agent["agent_ref"]
+    lines = [json.dumps(gym_row(i), separators=(", ", ": ")) for i in range(40)]
+    lines[3] += "\r"  # CRLF ending: written with a plain newline
+    lines[5] = "  " + lines[5] + "  "  # padded: written without the padding
+    lines[9] = json.dumps(no_agent)  # gets the dataset's agent_ref: re-serialized
+    (tmp_path / "a.jsonl").write_bytes(("\n".join(lines)).encode())  # no final newline
+    blend = write_blend(
+        tmp_path,
+        [{"name": "a", "path": "a.jsonl", "agent_ref": {"name": "math_agent"}}],
+    )
+    out = tmp_path / "out"
+    prep(blend, out, train_ratio=1.0, val_ratio=0.0, workers=workers)
+    filled = {**no_agent, "agent_ref": {"type": "responses_api_agents", "name": "math_agent"}}
+    expected = [line.strip() for line in lines]
+    expected[9] = json.dumps(filled, ensure_ascii=False, separators=(",", ":"))
+    assert (out / "train" / "shard_000000.jsonl").read_text() == "\n".join(expected) + "\n"
+
+
+def test_a_bad_row_deep_in_a_file_is_reported_at_its_line_in_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(prepare, "CHUNK_BYTES", 1000)
+    rows: list = [gym_row(i) for i in range(60)]
+    rows[47] = '{"responses_create_params": {"input": ""}, "agent_ref": {"name": "a"}}'
+    write_jsonl(tmp_path / "a.jsonl", [*rows[:20], "", *rows[20:]])  # a blank line counts
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
+    with pytest.raises(StepsError) as err:
+        prep(blend, tmp_path / "out", workers=2)
+    f = err.value.finding
+    assert (f.code, f.path, f.line) == ("E-GYM-ROW", str(tmp_path / "a.jsonl"), 49)
+    assert not (tmp_path / "out").exists()

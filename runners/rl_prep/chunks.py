@@ -1,9 +1,12 @@
 """One chunk of a dataset, processed where it is cheap to run in parallel: parse, transform,
-check, split and weigh every row, and return the bytes each split gets.
+check, split and weigh every row, and say what each split gets.
 
-The main process reads chunks in order, hands them to `process_chunk` (in worker processes or
-in-process) and writes the results in the same order, so the output is the same whatever the
-number of workers. Everything here is picklable: jobs and chunks go to workers, results back.
+The main process cuts files into chunks of whole lines, hands them to `process_chunk` (in
+worker processes or in-process) and writes the results in the same order, so the output is the
+same whatever the number of workers. A worker reads its chunk's bytes itself, and a row it
+keeps as it is comes back as a byte range of the chunk, not as bytes: the main process copies
+those ranges from the file, so row data never crosses a process boundary. Everything here is
+picklable: jobs and chunks go to workers, results back.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from typing import Any
 from catalog.contracts.jsonl import loads
 from catalog.errors import StepsError
 from runners.rl_prep.blend import DatasetSpec
-from runners.rl_prep.rowcheck import RowCheck, row_check
-from runners.rl_prep.sources import canonical_bytes
+from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
+from runners.rl_prep.sources import Chunk, canonical_bytes
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
-from runners.rl_prep.transforms import TRANSFORMS, RowRejected
+from runners.rl_prep.transforms import KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
 
 JSON_SPACE = b" \t\r\n"
 
@@ -36,31 +39,66 @@ class DatasetJob:
     hold_val_candidate: bool  # keep back the train row nearest val (see prepare.py)
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """Consecutive rows of one file: JSONL bytes (whole lines) or decoded columnar rows."""
-
-    path: str
-    first_line: int
-    payload: bytes | list
+Span = tuple[int, int]  # (start, stop) of a row's line, newline included, in its chunk's bytes
+Part = tuple["Span | bytes", int]  # a run of rows of one split (range or bytes), how many rows
 
 
 @dataclass
 class ChunkResult:
-    blobs: dict[str, bytes] = field(default_factory=dict)
+    parts: dict[str, list[Part]] = field(default_factory=dict)
     lengths: dict[str, list[int]] = field(default_factory=dict)  # row sizes, for shard cuts
     written: Counter = field(default_factory=Counter)  # rows per split (train with repeats)
     read: int = 0
+    lines: int = 0  # lines (JSONL) or rows (columnar) in the chunk, for the next chunk's numbers
     train_sources: int = 0  # distinct train rows, the held-back one included
     skipped: Counter = field(default_factory=Counter)
     candidate: tuple[float, bytes, int] | None = None  # (u, row bytes, copies)
     error: dict | None = None  # a bad row under on_bad_row=error: code, message, path, line, fix
 
 
-_CHECKS: dict[str, RowCheck] = {}
+class _SplitOut:
+    """One split's rows of a chunk, merged into runs: adjacent ranges of the chunk become one
+    range, consecutive re-serialized rows one bytes object."""
+
+    __slots__ = ("blobs", "lengths", "n", "parts", "start", "stop")
+
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self.lengths: list[int] = []
+        self.blobs: list[bytes] = []
+        self.start = self.stop = -1
+        self.n = 0
+
+    def span(self, start: int, stop: int) -> None:
+        if start != self.stop:
+            self.close()
+            self.start = start
+        self.stop = stop
+        self.n += 1
+        self.lengths.append(stop - start)
+
+    def data(self, blob: bytes) -> None:
+        if self.n and self.stop >= 0:
+            self.close()
+        self.blobs.append(blob)
+        self.n += 1
+        self.lengths.append(len(blob))
+
+    def close(self) -> None:
+        if self.n:
+            if self.blobs:
+                self.parts.append((b"".join(self.blobs), self.n))
+                self.blobs.clear()
+            else:
+                self.parts.append(((self.start, self.stop), self.n))
+        self.n = 0
+        self.start = self.stop = -1
 
 
-def _check_for(output_type: str) -> RowCheck:
+_CHECKS: dict[str, tuple[RowCheck, Accept | None]] = {}
+
+
+def _check_for(output_type: str) -> tuple[RowCheck, Accept | None]:
     if output_type not in _CHECKS:
         _CHECKS[output_type] = row_check(output_type)
     return _CHECKS[output_type]
@@ -75,10 +113,13 @@ class _Rows:
 
     def __init__(self, job: DatasetJob) -> None:
         self.job = job
-        self.check = _check_for(job.output_type)
+        self.check, accept = _check_for(job.output_type)
+        # A line the pre-filter accepts is a valid row this transform returns unchanged.
+        self.accept = accept if job.transform in KEEPS_VALID_ROWS else None
         self.transform = TRANSFORMS[job.transform]
         self.key = job.splitter.key()
-        self.out = {s: [] for s in SPLITS}
+        self.out = {s: _SplitOut() for s in SPLITS}
+        self.payload = b""  # the chunk's bytes, to turn a held-back range into bytes
         self.result = ChunkResult()
 
     def bad(self, code: str, message: str, path: str, line: int, fix: str | None) -> bool:
@@ -96,8 +137,11 @@ class _Rows:
         }
         return True
 
-    def add(self, row: Any, content: bytes, raw: bytes | None, path: str, line: int) -> bool:
-        """Decide one parsed row; True means stop (a bad row under on_bad_row=error)."""
+    def add(
+        self, row: Any, content: bytes, kept: Span | bytes | None, path: str, line: int
+    ) -> bool:
+        """Decide one parsed row; `kept` is what to write if the transform leaves it as it is.
+        True means stop (a bad row under on_bad_row=error)."""
         if not isinstance(row, dict):
             return self.bad(
                 "E-JSONL",
@@ -114,68 +158,98 @@ class _Rows:
         if problem is not None:
             where = f"{problem.field}: " if problem.field else ""
             return self.bad(problem.code, where + problem.message, path, line, problem.fix)
-        data = raw + b"\n" if raw is not None and not changed else _dumps(out)
+        self.place(kept if kept is not None and not changed else _dumps(out), content)
+        return False
+
+    def place(self, data: Span | bytes, content: bytes) -> None:
+        """Send a good row's output bytes to its split (train: as many copies as its weight)."""
         splitter = self.job.splitter
         u, v = splitter.draw(content, self.key)
         split = splitter.split_of(u)
         res = self.result
         if split != TRAIN:
-            self.out[split].append(data)
+            self._emit(self.out[split], data)
             res.written[split] += 1
-            return False
+            return
         res.train_sources += 1
         copies = splitter.repeats(v)
         if self.job.hold_val_candidate and (res.candidate is None or u > res.candidate[0]):
+            if type(data) is tuple:
+                data = self.payload[data[0] : data[1]]
             previous, res.candidate = res.candidate, (u, data, copies)
             if previous is None:
-                return False
+                return
             _, data, copies = previous
-        if copies:
-            self.out[TRAIN].extend([data] * copies)
-            res.written[TRAIN] += copies
-        return False
+        out = self.out[TRAIN]
+        for _ in range(copies):
+            self._emit(out, data)
+        res.written[TRAIN] += copies
+
+    @staticmethod
+    def _emit(out: _SplitOut, data: Span | bytes) -> None:
+        if type(data) is tuple:
+            out.span(data[0], data[1])
+        else:
+            out.data(data)
 
     def finish(self) -> ChunkResult:
-        for split, rows in self.out.items():
-            self.result.blobs[split] = b"".join(rows)
-            self.result.lengths[split] = [len(r) for r in rows]
+        for split, out in self.out.items():
+            out.close()
+            self.result.parts[split] = out.parts
+            self.result.lengths[split] = out.lengths
         return self.result
 
 
+def read_chunk(chunk: Chunk) -> bytes:
+    """The bytes of a JSONL chunk."""
+    with open(chunk.path, "rb") as fh:
+        fh.seek(chunk.offset)
+        return fh.read(chunk.length)
+
+
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:
-    payload = chunk.payload
-    assert isinstance(payload, bytes)
-    line = chunk.first_line - 1
-    for raw in payload.split(b"\n"):
+    payload = rows.payload = read_chunk(chunk)
+    size = len(payload)
+    accept, place, result = rows.accept, rows.place, rows.result
+    line = pos = 0
+    for piece in payload.split(b"\n"):
         line += 1
-        raw = raw.strip(JSON_SPACE)
+        start = pos
+        pos += len(piece) + 1
+        raw = piece.strip(JSON_SPACE)
         if not raw:
             continue
-        rows.result.read += 1
+        result.read += 1
+        # The source line is the output line when nothing was stripped and a newline ends it.
+        kept = (start, pos) if len(raw) == len(piece) and pos <= size else raw + b"\n"
+        if accept is not None and accept(raw):
+            place(kept, raw)
+            continue
         try:
             row = loads(raw)
         except ValueError as exc:
-            msg = str(exc)
-            if rows.bad("E-JSONL", msg, chunk.path, line, "write one JSON object per line"):
+            if rows.bad("E-JSONL", str(exc), chunk.path, line, "write one JSON object per line"):
                 return
             continue
-        if rows.add(row, raw, raw, chunk.path, line):
+        if rows.add(row, raw, kept, chunk.path, line):
             return
+    result.lines = line - 1 if payload.endswith(b"\n") else line
 
 
 def _columnar(rows: _Rows, chunk: Chunk) -> None:
-    assert isinstance(chunk.payload, list)
-    for offset, row in enumerate(chunk.payload):
+    assert chunk.rows is not None
+    for number, row in enumerate(chunk.rows, 1):
         rows.result.read += 1
-        if rows.add(row, canonical_bytes(row), None, chunk.path, chunk.first_line + offset):
+        if rows.add(row, canonical_bytes(row), None, chunk.path, number):
             return
+    rows.result.lines = len(chunk.rows)
 
 
 def process_chunk(job: DatasetJob, chunk: Chunk) -> ChunkResult:
     """Every row of the chunk decided; a bad row under on_bad_row=error ends it with `error`."""
     try:
         rows = _Rows(job)
-        if isinstance(chunk.payload, bytes):
+        if chunk.rows is None:
             _jsonl(rows, chunk)
         else:
             _columnar(rows, chunk)

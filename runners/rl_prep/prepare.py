@@ -21,10 +21,10 @@ from typing import Any
 
 from catalog.errors import StepsError
 from runners.rl_prep.blend import Blend, DatasetSpec, load_blend
-from runners.rl_prep.chunks import Chunk, ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk, read_chunk
 from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter, parse_size
-from runners.rl_prep.sources import SourceFile, iter_chunks, resolve_files
+from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks, resolve_files
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
 from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM
 
@@ -294,18 +294,22 @@ class _Workers:
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             self.pool = ctx.Pool(workers)
 
-    def ordered(self, job: DatasetJob, chunks: Iterator[Chunk]) -> Iterator[ChunkResult]:
+    def ordered(
+        self, job: DatasetJob, chunks: Iterator[Chunk]
+    ) -> Iterator[tuple[Chunk, ChunkResult]]:
         if self.pool is None:
             for chunk in chunks:
-                yield process_chunk(job, chunk)
+                yield chunk, process_chunk(job, chunk)
             return
         pending: deque = deque()
         for chunk in chunks:
-            pending.append(self.pool.apply_async(process_chunk, (job, chunk)))
+            pending.append((chunk, self.pool.apply_async(process_chunk, (job, chunk))))
             if len(pending) >= self.depth:
-                yield pending.popleft().get()
+                chunk, res = pending.popleft()
+                yield chunk, res.get()
         while pending:
-            yield pending.popleft().get()
+            chunk, res = pending.popleft()
+            yield chunk, res.get()
 
     def close(self) -> None:
         if self.pool is not None:
@@ -332,22 +336,28 @@ def _prepare_dataset(
     job = DatasetJob(
         spec, plan.transform, opts.output_type, splitter, opts.on_bad_row, opts.val_ratio > 0
     )
-    chunks = (Chunk(*c) for c in iter_chunks(plan.files, CHUNK_BYTES, plan.sample))
+    chunks = iter_chunks(plan.files, CHUNK_BYTES, plan.sample)
+    identities = [f.identity() for f in plan.files]
+    lines: Counter = Counter()  # lines of each file's chunks so far
     written: Counter = Counter()
     skipped: Counter = Counter()
     read = train_sources = 0
     held: tuple[float, bytes, int] | None = None
-    for res in workers.ordered(job, chunks):
+    for chunk, res in workers.ordered(job, chunks):
         if res.error is not None:
             e = res.error
-            raise StepsError(e["code"], e["message"], path=e["path"], line=e["line"], fix=e["fix"])
+            line = e["line"] + lines[chunk.path] if e["line"] is not None else None
+            raise StepsError(e["code"], e["message"], path=e["path"], line=line, fix=e["fix"])
+        lines[chunk.path] += res.lines
+        spans = any(type(p) is tuple for parts in res.parts.values() for p, _ in parts)
+        source = read_chunk(chunk) if spans else None
         for split in SPLITS:
-            writers[split].write_blob(res.blobs[split], res.lengths[split])
+            writers[split].write_parts(res.parts[split], res.lengths[split], source)
         written.update(res.written)
         skipped.update(res.skipped)
         read += res.read
         train_sources += res.train_sources
-        progress.add(sum(len(b) for b in res.blobs.values()))
+        progress.add(chunk.length or sum(map(sum, res.lengths.values())))
         if res.candidate is not None:
             if held is None or res.candidate[0] > held[0]:
                 held, res.candidate = res.candidate, held
@@ -355,6 +365,12 @@ def _prepare_dataset(
                 _, data, copies = res.candidate
                 writers[TRAIN].write(data, copies)
                 written[TRAIN] += copies
+    if [f.identity() for f in plan.files] != identities:
+        raise StepsError(
+            "E-BLEND",
+            f"dataset `{spec.name}`: an input file changed while rl_prep read it",
+            fix="run rl_prep again once the input files are complete",
+        )
     if held is not None:
         _, data, copies = held
         if written[VAL] == 0 and train_sources > 1:

@@ -20,14 +20,16 @@ class RowProblem:
 
 
 RowCheck = Callable[[dict], "RowProblem | None"]
+Accept = Callable[[bytes], bool]
 
 
 def _field(v: Any, name: str) -> Any:
     return v.get(name) if isinstance(v, dict) else getattr(v, name, None)
 
 
-def row_check(output_type: str) -> RowCheck:
-    """A function returning the first contract violation of a row of `output_type`, or None."""
+def row_check(output_type: str) -> tuple[RowCheck, Accept | None]:
+    """The first contract violation of a row of `output_type` (or None), and the contract's
+    fast pre-filter of raw lines (None when the contract has none)."""
     from catalog.contracts import get_row_contract
     from catalog.types import load_types
 
@@ -40,7 +42,7 @@ def row_check(output_type: str) -> RowCheck:
             fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
         )
     contract = get_row_contract(graph.types[output_type].contract)
-    check = getattr(contract, "check", contract)
+    check = contract.check
 
     def first_problem(row: dict) -> RowProblem | None:
         violations = check(row)
@@ -51,4 +53,4 @@ def row_check(output_type: str) -> RowCheck:
             str(_field(v, "code")), _field(v, "field"), str(_field(v, "message")), _field(v, "fix")
         )
 
-    return first_problem
+    return first_problem, contract.accept

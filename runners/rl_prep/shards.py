@@ -30,6 +30,7 @@ _UNITS = {
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 FLUSH_BYTES = 4 << 20
+VIEW_MIN_BYTES = 1 << 20  # ranges smaller than this are copied out of the chunk
 
 
 def parse_size(value: Any, key: str = "shard_size") -> int:
@@ -59,7 +60,7 @@ class SplitWriter:
         self.shards: list[dict] = []
         self.rows = 0
         self._fh: Any = None
-        self._buf: list[bytes] = []
+        self._buf: list[bytes | memoryview] = []
         self._buf_bytes = 0
         self._shard_bytes = 0
         self._shard_rows = 0
@@ -74,7 +75,22 @@ class SplitWriter:
                 self._roll()
             self._append(data, 1)
 
-    def write_blob(self, blob: bytes, lengths: list[int]) -> None:
+    def write_parts(self, parts: list, lengths: list[int], source: bytes | None) -> None:
+        """Append a chunk's rows for this split: each part is bytes, or a (start, stop) range
+        of `source` (the chunk's bytes), with how many rows it holds."""
+        view = memoryview(source) if source is not None else None
+        i = 0
+        for obj, n in parts:
+            if type(obj) is tuple:
+                blob = view[obj[0] : obj[1]]  # type: ignore[index]
+                if len(blob) < VIEW_MIN_BYTES:  # a small view would pin the whole chunk
+                    blob = bytes(blob)
+            else:
+                blob = obj
+            self.write_blob(blob, lengths[i : i + n])
+            i += n
+
+    def write_blob(self, blob: bytes | memoryview, lengths: list[int]) -> None:
         """Append consecutive rows given as one blob and each row's length."""
         if not lengths:
             return
@@ -96,7 +112,7 @@ class SplitWriter:
             rows += 1
         self._append(bytes(view[start:end]), rows)
 
-    def _append(self, data: bytes, rows: int) -> None:
+    def _append(self, data: bytes | memoryview, rows: int) -> None:
         self._buf.append(data)
         self._buf_bytes += len(data)
         self._shard_bytes += len(data)

@@ -85,18 +85,24 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
     return [SourceFile(p) for p in unique]
 
 
-def _jsonl_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """(first line number, whole lines) of about `chunk_bytes` each."""
-    line = 1
+def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """(offset, length) of consecutive runs of whole lines, about `chunk_bytes` each; only the
+    line that crosses each cut is read (in bounded blocks), not the data."""
+    size = path.stat().st_size
     with open(path, "rb") as fh:
-        while True:
-            data = fh.read(chunk_bytes)
-            if not data:
-                return
-            if not data.endswith(b"\n"):
-                data += fh.readline()
-            yield line, data
-            line += data.count(b"\n")
+        start = 0
+        while start < size:
+            end = start + chunk_bytes
+            if end < size:
+                fh.seek(end - 1)
+                while True:  # to the end of the line holding byte end-1
+                    piece = fh.readline(1 << 20)
+                    if not piece or piece.endswith(b"\n"):
+                        break
+                end = fh.tell()
+            end = min(end, size)
+            yield start, end - start
+            start = end
 
 
 def _parquet_batches(path: Path) -> Iterator[list]:
@@ -135,42 +141,52 @@ def _arrow_batches(path: Path) -> Iterator[list]:
             yield batch.to_pylist()
 
 
-def _first_rows(data: bytes, n: int) -> tuple[bytes, int]:
-    """The prefix of `data` holding its first `n` non-blank lines, and how many it holds."""
+def _first_rows(data: bytes, n: int) -> tuple[int, int]:
+    """The length of the prefix of `data` holding its first `n` non-blank lines, and how many
+    it holds."""
     kept, end = 0, 0
     for piece in data.splitlines(keepends=True):
         if kept == n:
             break
         end += len(piece)
         kept += bool(piece.strip())
-    return data[:end], kept
+    return end, kept
 
 
-def iter_chunks(
-    files: list[SourceFile], chunk_bytes: int, sample: int | None
-) -> Iterator[tuple[str, int, bytes | list]]:
-    """(path, first line or row number, payload) over every file in order, `sample` rows at
-    most: a JSONL payload is whole lines as bytes, a Parquet/Arrow payload a list of rows."""
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive rows of one file: `length` bytes of whole JSONL lines at `offset` (the
+    worker reads them itself), or decoded Parquet/Arrow rows. Row and line numbers inside a
+    chunk count from 1; the caller adds the lines of the file's earlier chunks."""
+
+    path: str
+    offset: int = 0
+    length: int = 0
+    rows: list | None = None
+
+
+def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -> Iterator[Chunk]:
+    """The chunks of every file in order, `sample` rows at most."""
     left = sample
     for src in files:
         where = str(src.path)
         if src.kind == "jsonl":
-            for line, data in _jsonl_chunks(src.path, chunk_bytes):
-                if left is not None:
-                    data, kept = _first_rows(data, left)
-                    left -= kept
-                yield where, line, data
-                if left == 0:
-                    return
+            with open(src.path, "rb") as fh:
+                for offset, length in _jsonl_ranges(src.path, chunk_bytes):
+                    if left is not None:
+                        fh.seek(offset)
+                        length, kept = _first_rows(fh.read(length), left)
+                        left -= kept
+                    yield Chunk(where, offset, length)
+                    if left == 0:
+                        return
             continue
         batches = _parquet_batches(src.path) if src.kind == "parquet" else _arrow_batches(src.path)
-        number = 1
         for rows in batches:
             if left is not None:
                 rows = rows[:left]
                 left -= len(rows)
-            yield where, number, rows
-            number += len(rows)
+            yield Chunk(where, rows=rows)
             if left == 0:
                 return
 

@@ -177,6 +177,10 @@ def passthrough(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
     return row, False
 
 
+# Transforms that return a row unchanged when it already passes the output contract, so a line
+# the contract's fast pre-filter accepts can be copied without parsing it.
+KEEPS_VALID_ROWS = frozenset({"nemo_gym", "passthrough"})
+
 TRANSFORMS: dict[str, Transform] = {
     "nemo_gym": nemo_gym,
     "preference": preference,
