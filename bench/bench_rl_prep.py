@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / ".data"
 WALL_TARGET = 1.5
 RSS_TARGET_MB = 300
+
+
 def run_measured(cmd: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one child process."""
     start = time.perf_counter()
