@@ -118,6 +118,7 @@ class _Rows:
         self.accept = accept if job.transform in KEEPS_VALID_ROWS else None
         self.transform = TRANSFORMS[job.transform]
         self.key = job.splitter.key()
+        self.decide = job.splitter.decide
         self.out = {s: _SplitOut() for s in SPLITS}
         self.payload = b""  # the chunk's bytes, to turn a held-back range into bytes
         self.result = ChunkResult()
@@ -163,16 +164,13 @@ class _Rows:
 
     def place(self, data: Span | bytes, content: bytes) -> None:
         """Send a good row's output bytes to its split (train: as many copies as its weight)."""
-        splitter = self.job.splitter
-        u, v = splitter.draw(content, self.key)
-        split = splitter.split_of(u)
+        split, u, copies = self.decide(content, self.key)
         res = self.result
         if split != TRAIN:
             self._emit(self.out[split], data)
             res.written[split] += 1
             return
         res.train_sources += 1
-        copies = splitter.repeats(v)
         if self.job.hold_val_candidate and (res.candidate is None or u > res.candidate[0]):
             if type(data) is tuple:
                 data = self.payload[data[0] : data[1]]

@@ -38,25 +38,17 @@ class Splitter:
         """The hash state of (seed, dataset), copied for every row of the dataset."""
         return hashlib.sha256(f"rl_prep\0{self.seed}\0{self.dataset}\0".encode())
 
-    @staticmethod
-    def draw(content: bytes, key: Any) -> tuple[float, float]:
-        """The (u, v) pair of a row; `key` is `self.key()`, computed once per dataset."""
+    def decide(self, content: bytes, key: Any) -> tuple[str, float, int]:
+        """A row's split, its `u`, and how many times it is written (1 outside train);
+        `key` is `self.key()`, computed once per dataset."""
         h = key.copy()
         h.update(content)
         digest = h.digest()
-        return (
-            int.from_bytes(digest[:8], "big") / _SCALE,
-            int.from_bytes(digest[8:16], "big") / _SCALE,
-        )
-
-    def split_of(self, u: float) -> str:
-        if u < self.train_ratio:
-            return TRAIN
-        if u < self.train_ratio + self.val_ratio:
-            return VAL
-        return TEST
-
-    def repeats(self, v: float) -> int:
-        """How many times a train row is written under this dataset's weight."""
+        u = int.from_bytes(digest[:8], "big") / _SCALE
+        if u >= self.train_ratio:
+            return (VAL if u < self.train_ratio + self.val_ratio else TEST), u, 1
         whole = math.floor(self.weight)
-        return whole + (1 if v < self.weight - whole else 0)
+        if whole == self.weight:
+            return TRAIN, u, whole
+        v = int.from_bytes(digest[8:16], "big") / _SCALE
+        return TRAIN, u, whole + (1 if v < self.weight - whole else 0)
