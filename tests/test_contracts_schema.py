@@ -391,13 +391,17 @@ def _gym_row(**request) -> dict:
     return {"responses_create_params": {"input": "hi", **request}, "agent_ref": {"name": "a"}}
 
 
-@pytest.mark.xfail(strict=True, reason="gym_rows.py lists these in REQUEST_FIELDS only")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="gym_rows.py lists these in REQUEST_FIELDS only"
+)
 @pytest.mark.parametrize("key", ["service_tier", "truncation"])
 def test_gym_service_tier_and_truncation_are_request_fields(key):
     agree("nemo_gym_rows", _gym_row(**{key: "auto"}))
 
 
-@pytest.mark.xfail(strict=True, reason="gym_rows.py: 0 == False, so stream: 0 passes")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="gym_rows.py: 0 == False, so stream: 0 passes"
+)
 def test_gym_stream_zero_is_not_false():
     agree("nemo_gym_rows", _gym_row(stream=0))
 
