@@ -7,12 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from preflight_fixtures import dpo_config, grpo_config, run_rules
 
+from catalog.manifest import StepManifest
+from catalog.tomlfile import load_toml
 from catalog.upstream import NEMO_RL_COMMIT
-from runners.preflight.schema import SCHEMA_DIR, load_schema
+from runners.config import compile_config
+from runners.preflight import PreflightContext
+from runners.preflight.schema import SCHEMA_DIR, SchemaChecker, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
+RL_CONFIGS = sorted((ROOT / "steps" / "rl" / "nemo_rl").glob("*/config/*.yaml"))
+RLVR_DEFAULT = ROOT / "steps" / "rl" / "nemo_rl" / "rlvr" / "config" / "default.yaml"
 
 
 def _schema(findings: list, code: str) -> list:
@@ -50,6 +57,59 @@ def test_our_run_section_is_not_unknown(tmp_path: Path) -> None:
     cfg = grpo_config(tmp_path)
     cfg["run"] = {"gym_root": "/x"}
     assert not _schema(run_rules(cfg), "W-SCHEMA-UNKNOWN")
+
+
+def _schema_findings(config: Path) -> list:
+    """The nemo_rl_schema findings for a config file, located at the file:line that set them."""
+    step = config.parents[1] if config.parent.name == "config" else RLVR_DEFAULT.parents[1]
+    manifest = StepManifest.model_validate(load_toml(step / "step.toml"))
+    compiled = compile_config(config)
+    ctx = PreflightContext(
+        step_id=manifest.step.id,
+        manifest=manifest,
+        config=compiled.resolved(),
+        config_file=config,
+        compiled=compiled,
+    )
+    return SchemaChecker(load_schema(manifest.run.algorithm), ctx).check_root(ctx.config)
+
+
+@pytest.mark.parametrize("config", RL_CONFIGS, ids=[f"{p.parts[-3]}/{p.name}" for p in RL_CONFIGS])
+def test_shipped_rl_configs_have_no_unknown_key(config: Path) -> None:
+    assert {"dpo", "rlvr", "rlhf"} <= {p.parts[-3] for p in RL_CONFIGS}
+    unknown = [f.render() for f in _schema_findings(config) if f.code == "W-SCHEMA-UNKNOWN"]
+    assert unknown == []
+
+
+def test_misspelt_key_in_a_user_config_warns_at_its_line(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        f"defaults: {RLVR_DEFAULT}\n"
+        "policy:\n"
+        "  generation:\n"
+        "    vllm_cfg:\n"
+        "      use_deep_gem: true\n"
+    )
+    found = [f for f in _schema_findings(mine) if f.code == "W-SCHEMA-UNKNOWN"]
+    assert [(f.key, f.path, f.line) for f in found] == [
+        ("policy.generation.vllm_cfg.use_deep_gem", str(mine), 5)
+    ]
+    assert "did you mean 'use_deep_gemm'" in found[0].message and not found[0].is_error
+
+
+def test_key_only_upstream_examples_set_is_known_at_that_path(tmp_path: Path) -> None:
+    schema = load_schema("grpo")
+    assert "use_deep_gemm" not in schema["classes"]["VllmSpecificArgs"]["fields"]
+    source = schema["shipped"]["policy.generation.vllm_cfg"]["use_deep_gemm"]
+    assert source.startswith("examples/configs/") and ".yaml:" in source
+    cfg = grpo_config(tmp_path)
+    cfg["policy"]["generation"]["vllm_cfg"]["use_deep_gemm"] = False
+    cfg["policy"]["megatron_cfg"]["moe_router_dtype"] = "fp32"
+    assert not _schema(run_rules(cfg), "W-SCHEMA-UNKNOWN")
+    cfg["policy"]["use_deep_gemm"] = False  # known under vllm_cfg only
+    found = _schema(run_rules(cfg), "W-SCHEMA-UNKNOWN")
+    assert [f.key for f in found] == ["policy.use_deep_gemm"]
+    assert "nor one NeMo-RL's example configs set" in found[0].message
 
 
 def test_wrong_type_is_an_error(tmp_path: Path) -> None:
@@ -165,6 +225,16 @@ def test_generator_reads_typeddicts_and_models_without_importing(tmp_path: Path)
     )
     _write(src / "nemo_rl/algorithms/dpo.py", body)
     _write(src / "nemo_rl/algorithms/grpo.py", body)
+    _write(
+        src / "examples/configs/dpo.yaml",
+        "policy:\n  model_name: m\n  dtensor_cfg:\n    enabled: true\n    size: 1\n"
+        "    cpu_offload: false\n  extra: {a: 1}\ndpo:\n  seed: 1\n  beta: 0.1\n",
+    )
+    _write(
+        src / "examples/configs/recipes/llm/dpo-small.yaml",
+        "defaults: ../../dpo.yaml\npolicy:\n  dtensor_cfg:\n    size: 2\n    _v2: true\n",
+    )
+    _write(src / "examples/configs/sft.yaml", "sft:\n  epochs: 1\npolicy:\n  sft_only: 1\n")
     out = tmp_path / "out"
     subprocess.run(
         [
@@ -208,6 +278,16 @@ def test_generator_reads_typeddicts_and_models_without_importing(tmp_path: Path)
         "t": "ref",
         "name": "DPOConfig",
     }
+    # Keys the types do not declare but a dpo example sets, with the file:line that sets them;
+    # size is declared by the enabled branch, sft.yaml is not a DPO config.
+    assert doc["shipped"] == {
+        "dpo": {"beta": "examples/configs/dpo.yaml:10"},
+        "policy.dtensor_cfg": {
+            "_v2": "examples/configs/recipes/llm/dpo-small.yaml:5",
+            "cpu_offload": "examples/configs/dpo.yaml:6",
+        },
+    }
+    assert json.loads((out / "grpo.json").read_text())["shipped"] == {}
 
 
 def test_generator_rejects_a_folder_that_is_not_a_checkout(tmp_path: Path) -> None:

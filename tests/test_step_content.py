@@ -51,6 +51,10 @@ KNOWN_ERRORS = {
     "E-HF-CHECKPOINT": "artifact_contracts",
     "E-MEGATRON-CHECKPOINT": "artifact_contracts",
     "E-SCHEMA-KEY": "nemo_rl_schema",
+    "E-SCHEMA-TYPE": "nemo_rl_schema",
+    "W-SCHEMA-UNKNOWN": "nemo_rl_schema",
+    "E-GEN-BACKEND": "generation_backend",
+    "E-GYM-AGENT": "gym_agents_defined",
     "E-GYM-CONFIG-PATH": "gym_config_paths",
     "E-NEMO-RL-NOT-FOUND": None,
 }

@@ -8,6 +8,18 @@ follows `from nemo_rl... import` statements, and writes a simplified type descri
     .venv/bin/python tools/gen_nemo_rl_schema.py --nemo-rl /path/to/RL
 
 (the checkout at the new pin; the commit is read with `git rev-parse HEAD`, or pass --commit).
+
+The TypedDicts are not the whole truth: NeMo-RL also reads keys they never declare
+(`cfg.get("use_deep_gemm")`, `config["megatron_cfg"]["moe_router_dtype"]`). So a key is also
+known when upstream ships it: every YAML under `examples/` whose resolved config (after its
+`defaults:` chain) has a top-level section named for the algorithm (`grpo:`, `dpo:`) is walked
+along the schema, and each key the schema does not declare at that dotted path is recorded under
+`"shipped"` as `{parent path: {key: "examples/...yaml:line"}}` (list items as `[]`), the first
+file in path order naming it. Shipped keys are recorded by path, not by class, because that is
+what the YAML proves; their type is unknown (not the YAML value's: examples write null
+placeholders and ints where floats are meant, so typing from them would invent errors), and
+nothing below them is checked. Scanning `.get("key")` calls in the source instead was rejected as
+the primary mechanism: a read cannot be tied to a config path without following data flow.
 """
 
 from __future__ import annotations
@@ -22,6 +34,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "catalog" / "schema" / "nemo_rl"
@@ -45,6 +59,8 @@ ANY_NAMES = {"Any", "object", "Callable", "type", "Type", "TypeVar"}
 LIST_NAMES = {"list", "List", "Sequence", "tuple", "Tuple", "set", "Set", "frozenset", "Iterable"}
 DICT_NAMES = {"dict", "Dict", "Mapping", "MutableMapping"}
 WRAPPERS = {"NotRequired", "Required", "Annotated", "Final", "ReadOnly"}
+EXAMPLES = "examples"  # upstream's shipped configs, recipes and Gym examples live below this
+LOADER_KEY = "defaults"  # consumed by NeMo-RL's config loader, never part of MasterConfig
 
 
 @dataclass
@@ -402,6 +418,7 @@ def build(checkout: Path, algorithm: str, commit: str, generated: str) -> dict:
     root = builder.class_key(modname, cls)
     builder.drain()
     builder.add_subclasses()
+    classes = dict(sorted(builder.classes.items()))
     return {
         "algorithm": algorithm,
         "root": root,
@@ -411,8 +428,126 @@ def build(checkout: Path, algorithm: str, commit: str, generated: str) -> dict:
             "generated": generated,
             "generator": "tools/gen_nemo_rl_schema.py",
         },
-        "classes": dict(sorted(builder.classes.items())),
+        "classes": classes,
+        "shipped": shipped_keys(checkout, algorithm, classes, root),
     }
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A safe loader whose mappings remember the line of each key."""
+
+
+class _Lines(dict):
+    """A YAML mapping with `lines[key]`, the 1-based line that wrote the key."""
+
+    lines: dict
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Lines:
+    out = _Lines(loader.construct_mapping(node, deep=True))  # flattens `<<` merges in place
+    out.lines = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        out.lines.setdefault(key, key_node.start_mark.line + 1)
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_examples(checkout: Path) -> dict[Path, dict]:
+    """Every YAML mapping under examples/, by path; unreadable files are skipped with a note."""
+    out: dict[Path, dict] = {}
+    root = checkout / EXAMPLES
+    for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
+        try:
+            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)  # a SafeLoader
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            print(f"note: skipped {path.relative_to(checkout)}: {exc}", file=sys.stderr)
+            continue
+        if isinstance(doc, dict):
+            out[path.resolve()] = doc
+    return out
+
+
+def sections(path: Path, docs: dict[Path, dict], seen: frozenset[Path] = frozenset()) -> set:
+    """Top-level keys of a config after its `defaults:` chain (one file or a list)."""
+    doc = docs.get(path)
+    if doc is None or path in seen:
+        return set()
+    keys = set(doc)
+    parents = doc.get(LOADER_KEY)
+    for parent in [parents] if isinstance(parents, str) else parents or []:
+        if isinstance(parent, str):
+            keys |= sections((path.parent / parent).resolve(), docs, seen | {path})
+    return keys
+
+
+class ShippedWalker:
+    """Walks an example config along the schema, recording keys the schema does not declare."""
+
+    def __init__(self, classes: dict, source: str) -> None:
+        self.classes = classes
+        self.source = source
+        self.found: dict[str, dict[str, str]] = {}
+
+    def known(self, name: str) -> dict:
+        """A class's fields and those its subclasses add, as the preflight checker sees them."""
+        cls = self.classes[name]
+        fields = dict(cls["fields"])
+        for sub in cls.get("subclasses", []):
+            for fname, spec in self.classes.get(sub, {}).get("fields", {}).items():
+                fields.setdefault(fname, spec)
+        return fields
+
+    def walk(self, value: Any, t: dict, path: str) -> None:
+        options = t["options"] if t["t"] == "union" else [t]
+        refs = [
+            o["name"]
+            for o in options
+            if o["t"] == "ref"
+            and self.classes.get(o["name"], {}).get("kind") in {"typeddict", "model"}
+        ]
+        if refs and isinstance(value, dict):  # a key is undeclared only if no branch declares it
+            self.walk_class(value, [self.known(name) for name in refs], path)
+        for o in options:
+            if o["t"] == "list" and isinstance(value, list):
+                for item in value:
+                    self.walk(item, o["item"], f"{path}[]")
+            elif o["t"] == "dict" and isinstance(value, dict) and o["value"]["t"] != "any":
+                for k, v in value.items():
+                    self.walk(v, o["value"], _join(path, k))
+
+    def walk_class(self, value: dict, branches: list[dict], path: str) -> None:
+        for key, v in value.items():
+            if not path and key == LOADER_KEY:
+                continue
+            declared = [fields[key]["type"] for fields in branches if key in fields]
+            for t in declared:
+                self.walk(v, t, _join(path, key))
+            if not declared:
+                line = getattr(value, "lines", {}).get(key)
+                where = f"{self.source}:{line}" if line else self.source
+                self.found.setdefault(path, {}).setdefault(str(key), where)
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def shipped_keys(checkout: Path, algorithm: str, classes: dict, root: str) -> dict:
+    """Keys upstream's example configs for this algorithm set that the schema does not declare."""
+    docs = load_examples(checkout)
+    found: dict[str, dict[str, str]] = {}
+    for path, doc in docs.items():
+        if algorithm not in sections(path, docs):
+            continue
+        walker = ShippedWalker(classes, path.relative_to(checkout.resolve()).as_posix())
+        walker.walk(doc, {"t": "ref", "name": root}, "")
+        for parent, keys in walker.found.items():
+            for key, where in keys.items():
+                found.setdefault(parent, {}).setdefault(key, where)
+    return {parent: dict(sorted(keys.items())) for parent, keys in sorted(found.items())}
 
 
 def write_atomic(path: Path, text: str) -> None:

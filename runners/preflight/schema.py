@@ -3,13 +3,16 @@
 The schema is generated from upstream's TypedDicts and pydantic models by
 `tools/gen_nemo_rl_schema.py` into `catalog/schema/nemo_rl/<algorithm>.json` and loaded here
 lazily (json only). Typing is lenient like pydantic's lax mode ("3" is an int); unknown keys are
-warnings because NeMo-RL keeps them silently, so a typo'd knob does nothing.
+warnings because NeMo-RL keeps them silently, so a typo'd knob does nothing. A key the types do
+not declare but upstream's example configs set at the same dotted path (the schema's "shipped"
+table) is known: NeMo-RL reads such keys with `.get`, so it is accepted without a type check.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -23,6 +26,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schema" / "nemo_
 OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
 TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
 FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
+LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items as `[]`
 GENERATION_BACKENDS = {
     "vllm": "VllmConfig",
     "megatron": "MCoreGenerationConfig",
@@ -119,6 +123,7 @@ class SchemaChecker:
     def __init__(self, schema: dict, ctx: PreflightContext) -> None:
         self.classes: dict[str, dict] = schema["classes"]
         self.root: str = schema["root"]
+        self.shipped: dict[str, dict[str, str]] = schema.get("shipped", {})
         self.ctx = ctx
         self._extras: dict[str, dict] = {}
         self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
@@ -260,8 +265,9 @@ class SchemaChecker:
                     f"required key is missing ({name}, {cls['source']}){_hint(fname, present)}",
                     f"add {prefix + fname} ({describe(spec['type'])})",
                 )
+        shipped = self.shipped.get(LIST_INDEX.sub("[]", key), {})
         for k in present:
-            if (top and k in OWN_SECTIONS) or k in also_known:
+            if (top and k in OWN_SECTIONS) or k in also_known or k in shipped:
                 continue
             if k in extra:
                 self._lenient += 1
@@ -273,8 +279,9 @@ class SchemaChecker:
             yield self.finding(
                 "W-SCHEMA-UNKNOWN",
                 prefix + k,
-                f"not a key of {name} at the pinned NeMo-RL; it is kept but nothing reads it"
-                f"{_hint(k, [*fields, *extra])}",
+                f"not a key {name} declares nor one NeMo-RL's example configs set here at the"
+                f" pin; NeMo-RL keeps it, but likely nothing reads it"
+                f"{_hint(k, [*fields, *extra, *shipped])}",
                 "fix the spelling, or remove the key",
                 warn=True,
             )
