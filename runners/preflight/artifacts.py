@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from catalog.contracts import validate_artifact
+from catalog.contracts import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, validate_artifact
 from catalog.contracts.options import contract_options, row_contract_for
 from catalog.errors import Finding
 from catalog.types import load_catalog_types
 from runners.preflight import PreflightContext, rule
+from runners.preflight.gym import gym_root
 
 MAX_ERRORS_PER_INPUT = 20
 _ROW_TYPES = {
@@ -35,13 +36,15 @@ def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
             continue
         type_name = art.type
         contract = graph.types[type_name].contract
+        if contract not in ROW_CONTRACTS and contract not in CHECKPOINT_CONTRACTS:
+            continue  # no validator (e.g. data_blend: rl_prep reads and checks its blend itself)
         options: dict = {}
         if contract == "jsonl":
             contract = row_contract_for(contract, ctx.config)
             type_name = _ROW_TYPES.get(contract, type_name)
         if contract in _ROW_TYPES:
             options = contract_options(
-                contract, ctx.config, split=_split_of(art.config_key), gym_root=ctx.gym_root
+                contract, ctx.config, split=_split_of(art.config_key), gym_root=gym_root(ctx)
             )
         report = validate_artifact(
             type_name,
@@ -55,8 +58,9 @@ def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
         shown = sum(1 for f in report.findings if f.is_error)
         if report.errors > shown:
             codes = ", ".join(f"{c}: {n}" for c, n in report.bad_by_code.items())
+            last_error = [f.code for f in report.findings if f.is_error][-1:] or ["E-JSONL"]
             yield Finding(
-                report.findings[-1].code if report.findings else "E-JSONL",
+                last_error[0],
                 f"input {art.name} ({art.config_key}): {report.errors} errors in total, "
                 f"first {shown} shown; {report.bad_rows} of {report.rows} rows bad ({codes})",
                 art.value,
