@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.contracts import get_row_contract
@@ -177,7 +177,6 @@ GYM_VALUES = {key: scalar_value for key in sorted(SCALAR_TYPES)} | {
     "tools": gym_tools,
     "parallel_tool_calls": st.one_of(st.booleans(), st.none(), st.just("true")),
     "tool_choice": st.one_of(st.just("auto"), st.just({"type": "function"}), not_str),
-    # not 0: gym_rows.py's `not in (None, False)` lets 0 through (see the xfail test below)
     "stream": st.sampled_from([None, False, True, "false", 1]),
     "chat_template_kwargs": st.just({}),  # not a Responses field
     "messages": st.just([]),
@@ -373,17 +372,9 @@ def _integral_float(row: dict) -> bool:
     )
 
 
-def _stream_zero(row: dict) -> bool:
-    """gym_rows.py passes `stream: 0` (0 == False); see test_gym_stream_zero_is_not_false."""
-    rcp = row.get("responses_create_params")
-    stream = rcp.get("stream") if isinstance(rcp, dict) else None
-    return stream is not False and stream == 0
-
-
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(gym_bent(), gym_mixed))
 def test_nemo_gym_schema_and_fast_validator_agree(row):
-    assume(not _stream_zero(row))
     agree("nemo_gym_rows", row, cross_field_ok=not _integral_float(row))
 
 
@@ -391,17 +382,11 @@ def _gym_row(**request) -> dict:
     return {"responses_create_params": {"input": "hi", **request}, "agent_ref": {"name": "a"}}
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gym_rows.py lists these in REQUEST_FIELDS only"
-)
 @pytest.mark.parametrize("key", ["service_tier", "truncation"])
 def test_gym_service_tier_and_truncation_are_request_fields(key):
     agree("nemo_gym_rows", _gym_row(**{key: "auto"}))
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="gym_rows.py: 0 == False, so stream: 0 passes"
-)
 def test_gym_stream_zero_is_not_false():
     agree("nemo_gym_rows", _gym_row(stream=0))
 
@@ -498,7 +483,7 @@ def test_nemo_gym_schema_and_fast_validator_agree_on_every_single_fault():
     disagree, n = [], 0
     for apply, undo in _single_faults(row):
         apply()
-        if not _integral_float(row) and not _stream_zero(row):
+        if not _integral_float(row):
             n += 1
             if schema.is_valid(row) != (not check(row)):
                 disagree.append(copy.deepcopy(row))

@@ -59,7 +59,7 @@ class _Request(Struct, forbid_unknown_fields=True):
     instructions: str | None = None
     model: str | None = None
     metadata: dict[str, Raw] | None = None
-    tools: list[_Tool] | None = None
+    tools: list[_Tool] = []  # an explicit null is an error
     parallel_tool_calls: bool = False
     tool_choice: str | dict[str, Raw] = "auto"
 

@@ -85,6 +85,8 @@ SCALAR_TYPES: dict[str, tuple[type, ...]] = {
     "model": (str,),
     "previous_response_id": (str,),
     "user": (str,),
+    "service_tier": (str,),
+    "truncation": (str,),
     "background": (bool,),
     "store": (bool,),
     "metadata": (dict,),
@@ -377,7 +379,7 @@ def _check_request(rcp: dict, out: list[RowViolation], allow_empty_input: bool) 
                     "expected auto, none, required or a tool-choice object",
                 )
             )
-    if rcp.get("stream") not in (None, False):
+    if rcp.get("stream") is not None and rcp.get("stream") is not False:
         out.append(
             _v(
                 "responses_create_params.stream",
