@@ -105,11 +105,11 @@ def bent_row(draw) -> dict:
         container, key = draw(st.sampled_from(places))
         how = draw(st.sampled_from(["replace", "delete", "add"]))
         if how == "replace":
-            container[key] = draw(odd)
+            container[key] = copy.deepcopy(draw(odd))
         elif how == "delete":
             del container[key]
         elif isinstance(container[key], dict):
-            container[key][draw(odd_key)] = draw(odd)
+            container[key][draw(odd_key)] = copy.deepcopy(draw(odd))
     return row
 
 
