@@ -290,3 +290,19 @@ def codes(findings: list) -> set[str]:
 
 def error_codes(findings: list) -> set[str]:
     return {f.code for f in findings if f.is_error}
+
+
+def context_for(config_file: Path, step_dir: Path) -> PreflightContext:
+    """The preflight context of a real config file of the step in `step_dir`."""
+    from catalog.tomlfile import load_toml
+    from runners.config import compile_config
+
+    step_manifest = StepManifest.model_validate(load_toml(step_dir / "step.toml"))
+    compiled = compile_config(config_file)
+    return PreflightContext(
+        step_id=step_manifest.step.id,
+        manifest=step_manifest,
+        config=compiled.resolved(),
+        config_file=config_file,
+        compiled=compiled,
+    )

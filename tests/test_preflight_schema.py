@@ -8,13 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from preflight_fixtures import dpo_config, grpo_config, run_rules
+from preflight_fixtures import context_for, dpo_config, grpo_config, run_rules
 
-from catalog.manifest import StepManifest
-from catalog.tomlfile import load_toml
 from catalog.upstream import NEMO_RL_COMMIT
-from runners.config import compile_config
-from runners.preflight import PreflightContext
 from runners.preflight.schema import SCHEMA_DIR, SchemaChecker, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,16 +58,8 @@ def test_our_run_section_is_not_unknown(tmp_path: Path) -> None:
 def _schema_findings(config: Path) -> list:
     """The nemo_rl_schema findings for a config file, located at the file:line that set them."""
     step = config.parents[1] if config.parent.name == "config" else RLVR_DEFAULT.parents[1]
-    manifest = StepManifest.model_validate(load_toml(step / "step.toml"))
-    compiled = compile_config(config)
-    ctx = PreflightContext(
-        step_id=manifest.step.id,
-        manifest=manifest,
-        config=compiled.resolved(),
-        config_file=config,
-        compiled=compiled,
-    )
-    return SchemaChecker(load_schema(manifest.run.algorithm), ctx).check_root(ctx.config)
+    ctx = context_for(config, step)
+    return SchemaChecker(load_schema(ctx.manifest.run.algorithm), ctx).check_root(ctx.config)
 
 
 @pytest.mark.parametrize("config", RL_CONFIGS, ids=[f"{p.parts[-3]}/{p.name}" for p in RL_CONFIGS])

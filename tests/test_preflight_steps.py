@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from preflight_fixtures import context_for
 
-from catalog.manifest import StepManifest
-from catalog.tomlfile import load_toml
-from runners.config import compile_config
-from runners.preflight import PreflightContext, preflight
+from runners.preflight import preflight
 
 STEPS = Path(__file__).resolve().parents[1] / "steps" / "rl" / "nemo_rl"
 TINY = sorted(p for p in STEPS.glob("*/config/*tiny.yaml"))
@@ -17,15 +15,7 @@ TINY = sorted(p for p in STEPS.glob("*/config/*tiny.yaml"))
 
 @pytest.mark.parametrize("config", TINY, ids=[f"{p.parts[-3]}/{p.name}" for p in TINY])
 def test_tiny_config_has_no_preflight_error(config: Path) -> None:
-    manifest = StepManifest.model_validate(load_toml(config.parents[1] / "step.toml"))
-    compiled = compile_config(config)
-    ctx = PreflightContext(
-        step_id=manifest.step.id,
-        manifest=manifest,
-        config=compiled.resolved(),
-        config_file=config,
-        compiled=compiled,
-    )
+    ctx = context_for(config, config.parents[1])
     errors = [f.render() for f in preflight(ctx) if f.is_error]
     assert errors == []
 
