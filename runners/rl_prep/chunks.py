@@ -4,9 +4,9 @@ check, split and weigh every row, and say what each split gets.
 The main process cuts files into chunks of whole lines, hands them to `process_chunk` (in
 worker processes or in-process) and writes the results in the same order, so the output is the
 same whatever the number of workers. A worker reads its chunk's bytes itself, and a row it
-keeps as it is comes back as a byte range of the chunk, not as bytes: the main process copies
-those ranges from the file, so row data never crosses a process boundary. Everything here is
-picklable: jobs and chunks go to workers, results back.
+keeps as it is comes back as a byte range of the source file, not as bytes: the main process
+has the kernel copy those ranges into the shards, so row data never crosses a process
+boundary. Everything here is picklable: jobs and chunks go to workers, results back.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
 
 JSON_SPACE = b" \t\r\n"
+_OPEN, _CLOSE = ord("{"), ord("}")
 
 
 @dataclass(frozen=True)
@@ -39,50 +40,45 @@ class DatasetJob:
     hold_val_candidate: bool  # keep back the train row nearest val (see prepare.py)
 
 
-Span = tuple[int, int]  # (start, stop) of a row's line, newline included, in its chunk's bytes
-Part = tuple["Span | bytes", int]  # a run of rows of one split (range or bytes), how many rows
+Span = tuple[int, int]  # (start, stop) of whole lines, newlines included, in the source file
+Part = tuple["Span | bytes", int]  # a run of rows of one split (file range or bytes), row count
 
 
 @dataclass
 class ChunkResult:
     parts: dict[str, list[Part]] = field(default_factory=dict)
-    lengths: dict[str, list[int]] = field(default_factory=dict)  # row sizes, for shard cuts
     written: Counter = field(default_factory=Counter)  # rows per split (train with repeats)
     read: int = 0
     lines: int = 0  # lines (JSONL) or rows (columnar) in the chunk, for the next chunk's numbers
     train_sources: int = 0  # distinct train rows, the held-back one included
     skipped: Counter = field(default_factory=Counter)
-    candidate: tuple[float, bytes, int] | None = None  # (u, row bytes, copies)
+    candidate: tuple[int, bytes, int] | None = None  # (u, row bytes, copies)
     error: dict | None = None  # a bad row under on_bad_row=error: code, message, path, line, fix
 
 
 class _SplitOut:
-    """One split's rows of a chunk, merged into runs: adjacent ranges of the chunk become one
-    range, consecutive re-serialized rows one bytes object."""
+    """One split's rows of a chunk, merged into runs: adjacent file ranges become one range,
+    consecutive re-serialized rows one bytes object."""
 
-    __slots__ = ("blobs", "lengths", "n", "parts", "start", "stop")
+    __slots__ = ("blobs", "n", "parts", "start", "stop")
 
     def __init__(self) -> None:
         self.parts: list[Part] = []
-        self.lengths: list[int] = []
         self.blobs: list[bytes] = []
         self.start = self.stop = -1
         self.n = 0
 
-    def span(self, start: int, stop: int) -> None:
-        if start != self.stop:
-            self.close()
-            self.start = start
-        self.stop = stop
+    def add(self, data: Span | bytes) -> None:
+        if type(data) is tuple:
+            if data[0] != self.stop:
+                self.close()
+                self.start = data[0]
+            self.stop = data[1]
+        else:
+            if self.stop >= 0:
+                self.close()
+            self.blobs.append(data)  # type: ignore[arg-type]
         self.n += 1
-        self.lengths.append(stop - start)
-
-    def data(self, blob: bytes) -> None:
-        if self.n and self.stop >= 0:
-            self.close()
-        self.blobs.append(blob)
-        self.n += 1
-        self.lengths.append(len(blob))
 
     def close(self) -> None:
         if self.n:
@@ -109,7 +105,7 @@ def _dumps(row: dict) -> bytes:
 
 
 class _Rows:
-    """The per-row decisions of one chunk, accumulated into split blobs."""
+    """The per-row decisions of one chunk, accumulated into split runs."""
 
     def __init__(self, job: DatasetJob) -> None:
         self.job = job
@@ -117,10 +113,8 @@ class _Rows:
         # A line the pre-filter accepts is a valid row this transform returns unchanged.
         self.accept = accept if job.transform in KEEPS_VALID_ROWS else None
         self.transform = TRANSFORMS[job.transform]
-        self.key = job.splitter.key()
         self.decide = job.splitter.decide
         self.out = {s: _SplitOut() for s in SPLITS}
-        self.payload = b""  # the chunk's bytes, to turn a held-back range into bytes
         self.result = ChunkResult()
 
     def bad(self, code: str, message: str, path: str, line: int, fix: str | None) -> bool:
@@ -163,38 +157,30 @@ class _Rows:
         return False
 
     def place(self, data: Span | bytes, content: bytes) -> None:
-        """Send a good row's output bytes to its split (train: as many copies as its weight)."""
-        split, u, copies = self.decide(content, self.key)
+        """Send a good row's output to its split (train: as many copies as its weight)."""
+        split, u, copies = self.decide(content)
         res = self.result
         if split != TRAIN:
-            self._emit(self.out[split], data)
+            self.out[split].add(data)
             res.written[split] += 1
             return
         res.train_sources += 1
         if self.job.hold_val_candidate and (res.candidate is None or u > res.candidate[0]):
             if type(data) is tuple:
-                data = self.payload[data[0] : data[1]]
-            previous, res.candidate = res.candidate, (u, data, copies)
+                data = content + b"\n"  # a kept line is its content and a newline
+            previous, res.candidate = res.candidate, (u, data, copies)  # type: ignore[assignment]
             if previous is None:
                 return
             _, data, copies = previous
-        out = self.out[TRAIN]
+        add = self.out[TRAIN].add
         for _ in range(copies):
-            self._emit(out, data)
+            add(data)
         res.written[TRAIN] += copies
-
-    @staticmethod
-    def _emit(out: _SplitOut, data: Span | bytes) -> None:
-        if type(data) is tuple:
-            out.span(data[0], data[1])
-        else:
-            out.data(data)
 
     def finish(self) -> ChunkResult:
         for split, out in self.out.items():
             out.close()
             self.result.parts[split] = out.parts
-            self.result.lengths[split] = out.lengths
         return self.result
 
 
@@ -206,20 +192,33 @@ def read_chunk(chunk: Chunk) -> bytes:
 
 
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:
-    payload = rows.payload = read_chunk(chunk)
+    payload = read_chunk(chunk)
     size = len(payload)
-    accept, place, result = rows.accept, rows.place, rows.result
+    accept, place, result, find = rows.accept, rows.place, rows.result, payload.find
+    base = chunk.offset
     line = pos = 0
-    for piece in payload.split(b"\n"):
+    while pos < size:
         line += 1
         start = pos
-        pos += len(piece) + 1
+        end = find(b"\n", pos)
+        pos = end + 1 if end >= 0 else size
+        piece = payload[start:end] if end >= 0 else payload[start:]
+        # The common line, `{...}` and its newline, is its own output: a range of the file.
+        if (
+            end > start
+            and payload[start] == _OPEN
+            and payload[end - 1] == _CLOSE
+            and accept is not None
+            and accept(piece)
+        ):
+            result.read += 1
+            place((base + start, base + pos), piece)
+            continue
         raw = piece.strip(JSON_SPACE)
         if not raw:
             continue
         result.read += 1
-        # The source line is the output line when nothing was stripped and a newline ends it.
-        kept = (start, pos) if len(raw) == len(piece) and pos <= size else raw + b"\n"
+        kept = (base + start, base + pos) if raw is piece and end >= 0 else raw + b"\n"
         if accept is not None and accept(raw):
             place(kept, raw)
             continue
@@ -231,7 +230,7 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
             continue
         if rows.add(row, raw, kept, chunk.path, line):
             return
-    result.lines = line - 1 if payload.endswith(b"\n") else line
+    result.lines = line
 
 
 def _columnar(rows: _Rows, chunk: Chunk) -> None:

@@ -14,16 +14,16 @@ import os
 import shutil
 import sys
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
 from runners.rl_prep.blend import Blend, DatasetSpec, load_blend
-from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk, read_chunk
+from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.rowcheck import row_check
-from runners.rl_prep.shards import SplitWriter, parse_size
+from runners.rl_prep.shards import SplitWriter, file_sha256, parse_size
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks, resolve_files
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
 from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM
@@ -279,7 +279,8 @@ class _Progress:
 
 
 class _Workers:
-    """Runs `process_chunk` in worker processes (or in-process), results in input order.
+    """Runs `process_chunk` in worker processes (or in-process), results in input order, and
+    hashes finished shards there too, while the main process writes the next ones.
 
     At most `depth` chunks are in flight, so memory stays bounded whatever the input size.
     """
@@ -311,10 +312,34 @@ class _Workers:
             chunk, res = pending.popleft()
             yield chunk, res.get()
 
+    def sha256_later(self, path: str) -> Callable[[], str]:
+        """Start hashing a finished shard; the returned call waits for its sha256."""
+        if self.pool is None:
+            digest = file_sha256(path)
+            return lambda: digest
+        return self.pool.apply_async(file_sha256, (path,)).get
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+
+
+class _Inputs:
+    """Read-only descriptors of the source files, opened once for the kernel copies."""
+
+    def __init__(self) -> None:
+        self.fds: dict[str, int] = {}
+
+    def fd(self, path: str) -> int:
+        if path not in self.fds:
+            self.fds[path] = os.open(path, os.O_RDONLY)
+        return self.fds[path]
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
 
 
 def _prepare_dataset(
@@ -322,6 +347,7 @@ def _prepare_dataset(
     opts: Options,
     writers: dict[str, SplitWriter],
     workers: _Workers,
+    inputs: _Inputs,
     progress: _Progress,
 ) -> dict:
     """Stream one dataset through the workers into the split writers; its manifest counts.
@@ -342,28 +368,32 @@ def _prepare_dataset(
     written: Counter = Counter()
     skipped: Counter = Counter()
     read = train_sources = 0
-    held: tuple[float, bytes, int] | None = None
+    held: tuple[int, bytes, int] | None = None
     for chunk, res in workers.ordered(job, chunks):
         if res.error is not None:
             e = res.error
             line = e["line"] + lines[chunk.path] if e["line"] is not None else None
             raise StepsError(e["code"], e["message"], path=e["path"], line=line, fix=e["fix"])
         lines[chunk.path] += res.lines
-        spans = any(type(p) is tuple for parts in res.parts.values() for p, _ in parts)
-        source = read_chunk(chunk) if spans else None
         for split in SPLITS:
-            writers[split].write_parts(res.parts[split], res.lengths[split], source)
+            writer = writers[split]
+            for data, rows in res.parts[split]:
+                if type(data) is tuple:
+                    writer.copy(inputs.fd(chunk.path), data[0], data[1], rows)
+                else:
+                    writer.write(data, rows)
         written.update(res.written)
         skipped.update(res.skipped)
         read += res.read
         train_sources += res.train_sources
-        progress.add(chunk.length or sum(map(sum, res.lengths.values())))
+        progress.add(chunk.length or res.read)
         if res.candidate is not None:
             if held is None or res.candidate[0] > held[0]:
                 held, res.candidate = res.candidate, held
-            if res.candidate is not None and res.candidate[2]:
+            if res.candidate is not None:
                 _, data, copies = res.candidate
-                writers[TRAIN].write(data, copies)
+                for _ in range(copies):
+                    writers[TRAIN].write(data)
                 written[TRAIN] += copies
     if [f.identity() for f in plan.files] != identities:
         raise StepsError(
@@ -376,8 +406,9 @@ def _prepare_dataset(
         if written[VAL] == 0 and train_sources > 1:
             writers[VAL].write(data)
             written[VAL] += 1
-        elif copies:
-            writers[TRAIN].write(data, copies)
+        else:
+            for _ in range(copies):
+                writers[TRAIN].write(data)
             written[TRAIN] += copies
     return {
         TRAIN: written[TRAIN],
@@ -401,17 +432,23 @@ def _build(
     staging: Path, blend: Blend, opts: Options, planned: list[PlannedDataset], key: str
 ) -> dict:
     row_check(opts.output_type)  # fail here, before any worker starts, if it cannot be built
-    writers = {name: SplitWriter(staging, name, opts.shard_size) for name in SPLITS}
     total = sum(f.path.stat().st_size for p in planned for f in p.files)
     workers = _Workers(opts.workers_for(total))
+    writers = {
+        name: SplitWriter(staging, name, opts.shard_size, workers.sha256_later) for name in SPLITS
+    }
+    inputs = _Inputs()
     progress = _Progress(total)
     datasets: dict[str, dict] = {}
     try:
         for plan in planned:
-            datasets[plan.spec.name] = _prepare_dataset(plan, opts, writers, workers, progress)
+            datasets[plan.spec.name] = _prepare_dataset(
+                plan, opts, writers, workers, inputs, progress
+            )
         splits = {name: w.close() for name, w in writers.items()}
     finally:
         workers.close()
+        inputs.close()
         for w in writers.values():
             w.abort()
         progress.close()

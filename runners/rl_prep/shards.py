@@ -1,13 +1,18 @@
 """Split writers: rows go to `split/shard_NNNNNN.jsonl`, a new shard once the size is reached.
 
-Rows are never cut across shards. Each shard's rows, bytes and sha256 are counted while it is
-written, so the manifest needs no second pass over the output.
+Rows are never cut across shards. Rows kept as they are arrive as byte ranges of the source
+file and are copied by the kernel (`copy_file_range`), never through Python; re-serialized rows
+arrive as bytes. A finished shard is handed to `on_shard` (rl_prep hashes it in a worker while
+the next one is written), so the manifest needs no extra pass at the end.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +34,10 @@ _UNITS = {
     "g": 10**9,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-FLUSH_BYTES = 4 << 20
-VIEW_MIN_BYTES = 1 << 20  # ranges smaller than this are copied out of the chunk
+FLUSH_BYTES = 1 << 20
+HASH_BLOCK = 1 << 20
+# copy_file_range refuses some pairs (old kernels across filesystems, some network mounts)
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP}
 
 
 def parse_size(value: Any, key: str = "shard_size") -> int:
@@ -50,109 +57,144 @@ def parse_size(value: Any, key: str = "shard_size") -> int:
     )
 
 
+def file_sha256(path: str) -> str:
+    """The sha256 of a file, read in fixed blocks (flat memory)."""
+    sha = hashlib.sha256()
+    block = bytearray(HASH_BLOCK)
+    view = memoryview(block)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(block):
+            sha.update(view[:n])
+    return sha.hexdigest()
+
+
+def copy_range(src: int, dst: int, offset: int, count: int) -> None:
+    """Append `count` bytes of file `src` from `offset` to `dst`, in the kernel when it can."""
+    end = offset + count
+    if hasattr(os, "copy_file_range"):
+        try:
+            while offset < end:
+                done = os.copy_file_range(src, dst, end - offset, offset)
+                if done == 0:
+                    break
+                offset += done
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY:
+                raise
+    while offset < end:
+        data = os.pread(src, min(end - offset, HASH_BLOCK), offset)
+        if not data:
+            raise OSError(errno.EIO, f"input ended {end - offset} bytes early while copying")
+        os.write(dst, data)
+        offset += len(data)
+    if offset != end:
+        raise OSError(errno.EIO, "input ended early while copying (was it truncated?)")
+
+
+ShardDone = Callable[[str], Callable[[], str]]  # shard path -> a call returning its sha256
+
+
 class SplitWriter:
     """Writes one split's shards under `root/name/` and records each shard for the manifest."""
 
-    def __init__(self, root: Path, name: str, shard_size: int) -> None:
+    def __init__(self, root: Path, name: str, shard_size: int, on_shard: ShardDone) -> None:
         self.root = root
         self.name = name
         self.shard_size = shard_size
+        self.on_shard = on_shard
         self.shards: list[dict] = []
+        self.digests: list[Callable[[], str]] = []
         self.rows = 0
-        self._fh: Any = None
-        self._buf: list[bytes | memoryview] = []
+        self._fd = -1
+        self._buf: list[bytes] = []
         self._buf_bytes = 0
         self._shard_bytes = 0
         self._shard_rows = 0
-        self._sha: Any = None
 
-    def write(self, data: bytes, copies: int = 1) -> None:
-        """Append a row (bytes ending in a newline) `copies` times."""
-        for _ in range(copies):
-            if self._fh is None or (
-                self._shard_bytes and self._shard_bytes + len(data) > self.shard_size
-            ):
-                self._roll()
-            self._append(data, 1)
-
-    def write_parts(self, parts: list, lengths: list[int], source: bytes | None) -> None:
-        """Append a chunk's rows for this split: each part is bytes, or a (start, stop) range
-        of `source` (the chunk's bytes), with how many rows it holds."""
-        view = memoryview(source) if source is not None else None
-        i = 0
-        for obj, n in parts:
-            if type(obj) is tuple:
-                blob = view[obj[0] : obj[1]]  # type: ignore[index]
-                if len(blob) < VIEW_MIN_BYTES:  # a small view would pin the whole chunk
-                    blob = bytes(blob)
-            else:
-                blob = obj
-            self.write_blob(blob, lengths[i : i + n])
-            i += n
-
-    def write_blob(self, blob: bytes | memoryview, lengths: list[int]) -> None:
-        """Append consecutive rows given as one blob and each row's length."""
-        if not lengths:
+    def write(self, data: bytes, rows: int = 1) -> None:
+        """Append `rows` whole rows given as bytes (each ending in a newline)."""
+        if self._fits(len(data)):
+            self._buf.append(data)
+            self._buf_bytes += len(data)
+            self._count(len(data), rows)
+            if self._buf_bytes >= FLUSH_BYTES:
+                self._flush()
             return
-        if self._fh is not None and self._shard_bytes + len(blob) <= self.shard_size:
-            self._append(blob, len(lengths))
-            return
-        view = memoryview(blob)
-        start = end = rows = 0
-        for n in lengths:
-            if self._fh is None or (
-                self._shard_bytes + (end - start)
-                and self._shard_bytes + (end - start) + n > self.shard_size
-            ):
-                if rows:
-                    self._append(bytes(view[start:end]), rows)
-                start, rows = end, 0
-                self._roll()
-            end += n
-            rows += 1
-        self._append(bytes(view[start:end]), rows)
+        self._write_cut(data)
 
-    def _append(self, data: bytes | memoryview, rows: int) -> None:
-        self._buf.append(data)
-        self._buf_bytes += len(data)
-        self._shard_bytes += len(data)
+    def copy(self, src: int, start: int, stop: int, rows: int) -> None:
+        """Append `rows` whole rows that are bytes [start, stop) of the open file `src`."""
+        if not self._fits(stop - start):
+            self._write_cut(os.pread(src, stop - start, start))
+            return
+        self._flush()
+        copy_range(src, self._fd, start, stop - start)
+        self._count(stop - start, rows)
+
+    def _fits(self, size: int) -> bool:
+        if self._fd < 0:
+            self._roll()
+        return self._shard_bytes + size <= self.shard_size
+
+    def _count(self, size: int, rows: int) -> None:
+        self._shard_bytes += size
         self._shard_rows += rows
         self.rows += rows
-        if self._buf_bytes >= FLUSH_BYTES:
-            self._flush()
+
+    def _write_cut(self, data: bytes) -> None:
+        """Append rows that cross the shard size, cutting between rows into new shards."""
+        pos = 0
+        while pos < len(data):
+            room = self.shard_size - self._shard_bytes
+            cut = data.rfind(b"\n", pos, pos + room) + 1
+            if cut <= pos:  # not even one row fits
+                if self._shard_rows:
+                    self._roll()
+                    continue
+                cut = data.index(b"\n", pos) + 1  # an empty shard takes one row of any size
+            piece = data[pos:cut]
+            self._buf.append(piece)
+            self._buf_bytes += len(piece)
+            self._count(len(piece), piece.count(b"\n"))
+            pos = cut
+            if pos < len(data):
+                self._roll()
+        self._flush()
 
     def _flush(self) -> None:
         if self._buf:
-            chunk = b"".join(self._buf)
-            self._sha.update(chunk)
-            self._fh.write(chunk)
+            data = b"".join(self._buf)
+            view = memoryview(data)
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, view[written:])
             self._buf.clear()
             self._buf_bytes = 0
 
     def _finish_shard(self) -> None:
-        if self._fh is None:
+        if self._fd < 0:
             return
         self._flush()
-        self._fh.close()
-        self.shards[-1].update(
-            rows=self._shard_rows, bytes=self._shard_bytes, sha256=self._sha.hexdigest()
-        )
-        self._fh = None
+        os.close(self._fd)
+        self._fd = -1
+        self.shards[-1].update(rows=self._shard_rows, bytes=self._shard_bytes)
+        self.digests.append(self.on_shard(str(self.root / self.shards[-1]["path"])))
 
     def _roll(self) -> None:
         self._finish_shard()
         rel = f"{self.name}/shard_{len(self.shards):06d}.jsonl"
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "wb")  # noqa: SIM115 - closed in _finish_shard
-        self._sha = hashlib.sha256()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._shard_bytes = 0
         self._shard_rows = 0
         self.shards.append({"path": rel})
 
     def close(self) -> dict:
-        """Finish the last shard; the split's manifest entry."""
+        """Finish the last shard and wait for every shard's sha256; the split's manifest entry."""
         self._finish_shard()
+        for shard, digest in zip(self.shards, self.digests, strict=True):
+            shard["sha256"] = digest()
         return {
             "rows": self.rows,
             "bytes": sum(s["bytes"] for s in self.shards),
@@ -160,6 +202,6 @@ class SplitWriter:
         }
 
     def abort(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
