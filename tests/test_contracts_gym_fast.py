@@ -170,6 +170,11 @@ def test_the_common_row_shape_takes_the_fast_path(options):
         (b'{"responses_create_params": {"input": "hi"}, "agent_ref": {"name": "\xff"}}', "utf8"),
         (
             b'{"responses_create_params": {"input": "hi"}, "agent_ref": {"name": "a"}, '
+            b'"expected_answer": "\xed\xa0\x80"}',
+            "not UTF-8 in a field the pre-filter skips",
+        ),
+        (
+            b'{"responses_create_params": {"input": "hi"}, "agent_ref": {"name": "a"}, '
             b'"responses_create_params": {"input": ""}}',
             "duplicate key, the last one is blank",
         ),

@@ -114,6 +114,12 @@ def gym_accept(
     failure = (msgspec.DecodeError, ValueError)  # ValueError: bytes that are not UTF-8
 
     def accept(line: bytes) -> bool:
+        # msgspec skips the fields it does not check without reading their UTF-8
+        if not line.isascii():
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
         try:
             row = decode(line)
         except failure:
