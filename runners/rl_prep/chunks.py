@@ -195,24 +195,38 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     payload = read_chunk(chunk)
     size = len(payload)
     accept, place, result, find = rows.accept, rows.place, rows.result, payload.find
+    decide, train = rows.decide, rows.out[TRAIN]
+    # `place` does it all; the loop does the common case itself: a `{...}` line the
+    # pre-filter accepts that goes to train once and is not the chunk's val candidate.
+    best = -1 if rows.job.hold_val_candidate else 1 << 64  # u of the held-back candidate
     base = chunk.offset
-    line = pos = 0
+    line = pos = plain_train = 0
     while pos < size:
         line += 1
         start = pos
         end = find(b"\n", pos)
         pos = end + 1 if end >= 0 else size
         piece = payload[start:end] if end >= 0 else payload[start:]
-        # The common line, `{...}` and its newline, is its own output: a range of the file.
         if (
-            end > start
+            accept is not None
+            and end > start
             and payload[start] == _OPEN
             and payload[end - 1] == _CLOSE
-            and accept is not None
             and accept(piece)
         ):
-            result.read += 1
-            place((base + start, base + pos), piece)
+            split, u, copies = decide(piece)
+            if split is TRAIN and copies == 1 and u <= best:
+                if train.stop == base + start:
+                    train.stop = base + pos
+                    train.n += 1
+                else:
+                    train.add((base + start, base + pos))
+                plain_train += 1
+            else:
+                result.read += 1
+                place((base + start, base + pos), piece)
+                if result.candidate is not None:
+                    best = result.candidate[0]
             continue
         raw = piece.strip(JSON_SPACE)
         if not raw:
@@ -221,6 +235,8 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
         kept = (base + start, base + pos) if raw is piece and end >= 0 else raw + b"\n"
         if accept is not None and accept(raw):
             place(kept, raw)
+            if result.candidate is not None:
+                best = result.candidate[0]
             continue
         try:
             row = loads(raw)
@@ -230,7 +246,12 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
             continue
         if rows.add(row, raw, kept, chunk.path, line):
             return
+        if result.candidate is not None:
+            best = result.candidate[0]
     result.lines = line
+    result.read += plain_train
+    result.train_sources += plain_train
+    result.written[TRAIN] += plain_train
 
 
 def _columnar(rows: _Rows, chunk: Chunk) -> None:

@@ -326,15 +326,27 @@ class _Workers:
 
 
 class _Inputs:
-    """Read-only descriptors of the source files, opened once for the kernel copies."""
+    """Reads a chunk's bytes into one reused buffer (the writers queue views of it, so each
+    chunk is flushed before the next is read)."""
 
     def __init__(self) -> None:
         self.fds: dict[str, int] = {}
+        self.buf = bytearray()
 
-    def fd(self, path: str) -> int:
-        if path not in self.fds:
-            self.fds[path] = os.open(path, os.O_RDONLY)
-        return self.fds[path]
+    def read(self, chunk: Chunk) -> memoryview:
+        if chunk.path not in self.fds:
+            self.fds[chunk.path] = os.open(chunk.path, os.O_RDONLY)
+        if len(self.buf) < chunk.length:
+            self.buf = bytearray(chunk.length)
+        view = memoryview(self.buf)[: chunk.length]
+        if os.preadv(self.fds[chunk.path], [view], chunk.offset) != chunk.length:
+            raise StepsError(
+                "E-BLEND",
+                f"input file {chunk.path} became shorter while rl_prep read it",
+                path=chunk.path,
+                fix="run rl_prep again once the input files are complete",
+            )
+        return view
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -375,13 +387,16 @@ def _prepare_dataset(
             line = e["line"] + lines[chunk.path] if e["line"] is not None else None
             raise StepsError(e["code"], e["message"], path=e["path"], line=line, fix=e["fix"])
         lines[chunk.path] += res.lines
+        spans = any(type(data) is tuple for parts in res.parts.values() for data, _ in parts)
+        source = inputs.read(chunk) if spans else memoryview(b"")
+        at = chunk.offset
         for split in SPLITS:
-            writer = writers[split]
+            write = writers[split].write
             for data, rows in res.parts[split]:
                 if type(data) is tuple:
-                    writer.copy(inputs.fd(chunk.path), data[0], data[1], rows)
+                    write(source[data[0] - at : data[1] - at], rows)
                 else:
-                    writer.write(data, rows)
+                    write(data, rows)
         written.update(res.written)
         skipped.update(res.skipped)
         read += res.read
@@ -395,6 +410,8 @@ def _prepare_dataset(
                 for _ in range(copies):
                     writers[TRAIN].write(data)
                 written[TRAIN] += copies
+        for writer in writers.values():
+            writer.flush()  # before `source` is overwritten by the next chunk
     if [f.identity() for f in plan.files] != identities:
         raise StepsError(
             "E-BLEND",

@@ -1,14 +1,13 @@
 """Split writers: rows go to `split/shard_NNNNNN.jsonl`, a new shard once the size is reached.
 
-Rows are never cut across shards. Rows kept as they are arrive as byte ranges of the source
-file and are copied by the kernel (`copy_file_range`), never through Python; re-serialized rows
-arrive as bytes. A finished shard is handed to `on_shard` (rl_prep hashes it in a worker while
-the next one is written), so the manifest needs no extra pass at the end.
+Rows are never cut across shards. Rows arrive as views of the chunk being written (or as
+bytes) and are only queued; `flush` hands the queue to one `writev` per shard, so a chunk's
+rows reach the file without being joined in Python. A finished shard is handed to `on_shard`
+(rl_prep hashes it in a worker while the next one is written).
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -34,10 +33,8 @@ _UNITS = {
     "g": 10**9,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-FLUSH_BYTES = 1 << 20
 HASH_BLOCK = 1 << 20
-# copy_file_range refuses some pairs (old kernels across filesystems, some network mounts)
-_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP}
+IOV_MAX = 1024  # buffers per writev (the POSIX minimum of IOV_MAX is 16, Linux has 1024)
 
 
 def parse_size(value: Any, key: str = "shard_size") -> int:
@@ -68,29 +65,6 @@ def file_sha256(path: str) -> str:
     return sha.hexdigest()
 
 
-def copy_range(src: int, dst: int, offset: int, count: int) -> None:
-    """Append `count` bytes of file `src` from `offset` to `dst`, in the kernel when it can."""
-    end = offset + count
-    if hasattr(os, "copy_file_range"):
-        try:
-            while offset < end:
-                done = os.copy_file_range(src, dst, end - offset, offset)
-                if done == 0:
-                    break
-                offset += done
-        except OSError as exc:
-            if exc.errno not in _NO_KERNEL_COPY:
-                raise
-    while offset < end:
-        data = os.pread(src, min(end - offset, HASH_BLOCK), offset)
-        if not data:
-            raise OSError(errno.EIO, f"input ended {end - offset} bytes early while copying")
-        os.write(dst, data)
-        offset += len(data)
-    if offset != end:
-        raise OSError(errno.EIO, "input ended early while copying (was it truncated?)")
-
-
 ShardDone = Callable[[str], Callable[[], str]]  # shard path -> a call returning its sha256
 
 
@@ -106,35 +80,20 @@ class SplitWriter:
         self.digests: list[Callable[[], str]] = []
         self.rows = 0
         self._fd = -1
-        self._buf: list[bytes] = []
-        self._buf_bytes = 0
+        self._queue: list[bytes | memoryview] = []
         self._shard_bytes = 0
         self._shard_rows = 0
 
-    def write(self, data: bytes, rows: int = 1) -> None:
-        """Append `rows` whole rows given as bytes (each ending in a newline)."""
-        if self._fits(len(data)):
-            self._buf.append(data)
-            self._buf_bytes += len(data)
-            self._count(len(data), rows)
-            if self._buf_bytes >= FLUSH_BYTES:
-                self._flush()
-            return
-        self._write_cut(data)
-
-    def copy(self, src: int, start: int, stop: int, rows: int) -> None:
-        """Append `rows` whole rows that are bytes [start, stop) of the open file `src`."""
-        if not self._fits(stop - start):
-            self._write_cut(os.pread(src, stop - start, start))
-            return
-        self._flush()
-        copy_range(src, self._fd, start, stop - start)
-        self._count(stop - start, rows)
-
-    def _fits(self, size: int) -> bool:
+    def write(self, data: bytes | memoryview, rows: int = 1) -> None:
+        """Queue `rows` whole rows (each ending in a newline); `data` must stay unchanged until
+        the next `flush`."""
         if self._fd < 0:
             self._roll()
-        return self._shard_bytes + size <= self.shard_size
+        if self._shard_bytes + len(data) <= self.shard_size:
+            self._queue.append(data)
+            self._count(len(data), rows)
+        else:
+            self._write_cut(bytes(data))
 
     def _count(self, size: int, rows: int) -> None:
         self._shard_bytes += size
@@ -142,7 +101,7 @@ class SplitWriter:
         self.rows += rows
 
     def _write_cut(self, data: bytes) -> None:
-        """Append rows that cross the shard size, cutting between rows into new shards."""
+        """Queue rows that cross the shard size, cutting between rows into new shards."""
         pos = 0
         while pos < len(data):
             room = self.shard_size - self._shard_bytes
@@ -153,28 +112,28 @@ class SplitWriter:
                     continue
                 cut = data.index(b"\n", pos) + 1  # an empty shard takes one row of any size
             piece = data[pos:cut]
-            self._buf.append(piece)
-            self._buf_bytes += len(piece)
+            self._queue.append(piece)
             self._count(len(piece), piece.count(b"\n"))
             pos = cut
             if pos < len(data):
                 self._roll()
-        self._flush()
 
-    def _flush(self) -> None:
-        if self._buf:
-            data = b"".join(self._buf)
-            view = memoryview(data)
-            written = 0
-            while written < len(data):
-                written += os.write(self._fd, view[written:])
-            self._buf.clear()
-            self._buf_bytes = 0
+    def flush(self) -> None:
+        """Write what is queued."""
+        queue = self._queue
+        for i in range(0, len(queue), IOV_MAX):
+            batch = queue[i : i + IOV_MAX]
+            done = os.writev(self._fd, batch)
+            if done < sum(map(len, batch)):  # a short write (rare): finish it plainly
+                rest = memoryview(b"".join(batch))[done:]
+                while len(rest):
+                    rest = rest[os.write(self._fd, rest) :]
+        queue.clear()
 
     def _finish_shard(self) -> None:
         if self._fd < 0:
             return
-        self._flush()
+        self.flush()
         os.close(self._fd)
         self._fd = -1
         self.shards[-1].update(rows=self._shard_rows, bytes=self._shard_bytes)
