@@ -472,3 +472,83 @@ def test_a_bad_row_deep_in_a_file_is_reported_at_its_line_in_that_file(
     f = err.value.finding
     assert (f.code, f.path, f.line) == ("E-GYM-ROW", str(tmp_path / "a.jsonl"), 49)
     assert not (tmp_path / "out").exists()
+
+
+def test_each_source_line_is_written_once_and_held_out_splits_keep_file_order(tmp_path: Path):
+    # ~2 MB of short rows split 50/25/25: thousands of runs per split in a chunk, more than
+    # one writev takes at once. Train is in file order too, but for the rows held back as the
+    # dataset's val candidate (see prepare.py), which are written after their chunk.
+    lines = [json.dumps({**gym_row(i), "agent_ref": {"name": "a"}}) for i in range(12000)]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
+    out = tmp_path / "out"
+    summary = prep(blend, out, train_ratio=0.5, val_ratio=0.25, workers=2)
+    manifest = json.loads((out / "manifest.json").read_text())
+    position = {line: n for n, line in enumerate(lines)}
+    seen: list[str] = []
+    for split in ("train", "val", "test"):
+        got = [
+            line
+            for shard in manifest["splits"][split]["shards"]
+            for line in (out / shard["path"]).read_text().splitlines()
+        ]
+        assert len(got) == summary["rows"][split] > 2000
+        order = [position[line] for line in got]
+        if split != "train":
+            assert order == sorted(order)
+        seen += got
+    assert sorted(seen) == sorted(lines)
+
+
+def test_a_line_that_is_not_utf8_is_reported_at_its_line(tmp_path: Path):
+    good = [json.dumps(gym_row(i)).encode() for i in range(5)]
+    bad = json.dumps(gym_row(5)).encode().replace(b'"10"', b'"1\xff0"')
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join([*good, bad]) + b"\n")
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
+    with pytest.raises(StepsError) as err:
+        prep(blend, tmp_path / "out")
+    f = err.value.finding
+    assert (f.code, f.line) == ("E-JSONL", 6)
+    assert "UTF-8" in f.message
+
+
+def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(tmp_path: Path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # rows without agent_ref take the slow, re-serializing path: the run lasts long enough
+    rows = [
+        {k: v for k, v in gym_row(i, pad="x" * 500).items() if k != "agent_ref"}
+        for i in range(40000)
+    ]
+    write_jsonl(tmp_path / "a.jsonl", rows)
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl", "agent_ref": "math_agent"}])
+    out = tmp_path / "out"
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [
+        sys.executable,
+        "-m",
+        "steps",
+        "run",
+        "data_prep/rl_prep",
+        f"blend_path={blend}",
+        f"output_dir={out}",
+        "shard_size=1MB",
+    ]
+    proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".out.partial-*/train/shard_000001.jsonl")):
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()  # the half-written work is hidden, and nothing claims it is done
+
+    done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob(".out.*"))  # the killed run's work folder is gone
+    ids = [r["id"] for s in ("train", "val", "test") for r in read_split(out, s)]
+    assert sorted(ids) == list(range(40000))
