@@ -223,6 +223,18 @@ def test_non_json_line_is_reported_with_file_and_line(tmp_path: Path):
     assert (f.code, f.path, f.line) == ("E-JSONL", str(tmp_path / "a.jsonl"), 3)
 
 
+def test_a_line_that_is_not_utf8_is_reported_at_its_line(tmp_path: Path):
+    good = [json.dumps(gym_row(i)).encode() for i in range(5)]
+    bad = json.dumps(gym_row(5)).encode().replace(b'"10"', b'"1\xff0"')
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join([*good, bad]) + b"\n")
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
+    with pytest.raises(StepsError) as err:
+        prep(blend, tmp_path / "out")
+    f = err.value.finding
+    assert (f.code, f.line) == ("E-JSONL", 6)
+    assert "UTF-8" in f.message
+
+
 def test_invalid_yaml_blend_names_its_line(tmp_path: Path):
     bad = tmp_path / "blend.yaml"
     bad.write_text("datasets:\n  - name: a\n    path: [unclosed\n")
