@@ -144,9 +144,14 @@ def _read_manifest(path: Path) -> tuple[Path, dict] | None:
     return cand, data
 
 
-def _split_shards(manifest: Path, data: dict, split: str, port: str) -> list[Path]:
+def _split_shards(manifest: Path, data: dict, split: str, port: str) -> list[tuple[Path, Any]]:
+    """Each shard of `split`: its path and the row count the manifest records."""
     shards = ((data["splits"].get(split) or {}).get("shards")) or []
-    paths = [manifest.parent / s["path"] for s in shards if isinstance(s, dict) and "path" in s]
+    paths = [
+        (manifest.parent / s["path"], s.get("rows"))
+        for s in shards
+        if isinstance(s, dict) and "path" in s
+    ]
     if not paths:
         raise StepsError(
             "E-INPUT-MANIFEST",
@@ -308,9 +313,13 @@ def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:
 def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> None:
     mpath, data = found
     split = SPLIT_OF_PORT.get(name, name)
-    shards = _split_shards(mpath, data, split, name)
-    for s in shards:
-        binding.inputs.append(BoundArtifact(port.name, port.type, t.key, str(s)))
+    listed = _split_shards(mpath, data, split, name)
+    shards = [path for path, _ in listed]
+    for path, rows in listed:
+        expected = rows if isinstance(rows, int) and not isinstance(rows, bool) else None
+        binding.inputs.append(
+            BoundArtifact(port.name, port.type, t.key, str(path), expected_rows=expected)
+        )
     fill = agent_ref if agent_ref is not None and any(_needs_agent_ref(s) for s in shards) else None
     entry_key, _, leaf = t.key.rpartition(".")
     entry = t.parent

@@ -402,11 +402,6 @@ def test_shard_edited_after_rl_prep_is_reported_at_its_line(tmp_path: Path, prep
     assert (f["path"], f["line"]) == (str(shard), 2) and "invalid JSON" in f["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bind fans the manifest out to bare shard paths, so the rule never sees the row "
-    "counts the manifest records (validate on the manifest does check them)",
-)
 def test_shard_whose_row_count_changed_after_rl_prep_is_reported(tmp_path: Path, prepared) -> None:
     shard = _shards(prepared, "train")[-1]
     with shard.open("a", encoding="utf-8") as fh:

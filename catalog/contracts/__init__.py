@@ -118,6 +118,7 @@ def validate_artifact(
     allow_hub_id: bool = False,
     graph: Any = None,
     workers: int | None = None,
+    expected_rows: int | None = None,
 ):
     """Validate one artifact by its type's contract; a `ValidationReport`, never a traceback."""
     from catalog.contracts.validation import validate_artifact as run
@@ -131,4 +132,5 @@ def validate_artifact(
         allow_hub_id=allow_hub_id,
         graph=graph,
         workers=workers,
+        expected_rows=expected_rows,
     )

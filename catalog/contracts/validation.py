@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +174,10 @@ def validate_artifact(
     allow_hub_id: bool = False,
     graph: Any = None,
     workers: int | None = None,
+    expected_rows: int | None = None,
 ) -> ValidationReport:
-    """Validate the artifact at `path` as `type_name` (a types.toml type)."""
+    """Validate the artifact at `path` as `type_name` (a types.toml type); `expected_rows` is
+    the row count an rl_prep manifest records for a single shard file."""
     contract = resolve_contract(type_name, graph)
     path = Path(path)
     report = ValidationReport(type_name, contract, str(path))
@@ -183,6 +185,8 @@ def validate_artifact(
     if contract in ROW_CONTRACTS:
         get_row_contract(contract, **options)  # bad options fail here, before any work
         sources, found = resolve_sources(path)
+        if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
+            sources = [replace(sources[0], expected_rows=expected_rows)]
         scan = scan_jsonl(
             sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
         )

@@ -35,6 +35,7 @@ class BoundArtifact:
     config_key: str
     value: str
     is_path: bool = True
+    expected_rows: int | None = None  # what the rl_prep manifest it came from records
 
 
 @dataclass

@@ -53,6 +53,7 @@ def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
             max_errors=MAX_ERRORS_PER_INPUT,
             allow_hub_id=True,
             graph=graph,
+            expected_rows=art.expected_rows,
         )
         yield from report.findings
         shown = sum(1 for f in report.findings if f.is_error)
