@@ -354,6 +354,14 @@ class _Inputs:
         self.fds.clear()
 
 
+def _write_train(writer: SplitWriter, candidate: tuple[int, bytes, int]) -> int:
+    """Write a val candidate that stays in train, as many times as its weight says."""
+    _, data, copies = candidate
+    for _ in range(copies):
+        writer.write(data)
+    return copies
+
+
 def _prepare_dataset(
     plan: PlannedDataset,
     opts: Options,
@@ -401,15 +409,13 @@ def _prepare_dataset(
         skipped.update(res.skipped)
         read += res.read
         train_sources += res.train_sources
-        progress.add(chunk.length or res.read)
+        # columnar chunks have no byte length: count the bytes they produce
+        progress.add(chunk.length or sum(len(d) for p in res.parts.values() for d, _ in p))
         if res.candidate is not None:
             if held is None or res.candidate[0] > held[0]:
                 held, res.candidate = res.candidate, held
             if res.candidate is not None:
-                _, data, copies = res.candidate
-                for _ in range(copies):
-                    writers[TRAIN].write(data)
-                written[TRAIN] += copies
+                written[TRAIN] += _write_train(writers[TRAIN], res.candidate)
         for writer in writers.values():
             writer.flush()  # before `source` is overwritten by the next chunk
     if [f.identity() for f in plan.files] != identities:
@@ -419,14 +425,11 @@ def _prepare_dataset(
             fix="run rl_prep again once the input files are complete",
         )
     if held is not None:
-        _, data, copies = held
         if written[VAL] == 0 and train_sources > 1:
-            writers[VAL].write(data)
+            writers[VAL].write(held[1])
             written[VAL] += 1
         else:
-            for _ in range(copies):
-                writers[TRAIN].write(data)
-            written[TRAIN] += copies
+            written[TRAIN] += _write_train(writers[TRAIN], held)
     return {
         TRAIN: written[TRAIN],
         VAL: written[VAL],
