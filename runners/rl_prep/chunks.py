@@ -207,13 +207,13 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
         end = find(b"\n", pos)
         pos = end + 1 if end >= 0 else size
         piece = payload[start:end] if end >= 0 else payload[start:]
-        if (
+        tried = (
             accept is not None
             and end > start
             and payload[start] == _OPEN
             and payload[end - 1] == _CLOSE
-            and accept(piece)
-        ):
+        )
+        if tried and accept(piece):  # type: ignore[misc]
             split, u, copies = decide(piece)
             if split is TRAIN and copies == 1 and u <= best:
                 if train.stop == base + start:
@@ -228,12 +228,12 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
                 if result.candidate is not None:
                     best = result.candidate[0]
             continue
-        raw = piece.strip(JSON_SPACE)
+        raw = piece if tried else piece.strip(JSON_SPACE)
         if not raw:
             continue
         result.read += 1
         kept = (base + start, base + pos) if raw is piece and end >= 0 else raw + b"\n"
-        if accept is not None and accept(raw):
+        if not tried and accept is not None and accept(raw):
             place(kept, raw)
             if result.candidate is not None:
                 best = result.candidate[0]
