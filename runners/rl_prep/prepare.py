@@ -330,16 +330,21 @@ class _Inputs:
     chunk is flushed before the next is read)."""
 
     def __init__(self) -> None:
-        self.fds: dict[str, int] = {}
+        self.files: dict[str, Any] = {}
         self.buf = bytearray()
 
     def read(self, chunk: Chunk) -> memoryview:
-        if chunk.path not in self.fds:
-            self.fds[chunk.path] = os.open(chunk.path, os.O_RDONLY)
+        fh = self.files.get(chunk.path)
+        if fh is None:
+            fh = self.files[chunk.path] = open(chunk.path, "rb", buffering=0)  # noqa: SIM115
         if len(self.buf) < chunk.length:
             self.buf = bytearray(chunk.length)
         view = memoryview(self.buf)[: chunk.length]
-        if os.preadv(self.fds[chunk.path], [view], chunk.offset) != chunk.length:
+        fh.seek(chunk.offset)
+        got = 0
+        while got < chunk.length and (n := fh.readinto(view[got:])):
+            got += n
+        if got != chunk.length:
             raise StepsError(
                 "E-BLEND",
                 f"input file {chunk.path} became shorter while rl_prep read it",
@@ -349,9 +354,9 @@ class _Inputs:
         return view
 
     def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
+        for fh in self.files.values():
+            fh.close()
+        self.files.clear()
 
 
 def _write_train(writer: SplitWriter, candidate: tuple[int, bytes, int]) -> int:
