@@ -5,7 +5,7 @@ The main process cuts files into chunks of whole lines, hands them to `process_c
 worker processes or in-process) and writes the results in the same order, so the output is the
 same whatever the number of workers. A worker reads its chunk's bytes itself, and a row it
 keeps as it is comes back as a byte range of the source file, not as bytes: the main process
-has the kernel copy those ranges into the shards, so row data never crosses a process
+reads the chunk once more and writes those ranges, so row data never crosses a process
 boundary. Everything here is picklable: jobs and chunks go to workers, results back.
 """
 
