@@ -14,17 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from runners.digest import file_sha256
+
 SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
 LARGE_DIR = 64 << 20  # W&B: folders above this are logged as file:// references
 MANIFEST = "manifest.json"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fingerprint(value: str, hub: bool = False) -> dict:
@@ -39,11 +33,11 @@ def fingerprint(value: str, hub: bool = False) -> dict:
     if path.is_file():
         fp: dict[str, Any] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
         if st.st_size <= SMALL_FILE:
-            fp["sha256"] = _sha256(path)
+            fp["sha256"] = file_sha256(path)
         return fp
     manifest = path / MANIFEST
     if manifest.is_file():
-        return {"manifest_sha256": _sha256(manifest), "size": manifest.stat().st_size}
+        return {"manifest_sha256": file_sha256(manifest), "size": manifest.stat().st_size}
     h = hashlib.sha256()
     files = total = 0
     for dirpath, dirnames, filenames in os.walk(path):

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
+from runners.digest import file_sha256
 from runners.rl_prep.blend import Blend, DatasetSpec, load_blend
 from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.rowcheck import row_check
-from runners.rl_prep.shards import SplitWriter, file_sha256, parse_size
+from runners.rl_prep.shards import SplitWriter, parse_size
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks, resolve_files
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
 from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM

@@ -8,7 +8,6 @@ rows reach the file without being joined in Python. A finished shard is handed t
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -33,7 +32,6 @@ _UNITS = {
     "g": 10**9,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-HASH_BLOCK = 1 << 20
 IOV_MAX = 1024  # buffers per writev (the POSIX minimum of IOV_MAX is 16, Linux has 1024)
 
 
@@ -52,17 +50,6 @@ def parse_size(value: Any, key: str = "shard_size") -> int:
         key=key,
         fix=f"set {key}=256MB (units: B, KB, MB, GB, KiB, MiB, GiB)",
     )
-
-
-def file_sha256(path: str) -> str:
-    """The sha256 of a file, read in fixed blocks (flat memory)."""
-    sha = hashlib.sha256()
-    block = bytearray(HASH_BLOCK)
-    view = memoryview(block)
-    with open(path, "rb", buffering=0) as fh:
-        while n := fh.readinto(block):
-            sha.update(view[:n])
-    return sha.hexdigest()
 
 
 ShardDone = Callable[[str], Callable[[], str]]  # shard path -> a call returning its sha256
