@@ -1,77 +1,36 @@
-"""`run`: resolve a step, compile its config, bind artifacts, preflight, write the run dir, launch.
+"""`run`: resolve a step, compile its config, bind artifacts, preflight, then hand it over.
 
-`plan_run` does everything but launch and is what tests and `--dry-run` use; `launch` execs into
-NeMo-RL (or Megatron-Bridge) or runs rl_prep in-process. `main(step_dir, argv)` is what each
-step folder's `step.py` calls.
+`plan_run` decides everything and writes nothing; `write_run_dir_for` writes the run dir that
+would be handed over (a dry run only with --keep); `launch_local` execs into NeMo-RL (or
+Megatron-Bridge) or runs rl_prep in-process; a cluster launch goes through `runners.launch`
+(`submit`). The CLI (`steps/cli/run_cmd.py`) parses arguments and renders; nothing here prints
+except the in-process rl_prep run.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import Finding, StepsError, has_errors
-
-NO_TRACEBACK_HINT = "run `python -m steps list` to see the steps"
+from catalog.errors import WARNING, Finding, StepsError, has_errors
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The options `run` and every `step.py` share (the step id is added by the caller)."""
-    parser.add_argument(
-        "-c",
-        "--config",
-        metavar="NAME|PATH",
-        help="config name in the step's config/ folder, or a YAML path "
-        "(default: [run].default_config)",
-    )
-    parser.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="bind an artifact port (consumes or produces) to a path; "
-        "an rl_prep output folder or manifest.json binds train and val",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="do everything except launch; print config, findings and command",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object (dry-run)")
-    parser.add_argument(
-        "--nemo-rl", metavar="DIR", help="NeMo-RL checkout (else $NEMO_RL_HOME, else /opt/nemo-rl)"
-    )
-    parser.add_argument(
-        "--runs-dir",
-        metavar="DIR",
-        help="root of run directories (else $STEPS_RUNS_DIR, else ./runs)",
-    )
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra catalog root with step folders (repeatable)",
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="redo work whose output already exists (conversion, data prep)",
-    )
+@dataclass
+class RunRequest:
+    """What the user asked for (the CLI's parsed arguments, without argparse)."""
 
-
-def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
-    """Options may come before, between or after the overrides."""
-    parser = argparse.ArgumentParser(prog="step.py" if not with_step else "python -m steps run")
-    if with_step:
-        parser.add_argument("step")
-    add_options(parser)
-    parser.add_argument("overrides", nargs="*", help="key=v, +key=v, ++key=v, ~key")
-    return parser.parse_intermixed_args(argv)
+    step: str | None = None
+    config: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    input: list[str] = field(default_factory=list)
+    nemo_rl: str | None = None
+    runs_dir: str | None = None
+    catalog: list[str] = field(default_factory=list)
+    force: bool = False
+    dry_run: bool = False
 
 
 @dataclass
@@ -86,30 +45,41 @@ class RunPlan:
     resolved_redacted: dict
     findings: list[Finding]
     command: list[str] | None
-    cwd: Path | None
+    cwd: Path | str | None
     run_dir: Path
+    job_dir: str
+    files: dict[str, str] = field(default_factory=dict)
+    materialize: Any = None
     env: dict[str, str] = field(default_factory=dict)
     resolved: dict = field(default_factory=dict)
-    deferred: StepsError | None = None  # raised after printing (NeMo-RL not found)
+    deferred: StepsError | None = None  # raised when launching (NeMo-RL not found)
     skip: str | None = None
     secrets: dict[str, str] = field(default_factory=dict)
+    target: Any = None  # runners.launch.target.ClusterTarget for --run/--batch
+    request: Any = None  # runners.launch.LaunchRequest for a cluster launch
+    written: bool = False
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.findings)
 
     def as_json(self) -> dict:
-        return {
+        out = {
             "step": self.step_id,
-            "config": self.resolved_redacted,
+            "version": self.version,
+            "ok": self.ok,
             "findings": [f.to_dict() for f in self.findings],
             "command": self.command,
             "cwd": str(self.cwd) if self.cwd else None,
-            "run_dir": str(self.run_dir),
+            "run_dir": str(self.run_dir) if self.written else None,
+            "config": self.resolved_redacted,
         }
+        if self.target is not None:
+            out["launch"] = self.target.describe(self.request)
+        return out
 
 
-def _entry_for_dir(step_dir: Path):
+def _entry_for_dir(step_dir: Path) -> Any:
     from catalog.discovery import MANIFEST, StepEntry
     from catalog.tomlfile import load_toml
 
@@ -119,6 +89,15 @@ def _entry_for_dir(step_dir: Path):
     data = load_toml(manifest, code="E-MANIFEST-TOML")
     meta = data.get("step") if isinstance(data.get("step"), dict) else {}
     return StepEntry(str(meta.get("id") or step_dir.name), step_dir, step_dir.parent, data)
+
+
+def entry_for(req: RunRequest, step_dir: Path | None = None) -> Any:
+    """The step to run: a step folder (step.py) or an id resolved in the catalog."""
+    if step_dir is not None:
+        return _entry_for_dir(Path(step_dir).resolve())
+    from catalog.discovery import discover, resolve
+
+    return resolve(req.step or "", discover(req.catalog))
 
 
 def _config_file(entry: Any, name: str | None, default: str, cwd: Path) -> Path:
@@ -154,30 +133,9 @@ def _inputs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def plan_run(
-    args: argparse.Namespace,
-    entry: Any = None,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    argv: list[str] | None = None,
-) -> RunPlan:
-    """Resolve, compile, bind, preflight and write the run dir; launch nothing."""
-    import yaml
-
+def _manifest(entry: Any) -> Any:
     from catalog.manifest import parse_manifest
-    from runners import nemo_rl
-    from runners.bind import _resolved, bind
-    from runners.config import compile_config
-    from runners.preflight import PreflightContext, preflight
-    from runners.rundir import plan_run_dir, run_record, runs_root, scrub_config, write_run_dir
-    from runners.secrets import redact, redact_override, secret_values
 
-    cwd = cwd or Path.cwd()
-    env = dict(os.environ if env is None else env)
-    if entry is None:
-        from catalog.discovery import discover, resolve
-
-        entry = resolve(args.step, discover(args.catalog))
     if entry.load_error is not None:
         f = entry.load_error
         raise StepsError(f.code, f.message, path=f.path, line=f.line, fix=f.fix, exit_code=2)
@@ -188,31 +146,59 @@ def plan_run(
             f" (and {len(problems) - 1} more; run `python -m steps check`)" if problems[1:] else ""
         )
         raise StepsError(f.code, f.message + more, path=f.path, line=f.line, fix=f.fix, exit_code=2)
+    return manifest
+
+
+def plan_run(
+    req: Any,
+    entry: Any = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+    target: Any = None,
+) -> RunPlan:
+    """Resolve, compile, bind and preflight; write nothing, launch nothing."""
+    import yaml
+
+    from runners import nemo_rl
+    from runners.bind import _resolved, bind
+    from runners.config import compile_config
+    from runners.preflight import PreflightContext, preflight
+    from runners.rundir import plan_run_dir, run_record, runs_root, scrub_config
+    from runners.secrets import redact, redact_override, secret_values
+
+    cwd = cwd or Path.cwd()
+    env = dict(os.environ if env is None else env)
+    entry = entry if entry is not None else entry_for(req)
+    manifest = _manifest(entry)
     runner = manifest.run.runner
-    config_file = _config_file(entry, args.config, manifest.run.default_config, cwd)
-    compiled = compile_config(config_file, list(args.overrides))
+    config_file = _config_file(entry, req.config, manifest.run.default_config, cwd)
+    compiled = compile_config(config_file, list(req.overrides))
 
     checkout = script = None
     if runner == "nemo_rl":
         gym = _resolved(compiled.config, "env.should_use_nemo_gym") is True
         script = nemo_rl.choose_script(manifest.run, {"env": {"should_use_nemo_gym": gym}})
-        checkout = nemo_rl.locate(script, args.nemo_rl, env)
-    run_dir = plan_run_dir(runs_root(args.runs_dir, env, cwd), entry.id, compiled.to_yaml())
+        local_hint = target.local_checkout() if target is not None else None
+        checkout = nemo_rl.locate(script, req.nemo_rl or local_hint, env)
+    run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id, compiled.to_yaml())
+    job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     graph = None
     try:
         from catalog.types import load_catalog_types
 
-        graph = load_catalog_types(args.catalog)
+        graph = load_catalog_types(req.catalog)
     except StepsError:
         graph = None  # `check` reports a broken types file; binding falls back to exact names
+    remote_checkout = target.nemo_rl_dir() if target is not None else None
     binding = bind(
         compiled,
         manifest,
         config_file=config_file,
         cwd=cwd,
-        inputs=_inputs(args.input),
-        run_dir=run_dir,
-        output_base=checkout or cwd,
+        inputs=_inputs(req.input),
+        run_dir=Path(job_dir),
+        output_base=remote_checkout or checkout or cwd,
         graph=graph,
     )
     resolved = compiled.resolved()
@@ -221,6 +207,9 @@ def plan_run(
         from catalog.upstream import GYM_SUBDIR
 
         gym_root = checkout / GYM_SUBDIR if (checkout / GYM_SUBDIR).is_dir() else None
+    remote = None
+    if target is not None:
+        remote = target.probe(resolved, binding, script, job_dir)
     ctx = PreflightContext(
         step_id=entry.id,
         manifest=manifest,
@@ -230,28 +219,38 @@ def plan_run(
         outputs=binding.outputs,
         nemo_rl_dir=checkout,
         gym_root=gym_root,
-        run_dir=run_dir,
+        run_dir=Path(job_dir),
         compiled=compiled,
+        remote=remote,
     )
     findings = preflight(ctx)
 
     command, command_cwd, deferred, skip = None, None, None, None
-    config_path = run_dir / "config.yaml"
-    if runner == "nemo_rl":
+    config_path = f"{job_dir}/config.yaml"
+    if target is not None:
+        command, command_cwd = target.command(runner, entry.id, script, config_path, resolved)
+    elif runner == "nemo_rl":
         if checkout is None:
-            deferred = nemo_rl.not_found(script, args.nemo_rl, env)
-        else:
-            command, command_cwd = (
-                nemo_rl.build_command(checkout, script, config_path, env),
-                checkout,
+            deferred = nemo_rl.not_found(script, req.nemo_rl, env)
+            findings.append(
+                Finding(
+                    "W-NEMO-RL-NOT-FOUND",
+                    deferred.finding.message + " (checked everything else; launching needs it)",
+                    fix=deferred.finding.fix,
+                    severity=WARNING,
+                )
             )
+        else:
+            command = nemo_rl.build_command(checkout, script, Path(config_path), env)
+            command_cwd = checkout
     elif runner == "megatron_to_hf":
         from runners import convert
 
-        command, command_cwd, more, skip = convert.plan(resolved, args.force)
-        findings = sorted([*findings, *more], key=lambda f: (not f.is_error,))
+        command, command_cwd, more, skip = convert.plan(resolved, req.force)
+        findings = [*findings, *more]
     else:
         command_cwd = cwd
+    findings = sorted(findings, key=lambda f: (not f.is_error,))
 
     values = secret_values(env)
     extra_env = scrub_config(compiled.config, values)
@@ -268,18 +267,17 @@ def plan_run(
         findings=findings,
         command=command,
         command_cwd=command_cwd,
-        nemo_rl_dir=checkout,
+        nemo_rl_dir=remote_checkout or checkout,
         values=values,
+        launch=target.record() if target is not None else None,
     )
     files = {
         "config.yaml": compiled.to_yaml(),
         "resolved.yaml": yaml.safe_dump(redacted, sort_keys=False, allow_unicode=True),
         "run.json": record,
     }
-    materialize = binding.materialize if not has_errors(findings) else None
-    write_run_dir(run_dir, files, materialize)
     run_env = nemo_rl.exec_env(checkout, env, extra_env) if checkout else {**env, **extra_env}
-    return RunPlan(
+    plan = RunPlan(
         step_id=entry.id,
         version=manifest.step.version,
         runner=runner,
@@ -290,92 +288,46 @@ def plan_run(
         command=command,
         cwd=command_cwd,
         run_dir=run_dir,
+        job_dir=job_dir,
+        files=files,
+        materialize=binding.materialize,
         env=run_env,
         resolved=resolved,
         deferred=deferred,
         skip=skip,
         secrets=values,
+        target=target,
     )
+    if target is not None:
+        plan.request = target.request(plan, extra_env)
+    return plan
 
 
-def _print_plan(plan: RunPlan, as_json: bool, dry_run: bool) -> None:
-    import json
-    import shlex
+def write_run_dir_for(plan: RunPlan) -> Path:
+    """Write the run dir whole (derived data only when preflight is clean)."""
+    from runners.rundir import write_run_dir
 
-    import yaml
-
-    from runners.secrets import redact_text
-
-    if as_json:
-        text = json.dumps(plan.as_json(), indent=2, default=str)
-        print(redact_text(text, plan.secrets))
-        return
-    out = sys.stdout if dry_run else sys.stderr
-    lines = [f"step: {plan.step_id} {plan.version}", f"config: {plan.config_file}"]
-    if dry_run:
-        body = yaml.safe_dump(plan.resolved_redacted, sort_keys=False, allow_unicode=True)
-        lines += ["--- resolved config (secrets redacted) ---", body.rstrip()]
-    lines.append("--- findings ---")
-    lines += [f.render() for f in plan.findings] or ["none"]
-    lines.append("--- command ---")
-    if plan.skip:
-        lines.append(plan.skip)
-    elif plan.command:
-        lines += [f"cwd: {plan.cwd}", f"argv: {shlex.join(plan.command)}"]
-    elif plan.runner == "rl_prep":
-        lines.append(f"in-process: runners.rl_prep.run_step (cwd {plan.cwd})")
-    else:
-        lines.append("none (see the error below)")
-    lines.append(f"run dir: {plan.run_dir}")
-    print(redact_text("\n".join(lines), plan.secrets), file=out)
+    materialize = plan.materialize if plan.ok else None
+    write_run_dir(plan.run_dir, plan.files, materialize)
+    plan.written = True
+    return plan.run_dir
 
 
-def launch(plan: RunPlan, force: bool = False) -> int:
-    """Exec (never returns) or run rl_prep in-process; preflight errors stop here with exit 1."""
+def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
+    """Exec (never returns) or run rl_prep in-process (returns its summary)."""
     if plan.deferred is not None:
         raise plan.deferred
-    if not plan.ok:
-        print(f"preflight failed: fix the errors above (run dir {plan.run_dir})", file=sys.stderr)
-        return 1
     if plan.skip:
-        return 0
+        return None
     if plan.runner == "rl_prep":
-        import json
-
         from runners.rl_prep import run_step
 
-        summary = run_step(plan.resolved, config_dir=plan.config_file.parent, force=force)
-        print(json.dumps(summary, indent=2, default=str))
-        return 0
+        return run_step(plan.resolved, config_dir=plan.config_file.parent, force=force)
     from runners.nemo_rl import exec_command
 
     if plan.runner == "megatron_to_hf":
         from runners.convert import require_bridge
 
         require_bridge(plan.findings)
-    exec_command(plan.command, plan.cwd, plan.env)
-    return 0  # pragma: no cover - exec does not return
-
-
-def run(args: argparse.Namespace, entry: Any = None, argv: list[str] | None = None) -> int:
-    """Plan, print, and launch unless `--dry-run`; exit 0 clean, 1 preflight errors, 2 setup."""
-    plan = plan_run(args, entry=entry, argv=argv)
-    _print_plan(plan, args.json, args.dry_run)
-    if args.dry_run:
-        if plan.deferred is not None:
-            raise plan.deferred
-        return 0 if plan.ok else 1
-    return launch(plan, args.force)
-
-
-def main(step_dir: Path, argv: list[str]) -> int:
-    """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
-    try:
-        args = parse(list(argv), with_step=False)
-        return run(args, entry=_entry_for_dir(Path(step_dir).resolve()), argv=list(argv))
-    except StepsError as exc:
-        print(exc.finding.render(), file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    exec_command(plan.command, Path(plan.cwd), plan.env)
+    return None  # pragma: no cover - exec does not return

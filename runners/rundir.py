@@ -123,6 +123,7 @@ def run_record(
     command_cwd: Path | None,
     nemo_rl_dir: Path | None,
     values: Mapping[str, str],
+    launch: dict | None = None,
 ) -> str:
     """`run.json`: names of environment variables only, never their values."""
 
@@ -150,4 +151,37 @@ def run_record(
         "nemo_rl_dir": str(nemo_rl_dir) if nemo_rl_dir else None,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if launch is not None:
+        record["launch"] = launch
     return redact_text(json.dumps(record, indent=2, default=str), values) + "\n"
+
+
+RECORD = "run.json"
+
+
+def read_record(run_dir: Path) -> dict:
+    """A run dir's run.json (E-RUN-RECORD, exit 2, when absent or unreadable)."""
+    path = run_dir / RECORD
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        from catalog.errors import StepsError
+
+        raise StepsError(
+            "E-RUN-RECORD",
+            f"cannot read the run record: {exc}",
+            path=str(path),
+            fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
+            exit_code=2,
+        ) from None
+
+
+def update_record(run_dir: Path, **changes: Any) -> dict:
+    """Rewrite run.json with `changes` merged in, atomically (never half-written)."""
+    record = read_record(run_dir)
+    record.update(changes)
+    path = run_dir / RECORD
+    tmp = path.with_name(f".{RECORD}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return record

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "***"
-_WORDS = {"token", "key", "secret", "password", "passwd", "apikey", "credentials"}
+SECRET_WORDS = {"token", "key", "secret", "password", "passwd", "apikey", "credentials"}
 # Config-key words that name a data field, not a credential (`input_key`, `prompt_key`).
 _FIELD_KEYS = re.compile(
     r"(input|output|prompt|chosen|rejected|label|text|answer|question|sort|metric|type|"
@@ -31,14 +31,29 @@ def _words(name: str) -> list[str]:
 
 def is_secret_env(name: str) -> bool:
     """`HF_TOKEN`, `WANDB_API_KEY`, `DB_PASSWORD`: any word of the name is a secret word."""
-    return any(w in _WORDS for w in _words(name))
+    return any(w in SECRET_WORDS for w in _words(name))
 
 
 def is_secret_key(key: str) -> bool:
     """A config key whose last word names a credential (`api_key`, `hf_token`, `password`)."""
     leaf = str(key).rsplit(".", 1)[-1]
     words = _words(leaf)
-    return bool(words) and words[-1] in _WORDS and not _FIELD_KEYS.search(leaf)
+    return bool(words) and words[-1] in SECRET_WORDS and not _FIELD_KEYS.search(leaf)
+
+
+_TOKEN_PREFIXES = ("hf_", "ghp_", "gho_", "github_pat_", "sk-", "xoxb-", "xoxp-", "AKIA", "nvapi-")
+_OPAQUE = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
+
+
+def looks_like_secret(value: str) -> bool:
+    """A value shaped like a credential: a known token prefix, or a long opaque string
+    (a W&B key is 40 hex characters); paths, URLs and words are not."""
+    v = value.strip()
+    if len(v) < 12 or any(c in v for c in "/ :.,"):
+        return False
+    if v.startswith(_TOKEN_PREFIXES):
+        return True
+    return bool(_OPAQUE.match(v)) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
 
 
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:

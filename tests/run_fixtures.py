@@ -188,3 +188,26 @@ def only_run_dir(runs: Path, step_id: str) -> Path:
     dirs = [p for p in (runs / step_id).iterdir() if not p.name.startswith(".")]
     assert len(dirs) == 1, dirs
     return dirs[0]
+
+
+class CliResult:
+    """What an in-process `python -m steps ...` call returned and printed."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def steps_cli(monkeypatch, capsys, *argv: str, cwd: Path, env: dict[str, str]) -> CliResult:
+    """`steps.cli.main(argv)` in this process, with `env` as the whole environment and `cwd`."""
+    from steps.cli import main
+
+    monkeypatch.chdir(cwd)
+    for name in list(os.environ):
+        if name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return CliResult(code, out.out, out.err)

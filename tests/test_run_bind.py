@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 from run_fixtures import DPO_MANIFEST, PAIR, clean_env, dpo_step, fake_checkout
 
-from runners.run import parse, plan_run
+from runners.run import plan_run, write_run_dir_for
+from steps.cli.run_cmd import parse, request_of
 
 GRPO_MANIFEST = (
     DPO_MANIFEST.replace('"rl/fake_dpo"', '"rl/fake_grpo"')
@@ -37,7 +38,9 @@ def _plan(tmp_path: Path, step_id: str, *argv: str, cwd: Path | None = None):
         ],
         with_step=True,
     )
-    return plan_run(args, cwd=cwd or tmp_path, env=clean_env(tmp_path), argv=list(argv))
+    plan = plan_run(request_of(args), cwd=cwd or tmp_path, env=clean_env(tmp_path), argv=list(argv))
+    write_run_dir_for(plan)
+    return plan
 
 
 def _rl_prep_output(root: Path, splits: dict[str, int], row: dict) -> Path:

@@ -7,10 +7,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_fixtures import clean_env, dpo_step, fake_checkout, only_run_dir, steps_run
+from run_fixtures import clean_env, dpo_step, fake_checkout, only_run_dir, steps_cli, steps_run
 
 WANDB = "wandb-secret-value-123"
 HF = "hf_secret_value_456"
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """`steps run ...` in-process (the exec tests below spawn a real process instead)."""
+
+    def call(*argv: str, cwd: Path, env: dict[str, str]):
+        return steps_cli(monkeypatch, capsys, "run", *argv, cwd=cwd, env=env)
+
+    return call
 
 
 @pytest.fixture
@@ -31,12 +41,13 @@ def setup(tmp_path):
     return tmp_path, step, checkout, env, base
 
 
-def test_json_prints_one_object_with_the_documented_keys(setup):
+def test_json_prints_one_object_with_the_documented_keys(setup, cli):
     tmp_path, _step, checkout, env, base = setup
-    proc = steps_run(*base, "--dry-run", "--json", cwd=tmp_path, env=env)
+    proc = cli(*base, "--dry-run", "--keep", "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"step", "config", "findings", "command", "cwd", "run_dir"}
+    assert set(out) == {"step", "version", "ok", "config", "findings", "command", "cwd", "run_dir"}
+    assert out["ok"] is True
     assert out["step"] == "rl/fake_dpo"
     assert [f for f in out["findings"] if f.get("severity", "error") == "error"] == []
     assert out["cwd"] == str(checkout.resolve())
@@ -49,10 +60,25 @@ def test_json_prints_one_object_with_the_documented_keys(setup):
     assert out["config"]["policy"]["tokenizer"]["name"] == "Qwen/Qwen3-0.6B"
 
 
-def test_dry_run_writes_the_run_dir_and_execs_nothing(setup):
+def test_dry_run_writes_nothing_and_execs_nothing(setup, cli):
+    tmp_path, _step, _checkout, env, base = setup
+    env["FAKE_NEMO_RL_RECORD"] = str(tmp_path / "record.json")
+    cli(*base, "--dry-run", cwd=tmp_path, env=env)  # warms the catalog cache (not a run output)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    proc = cli(*base, "--dry-run", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "run dir: not written (dry run; --keep writes" in proc.stdout
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert not (tmp_path / "runs").exists()
+    assert "--- resolved config" not in proc.stdout  # only with --show-config
+
+
+def test_dry_run_keep_writes_the_run_dir_it_would_hand_over(setup, cli):
     tmp_path, step, checkout, env, base = setup
     env["FAKE_NEMO_RL_RECORD"] = str(tmp_path / "record.json")
-    proc = steps_run(*base, "--dry-run", "policy.train_global_batch_size=4", cwd=tmp_path, env=env)
+    proc = cli(
+        *base, "--dry-run", "--keep", "policy.train_global_batch_size=4", cwd=tmp_path, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "record.json").exists()
     assert "--- findings ---" in proc.stdout and "argv: " in proc.stdout
@@ -84,18 +110,21 @@ def test_dry_run_writes_the_run_dir_and_execs_nothing(setup):
     ]
 
 
-def test_secrets_never_reach_output_run_json_or_configs(setup):
+def test_secrets_never_reach_output_run_json_or_configs(setup, cli):
     tmp_path, step, _checkout, env, base = setup
     tiny = step / "config" / "tiny.yaml"
     tiny.write_text(tiny.read_text() + "logger:\n  wandb:\n    api_key: ${oc.env:WANDB_API_KEY}\n")
     env.update(WANDB_API_KEY=WANDB, HF_TOKEN=HF)
     extra = [f"++logger.hf_token={HF}", "++logger.wandb.password=literal-pass-789"]
-    for flags in (["--dry-run"], ["--dry-run", "--json"]):
-        proc = steps_run(*base, *flags, *extra, cwd=tmp_path, env=env)
+    flag_sets = (["--dry-run", "--keep", "--show-config"], ["--dry-run", "--keep", "--json"])
+    for flags in flag_sets:
+        proc = cli(*base, *flags, *extra, cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
         for secret in (WANDB, HF, "literal-pass-789"):
             assert secret not in proc.stdout + proc.stderr
-    for run_dir in (tmp_path / "runs" / "rl" / "fake_dpo").iterdir():
+    run_dirs = list((tmp_path / "runs" / "rl" / "fake_dpo").iterdir())
+    assert len(run_dirs) == len(flag_sets)
+    for run_dir in run_dirs:
         for name in ("config.yaml", "resolved.yaml", "run.json"):
             text = (run_dir / name).read_text()
             for secret in (WANDB, HF, "literal-pass-789"):
@@ -121,22 +150,22 @@ def test_a_literal_secret_reaches_nemo_rl_through_the_environment(setup):
     assert "literal-key-000" not in rec["config_text"]
 
 
-def test_unresolved_value_fails_preflight_with_file_and_line(setup):
+def test_unresolved_value_fails_preflight_with_file_and_line(setup, cli):
     tmp_path, step, _, env, base = setup
     unset = step / "config" / "unset.yaml"
     unset.write_text("defaults: tiny.yaml\nlogger:\n  run_name: ???\n")
-    proc = steps_run(*base, "-c", "unset", "--dry-run", cwd=tmp_path, env=env)
+    proc = cli(*base, "-c", "unset", "--dry-run", cwd=tmp_path, env=env)
     assert proc.returncode == 1
     assert f"{unset}:3: E-CONFIG-UNRESOLVED logger.run_name" in proc.stdout
     assert "Traceback" not in proc.stderr
 
 
-def test_relative_paths_are_read_from_the_folder_of_the_file_that_set_them(setup):
+def test_relative_paths_are_read_from_the_folder_of_the_file_that_set_them(setup, cli):
     tmp_path, step, _, env, base = setup
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "child.yaml").write_text(f"defaults: {step / 'config' / 'tiny.yaml'}\n")
-    proc = steps_run(
+    proc = cli(
         *base, "-c", str(elsewhere / "child.yaml"), "--dry-run", "--json", cwd=tmp_path, env=env
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -144,17 +173,17 @@ def test_relative_paths_are_read_from_the_folder_of_the_file_that_set_them(setup
     assert data["train"]["data_path"] == str(step / "data" / "train.jsonl")
 
 
-def test_deleted_required_section_is_reported(setup):
+def test_deleted_required_section_is_reported(setup, cli):
     tmp_path, _, _, env, base = setup
-    proc = steps_run(*base, "--dry-run", "--json", "~cluster", cwd=tmp_path, env=env)
+    proc = cli(*base, "--dry-run", "--json", "~cluster", cwd=tmp_path, env=env)
     assert proc.returncode == 1
     codes = [(f["code"], f.get("key")) for f in json.loads(proc.stdout)["findings"]]
     assert ("E-CONFIG-SECTION", "cluster") in codes
 
 
-def test_missing_input_names_the_key_and_the_path(setup):
+def test_missing_input_names_the_key_and_the_path(setup, cli):
     tmp_path, _, _, env, base = setup
-    proc = steps_run(
+    proc = cli(
         *base, "--dry-run", "--json", "--input", "train=nope/train.jsonl", cwd=tmp_path, env=env
     )
     assert proc.returncode == 1
@@ -172,15 +201,16 @@ def test_preflight_errors_stop_the_launch_with_exit_1(setup):
     assert not (tmp_path / "record.json").exists()
 
 
-def test_nemo_rl_not_found_prints_preflight_then_the_fix_exit_2(setup):
+def test_nemo_rl_not_found_is_a_warning_in_a_dry_run_and_exit_2_at_launch(setup, cli):
     tmp_path, _, _, env, base = setup
     args = [a for a in base if a not in ("--nemo-rl",)]
     args.remove(str(tmp_path / "nemo-rl"))
-    proc = steps_run(
-        *args, "--nemo-rl", str(tmp_path / "nowhere"), "--dry-run", cwd=tmp_path, env=env
-    )
+    args += ["--nemo-rl", str(tmp_path / "nowhere")]
+    proc = cli(*args, "--dry-run", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning: W-NEMO-RL-NOT-FOUND" in proc.stdout and "NEMO_RL_HOME" in proc.stdout
+    proc = cli(*args, cwd=tmp_path, env=env)
     assert proc.returncode == 2
-    assert "--- findings ---" in proc.stdout
     assert "E-NEMO-RL-NOT-FOUND" in proc.stderr and "NEMO_RL_HOME" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -203,17 +233,17 @@ def _errors(tmp_path: Path, step: Path):
     ]
 
 
-def test_bad_input_is_a_clear_error_without_traceback(setup):
+def test_bad_input_is_a_clear_error_without_traceback(setup, cli):
     tmp_path, step, _, env, base = setup
     for extra, code, needle in _errors(tmp_path, step):
-        proc = steps_run(*base, "--dry-run", *extra, cwd=tmp_path, env=env)
+        proc = cli(*base, "--dry-run", *extra, cwd=tmp_path, env=env)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert code in proc.stderr and needle in proc.stderr, (extra, proc.stderr)
         assert "Traceback" not in proc.stderr
 
 
-def test_unknown_step_suggests_the_nearest(tmp_path):
-    proc = steps_run("rl/nemo_rl/dop", "--dry-run", cwd=tmp_path, env=clean_env(tmp_path))
+def test_unknown_step_suggests_the_nearest(tmp_path, cli):
+    proc = cli("rl/nemo_rl/dop", "--dry-run", cwd=tmp_path, env=clean_env(tmp_path))
     assert proc.returncode == 2
     assert "E-STEP-UNKNOWN" in proc.stderr and "rl/nemo_rl/dpo" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -23,6 +23,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
     "runners.preflight.artifacts",
+    "runners.preflight.remote",
 ]
 
 
@@ -50,6 +51,7 @@ class PreflightContext:
     gym_root: Path | None = None
     run_dir: Path | None = None
     compiled: Any = None  # runners.config.CompiledConfig: raw values and file:line locations
+    remote: Any = None  # runners.launch.RemoteFacts when launching on a cluster profile
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.config

@@ -126,6 +126,8 @@ def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
                 key=art.config_key,
                 fix=f"pass {art.config_key}=PATH or --input {art.name}=PATH",
             )
+        elif ctx.remote is not None and art.value in ctx.remote.exists:
+            continue  # judged where the job runs: runners.preflight.remote
         elif not os.path.exists(art.value):
             yield Finding(
                 "E-INPUT-MISSING",

@@ -18,6 +18,10 @@ COMMANDS: dict[str, str] = {
     "plan": "steps.cli.plan_cmd",
     "compose": "steps.cli.compose_cmd",
     "pipeline": "steps.cli.pipeline_cmd",
+    "jobs": "steps.cli.jobs_cmd",
+    "status": "steps.cli.status_cmd",
+    "logs": "steps.cli.logs_cmd",
+    "cancel": "steps.cli.cancel_cmd",
 }
 
 

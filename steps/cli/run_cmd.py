@@ -1,47 +1,223 @@
-"""`run`: compile a step's config, bind its artifacts, preflight, write the run dir, launch."""
+"""`run`: compile a step's config, bind its artifacts, preflight, then launch it.
+
+Here (exec into NeMo-RL, rl_prep in-process), or on a cluster with `--run PROFILE` (attached:
+stream the driver log, exit with the job's code) or `--batch PROFILE` (detached) from env.toml.
+`--dry-run` checks everything, remote rules included, and writes and submits nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
 HELP = "compile, check and launch a step (NeMo-RL, data prep or conversion)"
+EPILOG = """examples:
+  python -m steps run rl/nemo_rl/dpo -c tiny --dry-run
+  python -m steps run rlvr -c nemo_gym_tiny --input train=out/rl_prep/tiny --nemo-rl ~/RL
+  python -m steps run rlvr -c default cluster.num_nodes=2 --batch my_cluster
+"""
 
 
-def add_arguments(parser) -> None:
-    from runners.run import add_options
-
-    parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
-    add_options(parser)
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options `run` and every `step.py` share (the step id is added by the caller)."""
     parser.add_argument(
-        "overrides",
-        nargs=argparse.REMAINDER,
-        help="Hydra-style overrides: key=v, +key=v, ++key=v, ~key",
+        "-c",
+        "--config",
+        metavar="NAME|PATH",
+        help="config name in the step's config/ folder, or a YAML path "
+        "(default: [run].default_config)",
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="bind an artifact port (consumes or produces) to a path; "
+        "an rl_prep output folder or manifest.json binds train and val",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check everything, write and launch nothing"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="with --dry-run: write the run dir it would hand over"
+    )
+    parser.add_argument(
+        "--show-config", action="store_true", help="also print the resolved config (redacted)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--nemo-rl", metavar="DIR", help="NeMo-RL checkout (else $NEMO_RL_HOME, else /opt/nemo-rl)"
+    )
+    parser.add_argument(
+        "--runs-dir",
+        metavar="DIR",
+        help="root of run directories (else $STEPS_RUNS_DIR, else ./runs)",
+    )
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra catalog root with step folders (repeatable)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="redo work whose output already exists"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--run", metavar="PROFILE", help="submit with env.toml PROFILE and follow until it ends"
+    )
+    where.add_argument(
+        "--batch", metavar="PROFILE", help="submit with env.toml PROFILE and return at once"
+    )
+    parser.add_argument(
+        "--env-file",
+        metavar="PATH",
+        help="env.toml with the profiles (else $STEPS_ENV_FILE, else ./env.toml or a parent's, "
+        "else ~/.config/steps/env.toml)",
     )
 
 
-def run(args) -> int:
-    from runners.run import parse
-    from runners.run import run as run_step
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
+    add_options(parser)
+    parser.add_argument(
+        "overrides", nargs=argparse.REMAINDER, help="Hydra-style overrides: key=v, +key=v, ~key"
+    )
 
-    # Options after the first override land in the remainder: parse it again, step included.
-    args = parse([args.step, *_options(args), *args.overrides], with_step=True)
-    return run_step(args, argv=None)
+
+def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
+    """Options may come before, between or after the overrides."""
+    parser = argparse.ArgumentParser(prog="python -m steps run" if with_step else "step.py")
+    if with_step:
+        parser.add_argument("step")
+    add_options(parser)
+    parser.add_argument("overrides", nargs="*", help="key=v, +key=v, ++key=v, ~key")
+    return parser.parse_intermixed_args(argv)
 
 
-def _options(args) -> list[str]:
+def request_of(args: argparse.Namespace):
+    from runners.run import RunRequest
+
+    return RunRequest(
+        step=getattr(args, "step", None),
+        config=args.config,
+        overrides=list(args.overrides),
+        input=list(args.input),
+        nemo_rl=args.nemo_rl,
+        runs_dir=args.runs_dir,
+        catalog=list(args.catalog),
+        force=args.force,
+        dry_run=args.dry_run,
+    )
+
+
+def run(
+    args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
+) -> int:
+    """Plan, print, then write + launch unless `--dry-run`; exit 0/1/2 (or the job's code)."""
+    from catalog.errors import StepsError
+
+    if step_dir is None:  # options after the first override land in the remainder: reparse
+        args = parse([args.step, *_tokens(args), *args.overrides], with_step=True)
+        argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
+    try:
+        return _run(args, step_dir, argv)
+    except StepsError as exc:
+        if not args.json:
+            raise
+        from steps.cli.run_render import print_json
+
+        print_json({"ok": False, "findings": [exc.finding.to_dict()]})
+        return exc.exit_code
+
+
+def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None) -> int:
+    from runners.run import entry_for, launch_local, plan_run, write_run_dir_for
+    from steps.cli.run_render import print_json, render_plan
+
+    req = request_of(args)
+    env = dict(os.environ)
+    target = None
+    profile_name = args.run or args.batch
+    if profile_name:
+        from runners.launch.target import cluster_target
+
+        target, profile = cluster_target(
+            profile_name, args.env_file, env, Path.cwd(), attached=bool(args.run)
+        )
+        if target is None:  # executor = "local": this machine, with the profile's settings
+            req.nemo_rl = req.nemo_rl or profile.nemo_rl_dir
+            env.update(profile.env)
+    plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=target)
+    if args.dry_run:
+        if args.keep:
+            write_run_dir_for(plan)
+        if args.json:
+            print_json(plan.as_json())
+        else:
+            print(render_plan(plan, dry_run=True, show_config=args.show_config))
+        return 0 if plan.ok else 1
+    write_run_dir_for(plan)
+    if not args.json:
+        print(render_plan(plan, dry_run=False, show_config=args.show_config), file=sys.stderr)
+    if not plan.ok:
+        if args.json:
+            print_json(plan.as_json())
+        else:
+            print(
+                f"preflight failed: fix the errors above (run dir {plan.run_dir})", file=sys.stderr
+            )
+        return 1
+    if target is not None:
+        from steps.cli.job_follow import submit_and_report
+
+        return submit_and_report(plan, target, as_json=args.json)
+    if plan.deferred is not None:
+        raise plan.deferred
+    if args.json and plan.runner != "rl_prep":
+        print_json(plan.as_json())
+    summary = launch_local(plan, force=args.force)
+    if plan.skip:
+        if args.json:
+            print_json(plan.as_json())
+        return 0
+    if summary is not None:
+        import json
+
+        doc = {**plan.as_json(), "result": summary} if args.json else summary
+        print(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+def _tokens(args: argparse.Namespace) -> list[str]:
     """The options argparse already took (before the first override), as tokens again."""
     out: list[str] = []
-    for flag, value in (
-        ("--config", args.config),
-        ("--nemo-rl", args.nemo_rl),
-        ("--runs-dir", args.runs_dir),
-    ):
+    for flag in ("config", "nemo_rl", "runs_dir", "run", "batch", "env_file"):
+        value = getattr(args, flag)
         if value is not None:
-            out.append(f"{flag}={value}")
+            out.append(f"--{flag.replace('_', '-')}={value}")
     out += [f"--input={v}" for v in args.input] + [f"--catalog={v}" for v in args.catalog]
-    out += [
-        f
-        for f, on in (("--dry-run", args.dry_run), ("--json", args.json), ("--force", args.force))
-        if on
-    ]
+    for flag in ("dry_run", "json", "force", "keep", "show_config"):
+        if getattr(args, flag):
+            out.append(f"--{flag.replace('_', '-')}")
     return out
+
+
+def main_for_step(step_dir: Path, argv: list[str]) -> int:
+    """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
+    from catalog.errors import StepsError
+
+    try:
+        args = parse(list(argv), with_step=False)
+        return run(args, step_dir=Path(step_dir), argv=list(argv))
+    except StepsError as exc:
+        print(exc.finding.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

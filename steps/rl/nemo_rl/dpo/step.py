@@ -7,7 +7,7 @@ or `python -m steps run rl/nemo_rl/dpo`.
 import sys
 from pathlib import Path
 
-from runners.run import main
+from steps.cli.run_cmd import main_for_step as main
 
 if __name__ == "__main__":
     sys.exit(main(Path(__file__).resolve().parent, sys.argv[1:]))

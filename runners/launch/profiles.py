@@ -1,0 +1,247 @@
+"""env.toml launch profiles: where a run goes (this machine, a Slurm cluster, a Ray cluster).
+
+The file is found at `--env-file PATH`, else `$STEPS_ENV_FILE`, else `env.toml` in the current
+directory or a parent, else `~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
+Each top-level table is a profile. `extends = "other"` inherits another profile: tables merge
+key by key, `mounts` and `secrets` are appended (parent first), every other value (lists
+included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
+E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
+submitting environment, never values.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from catalog.errors import StepsError
+from catalog.tomlfile import load_toml
+
+ENV_FILE_VAR = "STEPS_ENV_FILE"
+ENV_FILE_NAME = "env.toml"
+APPENDED = ("mounts", "secrets")
+DEFAULT_LAUNCHER = "uv run python"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
+
+
+class _Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    extends: str | None = Field(None, description="Profile to inherit from.")
+    env: dict[EnvName, str] = Field({}, description="Plain environment values for the job.")
+    secrets: list[EnvName] = Field(
+        [], description="NAMES of variables forwarded from the submitting environment."
+    )
+    nemo_rl_dir: str | None = Field(None, description="The NeMo-RL checkout as the job sees it.")
+    nemo_rl_version: str | None = Field(None, description="NeMo-RL version on the cluster.")
+    launcher: str = Field(DEFAULT_LAUNCHER, description="Runs NeMo-RL's example script.")
+
+
+class LocalProfile(_Profile):
+    """`executor = "local"`: exec on this machine (today's `run`)."""
+
+    executor: Literal["local"]
+
+
+class SlurmProfile(_Profile):
+    """`executor = "slurm"`: sbatch NeMo-RL's own ray.sub (or a plain srun job)."""
+
+    executor: Literal["slurm"]
+    host: str | None = Field(None, description="Submit over ssh to this host (ssh config name).")
+    ssh_options: list[str] = Field([], description="Extra ssh arguments (-p, -i, -F, -o ...).")
+    account: str | None = None
+    partition: str | None = None
+    time: str = Field("01:00:00", description="Wall-time limit passed to sbatch --time.")
+    nodes: int | None = Field(None, ge=1, description="Must agree with what the config needs.")
+    gpus_per_node: int | None = Field(None, ge=0, description="sbatch --gres=gpu:N.")
+    container_image: str | None = Field(None, description="pyxis image or .sqsh path.")
+    mounts: list[str] = Field([], description='Container mounts, "src:dst[:ro]".')
+    remote_dir: str = Field(description="Shared-filesystem folder for run dirs and logs.")
+    sbatch_args: list[str] = Field([], description="Extra sbatch flags.")
+    setup_command: str | None = Field(None, description="ray.sub SETUP_COMMAND (every node).")
+    steps_launcher: str = Field(
+        "python3 -m steps", description="How the job starts `steps` (data prep on the cluster)."
+    )
+
+
+class RayProfile(_Profile):
+    """`executor = "ray"`: Ray's Job Submission API on an existing cluster."""
+
+    executor: Literal["ray"]
+    address: str = Field(description="Dashboard URL, e.g. http://127.0.0.1:8265.")
+    remote_dir: str | None = Field(None, description="Shared storage; else upload the run dir.")
+    entrypoint_num_cpus: float | None = Field(None, ge=0)
+    entrypoint_num_gpus: float | None = Field(None, ge=0)
+    entrypoint_resources: dict[str, float] = {}
+    steps_launcher: str = "python3 -m steps"
+
+
+Profile = Annotated[LocalProfile | SlurmProfile | RayProfile, Field(discriminator="executor")]
+_ADAPTER: TypeAdapter = TypeAdapter(Profile)
+_FIELDS = {
+    name for model in (LocalProfile, SlurmProfile, RayProfile) for name in model.model_fields
+}
+
+
+def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
+    """The env.toml to read, in the documented order; E-PROFILE (exit 2) when there is none."""
+    tried: list[str] = []
+    if explicit:
+        path = (cwd / Path(explicit).expanduser()).resolve()
+        if path.is_file():
+            return path
+        raise _error(f"--env-file {explicit}: no such file", None, None)
+    if env.get(ENV_FILE_VAR):
+        path = Path(env[ENV_FILE_VAR]).expanduser()
+        if path.is_file():
+            return path
+        raise _error(f"${ENV_FILE_VAR}={path}: no such file", None, None)
+    for folder in (cwd, *cwd.parents):
+        if (folder / ENV_FILE_NAME).is_file():
+            return folder / ENV_FILE_NAME
+    tried.append(f"{ENV_FILE_NAME} in {cwd} and its parents")
+    config_home = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
+    user = config_home.expanduser() / "steps" / ENV_FILE_NAME
+    if user.is_file():
+        return user
+    tried.append(str(user))
+    raise StepsError(
+        "E-PROFILE",
+        "no env.toml found (tried " + "; ".join(tried) + ")",
+        fix="write an env.toml with your cluster profile (see README 'Run on a cluster') "
+        f"or pass --env-file PATH / set ${ENV_FILE_VAR}",
+        exit_code=2,
+    )
+
+
+def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProfile:
+    """Profile `name` from `path` with its `extends` chain merged and validated."""
+    data = load_toml(path, code="E-PROFILE")
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise _error(
+                f"top-level key '{key}' is not a profile table", path, profile_line(path, key)
+            )
+    merged = _merged(data, name, path, [])
+    try:
+        return _ADAPTER.validate_python(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(p) for p in err["loc"]]
+        key = next((p for p in loc if p in _FIELDS), loc[-1] if loc else "")
+        if err["type"] == "union_tag_not_found":
+            msg, fix = "has no `executor`", 'set executor = "slurm", "ray" or "local"'
+        elif err["type"] == "union_tag_invalid":
+            msg = f"executor {merged.get('executor')!r} is not one of local, slurm, ray"
+            fix, key = 'set executor = "slurm", "ray" or "local"', "executor"
+        elif err["type"] == "extra_forbidden":
+            from difflib import get_close_matches
+
+            near = get_close_matches(loc[-1], sorted(_FIELDS), n=1, cutoff=0.6)
+            msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
+            fix = "remove or rename it; the keys are listed in README 'Run on a cluster'"
+            key = loc[-1]
+        else:
+            where = (
+                ".".join(loc[1:]) if loc and loc[0] in ("local", "slurm", "ray") else ".".join(loc)
+            )
+            msg, fix = f"{where}: {err['msg']}", "correct the value"
+        raise _error(f"profile [{name}] {msg}", path, profile_line(path, key, name), fix) from None
+
+
+def _merged(data: dict, name: str, path: Path, chain: list[str]) -> dict:
+    if name not in data:
+        from difflib import get_close_matches
+
+        near = get_close_matches(name, list(data), n=1, cutoff=0.5)
+        known = ", ".join(sorted(data)) or "none"
+        where = f" (extended by [{chain[-1]}])" if chain else ""
+        raise StepsError(
+            "E-PROFILE",
+            f"no profile [{name}] in {path}{where}"
+            + (f"; did you mean [{near[0]}]?" if near else ""),
+            path=str(path),
+            fix=f"use one of: {known}",
+            exit_code=2,
+        )
+    if name in chain:
+        cycle = " -> ".join([*chain[chain.index(name) :], name])
+        raise _error(f"extends cycle: {cycle}", path, profile_line(path, "extends", name))
+    own = dict(data[name])
+    parent_name = own.get("extends")
+    if parent_name is None:
+        return own
+    if not isinstance(parent_name, str):
+        raise _error(
+            f"[{name}] extends must be a profile name", path, profile_line(path, "extends", name)
+        )
+    parent = _merged(data, parent_name, path, [*chain, name])
+    return merge_profiles(parent, own)
+
+
+def merge_profiles(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict:
+    """Tables merge, `mounts`/`secrets` append (no duplicates), other values replace."""
+    out = dict(parent)
+    for key, value in child.items():
+        old = out.get(key)
+        if key in APPENDED and isinstance(old, list) and isinstance(value, list):
+            out[key] = [*old, *(v for v in value if v not in old)]
+        elif isinstance(old, dict) and isinstance(value, dict):
+            out[key] = merge_profiles(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def profile_line(path: Path, key: str, table: str | None = None) -> int | None:
+    """Line of `key = ...` inside `[table]` (or of the `[key]` header when no table)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    header = re.compile(r"^\s*\[\s*" + re.escape(table or key) + r"\s*\]")
+    key_re = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+    inside = False
+    for i, text in enumerate(lines, 1):
+        if header.match(text):
+            if table is None:
+                return i
+            inside = True
+            continue
+        if inside and text.lstrip().startswith("["):
+            inside = text.lstrip().startswith(f"[{table}.")
+        if inside and key_re.match(text):
+            return i
+    if table is not None:  # set by a profile it extends: the first such key in the file
+        return next((i for i, text in enumerate(lines, 1) if key_re.match(text)), None)
+    return None
+
+
+def _error(msg: str, path: Path | None, line: int | None, fix: str | None = None) -> StepsError:
+    return StepsError(
+        "E-PROFILE",
+        msg,
+        path=str(path) if path else None,
+        line=line,
+        fix=fix or "correct env.toml (see README 'Run on a cluster')",
+        exit_code=2,
+    )
+
+
+def resolve_profile(
+    name: str,
+    explicit_file: str | None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[str, Path, LocalProfile | SlurmProfile | RayProfile]:
+    """(name, env file, profile) for `--run/--batch NAME`."""
+    env = os.environ if env is None else env
+    path = find_env_file(explicit_file, env, cwd or Path.cwd())
+    return name, path, load_profile(path, name)

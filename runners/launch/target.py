@@ -1,0 +1,164 @@
+"""A cluster launch target: a profile plus its backend, as `plan_run` sees it.
+
+It answers what `run` must know before writing anything: where the run dir lands on the
+cluster, where the NeMo-RL checkout is there, what the job's command is, what one probe of the
+cluster saw (for the remote preflight rules), and the `LaunchRequest` handed to the backend.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import StepsError
+from runners.launch import LaunchRequest, RemoteFacts, backend_for
+from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
+
+NO_RAY_STEPS = ("rl_prep", "megatron_to_hf")
+
+
+def _get(config: dict, dotted: str, default: Any = None) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def nodes_needed(config: dict, env: dict[str, str]) -> int:
+    """cluster.num_nodes, plus NeMo-Gym's GPU nodes when Gym runs, plus a dedicated Ray head."""
+    nodes = _int(_get(config, "cluster.num_nodes"), 1)
+    if _get(config, "env.should_use_nemo_gym") is True:
+        nodes += _int(_get(config, "env.nemo_gym.num_gpu_nodes"), 0)
+    if str(env.get("DEDICATED_RAY_HEAD", "0")) == "1":
+        nodes += 1
+    return nodes
+
+
+@dataclass
+class ClusterTarget:
+    """`--run/--batch PROFILE` for a slurm or ray profile."""
+
+    name: str
+    env_file: Path
+    profile: SlurmProfile | RayProfile
+    env: dict[str, str] = field(default_factory=dict)
+    attached: bool = False
+
+    def __post_init__(self) -> None:
+        self.backend = backend_for(self.name, self.profile, self.env)
+
+    @property
+    def host(self) -> str | None:
+        return getattr(self.profile, "host", None)
+
+    def local_checkout(self) -> str | None:
+        """The profile's checkout when this machine sees it (a login node): for schema checks."""
+        path = self.profile.nemo_rl_dir
+        return path if path and self.host is None and os.path.isdir(path) else None
+
+    def nemo_rl_dir(self) -> Path | None:
+        return Path(self.profile.nemo_rl_dir) if self.profile.nemo_rl_dir else None
+
+    def job_dir(self, step_id: str, run_dir: Path) -> str:
+        return self.backend.job_dir(step_id, run_dir.name, run_dir)
+
+    def probe(self, resolved: dict, binding: Any, script: str | None, job_dir: str) -> RemoteFacts:
+        """One round trip to the cluster: which of the paths the job needs exist there."""
+        paths = [a.value for a in binding.inputs if a.is_path and a.value not in ("", "???")]
+        root = self.profile.nemo_rl_dir
+        if root:
+            paths.append(root)
+            if isinstance(self.profile, SlurmProfile):
+                paths.append(f"{root}/ray.sub")
+            if script:
+                paths.append(f"{root}/{script}")
+        for mount in getattr(self.profile, "mounts", []):
+            paths.append(mount.split(":")[0])
+        facts = self.backend.probe(list(dict.fromkeys(paths)), script)
+        facts.job_dir = job_dir
+        facts.env_file = str(self.env_file)
+        return facts
+
+    def command(
+        self, runner: str, step_id: str, script: str | None, config_path: str, resolved: dict
+    ) -> tuple[list[str], str]:
+        """What the job runs: the same program a local run would, on the run dir's config."""
+        p = self.profile
+        if runner == "nemo_rl":
+            if not p.nemo_rl_dir:
+                raise StepsError(
+                    "E-PROFILE",
+                    f"profile [{self.name}] has no nemo_rl_dir: the cluster's NeMo-RL checkout "
+                    "is needed to run a NeMo-RL step",
+                    path=str(self.env_file),
+                    fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
+                    exit_code=2,
+                )
+            return [*shlex.split(p.launcher), str(script), "--config", config_path], p.nemo_rl_dir
+        if runner == "rl_prep":
+            job_dir = config_path.rsplit("/", 1)[0]
+            argv = [*shlex.split(p.steps_launcher), "run", step_id, "-c", config_path]
+            return argv, job_dir
+        from runners import convert
+
+        argv, cwd, _, _ = convert.plan(resolved, force=True)
+        return list(argv or []), str(cwd)
+
+    def request(self, plan: Any, extra_env: dict[str, str]) -> LaunchRequest:
+        """The hand-over: command, dirs, plain env, secret names, nodes and GPUs."""
+        p = self.profile
+        env = {**p.env, **extra_env}
+        uses_ray_sub = isinstance(p, SlurmProfile) and plan.runner not in NO_RAY_STEPS
+        gpus = _get(plan.resolved, "cluster.gpus_per_node")
+        return LaunchRequest(
+            step_id=plan.step_id,
+            runner=plan.runner,
+            run_dir=plan.run_dir,
+            job_dir=plan.job_dir,
+            command=list(plan.command or []),
+            cwd=str(plan.cwd),
+            env=env,
+            secret_names=list(p.secrets),
+            nodes=nodes_needed(plan.resolved, p.env)
+            if plan.runner == "nemo_rl"
+            else (getattr(p, "nodes", None) or 1),
+            gpus_per_node=_int(gpus, 0) or getattr(p, "gpus_per_node", None),
+            uses_ray_sub=uses_ray_sub,
+        )
+
+    def record(self) -> dict:
+        return {
+            "executor": self.profile.executor,
+            "profile": self.name,
+            "env_file": str(self.env_file),
+            "host": self.host,
+        }
+
+    def describe(self, request: LaunchRequest | None) -> dict:
+        """What a dry run shows: how the job would be submitted, env var names only."""
+        out: dict[str, Any] = {**self.record()}
+        if request is None:
+            return out
+        return {**out, **self.backend.describe(request)}
+
+
+def cluster_target(
+    name: str, env_file: str | None, env: dict[str, str], cwd: Path, attached: bool
+) -> tuple[ClusterTarget | None, Any]:
+    """(target, profile): target is None for `executor = "local"` profiles."""
+    _, path, profile = resolve_profile(name, env_file, env, cwd)
+    if profile.executor == "local":
+        return None, profile
+    return ClusterTarget(name, path, profile, dict(env), attached), profile

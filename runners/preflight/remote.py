@@ -1,0 +1,231 @@
+"""Preflight for cluster launches (`--run/--batch PROFILE`): what would fail after queueing.
+
+Each rule reads `ctx.remote` (the profile and one probe of the cluster) and yields nothing for a
+local run. Sources: NeMo-RL's ray.sub (CONTAINER/MOUNTS required, GRES vs GPUS_PER_NODE exits 1,
+SLURM_SUBMIT_DIR as the container workdir), docs/cluster.md (node counts with Gym GPU nodes and
+DEDICATED_RAY_HEAD), and cluster launch failures users reported (research/remote-execution.md §5).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from catalog.errors import WARNING, Finding
+from runners.launch.profiles import SlurmProfile, profile_line
+from runners.launch.slurm import parse_gres_gpus
+from runners.launch.target import NO_RAY_STEPS, nodes_needed
+from runners.preflight import PreflightContext, rule
+from runners.secrets import is_secret_env, looks_like_secret
+
+ALL = ("nemo_rl", "rl_prep", "megatron_to_hf")
+
+
+def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
+    f = ctx.remote
+    return f.env_file, profile_line(Path(f.env_file), key, f.profile_name)
+
+
+def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, warn: bool = False):
+    path, line = _at(ctx, key)
+    sev = WARNING if warn else "error"
+    return Finding(code, msg, path=path, line=line, fix=fix, severity=sev, key=key)
+
+
+def _slurm_ray(ctx: PreflightContext) -> bool:
+    return (
+        isinstance(ctx.remote.profile, SlurmProfile) and ctx.manifest.run.runner not in NO_RAY_STEPS
+    )
+
+
+def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
+    """(what, absolute path) for everything the job reads or writes on the cluster."""
+    f = ctx.remote
+    out = [(f"input {a.name} ({a.config_key})", a.value) for a in ctx.inputs if a.is_path]
+    out += [(f"output {a.name} ({a.config_key})", a.value) for a in ctx.outputs if a.is_path]
+    for key in ("checkpointing.checkpoint_dir", "logger.log_dir"):
+        value = ctx.get(key)
+        if isinstance(value, str) and value:
+            out.append((key, value))
+    if f.profile.env.get("HF_HOME"):
+        out.append(("HF_HOME", f.profile.env["HF_HOME"]))
+    out.append(("the run dir", f.job_dir))
+    if f.profile.nemo_rl_dir:
+        out.append(("nemo_rl_dir", f.profile.nemo_rl_dir))
+    seen: set[str] = set()
+    return [(w, p) for w, p in out if p and os.path.isabs(p) and not (p in seen or seen.add(p))]
+
+
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+@rule("remote_allocation", runners=ALL)
+def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
+    """Profile nodes and GPUs agree with the config and with the partition's GRES."""
+    if ctx.remote is None or not _slurm_ray(ctx):
+        return
+    p = ctx.remote.profile
+    need = nodes_needed(ctx.config, p.env)
+    if p.nodes is not None and p.nodes != need:
+        yield _finding(
+            ctx,
+            "E-REMOTE-NODES",
+            f"profile nodes = {p.nodes} but the config needs {need} (cluster.num_nodes"
+            " + env.nemo_gym.num_gpu_nodes when Gym runs + 1 with DEDICATED_RAY_HEAD=1)",
+            "nodes",
+            f"set nodes = {need} in the profile or change cluster.num_nodes",
+        )
+    gpus = ctx.get("cluster.gpus_per_node")
+    if p.gpus_per_node is not None and isinstance(gpus, int) and p.gpus_per_node != gpus:
+        yield _finding(
+            ctx,
+            "E-REMOTE-GPUS",
+            f"profile gpus_per_node = {p.gpus_per_node} but cluster.gpus_per_node = {gpus}: "
+            "NeMo-RL would wait for GPUs the job does not have",
+            "gpus_per_node",
+            f"make them equal (cluster.gpus_per_node={p.gpus_per_node} or gpus_per_node = {gpus})",
+        )
+    have = parse_gres_gpus(ctx.remote.gres or "")
+    want = p.gpus_per_node if p.gpus_per_node is not None else gpus
+    if have is not None and isinstance(want, int) and have != want:
+        yield _finding(
+            ctx,
+            "E-REMOTE-GPUS",
+            f"partition {p.partition or '(default)'} has GRES gpu:{have} per node but the job "
+            f"asks for {want}: ray.sub exits 1 when GPUS_PER_NODE differs from the GRES count",
+            "gpus_per_node",
+            f"use {have} GPUs per node (cluster.gpus_per_node={have}) or another partition",
+        )
+
+
+@rule("remote_mounts", runners=ALL)
+def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
+    """Every path the job touches is under a container mount; no mount of the whole home."""
+    f = ctx.remote
+    if f is None or not isinstance(f.profile, SlurmProfile):
+        return
+    p = f.profile
+    if not p.container_image:
+        if _slurm_ray(ctx):
+            yield _finding(
+                ctx,
+                "E-REMOTE-CONTAINER",
+                "ray.sub runs every node in a pyxis container and aborts without CONTAINER",
+                "container_image",
+                'set container_image = "nvcr.io/nvidia/nemo-rl:<version>" (or a .sqsh path)',
+            )
+        return
+    dests = [m.split(":")[1] if ":" in m else m for m in p.mounts]
+    for what, path in job_paths(ctx):
+        if not any(_under(path, d) for d in dests):
+            yield _finding(
+                ctx,
+                "E-REMOTE-MOUNT",
+                f"{what} {path} is not under any container mount ({', '.join(dests) or 'none'}):"
+                " the job cannot see it",
+                "mounts",
+                f'add a mount covering it, e.g. mounts = ["{os.path.dirname(path)}:'
+                f'{os.path.dirname(path)}"]',
+            )
+    home = f.home
+    for m in p.mounts:
+        src = m.split(":")[0].rstrip("/")
+        if home and src and (src == home.rstrip("/") or src in ("~", "$HOME")):
+            yield _finding(
+                ctx,
+                "W-REMOTE-HOME-MOUNT",
+                f"mount {m} exposes the whole home directory {home}: enroot caches and small "
+                "home quotas have broken jobs this way (RL#1933)",
+                "mounts",
+                "mount a project folder on shared storage instead",
+                warn=True,
+            )
+
+
+@rule("remote_nemo_rl", runners=("nemo_rl",))
+def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
+    """The cluster's NeMo-RL checkout has ray.sub and the example script."""
+    f = ctx.remote
+    if f is None or not f.profile.nemo_rl_dir:
+        return
+    root = f.profile.nemo_rl_dir
+    needed = [p for p in f.exists if p == root or p.startswith(root + "/")]
+    missing = [p for p in needed if not f.exists[p]]
+    if missing:
+        where = f.host or "this machine"
+        yield _finding(
+            ctx,
+            "E-REMOTE-NEMO-RL",
+            f"nemo_rl_dir on {where} lacks {', '.join(missing)}",
+            "nemo_rl_dir",
+            "point nemo_rl_dir at a NeMo-RL checkout (the repo root with ray.sub and examples/)",
+        )
+
+
+@rule("remote_environment", runners=ALL)
+def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
+    """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
+    f = ctx.remote
+    if f is None:
+        return
+    p = f.profile
+    for name, value in p.env.items():
+        if is_secret_env(name) or looks_like_secret(value):
+            yield _finding(
+                ctx,
+                "E-REMOTE-SECRET-INLINE",
+                f"env.{name} holds a secret-looking value in env.toml (value not shown)",
+                name,
+                f'remove it from env and list its NAME in secrets = ["{name}"]; export it in '
+                "the shell you submit from",
+            )
+    for name in p.secrets:
+        if p.executor == "slurm" and not os.environ.get(name):
+            yield _finding(
+                ctx,
+                "E-REMOTE-SECRET-MISSING",
+                f"secret {name} is listed in the profile but not set in this environment",
+                "secrets",
+                f"export {name}=... in the shell you submit from",
+            )
+    if "UV_CACHE_DIR" in p.env or (p.executor == "slurm" and os.environ.get("UV_CACHE_DIR")):
+        yield _finding(
+            ctx,
+            "W-REMOTE-UV-CACHE",
+            "UV_CACHE_DIR is set: NeMo-RL's workers reinstall into it (slow) and concurrent "
+            "jobs race on it (RL PR#3379)",
+            "env",
+            "unset UV_CACHE_DIR; use ray.sub's UV_CACHE_DIR_OVERRIDE on shared storage if needed",
+            warn=True,
+        )
+
+
+@rule("remote_inputs", runners=ALL)
+def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
+    """Inputs exist on the cluster; those not readable here could not be contract-checked."""
+    f = ctx.remote
+    if f is None:
+        return
+    for art in ctx.inputs:
+        if not art.is_path or art.value not in f.exists:
+            continue
+        if not f.exists[art.value]:
+            yield Finding(
+                "E-INPUT-MISSING",
+                f"input '{art.name}' ({art.type}) does not exist on {f.host or 'the cluster'}:"
+                f" {art.value}",
+                key=art.config_key,
+                fix="copy the data to shared storage the cluster sees and pass that path",
+            )
+        elif not os.path.exists(art.value):
+            yield Finding(
+                "W-REMOTE-UNCHECKED",
+                f"input '{art.name}' ({art.value}) exists on {f.host} but not here, so its "
+                "contract was not checked",
+                key=art.config_key,
+                fix=f"check it on the cluster: python -m steps validate {art.type} {art.value}",
+                severity=WARNING,
+            )

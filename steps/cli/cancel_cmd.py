@@ -1,0 +1,22 @@
+"""`cancel RUN`: stop a cluster job (scancel, or Ray's stop_job)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "cancel a cluster job (RUN: run dir, job id or `last`)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from steps.cli.job_follow import add_run_arguments
+
+    add_run_arguments(parser, ref=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.launch import backend_for_job
+    from runners.launch.jobs import find_run
+
+    _, data = find_run(args.ref, args.runs_dir)
+    print(backend_for_job(data["job"]).cancel(data["job"]))
+    return 0

@@ -1,0 +1,79 @@
+"""Submitting a planned run to its cluster and following a job: shared by run, logs, status."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from runners.launch import backend_for_job
+from runners.rundir import update_record
+
+
+def add_run_arguments(parser: Any, ref: bool = True) -> None:
+    """RUN (a run dir, a job id or `last`) and --runs-dir, shared by the job commands."""
+    if ref:
+        parser.add_argument("ref", metavar="RUN", help="run dir, job id, or `last`")
+    parser.add_argument(
+        "--runs-dir", metavar="DIR", help="runs root (else $STEPS_RUNS_DIR, else ./runs)"
+    )
+
+
+def hints(run_dir: Path) -> str:
+    return (
+        f"  follow: python -m steps logs {run_dir} -f\n"
+        f"  status: python -m steps status {run_dir}\n"
+        f"  cancel: python -m steps cancel {run_dir}"
+    )
+
+
+def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
+    """Submit; --batch prints the job and returns 0, --run follows and returns the job's code."""
+    from steps.cli.run_render import print_json
+
+    job = target.backend.submit(plan.request)
+    update_record(plan.run_dir, job=job)
+    where = f" on {job['host']}" if job.get("host") else ""
+    print(
+        f"submitted {job['executor']} job {job['job_id']}{where}; log: {job['log_path']}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if not target.attached:
+        if as_json:
+            print_json({**plan.as_json(), "job": job}, plan.secrets)
+        else:
+            print(f"{job['job_id']} {job['log_path']}")
+            print(hints(plan.run_dir), file=sys.stderr)
+        return 0
+    code = follow(plan.run_dir, job, until_done=True, out=sys.stderr if as_json else sys.stdout)
+    if as_json:
+        print_json({**plan.as_json(), "job": job}, plan.secrets)
+    return code if code is not None else 130
+
+
+def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bool = True) -> int:
+    """Stream the driver log; with until_done, wait for the end and return the job's exit code.
+
+    Ctrl-C detaches: the job keeps running; prints how to follow, check and cancel; 130.
+    """
+    backend = backend_for_job(job)
+    stdout = sys.stdout
+    if out is not None:
+        sys.stdout = out
+    try:
+        code = backend.follow(job, until_done=until_done, follow=tail)
+    except KeyboardInterrupt:
+        sys.stdout = stdout
+        print(f"\ndetached: job {job['job_id']} keeps running\n{hints(run_dir)}", file=sys.stderr)
+        return 130
+    finally:
+        sys.stdout = stdout
+    if until_done:
+        update_record(run_dir, job=job)
+        print(
+            f"job {job['job_id']} ended: {job.get('state')} (exit code {job.get('exit_code')})",
+            file=sys.stderr,
+        )
+        return int(code) if code is not None else 1
+    return 0

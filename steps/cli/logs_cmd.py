@@ -1,0 +1,23 @@
+"""`logs RUN [-f]`: a cluster job's driver log (ray-driver.log for ray.sub jobs)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "print a cluster job's driver log; -f follows it until the job ends"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from steps.cli.job_follow import add_run_arguments
+
+    parser.add_argument("-f", "--follow", action="store_true", help="follow until the job ends")
+    add_run_arguments(parser, ref=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.launch.jobs import find_run
+    from steps.cli.job_follow import follow
+
+    run_dir, data = find_run(args.ref, args.runs_dir)
+    code = follow(run_dir, dict(data["job"]), until_done=args.follow, tail=args.follow)
+    return 130 if code == 130 else 0

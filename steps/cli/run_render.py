@@ -1,0 +1,63 @@
+"""How `run` shows a plan: findings and the command first, the config only when asked."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+from runners.secrets import redact_text
+
+
+def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
+    """Exactly one JSON document on stdout, secret values redacted."""
+    text = json.dumps(doc, indent=2, default=str)
+    print(redact_text(text, secrets or {}))
+    sys.stdout.flush()
+
+
+def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:
+    lines = [f"step: {plan.step_id} {plan.version}", f"config: {plan.config_file}"]
+    lines.append("--- findings ---")
+    lines += [f.render() for f in plan.findings] or ["none"]
+    lines.append("--- command ---")
+    if plan.skip:
+        lines.append(plan.skip)
+    elif plan.command:
+        lines += [f"cwd: {plan.cwd}", f"argv: {shlex.join(plan.command)}"]
+    elif plan.runner == "rl_prep":
+        lines.append(f"in-process: runners.rl_prep.run_step (cwd {plan.cwd})")
+    else:
+        lines.append("none (see the finding above)")
+    if plan.target is not None:
+        lines += _launch_lines(plan.target.describe(plan.request))
+    if plan.written:
+        lines.append(f"run dir: {plan.run_dir}")
+    elif dry_run:
+        lines.append(f"run dir: not written (dry run; --keep writes {plan.run_dir})")
+    if show_config:
+        import yaml
+
+        body = yaml.safe_dump(plan.resolved_redacted, sort_keys=False, allow_unicode=True)
+        lines += ["--- resolved config (secrets redacted) ---", body.rstrip()]
+    return redact_text("\n".join(lines), plan.secrets)
+
+
+def _launch_lines(launch: dict) -> list[str]:
+    head = f"--- launch: {launch['executor']} profile [{launch['profile']}]"
+    head += f" on {launch['host']} ---" if launch.get("host") else " ---"
+    out = [head, f"env file: {launch['env_file']}"]
+    if "sbatch" in launch:
+        out.append(f"submit (in {launch['submit_cwd']}): {shlex.join(launch['sbatch'])}")
+    if "entrypoint" in launch:
+        out.append(f"address: {launch['address']}")
+        out.append(f"entrypoint: {launch['entrypoint']}")
+    if launch.get("command"):
+        out.append(f"COMMAND: {launch['command']}")
+    if launch.get("nodes"):
+        out.append(f"nodes: {launch['nodes']}")
+    out.append(f"job run dir: {launch.get('job_dir')}")
+    out.append("env vars: " + (", ".join(launch.get("env_names", [])) or "none"))
+    out.append("secrets (by name): " + (", ".join(launch.get("secret_names", [])) or "none"))
+    return out
