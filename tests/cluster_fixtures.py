@@ -1,0 +1,128 @@
+"""Real cluster components for the launch tests: a one-node Slurm, an sshd on 127.0.0.1, a Ray head.
+
+Each is session-scoped (brought up once, torn down at the end) and skips with the reason when
+its packages are not installed (`.ci/run` installs them when it runs as root). NeMo-RL itself is
+a stand-in checkout (`stand_in_checkout`): tests/cluster/ray.sub follows ray.sub's documented
+contract, tests/cluster/driver.py stands in for the example scripts and records what it got.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CLUSTER = HERE / "cluster"
+SCRIPTS = ("examples/run_grpo.py", "examples/run_dpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stand_in_checkout(root: Path) -> Path:
+    """A NeMo-RL checkout: the stand-in ray.sub at its root and recording example scripts."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CLUSTER / "ray.sub", root / "ray.sub")
+    for rel in SCRIPTS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CLUSTER / "driver.py", root / rel)
+    return root
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A real slurmctld + slurmd (one node, GRES gpu:1); yields the env clients need (SLURM_CONF)."""
+    missing = [t for t in ("slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): apt-get install "
+                    "slurmctld slurmd slurm-client")
+    lab = tmp_path_factory.mktemp("slurm")
+    env = {
+        **os.environ,
+        "SLURM_LAB": str(lab),
+        "SLURM_LAB_GPUS": "1",
+        "SLURM_LAB_CTLD_PORT": str(free_port()),
+        "SLURM_LAB_SLURMD_PORT": str(free_port()),
+    }
+    script = str(CLUSTER / "slurm-local.sh")
+    up = subprocess.run(["bash", script, "up"], env=env, capture_output=True, text=True)
+    if up.returncode != 0:
+        subprocess.run(["bash", script, "down"], env=env, capture_output=True)
+        pytest.fail(f"Slurm did not come up: {up.stderr[-2000:]}")
+    try:
+        yield {"SLURM_CONF": str(lab / "etc" / "slurm.conf"), "lab": str(lab)}
+    finally:
+        subprocess.run(["bash", script, "down"], env=env, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory, slurm):
+    """A real sshd on 127.0.0.1 with a throwaway key; yields (host, ssh_options)."""
+    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not Path(sshd_bin).exists() or shutil.which("ssh") is None:
+        pytest.skip("OpenSSH server/client not installed: apt-get install openssh-server")
+    d = tmp_path_factory.mktemp("sshd")
+    for name in ("hostkey", "userkey"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True
+        )
+    shutil.copy(d / "userkey.pub", d / "authorized_keys")
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'hostkey'}\n"
+        f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+        f"PasswordAuthentication no\nPidFile {d / 'sshd.pid'}\nStrictModes no\nUsePAM no\n"
+        "AcceptEnv SLURM_CONF\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sshd_bin, "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"sshd would not start here: {proc.stderr.strip()}")
+    options = [
+        "-p", str(port), "-i", str(d / "userkey"),
+        "-o", "StrictHostKeyChecking=no", "-o", f"UserKnownHostsFile={d / 'known_hosts'}",
+        "-o", "LogLevel=ERROR", "-o", f"SetEnv=SLURM_CONF={slurm['SLURM_CONF']}",
+    ]  # fmt: skip
+    for _ in range(50):
+        probe = subprocess.run(
+            ["ssh", "-o", "BatchMode=yes", *options, "root@127.0.0.1", "true"],
+            capture_output=True,
+        )
+        if probe.returncode == 0:
+            break
+        time.sleep(0.1)
+    try:
+        yield "root@127.0.0.1", options
+    finally:
+        pid = (d / "sshd.pid").read_text().strip() if (d / "sshd.pid").exists() else ""
+        if pid.isdigit():
+            os.kill(int(pid), 15)
+
+
+def wait_for(predicate, timeout: float = 60, step: float = 0.3):
+    """Poll until predicate() is truthy; its value, or a failed test naming the timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    pytest.fail(f"condition not met within {timeout} s")
+
+
+PYTHON = sys.executable

@@ -1,0 +1,203 @@
+"""`run --batch/--run PROFILE` on a real one-node Slurm, and the job commands that follow a job.
+
+NeMo-RL is a stand-in checkout (tests/cluster: ray.sub per its documented contract, a recording
+example script); everything else is real: slurmctld/slurmd, sbatch/scontrol/scancel, bash, ssh.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import PYTHON, slurm, sshd, stand_in_checkout, wait_for  # noqa: F401
+from run_fixtures import REPO, clean_env, steps_cli
+
+SECRET = "wandb0123456789abcdef0123456789abcdef0123"
+
+
+def write_env_toml(
+    work: Path, root: Path, extra: str = "", container: bool = True, **env: str
+) -> Path:
+    """[lab]: the stand-in checkout, the shared dir and mounts covering tmp and the repo."""
+    image = 'container_image = "nvcr.io/nvidia/nemo-rl:v0.7.0"' if container else ""
+    plain = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+    path = work / "env.toml"
+    path.write_text(
+        f"""[lab]
+executor = "slurm"
+partition = "debug"
+time = "00:05:00"
+gpus_per_node = 1
+{image}
+mounts = ["{root}:{root}", "{REPO}:{REPO}"]
+remote_dir = "{root}/shared"
+nemo_rl_dir = "{root}/RL"
+launcher = "{PYTHON}"
+secrets = ["WANDB_API_KEY"]
+env = {{ FAKE_NEMO_RL_RECORD = "{root}/record.json", FAKE_EXPECT_SECRETS = "WANDB_API_KEY"{", " if plain else ""}{plain} }}
+{extra}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
+    """A workspace: stand-in NeMo-RL, shared remote_dir, a work dir with env.toml; `cli(...)`."""
+    stand_in_checkout(tmp_path / "RL")
+    work = tmp_path / "work"
+    work.mkdir()
+    write_env_toml(work, tmp_path)
+    env = clean_env(
+        tmp_path,
+        SLURM_CONF=slurm["SLURM_CONF"],
+        WANDB_API_KEY=SECRET,
+        STEPS_OUTPUT=str(tmp_path / "out"),
+        STEPS_POLL_SECONDS="0.3",
+    )
+
+    def cli(*argv: str):
+        return steps_cli(monkeypatch, capsys, *argv, cwd=work, env=env)
+
+    return tmp_path, work, env, cli
+
+
+def record_of(root: Path) -> dict:
+    return json.loads((root / "record.json").read_text())
+
+
+def test_batch_submits_ray_sub_from_the_checkout_and_status_logs_follow(lab):
+    root, work, _env, cli = lab
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
+    assert res.returncode == 0, res.stderr
+    job_id, log = res.stdout.split()
+    run_dir = next((work / "runs" / "rl" / "nemo_rl" / "dpo").iterdir())
+    job_dir = root / "shared" / "rl" / "nemo_rl" / "dpo" / run_dir.name
+    assert log == f"{job_dir}/{job_id}-logs/ray-driver.log"
+    wait_for(lambda: cli("status", "last", "--json").stdout.count('"COMPLETED"'), timeout=90)
+    status = json.loads(cli("status", job_id, "--json").stdout)
+    assert status["job"]["exit_code"] == 0 and status["run_dir"] == str(run_dir)
+    rec = record_of(root)
+    # What ran is the validated config from the run dir, from the checkout root (RL#1550).
+    assert rec["argv"] == ["examples/run_dpo.py", "--config", f"{job_dir}/config.yaml"]
+    assert rec["cwd"] == str(root / "RL")
+    assert rec["config_text"] == (run_dir / "config.yaml").read_text()
+    assert rec["secrets_present"] == {"WANDB_API_KEY": True}
+    logs = cli("logs", str(run_dir))
+    assert "driver started: run_dpo.py" in logs.stdout and "driver done" in logs.stdout
+    head = (job_dir / f"{job_id}-logs" / "ray-head.log").read_text()
+    assert "nodes=1 gpus_per_node=1 container=nvcr.io/nvidia/nemo-rl:v0.7.0" in head
+    listing = cli("jobs", "--json")
+    jobs = json.loads(listing.stdout)["jobs"]
+    assert [j["job_id"] for j in jobs][:1] == [job_id] and jobs[0]["state"] == "COMPLETED"
+    saved = json.loads((run_dir / "run.json").read_text())["job"]
+    assert saved["state"] == "COMPLETED" and saved["exit_code"] == 0 and saved["profile"] == "lab"
+
+
+def test_run_attached_streams_the_driver_log_and_returns_the_jobs_exit_code(lab):
+    root, work, _env, cli = lab
+    ok = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab")
+    assert ok.returncode == 0, ok.stderr
+    assert "driver started" in ok.stdout and "driver done" in ok.stdout
+    write_env_toml(work, root, FAKE_EXIT="3")
+    failed = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab")
+    assert failed.returncode == 3, failed.stderr
+    assert "ended: FAILED (exit code 3)" in failed.stderr
+    assert json.loads(cli("status", "last", "--json").stdout)["job"]["state"] == "FAILED"
+
+
+def test_cancel_stops_a_running_job(lab):
+    root, work, _env, cli = lab
+    write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
+    job_id = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab").stdout.split()[0]
+    wait_for(lambda: "tick 1" in cli("logs", job_id).stdout, timeout=90)
+    res = cli("cancel", "last")
+    assert res.returncode == 0 and job_id in res.stdout
+    wait_for(lambda: '"CANCELLED"' in cli("status", job_id, "--json").stdout, timeout=60)
+
+
+def test_ctrl_c_detaches_and_the_job_keeps_running(lab):
+    root, work, env, cli = lab
+    write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
+    env = {**env, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steps", "run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab"],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("tick 1"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "detached" in err and "python -m steps cancel" in err and "Traceback" not in err
+    assert json.loads(cli("status", "last", "--json").stdout)["job"]["state"] == "RUNNING"
+    cli("cancel", "last")
+
+
+def test_a_planted_secret_is_found_nowhere(lab, slurm):  # noqa: F811
+    root, work, _env, cli = lab
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab", "++logger.wandb.project=p")
+    assert res.returncode == 0, res.stderr
+    assert record_of(root)["secrets_present"] == {"WANDB_API_KEY": True}
+    dry = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run", "--json")
+    assert "WANDB_API_KEY" in dry.stdout
+    assert SECRET not in res.stdout + res.stderr + dry.stdout + dry.stderr
+    lab_dir = Path(slurm["lab"])
+    searched = 0
+    for folder in (work, root / "shared", lab_dir / "spool", lab_dir / "log"):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                searched += 1
+                assert SECRET.encode() not in path.read_bytes(), path
+    assert searched > 10
+    # slurmctld keeps each job's submit environment in its own 0600 state until the job is
+    # purged (Slurm's behaviour, outside the job's files): that is how the job receives it.
+    state_env = next((lab_dir / "state").rglob("environment"))
+    assert oct(state_env.stat().st_mode & 0o777) == "0o600"
+
+
+def test_rl_prep_runs_as_a_plain_srun_job(lab):
+    root, work, env, cli = lab
+    launcher = f"{PYTHON} -m steps"
+    # No pyxis on this machine: the plain job runs without a container image here.
+    write_env_toml(work, root, extra=f'steps_launcher = "{launcher}"\n', container=False)
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--run", "lab")
+    assert res.returncode == 0, res.stdout + res.stderr
+    manifest = json.loads((root / "out" / "rl_prep" / "tiny" / "manifest.json").read_text())
+    assert sum(s["rows"] for s in manifest["splits"]["train"]["shards"]) > 0
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    assert job["log_path"].endswith(f"slurm-{job['job_id']}.out")
+    script = Path(job["job_dir"], "job.sbatch").read_text()
+    assert f"srun --ntasks=1 {launcher} run data_prep/rl_prep -c {job['job_dir']}/config.yaml" in script
+
+
+def test_submit_over_ssh_stages_the_run_dir_with_rsync(lab, sshd):  # noqa: F811
+    root, work, _env, cli = lab
+    host, options = sshd
+    opts = ", ".join(f'"{o}"' for o in options)
+    write_env_toml(work, root, extra=f'host = "{host}"\nssh_options = [{opts}]\n')
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab")
+    assert res.returncode == 0, res.stderr
+    assert "driver done" in res.stdout
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    assert job["host"] == host and job["state"] == "COMPLETED"
+    assert Path(job["job_dir"], "config.yaml").is_file()  # staged by rsync over ssh
+    assert record_of(root)["secrets_present"] == {"WANDB_API_KEY": True}
+
+
+def test_an_unreachable_host_is_one_clear_error_exit_2(lab):
+    root, work, _env, cli = lab
+    port = "-p 1"
+    write_env_toml(
+        work, root, extra=f'host = "root@127.0.0.1"\nssh_options = ["{port.split()[0]}", "1"]\n'
+    )
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run")
+    assert res.returncode == 2
+    assert "E-REMOTE-HOST cannot reach root@127.0.0.1" in res.stderr
+    assert "Traceback" not in res.stderr
