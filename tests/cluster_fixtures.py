@@ -41,11 +41,13 @@ def stand_in_checkout(root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
-    """A real slurmctld + slurmd (one node, GRES gpu:1); yields the env clients need (SLURM_CONF)."""
+    """A real slurmctld + slurmd (one node, GRES gpu:1); yields SLURM_CONF for the clients."""
     missing = [t for t in ("slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): apt-get install "
-                    "slurmctld slurmd slurm-client")
+        pytest.skip(
+            f"Slurm is not installed ({', '.join(missing)} missing): apt-get install "
+            "slurmctld slurmd slurm-client"
+        )
     lab = tmp_path_factory.mktemp("slurm")
     env = {
         **os.environ,

@@ -24,6 +24,11 @@ def write_env_toml(
 ) -> Path:
     """[lab]: the stand-in checkout, the shared dir and mounts covering tmp and the repo."""
     image = 'container_image = "nvcr.io/nvidia/nemo-rl:v0.7.0"' if container else ""
+    env = {
+        "FAKE_NEMO_RL_RECORD": f"{root}/record.json",
+        "FAKE_EXPECT_SECRETS": "WANDB_API_KEY",
+        **env,
+    }
     plain = ", ".join(f'{k} = "{v}"' for k, v in env.items())
     path = work / "env.toml"
     path.write_text(
@@ -38,7 +43,7 @@ remote_dir = "{root}/shared"
 nemo_rl_dir = "{root}/RL"
 launcher = "{PYTHON}"
 secrets = ["WANDB_API_KEY"]
-env = {{ FAKE_NEMO_RL_RECORD = "{root}/record.json", FAKE_EXPECT_SECRETS = "WANDB_API_KEY"{", " if plain else ""}{plain} }}
+env = {{ {plain} }}
 {extra}""",
         encoding="utf-8",
     )
@@ -163,7 +168,7 @@ def test_a_planted_secret_is_found_nowhere(lab, slurm):  # noqa: F811
 
 
 def test_rl_prep_runs_as_a_plain_srun_job(lab):
-    root, work, env, cli = lab
+    root, work, _env, cli = lab
     launcher = f"{PYTHON} -m steps"
     # No pyxis on this machine: the plain job runs without a container image here.
     write_env_toml(work, root, extra=f'steps_launcher = "{launcher}"\n', container=False)
@@ -174,7 +179,10 @@ def test_rl_prep_runs_as_a_plain_srun_job(lab):
     job = json.loads(cli("status", "last", "--json").stdout)["job"]
     assert job["log_path"].endswith(f"slurm-{job['job_id']}.out")
     script = Path(job["job_dir"], "job.sbatch").read_text()
-    assert f"srun --ntasks=1 {launcher} run data_prep/rl_prep -c {job['job_dir']}/config.yaml" in script
+    assert (
+        f"srun --ntasks=1 {launcher} run data_prep/rl_prep -c {job['job_dir']}/config.yaml"
+        in script
+    )
 
 
 def test_submit_over_ssh_stages_the_run_dir_with_rsync(lab, sshd):  # noqa: F811

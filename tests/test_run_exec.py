@@ -191,7 +191,8 @@ def test_gym_config_runs_the_gym_script_with_agent_ref_filled_in_the_run_dir(tmp
 def test_step_py_runs_the_same_runner_without_the_step_id(tmp_path):
     _, step, checkout, record, work, env = _setup(tmp_path)
     (step / "step.py").write_text(
-        "import sys\nfrom pathlib import Path\nfrom steps.cli.run_cmd import main_for_step as main\n"
+        "import sys\nfrom pathlib import Path\n"
+        "from steps.cli.run_cmd import main_for_step as main\n"
         "sys.exit(main(Path(__file__).resolve().parent, sys.argv[1:]))\n",
         encoding="utf-8",
     )

@@ -324,7 +324,8 @@ def test_step_py_is_the_shared_runner_call(entry):
     text = (entry.dir / "step.py").read_text()
     tree = ast.parse(text)
     imports = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
-    assert any(n.module == "steps.cli.run_cmd" and n.names[0].name == "main_for_step" for n in imports)
+    runner = ("steps.cli.run_cmd", "main_for_step")
+    assert any((n.module, n.names[0].name) == runner for n in imports)
     assert "main(Path(__file__).resolve().parent, sys.argv[1:])" in text
     assert f"steps/{entry.id}/step.py" in text
     assert len(text.splitlines()) <= 15

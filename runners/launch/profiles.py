@@ -207,7 +207,7 @@ def profile_line(path: Path, key: str, table: str | None = None) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     header = re.compile(r"^\s*\[\s*" + re.escape(table or key) + r"\s*\]")
-    key_re = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+    key_re = re.compile(r"(^|[{,]\s*)" + re.escape(key) + r"\s*=")  # also inside inline tables
     inside = False
     for i, text in enumerate(lines, 1):
         if header.match(text):
@@ -217,10 +217,10 @@ def profile_line(path: Path, key: str, table: str | None = None) -> int | None:
             continue
         if inside and text.lstrip().startswith("["):
             inside = text.lstrip().startswith(f"[{table}.")
-        if inside and key_re.match(text):
+        if inside and key_re.search(text.strip()):
             return i
     if table is not None:  # set by a profile it extends: the first such key in the file
-        return next((i for i, text in enumerate(lines, 1) if key_re.match(text)), None)
+        return next((i for i, t in enumerate(lines, 1) if key_re.search(t.strip())), None)
     return None
 
 
