@@ -128,3 +128,62 @@ def wait_for(predicate, timeout: float = 60, step: float = 0.3):
 
 
 PYTHON = sys.executable
+
+
+RAY_SECRET = "raysecret0123456789abcdef0123456789abcd"
+
+
+@pytest.fixture(scope="session")
+def ray_head(tmp_path_factory):
+    """A real local Ray head (1 CPU, 2 fake GPUs, the Jobs API); yields its dashboard URL.
+
+    The head's own environment holds WANDB_API_KEY: a Ray job reads secrets from the cluster.
+    """
+    ray_bin = Path(sys.executable).parent / "ray"
+    if not ray_bin.exists():
+        pytest.skip("ray is not installed: pip install -e '.[ray]'")
+    d = tmp_path_factory.mktemp("ray")
+    port = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{ray_bin.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "RAY_JOB_START_TIMEOUT_SECONDS": "30",
+        "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+        "WANDB_API_KEY": RAY_SECRET,
+    }
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
+        env.pop(name, None)
+    log = (d / "head.log").open("w")
+    proc = subprocess.Popen(
+        [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+         f"--port={free_port()}", "--num-cpus=1", "--num-gpus=2", "--include-dashboard=true",
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--disable-usage-stats",
+         f"--temp-dir={d / 'tmp'}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        """The Jobs API answers and the head node is registered with its GPUs."""
+        import json
+        import urllib.request
+
+        try:
+            body = urllib.request.urlopen(f"{url}/api/v0/nodes", timeout=2).read()
+            nodes = json.loads(body)["data"]["result"]["result"]
+            return any(n["state"] == "ALIVE" and n["resources_total"].get("GPU") for n in nodes)
+        except (OSError, ValueError, KeyError):
+            return proc.poll() is not None
+
+    try:
+        wait_for(ready, timeout=90, step=0.2)
+        if proc.poll() is not None:
+            pytest.fail("the Ray head exited: " + (d / "head.log").read_text()[-2000:])
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        log.close()

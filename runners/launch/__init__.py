@@ -58,6 +58,7 @@ class RemoteFacts:
     gres: str | None = None  # `sinfo -p PART -h -o %G`, None when not asked or not reachable
     ray_version: str | None = None
     cluster_gpus: float | None = None
+    derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -89,6 +89,8 @@ class ClusterTarget:
         facts = self.backend.probe(list(dict.fromkeys(paths)), script)
         facts.job_dir = job_dir
         facts.env_file = str(self.env_file)
+        facts.derived = len(binding.derived)
+        self.facts = facts
         return facts
 
     def command(
@@ -149,6 +151,10 @@ class ClusterTarget:
     def describe(self, request: LaunchRequest | None) -> dict:
         """What a dry run shows: how the job would be submitted, env var names only."""
         out: dict[str, Any] = {**self.record()}
+        facts = getattr(self, "facts", None)
+        if facts is not None and facts.ray_version:
+            out["ray_version"] = facts.ray_version
+            out["cluster_gpus"] = facts.cluster_gpus
         if request is None:
             return out
         return {**out, **self.backend.describe(request)}

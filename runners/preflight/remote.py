@@ -9,11 +9,12 @@ DEDICATED_RAY_HEAD), and cluster launch failures users reported (research/remote
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
-from runners.launch.profiles import SlurmProfile, profile_line
+from runners.launch.profiles import RayProfile, SlurmProfile, profile_line
 from runners.launch.slurm import parse_gres_gpus
 from runners.launch.target import NO_RAY_STEPS, nodes_needed
 from runners.preflight import PreflightContext, rule
@@ -229,3 +230,90 @@ def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
                 fix=f"check it on the cluster: python -m steps validate {art.type} {art.value}",
                 severity=WARNING,
             )
+
+
+def pinned_ray(checkout: Path | None) -> str | None:
+    """The ray version a NeMo-RL checkout's uv.lock pins (None when unreadable)."""
+    lock = checkout / "uv.lock" if checkout else None
+    try:
+        text = lock.read_text(encoding="utf-8") if lock else ""
+    except OSError:
+        return None
+    m = re.search(r'\[\[package\]\]\s*\nname = "ray"\s*\nversion = "([^"]+)"', text)
+    return m.group(1) if m else None
+
+
+@rule("remote_ray", runners=ALL)
+def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
+    """Ray profiles: paths under remote_dir or the upload, GPUs the cluster has, Ray version."""
+    f = ctx.remote
+    if f is None or not isinstance(f.profile, RayProfile):
+        return
+    p = f.profile
+    pinned = pinned_ray(ctx.nemo_rl_dir)
+    if pinned and f.ray_version and pinned != f.ray_version:
+        yield _finding(
+            ctx,
+            "W-RAY-VERSION",
+            f"the cluster runs Ray {f.ray_version} but the NeMo-RL checkout pins ray {pinned}",
+            "address",
+            "use a cluster whose Ray matches NeMo-RL's uv.lock (KubeRay rayVersion)",
+            warn=True,
+        )
+    if ctx.manifest.run.runner == "nemo_rl" and f.cluster_gpus is not None:
+        need = _as_int(ctx.get("cluster.num_nodes")) * _as_int(ctx.get("cluster.gpus_per_node"))
+        if f.cluster_gpus == 0:
+            yield _finding(
+                ctx,
+                "W-REMOTE-GPUS",
+                "the Ray cluster reports no GPUs (an autoscaling cluster may add them)",
+                "address",
+                "check `ray status` on the cluster",
+                warn=True,
+            )
+        elif need > f.cluster_gpus:
+            yield _finding(
+                ctx,
+                "E-REMOTE-GPUS",
+                f"the config needs {need} GPUs (cluster.num_nodes x cluster.gpus_per_node) but "
+                f"the Ray cluster has {f.cluster_gpus:g}",
+                "address",
+                "lower cluster.num_nodes/gpus_per_node or use a larger cluster",
+            )
+    for what, path in job_paths(ctx):
+        if path == f.job_dir or (p.nemo_rl_dir and _under(path, p.nemo_rl_dir)):
+            continue  # the run dir goes with the job; the cluster sees its own checkout
+        if p.remote_dir and not _under(path, p.remote_dir):
+            yield _finding(
+                ctx,
+                "E-REMOTE-PATH",
+                f"{what} {path} is not under remote_dir {p.remote_dir}: the Ray cluster may not "
+                "see it",
+                "remote_dir",
+                "put the data and outputs under remote_dir (shared storage the cluster sees)",
+            )
+        elif not p.remote_dir:
+            yield _finding(
+                ctx,
+                "E-REMOTE-PATH",
+                f"{what} {path} is outside the uploaded run dir and the profile has no remote_dir",
+                "remote_dir",
+                "set remote_dir to shared storage the cluster sees and keep data/outputs under it",
+            )
+    if not p.remote_dir and f.derived:
+        yield _finding(
+            ctx,
+            "E-REMOTE-PATH",
+            f"{f.derived} input file(s) are rewritten into the run dir (shards joined or "
+            "agent_ref added) and must be named by a path the cluster sees; an uploaded "
+            "working_dir has none",
+            "remote_dir",
+            "set remote_dir to shared storage the cluster sees",
+        )
+
+
+def _as_int(value: object) -> int:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1

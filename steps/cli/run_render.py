@@ -51,7 +51,7 @@ def _launch_lines(launch: dict) -> list[str]:
     if "sbatch" in launch:
         out.append(f"submit (in {launch['submit_cwd']}): {shlex.join(launch['sbatch'])}")
     if "entrypoint" in launch:
-        out.append(f"address: {launch['address']}")
+        out.append(f"address: {launch['address']} (Ray {launch.get('ray_version', '?')})")
         out.append(f"entrypoint: {launch['entrypoint']}")
     if launch.get("command"):
         out.append(f"COMMAND: {launch['command']}")
