@@ -171,17 +171,20 @@ def test_a_clean_profile_dry_run_shows_the_submission_and_exits_0(dry, tmp_path)
         ('env = { HF_TOKEN = "hf_abcdefghijklmnopqrst" }\n', [], "E-REMOTE-SECRET-INLINE"),
         ('env = { UV_CACHE_DIR = "/scratch/uv" }\n', [], "W-REMOTE-UV-CACHE"),
         ("", [], "E-REMOTE-SECRET-MISSING"),
+        ("", ["++logger.hf_token=${oc.env:HF_TOKEN,none}"], "E-REMOTE-SECRET-MISSING"),
         ("", ["checkpointing.checkpoint_dir=/elsewhere/ckpt"], "E-REMOTE-MOUNT"),
     ],
 )  # fmt: skip
 def test_each_remote_rule_catches_its_planted_defect(dry, profile_extra, overrides, code):
-    unset = {"WANDB_API_KEY": ""} if code == "E-REMOTE-SECRET-MISSING" else None
+    unset = {"WANDB_API_KEY": ""} if code == "E-REMOTE-SECRET-MISSING" and not overrides else None
     exit_code, findings, _ = dry(GOOD + profile_extra, *overrides, extra_env=unset)
     assert code in findings, sorted(findings)
     assert exit_code == (0 if code.startswith("W-") else 1)
     if code != "E-REMOTE-MOUNT":
         assert findings[code]["path"].endswith("env.toml") and findings[code].get("line")
     assert "hf_abcdefghijklmnopqrst" not in json.dumps(findings)
+    if overrides and code == "E-REMOTE-SECRET-MISSING":
+        assert "${oc.env:HF_TOKEN}" in findings[code]["message"]
 
 
 def test_ray_sub_needs_a_container_and_a_checkout_with_ray_sub(dry, tmp_path):

@@ -147,19 +147,25 @@ def test_ctrl_c_detaches_and_the_job_keeps_running(lab):
 
 def test_a_planted_secret_is_found_nowhere(lab, slurm):  # noqa: F811
     root, work, _env, cli = lab
-    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab", "++logger.wandb.project=p")
+    literal = "literal-pass-0123456789"  # a secret typed into an override reaches the job too
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab", f"++logger.password={literal}")
     assert res.returncode == 0, res.stderr
-    assert record_of(root)["secrets_present"] == {"WANDB_API_KEY": True}
+    rec = record_of(root)
+    assert rec["secrets_present"] == {"WANDB_API_KEY": True}
+    assert "password: ${oc.env:STEPS_SECRET_LOGGER_PASSWORD}" in rec["config_text"]
+    assert "STEPS_SECRET_LOGGER_PASSWORD" in rec["env_names"]
     dry = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run", "--json")
     assert "WANDB_API_KEY" in dry.stdout
-    assert SECRET not in res.stdout + res.stderr + dry.stdout + dry.stderr
+    for secret in (SECRET, literal):
+        assert secret not in res.stdout + res.stderr + dry.stdout + dry.stderr
     lab_dir = Path(slurm["lab"])
     searched = 0
     for folder in (work, root / "shared", lab_dir / "spool", lab_dir / "log"):
         for path in folder.rglob("*"):
             if path.is_file():
                 searched += 1
-                assert SECRET.encode() not in path.read_bytes(), path
+                data = path.read_bytes()
+                assert SECRET.encode() not in data and literal.encode() not in data, path
     assert searched > 10
     # slurmctld keeps each job's submit environment in its own 0600 state until the job is
     # purged (Slurm's behaviour, outside the job's files): that is how the job receives it.

@@ -40,6 +40,8 @@ class LaunchRequest:
     cwd: str
     env: dict[str, str] = field(default_factory=dict)  # plain values
     secret_names: list[str] = field(default_factory=list)
+    # Literal secrets lifted out of the config (`${oc.env:STEPS_SECRET_*}`): values, never printed.
+    config_secrets: dict[str, str] = field(default_factory=dict)
     nodes: int = 1
     gpus_per_node: int | None = None
     uses_ray_sub: bool = False

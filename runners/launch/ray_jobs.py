@@ -159,6 +159,14 @@ class RayBackend:
         }
 
     def submit(self, req: LaunchRequest) -> dict:
+        if req.config_secrets:
+            raise StepsError(
+                "E-REMOTE-SECRET-INLINE",
+                f"the config holds a literal secret ({', '.join(sorted(req.config_secrets))} "
+                "would carry it); a Ray job cannot receive secret values from here",
+                fix="set the secret in the Ray cluster's environment and refer to it as "
+                "${oc.env:NAME} in the config",
+            )
         upload = req.job_dir == UPLOAD_DIR
         if upload:
             size = dir_bytes(req.run_dir)

@@ -233,6 +233,7 @@ class SlurmBackend:
             (req.run_dir / "job.sbatch").write_text(self._batch_script(req), encoding="utf-8")
         self.shell.copy_dir(req.run_dir, req.job_dir)
         secrets = {n: self.env[n] for n in req.secret_names if n in self.env}
+        secrets.update(req.config_secrets)
         job_name = self.job_name(req)
         proc = self.shell.run(self.submit_script(req, job_name, secrets))
         job_id = proc.stdout.strip().split(";")[0].splitlines()[-1:] if proc.stdout else []

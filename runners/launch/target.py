@@ -121,7 +121,7 @@ class ClusterTarget:
     def request(self, plan: Any, extra_env: dict[str, str]) -> LaunchRequest:
         """The hand-over: command, dirs, plain env, secret names, nodes and GPUs."""
         p = self.profile
-        env = {**p.env, **extra_env}
+        env = dict(p.env)
         uses_ray_sub = isinstance(p, SlurmProfile) and plan.runner not in NO_RAY_STEPS
         gpus = _get(plan.resolved, "cluster.gpus_per_node")
         return LaunchRequest(
@@ -132,7 +132,8 @@ class ClusterTarget:
             command=list(plan.command or []),
             cwd=str(plan.cwd),
             env=env,
-            secret_names=list(p.secrets),
+            secret_names=[*p.secrets, *extra_env],
+            config_secrets=dict(extra_env),
             nodes=nodes_needed(plan.resolved, p.env)
             if plan.runner == "nemo_rl"
             else (getattr(p, "nodes", None) or 1),

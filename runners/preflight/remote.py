@@ -21,6 +21,7 @@ from runners.preflight import PreflightContext, rule
 from runners.secrets import is_secret_env, looks_like_secret
 
 ALL = ("nemo_rl", "rl_prep", "megatron_to_hf")
+_OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
@@ -191,6 +192,17 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
                 f"secret {name} is listed in the profile but not set in this environment",
                 "secrets",
                 f"export {name}=... in the shell you submit from",
+            )
+    text = ctx.compiled.to_yaml() if ctx.compiled is not None else ""
+    for name in sorted(set(_OC_ENV.findall(text))):
+        if is_secret_env(name) and name not in p.secrets and name not in p.env:
+            yield _finding(
+                ctx,
+                "E-REMOTE-SECRET-MISSING",
+                f"the config reads ${{oc.env:{name}}} but the profile does not forward {name}",
+                "secrets",
+                f'add "{name}" to the profile\'s secrets'
+                + (" (and set it in the Ray cluster's environment)" if p.executor == "ray" else ""),
             )
     if "UV_CACHE_DIR" in p.env or (p.executor == "slurm" and os.environ.get("UV_CACHE_DIR")):
         yield _finding(
