@@ -118,7 +118,10 @@ def test_run_attached_streams_the_driver_log_and_returns_the_jobs_exit_code(lab)
 def test_cancel_stops_a_running_job(lab):
     root, work, _env, cli = lab
     write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
-    job_id = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab").stdout.split()[0]
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--json")
+    doc = json.loads(res.stdout)  # one JSON document: the plan, the launch and the job
+    job_id = doc["job"]["job_id"]
+    assert doc["ok"] and doc["launch"]["executor"] == "slurm" and doc["run_dir"]
     wait_for(lambda: "tick 1" in cli("logs", job_id).stdout, timeout=90)
     res = cli("cancel", "last")
     assert res.returncode == 0 and job_id in res.stdout
