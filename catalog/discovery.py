@@ -1,15 +1,18 @@
 """Find steps: the built-in `steps/` tree plus extra roots (`--catalog DIR`, `$STEPS_PATH`).
 
+The rule: every folder under a root that holds a `step.toml` is a step, whatever the folders
+are called (a category may be named `data` or `config`), nested steps included. Only hidden
+folders and `__pycache__` are not searched.
+
 Reads raw TOML only (no pydantic) so `python -m steps list` stays close to Python start-up;
 `catalog.manifest` validates the same data for `check` and `run`. Parsed manifests are cached
-per user (keyed by path, mtime, size and inode) so `list` need not even import the TOML parser.
+per user as JSON (keyed by path, mtime, size and inode) so `list` need not even import the TOML
+parser.
 """
 
 from __future__ import annotations
 
-import marshal
 import os
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,7 +20,7 @@ BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "steps"
 STEPS_PATH_VAR = "STEPS_PATH"
 CACHE_VAR = "STEPS_CACHE_DIR"
 MANIFEST = "step.toml"
-_SKIP_DIRS = {"__pycache__", "config", "data", "cli", "patterns", ".git"}
+CACHE_FORMAT = 1  # bump when the cached data's shape changes
 
 
 class StepEntry:
@@ -89,63 +92,92 @@ def catalog_roots(extra: Iterable[str | Path] = (), include_builtin: bool = True
 
 def _manifest_dirs(root: Path) -> Iterable[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
         if MANIFEST in filenames:
             yield Path(dirpath)
 
 
 def _cache_file() -> Path:
     base = os.environ.get(CACHE_VAR) or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    tag = f"{sys.implementation.cache_tag}-{marshal.version}"
-    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-{tag}.marshal"
+    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-v{CACHE_FORMAT}.json"
 
 
 class _ManifestCache:
-    """Parsed manifests keyed by path and (mtime_ns, size, inode); a stale entry is re-parsed."""
+    """Parsed manifests keyed by path and [mtime_ns, size, inode]; a stale entry is re-parsed.
+
+    JSON, so any interpreter can read what another wrote; a manifest JSON cannot hold exactly
+    (a TOML datetime) is simply not cached.
+    """
 
     def __init__(self) -> None:
+        import json
+
         self.path = _cache_file()
         self.dirty = False
         try:
-            self.entries: dict = marshal.loads(self.path.read_bytes())
-            if not isinstance(self.entries, dict):
-                self.entries = {}
-        except (OSError, ValueError, EOFError, TypeError):
+            doc = json.loads(self.path.read_bytes())
+            ok = isinstance(doc, dict) and doc.get("format") == CACHE_FORMAT
+            self.entries: dict = doc["entries"] if ok and isinstance(doc["entries"], dict) else {}
+        except (OSError, ValueError, KeyError):
             self.entries = {}
 
     def load(self, manifest: Path) -> dict:
         """The manifest's data; raises `StepsError` (E-MANIFEST-TOML) naming file and line."""
         st = manifest.stat()
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
         key = str(manifest)
         hit = self.entries.get(key)
-        if hit is not None and hit[0] == stamp:
+        if isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp:
             return hit[1]
         from catalog.tomlfile import load_toml
 
         data = load_toml(manifest, code="E-MANIFEST-TOML")
-        try:
-            marshal.dumps(data)
-        except ValueError:  # e.g. a TOML datetime: correct but not cacheable
-            return data
-        self.entries[key] = (stamp, data)
-        self.dirty = True
+        if _json_exact(data):
+            self.entries[key] = [stamp, data]
+            self.dirty = True
         return data
 
     def save(self) -> None:
         """Best effort and atomic: a read-only home just means no cache."""
         if not self.dirty:
             return
+        import json
+
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps(self.entries))
+            doc = {"format": CACHE_FORMAT, "entries": self.entries}
+            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:
             import contextlib
 
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+def _json_exact(value: object) -> bool:
+    """True when JSON gives `value` back unchanged (TOML dates and times do not survive)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_exact(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def require_roots(roots: Iterable[Path]) -> None:
+    """Every root is a directory, else E-CATALOG-ROOT (exit 2) naming the first that is not."""
+    for root in roots:
+        if not root.is_dir():
+            from catalog.errors import StepsError  # deferred: `list` never pays for dataclasses
+
+            raise StepsError(
+                "E-CATALOG-ROOT",
+                "catalog root is not a directory",
+                path=str(root),
+                fix=f"pass an existing folder to --catalog or fix ${STEPS_PATH_VAR}",
+                exit_code=2,
+            )
 
 
 def discover(
@@ -160,19 +192,11 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
     an error. With `strict=False` a manifest that does not parse is kept with empty data and
     its finding in `load_error` (for `check`); otherwise its `StepsError` propagates.
     """
+    roots = list(roots)
+    require_roots(roots)
     entries: list[StepEntry] = []
     cache = _ManifestCache()
     for root in roots:
-        if not root.is_dir():
-            from catalog.errors import StepsError  # deferred: `list` never pays for dataclasses
-
-            raise StepsError(
-                "E-CATALOG-ROOT",
-                "catalog root is not a directory",
-                path=str(root),
-                fix=f"pass an existing folder to --catalog or fix ${STEPS_PATH_VAR}",
-                exit_code=2,
-            )
         for d in _manifest_dirs(root):
             error = None
             try:

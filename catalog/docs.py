@@ -3,7 +3,8 @@ step.toml JSON Schema. `python -m steps docs` writes them; `check` requires them
 
 Docs describe one catalog root on its own (never `$STEPS_PATH` or other roots), so the output
 does not depend on who runs it. The built-in root's docs sit at the repository root (schema in
-`catalog/schema/`); another root's docs sit in the root itself.
+`catalog/schema/`); another root's docs sit in the root itself. An installed copy (a wheel in
+site-packages) has no repository root: its built-in docs are neither checked nor written.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.discovery import BUILTIN_ROOT, StepEntry, discover_roots
-from catalog.errors import Finding
+from catalog.errors import Finding, StepsError
 from catalog.patterns import Pattern, load_patterns
 from catalog.types import TypeGraph, load_types, types_path
 
@@ -32,6 +33,29 @@ class DocsHome:
 
     def files(self) -> list[Path]:
         return [self.artifacts, self.patterns, self.schema]
+
+
+def source_checkout() -> Path | None:
+    """The repository the built-in catalog sits in, or None when it is an installed copy."""
+    repo = BUILTIN_ROOT.parent
+    try:
+        text = (repo / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return repo if 'name = "nemo-rl-steps"' in text else None
+
+
+def require_writable_home(root: Path) -> None:
+    """`docs` rewrites the built-in root's docs only in a source checkout (never site-packages)."""
+    if root == BUILTIN_ROOT and source_checkout() is None:
+        raise StepsError(
+            "E-DOCS-INSTALLED",
+            f"the built-in catalog at {root} is an installed copy: its generated docs live in "
+            "a source checkout of nemo-rl-steps",
+            fix="run `python -m steps docs` in a git checkout (pip install -e .); for your own "
+            "root use `python -m steps docs --catalog DIR --no-builtin`",
+            exit_code=2,
+        )
 
 
 def docs_home(root: Path) -> DocsHome:
@@ -221,6 +245,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_docs(root: Path) -> tuple[list[Path], list[Finding]]:
     """Regenerate a root's docs; returns the files that changed."""
+    require_writable_home(root)
     texts, findings = render_docs(root)
     changed = []
     for path, text in texts.items():
@@ -231,7 +256,10 @@ def write_docs(root: Path) -> tuple[list[Path], list[Finding]]:
 
 
 def stale_docs(root: Path, fix: str) -> list[Finding]:
-    """A finding for each generated file that is missing or differs from what `docs` writes."""
+    """A finding for each generated file that is missing or differs from what `docs` writes
+    (none for an installed built-in catalog, which has no docs of its own)."""
+    if root == BUILTIN_ROOT and source_checkout() is None:
+        return []
     texts, _ = render_docs(root)
     out = []
     for path, text in texts.items():

@@ -7,10 +7,21 @@ from dataclasses import asdict, dataclass
 ERROR = "error"
 WARNING = "warning"
 
+# Exit codes shared by every command (README "Exit codes").
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # errors found in the checked config or data
+EXIT_USAGE = 2  # bad flag, missing or unreadable file, unknown id, YAML/TOML syntax
+EXIT_INTERNAL = 70  # a bug in steps (EX_SOFTWARE)
+EXIT_INTERRUPTED = 130
+
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem found by a check: rendered as `path:line: CODE message. Fix: ...`."""
+    """One problem found by a check, rendered like a compiler diagnostic:
+
+    path:line: CODE message
+      Fix: what to do
+    """
 
     code: str
     message: str
@@ -29,19 +40,25 @@ class Finding:
             return ""
         return f"{self.path}:{self.line}" if self.line is not None else self.path
 
-    def render(self) -> str:
+    def render(self, indent: str = "") -> str:
+        """The finding as text; `indent` prefixes both lines (for findings nested in a report)."""
         loc = self.location()
         head = f"{loc}: " if loc else ""
         tag = "" if self.is_error else "warning: "
-        fix = f" Fix: {self.fix}" if self.fix else ""
-        return f"{head}{tag}{self.code} {self.message}{fix}"
+        text = f"{indent}{head}{tag}{self.code} {self.message}"
+        return f"{text}\n{indent}  Fix: {self.fix}" if self.fix else text
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """JSON form: code, message, severity and, when known, path, line, location, fix, key."""
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.path is not None:
+            out["location"] = self.location()
+        return out
 
 
 class StepsError(Exception):
-    """A user-facing failure: the CLI prints `finding.render()` and exits with `exit_code`."""
+    """A user-facing failure: the CLI prints `finding.render()` and exits with `exit_code`
+    (1: errors in the checked config or data; 2: usage or setup, see EXIT_USAGE)."""
 
     def __init__(
         self,
@@ -52,7 +69,7 @@ class StepsError(Exception):
         line: int | None = None,
         fix: str | None = None,
         key: str | None = None,
-        exit_code: int = 1,
+        exit_code: int = EXIT_FINDINGS,
     ) -> None:
         self.finding = Finding(code, message, path=path, line=line, fix=fix, key=key)
         self.exit_code = exit_code

@@ -17,18 +17,34 @@ _AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def load_toml(path: Path, code: str = "E-TOML") -> dict:
-    """Parse a TOML file or raise `StepsError` naming the file and line."""
+    """Parse a TOML file or raise `StepsError` naming the file and line (exit 2: unreadable
+    input or TOML syntax is a setup error; `check` reports it as a finding instead)."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except OSError as exc:
-        raise StepsError(code, f"cannot read: {exc.strerror}", path=str(path)) from None
+        raise StepsError(
+            code, f"cannot read: {exc.strerror}", path=str(path), exit_code=2
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise StepsError(
+            code,
+            f"not UTF-8 text (byte {exc.start}: {exc.reason})",
+            path=str(path),
+            fix="save the file as UTF-8",
+            exit_code=2,
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         m = _AT_LINE.search(str(exc))
         line = int(m.group(1)) if m else None
         msg = _AT_LINE.sub("", str(exc)).strip()
         raise StepsError(
-            code, f"invalid TOML: {msg}", path=str(path), line=line, fix="correct the TOML syntax"
+            code,
+            f"invalid TOML: {msg}",
+            path=str(path),
+            line=line,
+            fix="correct the TOML syntax",
+            exit_code=2,
         ) from None
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from catalog.errors import StepsError
 
 
-def yaml_error(exc: Exception, path: str | Path, code: str, exit_code: int = 1) -> StepsError:
-    """`path:line: CODE invalid YAML: <problem>` from a PyYAML exception."""
+def yaml_error(exc: Exception, path: str | Path, code: str, exit_code: int = 2) -> StepsError:
+    """`path:line: CODE invalid YAML: <problem>` from a PyYAML exception (exit 2: YAML syntax
+    is a setup error wherever the file is read)."""
     mark = getattr(exc, "problem_mark", None)
     return StepsError(
         code,

@@ -18,14 +18,19 @@ def write(path, rows):
     return path
 
 
-def test_validate_prints_path_line_code_field_and_fix_then_summary_and_exits_1(tmp_path, capsys):
+def test_validate_prints_findings_on_stderr_and_the_summary_on_stdout_and_exits_1(
+    tmp_path, capsys
+):
     bad = dict(GYM, agent_ref={"type": "responses_api_agents", "name": ""})
     p = write(tmp_path / "d.jsonl", [GYM, bad, GYM])
     assert main(["validate", "nemo_gym_jsonl", str(p)]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"{p}:2: E-GYM-AGENT-REF agent_ref.name: agent_ref.name must be")
-    assert "Fix:" in out[0]
-    assert out[-1].startswith("nemo_gym_jsonl (nemo_gym_rows): 3 rows in 1 file, 1 bad rows")
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err[0].startswith(f"{p}:2: E-GYM-AGENT-REF agent_ref.name: agent_ref.name must be")
+    assert "Fix:" not in err[0] and err[1].startswith("  Fix: ")
+    assert captured.out.splitlines() == [
+        "nemo_gym_jsonl (nemo_gym_rows): 3 rows in 1 file, 1 bad rows (E-GYM-AGENT-REF: 1). 1 error"
+    ]
 
 
 def test_validate_good_file_exits_0(tmp_path, capsys):
@@ -61,3 +66,41 @@ def test_validate_with_step_config_picks_gym_rows_and_the_default_agent_ref(tmp_
 def test_validate_unknown_type_exits_2_with_did_you_mean(tmp_path, capsys):
     assert main(["validate", "nemo_gym_json", str(tmp_path)]) == 2
     assert "nemo_gym_jsonl" in capsys.readouterr().err
+
+
+def test_validate_missing_input_is_a_setup_error_exit_2_on_stderr(tmp_path, capsys):
+    missing = tmp_path / "nope.jsonl"
+    assert main(["validate", "nemo_gym_jsonl", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"{missing}: E-INPUT-NOT-FOUND ")
+
+
+def test_validate_missing_checkpoint_names_the_hub_id_option(tmp_path, capsys):
+    assert main(["validate", "hf_checkpoint", str(tmp_path / "model")]) == 2
+    assert "--allow-hub-id" in capsys.readouterr().err
+
+
+def test_validate_missing_input_with_json_is_one_document_with_the_finding(tmp_path, capsys):
+    missing = tmp_path / "nope.jsonl"
+    assert main(["validate", "nemo_gym_jsonl", str(missing), "--json"]) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert captured.err == ""
+    assert doc["ok"] is False and doc["exit_code"] == 2
+    (finding,) = doc["findings"]
+    assert finding["code"] == "E-INPUT-NOT-FOUND" and finding["location"] == str(missing)
+    assert finding["fix"]
+
+
+def test_validate_dangling_symlink_is_unreadable_input_exit_2(tmp_path, capsys):
+    link = tmp_path / "d.jsonl"
+    link.symlink_to(tmp_path / "gone.jsonl")
+    assert main(["validate", "nemo_gym_jsonl", str(link)]) == 2
+    assert "E-INPUT-UNREADABLE" in capsys.readouterr().err
+
+
+def test_validate_bad_option_is_a_usage_error_exit_2(tmp_path, capsys):
+    p = write(tmp_path / "d.jsonl", [GYM])
+    assert main(["validate", "nemo_gym_jsonl", str(p), "--option", "novalue"]) == 2
+    assert "E-CLI-OPTION" in capsys.readouterr().err

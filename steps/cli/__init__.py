@@ -1,6 +1,9 @@
 """The CLI: one module per subcommand, each with `HELP`, `add_arguments(parser)`, `run(args)`.
 
-Only the chosen subcommand's module is imported, so `list` pays for nothing else.
+Only the chosen subcommand's module is imported, so `list` pays for nothing else. `main` owns
+the exit codes (catalog.errors: 0 ok, 1 findings, 2 usage/setup, 70 internal error, 130
+interrupted) and turns every failure into a finding: text on stderr, or the one JSON document
+on stdout when the command line has `--json` (see steps/cli/output.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ COMMANDS: dict[str, str] = {
     "logs": "steps.cli.logs_cmd",
     "cancel": "steps.cli.cancel_cmd",
 }
+PROG = "python -m steps"
+DEBUG_FLAG = "--debug"
+REPORT_HINT = (
+    "this is a bug in steps, not in your input: report it to the maintainers with the command "
+    f"line and the traceback that `{DEBUG_FLAG}` prints"
+)
 
 
 def _available() -> dict[str, str]:
@@ -32,32 +41,43 @@ def _available() -> dict[str, str]:
 
 
 def _formatter(prog: str):
-    """argparse's formatter sized with `os` (argparse's own default imports shutil: ~5 ms)."""
+    """argparse's formatter at the terminal width (argparse's own default imports shutil)."""
     import argparse
-    import os
 
-    try:
-        width = os.get_terminal_size().columns
-    except OSError:
-        width = int(os.environ.get("COLUMNS", "80") or 80)
-    return argparse.HelpFormatter(prog, width=max(width - 2, 40))
+    from steps.cli.output import terminal_width
+
+    return argparse.HelpFormatter(prog, width=max(terminal_width(sys.stderr) - 2, 40))
 
 
-def _steps_error() -> type:
-    """Evaluated only when an exception reaches `main`, so a clean `list` never imports it."""
-    from catalog.errors import StepsError
+class UsageError(Exception):
+    """A command line argparse rejects; `main` prints it (usage + message, or JSON), exit 2."""
 
-    return StepsError
+    def __init__(self, parser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+def _parser_class():
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        """argparse that raises instead of exiting, so `--json` can carry usage errors too."""
+
+        def error(self, message: str):
+            raise UsageError(self, message)
+
+    return Parser
 
 
 def build_parser(only: str | None = None):
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="python -m steps",
+    parser = _parser_class()(
+        prog=PROG,
         description="Step catalog and contract-checking runner for NeMo-RL alignment jobs.",
+        epilog=f"{DEBUG_FLAG} (anywhere on the line): print the traceback of an internal error. "
+        "Exit codes: 0 ok, 1 findings, 2 usage or setup, 70 internal error, 130 interrupted.",
         formatter_class=_formatter,
     )
+    parser.add_argument(DEBUG_FLAG, action="store_true", help="print tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names = [only] if only else list(_available())
     for name in names:
@@ -68,21 +88,87 @@ def build_parser(only: str | None = None):
     return parser
 
 
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """`--debug` is global: taken out wherever it stands (before a `--` separator)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:end] if a != DEBUG_FLAG]
+    return head + argv[end:], len(head) != end
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; returns its exit code (never raises except SystemExit from --help)."""
+    argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     only = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(only)
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 2
+    as_json = "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]
+    from steps.cli import output
+
+    before = output.emitted()
     try:
+        parser = build_parser(only)
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help(sys.stderr)
+            return 2
+        as_json = as_json or bool(getattr(args, "json", False))
         return int(args._handler(args) or 0)
-    except _steps_error() as exc:
-        print(exc.finding.render(), file=sys.stderr)
-        return exc.exit_code
+    except UsageError as exc:
+        return _fail(_usage_finding(exc), 2, only, as_json, before, exc.parser)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        from catalog.errors import Finding
+
+        finding = Finding("E-INTERRUPTED", "interrupted (Ctrl-C)")
+        return _fail(finding, 130, only, as_json, before)
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except Exception as exc:
+        from catalog.errors import StepsError
+
+        if isinstance(exc, StepsError):
+            return _fail(exc.finding, exc.exit_code, only, as_json, before)
+        return _internal_error(exc, only or (argv[0] if argv else None), as_json, before, debug)
+
+
+def _usage_finding(exc: UsageError):
+    from catalog.errors import Finding
+
+    return Finding("E-USAGE", exc.message, fix=f"see `{exc.parser.prog} --help`")
+
+
+def _fail(finding, code: int, command, as_json: bool, before: int, parser=None) -> int:
+    """Print a failure once: as the JSON document (unless one went out already), else text."""
+    from steps.cli import output
+
+    if as_json and output.emitted() == before:
+        output.emit_json(output.error_document(finding, code, command))
+    elif parser is not None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {finding.message}", file=sys.stderr)
+    else:
+        print(finding.render(), file=sys.stderr)
+    return code
+
+
+def _internal_error(exc: Exception, command, as_json: bool, before: int, debug: bool) -> int:
+    """One finding naming the bug and how to report it; the traceback only with --debug."""
+    from catalog.errors import EXIT_INTERNAL, Finding
+
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    where = f" in `{PROG} {command}`" if command else ""
+    detail = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    finding = Finding("E-INTERNAL", f"internal error{where}: {detail}", fix=REPORT_HINT)
+    return _fail(finding, EXIT_INTERNAL, command, as_json, before)
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (`steps list | head`), keep the interpreter's final flush quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

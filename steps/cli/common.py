@@ -1,4 +1,4 @@
-"""Arguments and output shared by subcommands."""
+"""Arguments and output shared by subcommands (JSON goes through steps/cli/output.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,23 @@ def add_catalog_arguments(parser) -> None:
     )
 
 
-def print_json(obj: object) -> None:
-    import json
+def add_json_argument(parser, what: str = "the result") -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {what} as one JSON document on stdout (errors are findings in it)",
+    )
 
-    json.dump(obj, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+
+def print_json(obj: object) -> None:
+    """One JSON document on stdout; see `steps.cli.output.emit_json`."""
+    from steps.cli.output import emit_json
+
+    emit_json(obj)
 
 
 def print_findings(findings, stream=None) -> None:
-    stream = stream or sys.stdout
+    """Findings as text, on stderr unless told otherwise (stdout is for results)."""
+    stream = stream or sys.stderr
     for f in findings:
         print(f.render(), file=stream)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from steps.cli.common import add_catalog_arguments
+from steps.cli.common import add_catalog_arguments, add_json_argument
 
 HELP = "find the shortest chain of steps from some artifact types to one, write a pipeline"
 
@@ -25,6 +25,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--name", help="pipeline name (default: composed-<to>)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    add_json_argument(parser, "the chain and the pipeline (as data and as YAML text)")
     add_catalog_arguments(parser)
 
 
@@ -39,10 +40,25 @@ def run(args) -> int:
     name = args.name or f"composed-{args.goal}".replace("_", "-")
     data = pipeline_data(chain, graph, start, args.goal, name, args.config)
     out = Path(args.output) if args.output else None
-    text = write_pipeline(data, out)
-    if out is None:
+    try:
+        text = write_pipeline(data, out)
+    except OSError as exc:
+        from catalog.errors import StepsError
+
+        raise StepsError(
+            "E-OUTPUT-WRITE",
+            f"cannot write the pipeline file: {exc.strerror or exc}",
+            path=str(out),
+            fix="pass -o a file in a folder you can write",
+            exit_code=2,
+        ) from None
+    steps = [a.step for a in chain]
+    if args.json:
+        from steps.cli.output import document, emit_json
+
+        emit_json(document(chain=steps, pipeline=data, output=out, text=text))
+    elif out is None:
         sys.stdout.write(text)
     else:
-        steps = " -> ".join(a.step for a in chain)
-        print(f"wrote {out}: {steps}", file=sys.stderr)
+        print(f"wrote {out}: {' -> '.join(steps)}", file=sys.stderr)
     return 0

@@ -1,10 +1,12 @@
-"""`docs`: regenerate ARTIFACTS.md, PATTERNS.md and the step.toml JSON Schema."""
+"""`docs`: regenerate ARTIFACTS.md, PATTERNS.md and the step.toml JSON Schema.
+
+The built-in catalog's docs live in a source checkout: an installed copy (a wheel) is refused
+with E-DOCS-INSTALLED before anything is written, so site-packages is never touched.
+"""
 
 from __future__ import annotations
 
-import sys
-
-from steps.cli.common import add_catalog_arguments
+from steps.cli.common import add_catalog_arguments, add_json_argument, print_findings
 
 HELP = "regenerate ARTIFACTS.md, PATTERNS.md and catalog/schema/step.schema.json"
 
@@ -16,18 +18,32 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="only the --catalog roots (their docs live in each root)",
     )
+    add_json_argument(parser, "the files written and the findings")
 
 
 def run(args) -> int:
-    from catalog.discovery import catalog_roots
-    from catalog.docs import write_docs
-    from steps.cli.common import print_findings
+    from catalog.docs import require_writable_home, write_docs
+    from steps.cli.check_cmd import usable_roots
 
-    for root in catalog_roots(args.catalog, include_builtin=not args.no_builtin):
-        changed, findings = write_docs(root)
-        print_findings(findings, sys.stderr)
-        for path in changed:
-            print(f"wrote {path}")
+    roots = usable_roots(args)
+    for root in roots:
+        require_writable_home(root)
+    written, current, findings = [], [], []
+    for root in roots:
+        changed, found = write_docs(root)
+        findings += found
+        written += changed
         if not changed:
-            print(f"up to date: docs of {root}")
-    return 0
+            current.append(root)
+    code = 1 if any(f.is_error for f in findings) else 0
+    if args.json:
+        from steps.cli.output import document, emit_json
+
+        emit_json(document(findings, written=written, up_to_date=current))
+        return code
+    print_findings(findings)
+    for path in written:
+        print(f"wrote {path}")
+    for root in current:
+        print(f"up to date: docs of {root}")
+    return code

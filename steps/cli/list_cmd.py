@@ -1,18 +1,22 @@
-"""`list`: the steps in the catalog, filtered by category or by artifact type (following is_a)."""
+"""`list`: the steps in the catalog, filtered by category or by artifact type (following is_a);
+`list --types`: the artifact types (what `validate TYPE` and the ports name)."""
 
 from __future__ import annotations
 
 from catalog.discovery import StepEntry, discover
-from steps.cli.common import add_catalog_arguments, print_json
+from steps.cli.common import add_catalog_arguments, add_json_argument
 
-HELP = "list the steps in the catalog"
+HELP = "list the steps in the catalog (or, with --types, the artifact types)"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--category", help="only steps of this category (first folder)")
     parser.add_argument("--consumes", metavar="TYPE", help="only steps that consume this type")
     parser.add_argument("--produces", metavar="TYPE", help="only steps that produce this type")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--types", action="store_true", help="list the artifact types instead of the steps"
+    )
+    add_json_argument(parser)
     add_catalog_arguments(parser)
 
 
@@ -46,6 +50,13 @@ def select(
     return out
 
 
+def _port(p: dict, with_required: bool) -> dict:
+    out = {"name": p.get("name"), "type": p.get("type")}
+    if with_required:
+        out["required"] = bool(p.get("required", True))  # the manifest's default
+    return out
+
+
 def as_dict(e: StepEntry) -> dict:
     meta = e.meta
     return {
@@ -56,27 +67,80 @@ def as_dict(e: StepEntry) -> dict:
         "description": meta.get("description", ""),
         "tags": meta.get("tags", []),
         "path": str(e.dir),
-        "consumes": [{k: p.get(k) for k in ("name", "type", "required")} for p in e.consumes],
-        "produces": [{k: p.get(k) for k in ("name", "type")} for p in e.produces],
+        "consumes": [_port(p, True) for p in e.consumes],
+        "produces": [_port(p, False) for p in e.produces],
     }
 
 
 def run(args) -> int:
+    if args.types:
+        return _types(args)
     entries = select(
         discover(args.catalog), args.category, args.consumes, args.produces, args.catalog
     )
     if args.json:
-        print_json([as_dict(e) for e in entries])
+        from steps.cli.output import document, emit_json
+
+        emit_json(document(steps=[as_dict(e) for e in entries]))
         return 0
     if not entries:
         print("no steps match")
         return 0
+    from steps.cli.output import wrap
+
     width = max(len(e.id) for e in entries)
+    pad = " " * (width + 2)
     for e in entries:
         ins = ",".join(dict.fromkeys(str(p.get("type", "?")) for p in e.consumes)) or "-"
         outs = ",".join(dict.fromkeys(str(p.get("type", "?")) for p in e.produces)) or "-"
-        print(f"{e.id:<{width}}  {ins} -> {outs}")
+        print(wrap(f"{ins} -> {outs}", pad, first=f"{e.id:<{width}}  "))
         desc = e.meta.get("description", "")
         if desc:
-            print(f"{'':<{width}}  {desc}")
+            print(wrap(desc, pad))
     return 0
+
+
+def _types(args) -> int:
+    """Every artifact type: contract, layout, parents and meaning."""
+    if args.category or args.consumes or args.produces:
+        from catalog.errors import StepsError
+
+        raise StepsError(
+            "E-USAGE",
+            "--types lists every type: it takes no --category, --consumes or --produces",
+            fix="drop the filters, or drop --types to list steps",
+            exit_code=2,
+        )
+    from catalog.types import load_catalog_types
+
+    graph = load_catalog_types(args.catalog)
+    types = [
+        {
+            "name": name,
+            "is_a": list(t.is_a),
+            "layout": t.layout,
+            "contract": t.contract,
+            "description": " ".join(t.description.split()),
+            "converts_to": [{"type": c.target, "via": c.via} for c in t.convert_to],
+        }
+        for name, t in sorted(graph.types.items())
+    ]
+    code = 2 if any(f.is_error for f in graph.findings) else 0  # a broken types.toml: setup
+    if args.json:
+        from steps.cli.output import document, emit_json
+
+        emit_json(document(graph.findings, types=types))
+        return code
+    from steps.cli.common import print_findings
+    from steps.cli.output import wrap
+
+    print_findings(graph.findings)
+    width = max((len(t["name"]) for t in types), default=0)
+    pad = " " * (width + 2)
+    for t in types:
+        parents = f", is_a {', '.join(t['is_a'])}" if t["is_a"] else ""
+        head = f"{t['name']:<{width}}  "
+        print(wrap(f"contract {t['contract']}, layout {t['layout']}{parents}", pad, first=head))
+        if t["description"]:
+            print(wrap(t["description"], pad))
+    return code

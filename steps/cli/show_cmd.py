@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from catalog.discovery import StepEntry, discover, resolve
-from steps.cli.common import add_catalog_arguments, print_json
+from steps.cli.common import add_catalog_arguments, add_json_argument
+from steps.cli.output import wrap
 
 HELP = "show one step: manifest, configs, errors, references"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("step", help="step id or a unique tail of it (e.g. rlvr)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_argument(parser)
     add_catalog_arguments(parser)
 
 
@@ -32,49 +33,52 @@ def _ports(title: str, ports: list[dict]) -> None:
         req = "" if p.get("required", True) else " (optional)"
         keys = ", ".join(p.get("config_keys", []))
         narrowed = f" (subtype from {p['type_key']})" if p.get("type_key") else ""
-        print(f"  {p.get('name')}: {p.get('type')}{narrowed}{req}  <- {keys}")
-        print(f"      {p.get('description', '')}")
+        print(wrap(f"{p.get('name')}: {p.get('type')}{narrowed}{req} <- {keys}", "      ", "  "))
+        print(wrap(p.get("description", ""), "      "))
 
 
 def run(args) -> int:
     e = resolve(args.step, discover(args.catalog))
     if args.json:
-        print_json(as_dict(e))
+        from steps.cli.output import document, emit_json
+
+        emit_json(document(step=as_dict(e)))
         return 0
     meta, run_spec = e.meta, e.data.get("run", {})
-    print(f"{e.id}  v{meta.get('version', '?')}  {meta.get('name', '')}")
-    print(f"  {meta.get('description', '')}")
-    print(f"  tags: {', '.join(meta.get('tags', []))}")
-    print(f"  folder: {e.dir}")
-    print(f"  runner: {run_spec.get('runner', '?')}", end="")
-    for k in ("algorithm", "script", "gym_script"):
-        if run_spec.get(k):
-            print(f"  {k}: {run_spec[k]}", end="")
-    print()
+    print(wrap(f"{e.id}  v{meta.get('version', '?')}  {meta.get('name', '')}", "  ", ""))
+    print(wrap(meta.get("description", ""), "  "))
+    print(wrap(f"tags: {', '.join(meta.get('tags', []))}", "    ", "  "))
+    print(wrap(f"folder: {e.dir}", "    ", "  "))
+    runner = [f"runner: {run_spec.get('runner', '?')}"]
+    keys = ("algorithm", "script", "gym_script")
+    runner += [f"{k}: {run_spec[k]}" for k in keys if run_spec.get(k)]
+    print(wrap(", ".join(runner), "    ", "  "))
     _ports("consumes", e.consumes)
     _ports("produces", e.produces)
     print("\nconfigs:")
     for name in e.config_names():
         mark = " (default)" if name == run_spec.get("default_config", "default") else ""
-        print(f"  {name}{mark}: {e.config_path(name)}")
+        print(wrap(f"{name}{mark}: {e.config_path(name)}", "      ", "  "))
     if e.data.get("parameters"):
         print("\nparameters:")
         for p in e.data["parameters"]:
-            print(f"  {p.get('name')} = {p.get('default')!r}  {p.get('description', '')}")
+            print(wrap(f"{p.get('name')} = {p.get('default')!r}", "      ", "  "))
+            print(wrap(p.get("description", ""), "      "))
     if e.data.get("strategies"):
         print("\nstrategies:")
         for s in e.data["strategies"]:
-            print(f"  when {s.get('when')}\n    then {s.get('then')}")
+            print(wrap(f"when {s.get('when')}", "       ", "  "))
+            print(wrap(f"then {s.get('then')}", "         ", "    "))
     if e.data.get("errors"):
         print("\nerrors:")
         for err in e.data["errors"]:
             check = f" [checked by {err['check']}]" if err.get("check") else ""
-            print(f"  {err.get('name')}{check}: {err.get('description')}")
-            print(f"    recovery: {err.get('recovery')}")
+            print(wrap(f"{err.get('name')}{check}: {err.get('description')}", "      ", "  "))
+            print(wrap(f"recovery: {err.get('recovery')}", "      ", "    "))
     ref = e.data.get("reference", {})
     if ref:
         print("\nreference:")
         for k, vals in ref.items():
             for v in vals:
-                print(f"  {k}: {v}")
+                print(wrap(f"{k}: {v}", "      ", "  "))
     return 0

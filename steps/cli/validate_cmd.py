@@ -11,7 +11,7 @@ PROGRESS_MIN_BYTES = 256 << 20
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("type", help="artifact type (see `python -m steps list --types`)")
+    parser.add_argument("type", help="artifact type (`python -m steps list --types` lists them)")
     parser.add_argument("path", help="file, folder of *.jsonl shards, manifest.json or checkpoint")
     parser.add_argument("--step", help="take contract options from this step's config")
     parser.add_argument(
@@ -25,7 +25,11 @@ def add_arguments(parser) -> None:
         help="contract option, e.g. prompt_key=question or agent_names=[a,b] (repeatable; "
         "VALUE is JSON when it parses)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as one JSON document on stdout (errors are findings in it)",
+    )
     parser.add_argument(
         "--max-errors", type=int, default=20, metavar="N", help="errors to print (all are counted)"
     )
@@ -119,6 +123,47 @@ def _summary(report) -> str:
     return f"{head}. {report.errors} error{'s' if report.errors != 1 else ''}{more}"
 
 
+def _require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
+    """A missing or unreadable input is a setup error (exit 2), not a finding in the data."""
+    import os
+
+    from catalog.contracts import ROW_CONTRACTS
+    from catalog.errors import StepsError
+
+    if not os.path.lexists(path):
+        if allow_hub_id and contract == "hf_checkpoint":
+            return  # a hub id: the contract decides
+        raise StepsError(
+            "E-INPUT-NOT-FOUND",
+            "the input does not exist",
+            path=str(path),
+            fix="check the path"
+            + (" (or pass --allow-hub-id)" if contract == "hf_checkpoint" else ""),
+            exit_code=2,
+        )
+    files = [path]
+    if contract in ROW_CONTRACTS and path.is_dir():
+        from catalog.contracts.jsonl import resolve_sources
+
+        files = [s.path for s in resolve_sources(path)[0]]
+    for f in files:
+        try:
+            if f.is_dir():
+                with os.scandir(f):
+                    pass
+            else:
+                with open(f, "rb"):
+                    pass
+        except OSError as exc:
+            raise StepsError(
+                "E-INPUT-UNREADABLE",
+                f"cannot read the input ({exc.strerror})",
+                path=str(f),
+                fix="check the path and its permissions",
+                exit_code=2,
+            ) from None
+
+
 def run(args) -> int:
     from catalog.contracts import validate_artifact
     from catalog.contracts.options import contract_options, row_contract_for
@@ -133,6 +178,7 @@ def run(args) -> int:
             contract = row_contract_for(contract, cfg)
         options = {k: v for k, v in contract_options(contract, cfg).items() if v is not None}
     options.update(_parse_options(args.option))
+    _require_input(path, contract, args.allow_hub_id)
     type_name = args.type
     if contract != resolve_contract(args.type):
         type_name = {
@@ -154,11 +200,12 @@ def run(args) -> int:
         if bar is not None:
             bar.close()
     if args.json:
-        from steps.cli.common import print_json
+        from steps.cli.output import emit_json
 
-        print_json(report.to_dict())
+        emit_json(report.to_dict())
     else:
-        for f in report.findings:
-            print(f.render())
+        from steps.cli.common import print_findings
+
+        print_findings(report.findings)
         print(_summary(report))
     return 0 if report.ok else 1

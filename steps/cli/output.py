@@ -1,0 +1,84 @@
+"""How commands print: exactly one JSON document with `--json`, text at the terminal width else.
+
+The `--json` contract, for every command:
+
+    from steps.cli.output import document, emit_json
+    emit_json(document(findings, steps=[...]))   # {"ok": ..., "findings": [...], "steps": [...]}
+
+- `document(findings=(), ok=None, **payload)`: the envelope. `findings` are `Finding`s (or
+  their dicts); `ok` defaults to "no finding is an error". Put the command's data in `payload`.
+- `emit_json(doc, redact=None)`: the only writer of `--json` output; call it once, last.
+  `redact` (str -> str) is applied to the serialized text (e.g. `runners.secrets.redact_text`).
+- Errors need no code in the command: a `StepsError` raised at any point, or a usage error,
+  reaches `steps.cli.main`, which prints `error_document(...)` as the one document when the
+  command line has `--json`. So build the whole document first and never print before raising.
+
+Text output: `terminal_width()` ($COLUMNS, else the TTY's width, else 80) and `wrap()`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+_emitted = 0
+
+
+def document(findings: Iterable[Any] = (), ok: bool | None = None, **payload: Any) -> dict:
+    """`{"ok", "findings", **payload}`; ok is False when any finding is an error."""
+    items = [f if isinstance(f, dict) else f.to_dict() for f in findings]
+    if ok is None:
+        ok = not any(f.get("severity", "error") == "error" for f in items)
+    return {"ok": ok, "findings": items, **payload}
+
+
+def error_document(finding: Any, exit_code: int, command: str | None = None) -> dict:
+    """The document `main` prints when a command given --json fails before it emitted one."""
+    return document([finding], ok=False, command=command, exit_code=exit_code)
+
+
+def emit_json(doc: Any, redact: Callable[[str], str] | None = None) -> None:
+    """Print one JSON document on stdout (paths and other objects as strings)."""
+    import json
+
+    global _emitted
+    text = json.dumps(doc, indent=2, default=str)
+    sys.stdout.write((redact(text) if redact else text) + "\n")
+    sys.stdout.flush()
+    _emitted += 1
+
+
+def emitted() -> int:
+    """How many documents this process has printed (main compares before and after a command)."""
+    return _emitted
+
+
+def terminal_width(stream: Any = None) -> int:
+    """$COLUMNS when set, else the width of the terminal `stream` is on, else 80."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    stream = stream or sys.stdout
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 80
+
+
+def wrap(text: str, indent: str = "", first: str | None = None, width: int | None = None) -> str:
+    """`text` filled to the terminal width; `first` prefixes line one (default: `indent`).
+    Words (ids, paths) are never split."""
+    import textwrap
+
+    return textwrap.fill(
+        " ".join(line.strip() for line in str(text).splitlines()),
+        width=max(width or terminal_width(), 40),
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

@@ -1,0 +1,100 @@
+"""Every test runs in a sandbox: home, caches, W&B, Hugging Face, outputs and run dirs point
+into a fresh temporary folder, and the variables that would point the code at the developer's
+own catalog, NeMo-RL checkout or cluster are unset. Nothing is written to the repository or
+the real home.
+
+The sandbox sits beside `tmp_path` (not inside it), so tests that assert what their `tmp_path`
+holds see only their own files. Module-level code (collection, e.g. a `discover()` at import)
+runs in a session-wide sandbox set up before any test module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SANDBOXED = {
+    "HOME": "home",
+    "XDG_CACHE_HOME": "home/.cache",
+    "XDG_CONFIG_HOME": "home/.config",
+    "XDG_DATA_HOME": "home/.local/share",
+    "WANDB_DIR": "wandb",
+    "WANDB_CACHE_DIR": "home/.cache/wandb",
+    "WANDB_DATA_DIR": "home/.local/share/wandb",
+    "WANDB_CONFIG_DIR": "home/.config/wandb",
+    "HF_HOME": "home/.cache/huggingface",
+    "STEPS_OUTPUT": "steps-output",
+    "STEPS_CACHE_DIR": "steps-cache",
+    "STEPS_RUNS_DIR": "runs",
+}
+UNSET = (
+    "STEPS_PATH",
+    "NEMO_RL_HOME",
+    "STEPS_ENV_FILE",
+    "RAY_ADDRESS",
+    "RAY_API_SERVER_ADDRESS",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HF_DATASETS_CACHE",
+    "MEGATRON_BRIDGE_HOME",
+    "WANDB_API_KEY",
+    "COLUMNS",  # text output wraps at 80 columns, as on any non-terminal
+)
+
+_saved: dict[str, str | None] = {}
+_session_dir: Path | None = None
+
+
+def sandbox_env(base: Path) -> dict[str, str]:
+    """The sandboxed variables, pointing under `base`."""
+    return {var: str(base / rel) for var, rel in SANDBOXED.items()}
+
+
+def pytest_configure(config) -> None:
+    """Before collection: module-level code of test files sees a session sandbox too."""
+    global _session_dir
+    _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
+    for var in (*SANDBOXED, *UNSET):
+        _saved[var] = os.environ.get(var)
+        os.environ.pop(var, None)
+    os.environ.update(sandbox_env(_session_dir))
+    (_session_dir / "home").mkdir()
+
+
+def pytest_unconfigure(config) -> None:
+    for var, value in _saved.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+    if _session_dir is not None:
+        shutil.rmtree(_session_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def sandbox(monkeypatch, tmp_path_factory) -> Path:
+    """A fresh sandbox for this test (its path, for tests that look inside)."""
+    base = tmp_path_factory.mktemp("sandbox")
+    (base / "home").mkdir()
+    for var in UNSET:
+        monkeypatch.delenv(var, raising=False)
+    for var, value in sandbox_env(base).items():
+        monkeypatch.setenv(var, value)
+    return base
+
+
+def _no_hypothesis_database() -> None:
+    """Hypothesis keeps its example database in ./.hypothesis (the repository): not here."""
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("sandbox", database=None)
+    settings.load_profile("sandbox")
+
+
+_no_hypothesis_database()
