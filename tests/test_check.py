@@ -6,26 +6,28 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from catalog.docs import write_docs
 from runners.check import check_catalog
+from steps.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 DPO = Path("rl/nemo_rl/dpo")
+# The steps the planted defects touch: DPO, and the converter types.toml names. Fewer steps,
+# fewer configs to compile per check; findings the other steps' absence causes are baseline.
+KEPT_STEPS = (DPO, Path("convert/megatron_to_hf"))
 
 
 def _copy_catalog(dest: Path) -> Path:
-    """steps/ + types.toml + generated docs, as a stand-alone root (`--no-builtin`)."""
-    shutil.copytree(
-        REPO / "steps",
-        dest,
-        ignore=shutil.ignore_patterns("__pycache__", "cli", "__init__.py", "__main__.py"),
-    )
+    """Two steps, the patterns, types.toml and generated docs, as a stand-alone root."""
+    for step in KEPT_STEPS:
+        shutil.copytree(
+            REPO / "steps" / step, dest / step, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copytree(REPO / "steps" / "patterns", dest / "patterns")
     shutil.copy(REPO / "catalog" / "types.toml", dest / "types.toml")
     write_docs(dest)
     return dest
@@ -36,20 +38,11 @@ def _key(f, root: Path) -> tuple:
     return (f.code, rel, f.message.replace(str(root), "<root>"))
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path_factory):
-    monkeypatch.delenv("STEPS_PATH", raising=False)
-    monkeypatch.setenv("STEPS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 @pytest.fixture(scope="session")
 def pristine(tmp_path_factory):
     """A pristine copy and the findings it already has (so each test sees only its own)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("STEPS_PATH", raising=False)
-        mp.setenv("STEPS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-        root = _copy_catalog(tmp_path_factory.mktemp("pristine") / "catalog")
-        baseline = {_key(f, root) for f in check_catalog([root], include_builtin=False).findings}
+    root = _copy_catalog(tmp_path_factory.mktemp("pristine") / "catalog")
+    baseline = {_key(f, root) for f in check_catalog([root], include_builtin=False).findings}
     return root, baseline
 
 
@@ -79,27 +72,26 @@ def codes_at(findings, code: str, path: Path) -> list:
     return [f for f in findings if f.code == code and Path(f.path) == path]
 
 
-def run_check(root: Path, env_cache: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
-    env["STEPS_CACHE_DIR"] = str(env_cache)
-    cmd = [sys.executable, "-m", "steps", "check", "--catalog", str(root), "--no-builtin", "--json"]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+def run_check(capsys, root: Path) -> tuple[int, dict]:
+    """`python -m steps check --catalog ROOT --no-builtin --json` in-process: (code, document)."""
+    code = main(["check", "--catalog", str(root), "--no-builtin", "--json"])
+    out, err = capsys.readouterr()
+    assert err == ""  # with --json everything is in the one document
+    return code, json.loads(out)
 
 
 # --- manifests -------------------------------------------------------------------------------
 
 
-def test_manifest_toml_syntax_error_is_a_finding_with_line_and_exit_1(pristine, cat, tmp_path):
+def test_manifest_toml_syntax_error_is_a_finding_with_line_and_exit_1(pristine, cat, capsys):
     manifest = cat / DPO / "step.toml"
     edit(manifest, 'category = "rl"', 'category = "rl"\nbroken = = "x"')
-    proc = run_check(cat, tmp_path / "cache")
-    assert proc.returncode == 1, proc.stderr
-    out = json.loads(proc.stdout)
+    code, out = run_check(capsys, cat)
+    assert code == 1
     hits = [f for f in out["findings"] if f["code"] == "E-MANIFEST-TOML"]
     assert [Path(f["path"]) for f in hits] == [manifest]
     assert hits[0]["line"] == 5
-    assert out["summary"]["errors"] >= 1
-    assert "Traceback" not in proc.stderr
+    assert out["ok"] is False and out["summary"]["errors"] >= 1
 
 
 def test_manifest_unknown_key_is_rejected_by_the_schema(pristine, cat):
@@ -352,15 +344,14 @@ def plant_pattern(root: Path, name: str, text: str) -> Path:
 
 
 def test_pattern_malformed_frontmatter_is_a_finding_with_line_not_a_traceback(
-    pristine, cat, tmp_path
+    pristine, cat, capsys
 ):
     path = plant_pattern(cat, "planted", "---\nid: planted\ntitle: [unclosed\n---\nbody\n")
-    proc = run_check(cat, tmp_path / "cache")
-    assert "Traceback" not in proc.stderr
-    assert proc.returncode == 1
+    code, out = run_check(capsys, cat)
+    assert code == 1
     hits = [
         f
-        for f in json.loads(proc.stdout)["findings"]
+        for f in out["findings"]
         if f["code"] == "E-PATTERN-FRONTMATTER" and Path(f["path"]) == path
     ]
     assert hits and hits[0]["line"] in (3, 4)
@@ -408,24 +399,38 @@ def test_valid_pattern_adds_no_finding_once_docs_are_regenerated(pristine, cat):
 # --- the real catalog ------------------------------------------------------------------------
 
 
-def test_the_real_catalog_passes_check():
-    report = check_catalog()
-    assert report.errors == [], "\n".join(f.render() for f in report.errors)
+def test_the_real_catalog_passes_check_with_exit_0_and_a_summary(capsys):
+    code = main(["check"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("check: 0 error(s)")
 
 
-def test_check_cli_exits_0_on_the_real_catalog_and_prints_a_summary(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
-    env["STEPS_CACHE_DIR"] = str(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "steps", "check"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=120,
+def test_check_findings_go_to_stderr_with_fix_on_its_own_line(pristine, cat, capsys):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, 'category = "rl"', 'category = "training"')
+    assert main(["check", "--catalog", str(cat), "--no-builtin"]) == 1
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "E-STEP-CATEGORY" in ln)
+    assert lines[at].endswith(
+        "E-STEP-CATEGORY category 'training' differs from the first folder 'rl'"
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[-1].startswith("check: 0 error(s)")
+    assert lines[at + 1] == '  Fix: set category = "rl"'
+    assert out.splitlines()[-1].startswith("check: ")
+
+
+def test_a_missing_catalog_root_is_a_usage_error_exit_2(tmp_path, capsys):
+    assert main(["check", "--catalog", str(tmp_path / "nope")]) == 2
+    assert "E-CATALOG-ROOT" in capsys.readouterr().err
+    assert main(["check", "--catalog", str(tmp_path / "nope"), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and [f["code"] for f in doc["findings"]] == ["E-CATALOG-ROOT"]
+
+
+def test_no_builtin_without_a_root_is_a_usage_error_exit_2(capsys):
+    assert main(["check", "--no-builtin"]) == 2
+    assert "E-USAGE" in capsys.readouterr().err
 
 
 def test_pattern_missing_a_body_section_is_a_warning(pristine, cat):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from catalog.discovery import BUILTIN_ROOT
-from catalog.docs import docs_home, render_docs, write_docs
+from catalog.docs import docs_home, render_docs, source_checkout, write_docs
 from catalog.manifest import json_schema_text
+from steps.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,8 +60,7 @@ def _step(root: Path, sid: str, consumes: list[str], produces: list[str]) -> Non
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("STEPS_CACHE_DIR", str(tmp_path / "cache"))
+def root(tmp_path) -> Path:
     r = tmp_path / "cat"
     r.mkdir()
     (r / "types.toml").write_text(TYPES, encoding="utf-8")
@@ -171,13 +172,66 @@ def test_write_docs_changes_only_stale_files_and_leaves_no_temp_files(root):
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_docs_command_writes_an_extra_roots_docs_into_the_root(root, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
-    cmd = [sys.executable, "-m", "steps", "docs", "--catalog", str(root), "--no-builtin"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+def test_docs_command_writes_an_extra_roots_docs_into_the_root(root, capsys):
+    argv = ["docs", "--catalog", str(root), "--no-builtin"]
+    assert main(argv) == 0
     assert (root / "ARTIFACTS.md").read_text(encoding="utf-8") == render_docs(root)[0][
         root / "ARTIFACTS.md"
     ]
-    again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
-    assert "up to date" in again.stdout
+    assert "wrote" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_docs_json_lists_the_files_written_in_one_document(root, capsys):
+    assert main(["docs", "--catalog", str(root), "--no-builtin", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["up_to_date"] == []
+    assert sorted(Path(p).name for p in doc["written"]) == [
+        "ARTIFACTS.md",
+        "PATTERNS.md",
+        "step.schema.json",
+    ]
+
+
+def test_docs_with_a_malformed_pattern_writes_the_rest_and_exits_1(root, capsys):
+    (root / "patterns" / "broken.md").write_text("---\nid: [\n---\n", encoding="utf-8")
+    assert main(["docs", "--catalog", str(root), "--no-builtin"]) == 1
+    out, err = capsys.readouterr()
+    assert "E-PATTERN-FRONTMATTER" in err and "E-PATTERN-FRONTMATTER" not in out
+    assert (root / "PATTERNS.md").is_file()
+
+
+def test_docs_on_a_missing_root_is_a_usage_error_exit_2(tmp_path, capsys):
+    assert main(["docs", "--catalog", str(tmp_path / "nope"), "--no-builtin"]) == 2
+    assert "E-CATALOG-ROOT" in capsys.readouterr().err
+
+
+def test_the_repository_is_a_source_checkout():
+    assert source_checkout() == REPO
+
+
+def _installed_copy(site: Path) -> Path:
+    """What a wheel puts in site-packages: the three packages with their data, no repo root."""
+    for pkg in ("steps", "catalog", "runners"):
+        shutil.copytree(REPO / pkg, site / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
+def test_an_installed_copy_checks_clean_and_docs_refuses_to_write_into_it(tmp_path):
+    site = _installed_copy(tmp_path / "site")
+
+    def steps(*argv: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(site)}
+        cmd = [sys.executable, "-m", "steps", *argv]
+        return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    check = steps("check", "--json")
+    doc = json.loads(check.stdout)
+    assert doc["summary"]["roots"] == [str(site / "steps")]  # the copy, not the checkout
+    assert check.returncode == 0, [f["message"] for f in doc["findings"]]
+    assert not [f for f in doc["findings"] if f["code"] == "E-DOCS-STALE"]
+    docs = steps("docs")
+    assert docs.returncode == 2
+    assert "E-DOCS-INSTALLED" in docs.stderr and "source checkout" in docs.stderr
+    assert sorted(p.name for p in site.iterdir()) == ["catalog", "runners", "steps"]
