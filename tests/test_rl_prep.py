@@ -513,7 +513,6 @@ def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(
     write_jsonl(tmp_path / "a.jsonl", rows)
     blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl", "agent_ref": "math_agent"}])
     out = tmp_path / "out"
-    repo = Path(__file__).resolve().parents[1]
     cmd = [
         sys.executable,
         "-m",
@@ -524,7 +523,7 @@ def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(
         f"output_dir={out}",
         "shard_size=1MB",
     ]
-    proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".out.partial-*/train/shard_000001.jsonl")):
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -534,7 +533,7 @@ def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(
     proc.wait()
     assert not out.exists()  # the half-written work is hidden, and nothing claims it is done
 
-    done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob(".out.*"))  # the killed run's work folder is gone
     ids = [r["id"] for s in ("train", "val", "test") for r in read_split(out, s)]

@@ -377,7 +377,7 @@ def test_steps_run_tiny_from_the_command_line(tmp_path: Path):
     cmd = [sys.executable, "-m", "steps", "run", "data_prep/rl_prep", "-c", "tiny"]
     done = subprocess.run(
         [*cmd, f"output_dir={out}"],
-        cwd=STEP.parents[2],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=False,
@@ -388,7 +388,7 @@ def test_steps_run_tiny_from_the_command_line(tmp_path: Path):
     assert set(manifest["datasets"]) == {"math_gym", "math_raw", "instruct_chat"}
     again = subprocess.run(
         [*cmd, f"output_dir={out}"],
-        cwd=STEP.parents[2],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=False,
