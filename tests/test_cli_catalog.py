@@ -202,7 +202,7 @@ def test_non_utf8_manifest_is_a_setup_error_not_a_traceback(tmp_path, capsys):
 
 def test_edited_manifest_is_reread_despite_the_cache(tmp_path, capsys):
     root = _extra_root(tmp_path, "mine/thing")
-    code, first, _ = steps_cli(capsys, "list", "--json", "--catalog", str(root))
+    _, first, _ = steps_cli(capsys, "list", "--json", "--catalog", str(root))
     assert "A user step." in first
     manifest = root / "mine/thing/step.toml"
     manifest.write_text(
