@@ -18,9 +18,7 @@ def write(path, rows):
     return path
 
 
-def test_validate_prints_findings_on_stderr_and_the_summary_on_stdout_and_exits_1(
-    tmp_path, capsys
-):
+def test_validate_prints_findings_on_stderr_and_the_summary_on_stdout_and_exits_1(tmp_path, capsys):
     bad = dict(GYM, agent_ref={"type": "responses_api_agents", "name": ""})
     p = write(tmp_path / "d.jsonl", [GYM, bad, GYM])
     assert main(["validate", "nemo_gym_jsonl", str(p)]) == 1
