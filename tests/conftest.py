@@ -4,8 +4,10 @@ own catalog, NeMo-RL checkout or cluster are unset. Nothing is written to the re
 the real home.
 
 The sandbox sits beside `tmp_path` (not inside it), so tests that assert what their `tmp_path`
-holds see only their own files. Module-level code (collection, e.g. a `discover()` at import)
-runs in a session-wide sandbox set up before any test module is imported.
+holds see only their own files; only run dirs go to `tmp_path/runs`, where a test that runs from
+`cwd=tmp_path` expects them (nothing creates it unless a run is written). Module-level code
+(collection, e.g. a `discover()` at import) runs in a session-wide sandbox set up before any
+test module is imported.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ SANDBOXED = {
     "HF_HOME": "home/.cache/huggingface",
     "STEPS_OUTPUT": "steps-output",
     "STEPS_CACHE_DIR": "steps-cache",
-    "STEPS_RUNS_DIR": "runs",
 }
+RUNS_DIR = "STEPS_RUNS_DIR"  # tmp_path/runs: where a run from cwd=tmp_path would put them
 UNSET = (
     "STEPS_PATH",
     "NEMO_RL_HOME",
@@ -58,10 +60,11 @@ def pytest_configure(config) -> None:
     """Before collection: module-level code of test files sees a session sandbox too."""
     global _session_dir
     _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
-    for var in (*SANDBOXED, *UNSET):
+    for var in (*SANDBOXED, RUNS_DIR, *UNSET):
         _saved[var] = os.environ.get(var)
         os.environ.pop(var, None)
     os.environ.update(sandbox_env(_session_dir))
+    os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
 
 
@@ -76,7 +79,7 @@ def pytest_unconfigure(config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def sandbox(monkeypatch, tmp_path_factory) -> Path:
+def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
     """A fresh sandbox for this test (its path, for tests that look inside)."""
     base = tmp_path_factory.mktemp("sandbox")
     (base / "home").mkdir()
@@ -84,6 +87,7 @@ def sandbox(monkeypatch, tmp_path_factory) -> Path:
         monkeypatch.delenv(var, raising=False)
     for var, value in sandbox_env(base).items():
         monkeypatch.setenv(var, value)
+    monkeypatch.setenv(RUNS_DIR, str(tmp_path / "runs"))
     return base
 
 
