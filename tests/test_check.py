@@ -261,6 +261,17 @@ def test_default_config_named_by_the_manifest_must_exist(pristine, cat):
 # --- the type graph --------------------------------------------------------------------------
 
 
+def test_types_toml_that_is_not_utf8_is_a_finding_and_the_rest_is_still_checked(
+    pristine, cat, capsys
+):
+    (cat / "types.toml").write_bytes(b'[x]\ndescription = "caf\xe9"\n')
+    (cat / DPO / "README.md").unlink()
+    code, out = run_check(capsys, cat)
+    assert code == 1
+    codes = {(f["code"], Path(f["path"]).name) for f in out["findings"]}
+    assert ("E-TYPES-TOML", "types.toml") in codes and ("E-STEP-FILES", "README.md") in codes
+
+
 def test_types_toml_unknown_key_is_a_finding(pristine, cat):
     types = cat / "types.toml"
     edit(types, 'contract = "jsonl"', 'contract = "jsonl"\nshape = "rows"')

@@ -207,6 +207,13 @@ def test_docs_on_a_missing_root_is_a_usage_error_exit_2(tmp_path, capsys):
     assert "E-CATALOG-ROOT" in capsys.readouterr().err
 
 
+def test_docs_that_cannot_be_written_are_a_setup_error_exit_2(root, capsys):
+    (root / "ARTIFACTS.md").mkdir()  # a folder where the file goes
+    assert main(["docs", "--catalog", str(root), "--no-builtin"]) == 2
+    err = capsys.readouterr().err
+    assert "E-DOCS-WRITE cannot write the generated docs" in err and "Traceback" not in err
+
+
 def test_the_repository_is_a_source_checkout():
     assert source_checkout() == REPO
 

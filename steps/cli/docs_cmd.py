@@ -23,6 +23,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from catalog.docs import require_writable_home, write_docs
+    from catalog.errors import StepsError
     from steps.cli.check_cmd import usable_roots
 
     roots = usable_roots(args)
@@ -30,7 +31,16 @@ def run(args) -> int:
         require_writable_home(root)
     written, current, findings = [], [], []
     for root in roots:
-        changed, found = write_docs(root)
+        try:
+            changed, found = write_docs(root)
+        except OSError as exc:
+            raise StepsError(
+                "E-DOCS-WRITE",
+                f"cannot write the generated docs: {exc.strerror or exc}",
+                path=exc.filename or str(root),
+                fix="make the catalog root writable (or remove what is in the way)",
+                exit_code=2,
+            ) from None
         findings += found
         written += changed
         if not changed:
