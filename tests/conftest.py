@@ -66,6 +66,16 @@ def pytest_configure(config) -> None:
     os.environ.update(sandbox_env(_session_dir))
     os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
+    _hypothesis_home(_session_dir / "hypothesis")
+
+
+def _hypothesis_home(path: Path) -> None:
+    """Hypothesis keeps its example database and caches in ./.hypothesis (the repo): not here."""
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:
+        return
+    set_hypothesis_home_dir(path)
 
 
 def pytest_unconfigure(config) -> None:
@@ -89,16 +99,3 @@ def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
         monkeypatch.setenv(var, value)
     monkeypatch.setenv(RUNS_DIR, str(tmp_path / "runs"))
     return base
-
-
-def _no_hypothesis_database() -> None:
-    """Hypothesis keeps its example database in ./.hypothesis (the repository): not here."""
-    try:
-        from hypothesis import settings
-    except ImportError:
-        return
-    settings.register_profile("sandbox", database=None)
-    settings.load_profile("sandbox")
-
-
-_no_hypothesis_database()
