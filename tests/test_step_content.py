@@ -57,6 +57,20 @@ KNOWN_ERRORS = {
     "E-GYM-AGENT": "gym_agents_defined",
     "E-GYM-CONFIG-PATH": "gym_config_paths",
     "E-NEMO-RL-NOT-FOUND": None,
+    # Cluster launches (runners/preflight/remote.py)
+    "E-PROFILE": None,
+    "E-REMOTE-HOST": None,
+    "E-REMOTE-MOUNT": "remote_mounts",
+    "W-REMOTE-HOME-MOUNT": "remote_mounts",
+    "E-REMOTE-CONTAINER": "remote_mounts",
+    "E-REMOTE-SECRET-INLINE": "remote_environment",
+    "E-REMOTE-SECRET-MISSING": "remote_environment",
+    "W-REMOTE-UV-CACHE": "remote_environment",
+    "W-REMOTE-UNCHECKED": "remote_inputs",
+    "E-REMOTE-NODES": "remote_allocation",
+    "E-REMOTE-GPUS": "remote_allocation",
+    "E-REMOTE-NEMO-RL": "remote_nemo_rl",
+    "E-REMOTE-PATH": "remote_ray",
 }
 
 # What NeMo-RL's MasterConfig (pinned commit) requires, section by section.

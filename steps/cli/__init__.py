@@ -158,7 +158,12 @@ def _internal_error(exc: Exception, command, as_json: bool, before: int, debug: 
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     where = f" in `{PROG} {command}`" if command else ""
+    import os
+
+    from runners.secrets import redact_text, secret_values
+
     detail = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    detail = redact_text(detail, secret_values(os.environ))  # an exception may quote a token
     finding = Finding("E-INTERNAL", f"internal error{where}: {detail}", fix=REPORT_HINT)
     return _fail(finding, EXIT_INTERNAL, command, as_json, before)
 

@@ -92,7 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
     """Options may come before, between or after the overrides."""
-    parser = argparse.ArgumentParser(prog="python -m steps run" if with_step else "step.py")
+    from steps.cli import _parser_class
+
+    parser = _parser_class()(prog="python -m steps run" if with_step else "step.py")
     if with_step:
         parser.add_argument("step")
     add_options(parser)
@@ -120,20 +122,10 @@ def run(
     args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
 ) -> int:
     """Plan, print, then write + launch unless `--dry-run`; exit 0/1/2 (or the job's code)."""
-    from catalog.errors import StepsError
-
     if step_dir is None:  # options after the first override land in the remainder: reparse
         args = parse([args.step, *_tokens(args), *args.overrides], with_step=True)
         argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
-    try:
-        return _run(args, step_dir, argv)
-    except StepsError as exc:
-        if not args.json:
-            raise
-        from steps.cli.run_render import print_json
-
-        print_json({"ok": False, "findings": [exc.finding.to_dict()]})
-        return exc.exit_code
+    return _run(args, step_dir, argv)
 
 
 def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None) -> int:
@@ -211,10 +203,15 @@ def _tokens(args: argparse.Namespace) -> list[str]:
 def main_for_step(step_dir: Path, argv: list[str]) -> int:
     """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
     from catalog.errors import StepsError
+    from steps.cli import UsageError
 
     try:
         args = parse(list(argv), with_step=False)
         return run(args, step_dir=Path(step_dir), argv=list(argv))
+    except UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        return 2
     except StepsError as exc:
         print(exc.finding.render(), file=sys.stderr)
         return exc.exit_code

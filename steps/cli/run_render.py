@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import shlex
-import sys
 from typing import Any
 
 from runners.secrets import redact_text
 
 
 def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
-    """Exactly one JSON document on stdout, secret values redacted."""
-    text = json.dumps(doc, indent=2, default=str)
-    print(redact_text(text, secrets or {}))
-    sys.stdout.flush()
+    """Exactly one JSON document on stdout (through the CLI's one writer), secrets redacted."""
+    from steps.cli.output import emit_json
+
+    emit_json(doc, redact=lambda text: redact_text(text, secrets or {}))
 
 
 def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:
