@@ -20,6 +20,10 @@ from cluster_fixtures import (  # noqa: F401
 )
 from run_fixtures import REPO, clean_env, steps_cli
 
+# One worker owns the session's ray (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("ray")
+
+
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
 
 
