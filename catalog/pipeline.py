@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import Finding, StepsError
-from catalog.yamlerror import yaml_error
+from catalog.yamlfile import line_of, load_yaml
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "pipeline.schema.json"
 STAGE_ID = r"^[a-z][a-z0-9_]*$"
@@ -103,55 +103,22 @@ class PipelineFile:
 
     def line(self, *keys: Any) -> int | None:
         """Line of the deepest key of `keys` that the file has (falls back to its parents)."""
-        keys = tuple(keys)
-        while keys:
-            if keys in self.lines:
-                return self.lines[keys]
-            keys = keys[:-1]
-        return None
+        return line_of(self.lines, *keys)
 
     def finding(self, code: str, message: str, *keys: Any, fix: str | None = None, **kw) -> Finding:
         return Finding(code, message, path=str(self.path), line=self.line(*keys), fix=fix, **kw)
 
 
-def _line_index(node: Any, prefix: tuple, out: dict[tuple, int]) -> None:
-    """Map each key path (strings and list indexes) to its 1-based line."""
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            key = (*prefix, k.value)
-            out[key] = k.start_mark.line + 1
-            _line_index(v, key, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            out[(*prefix, i)] = v.start_mark.line + 1
-            _line_index(v, (*prefix, i), out)
-
-
 def load_pipeline(path: str | Path) -> PipelineFile:
     """Parse and validate a pipeline file; bad YAML or keys raise E-PIPELINE-* at file:line."""
-    import yaml
-
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StepsError(
-            "E-PIPELINE-FILE",
-            f"cannot read the pipeline file: {exc.strerror}",
-            path=str(path),
-            fix="give the path of a pipeline YAML file",
-            exit_code=2,
-        ) from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        raise yaml_error(exc, path, "E-PIPELINE-YAML") from None
-    lines: dict[tuple, int] = {}
-    _line_index(node, (), lines)
+    data, lines, _ = load_yaml(
+        path,
+        what="pipeline file",
+        read_code="E-PIPELINE-FILE",
+        syntax_code="E-PIPELINE-YAML",
+        fix="give the path of a readable pipeline YAML file",
+    )
     if not isinstance(data, dict):
         raise StepsError(
             "E-PIPELINE-SCHEMA",
@@ -165,14 +132,14 @@ def load_pipeline(path: str | Path) -> PipelineFile:
     except ValidationError as exc:
         err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         loc = tuple(err["loc"])
-        at = PipelineFile(Pipeline.model_construct(), path, lines)
         where = ".".join(str(p) for p in loc) or "pipeline"
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        keys = [p for p in loc if not (isinstance(p, str) and p in ("str", "Target"))]
         raise StepsError(
             "E-PIPELINE-SCHEMA",
             f"{where}: {err['msg']}{more}",
             path=str(path),
-            line=at.line(*[p for p in loc if not (isinstance(p, str) and p in ("str", "Target"))]),
+            line=line_of(lines, *keys),
             key=where,
             fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
         ) from None

@@ -123,6 +123,14 @@ def _composed(path: str, mtime_ns: int) -> Any:
 
 def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
     via = " <- ".join(str(p) for p in reversed(chain)) if chain else None
+    if path.is_dir():
+        raise StepsError(
+            "E-CONFIG-DEFAULTS" if chain else "E-CONFIG-NOT-FOUND",
+            "is a directory, not a config file" + (f" (inherited via {via})" if via else ""),
+            path=str(path),
+            fix="name a YAML file (a step's configs are in its config/ folder)",
+            exit_code=2,
+        )
     if not path.is_file():
         raise StepsError(
             "E-CONFIG-DEFAULTS" if chain else "E-CONFIG-NOT-FOUND",
@@ -136,6 +144,17 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
         )
     try:
         cfg = OmegaConf.load(path)
+    except OSError as exc:
+        raise StepsError(
+            "E-CONFIG-READ",
+            f"cannot read the config file: {exc.strerror or exc}"
+            + (f" (inherited via {via})" if via else ""),
+            path=str(path),
+            fix="make the file readable by this user",
+            exit_code=2,
+        ) from None
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or _first_line(exc)
@@ -160,6 +179,25 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             exit_code=2,
         )
     return cfg
+
+
+def _not_utf8(path: Path) -> StepsError:
+    """Where a config file stops being UTF-8 (PyYAML's error counts from its read buffer)."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+        at = None
+    except UnicodeDecodeError as exc:
+        at = exc.start
+    return StepsError(
+        "E-CONFIG-READ",
+        "the config file is not UTF-8 text"
+        + (f" (byte 0x{raw[at]:02x})" if at is not None else ""),
+        path=str(path),
+        line=raw[:at].count(b"\n") + 1 if at is not None else None,
+        fix="save the file as UTF-8",
+        exit_code=2,
+    )
 
 
 def _defaults_line(path: Path) -> int | None:

@@ -160,6 +160,19 @@ p = argparse.ArgumentParser()
 p.add_argument("--config")
 a, _ = p.parse_known_args()
 cfg = yaml.safe_load(open(a.config))
+if os.environ.get("FAKE_NEMO_RL_ENV_LOG"):  # which secret variables reached the job
+    secret = {k: v for k, v in os.environ.items() if k.startswith("STEPS_SECRET_")}
+    json.dump(secret, open(os.environ["FAKE_NEMO_RL_ENV_LOG"], "w"))
+if os.environ.get("FAKE_NEMO_RL_WAIT"):  # a long job: say so, then wait to be interrupted
+    import signal, time
+    marker = os.environ["FAKE_NEMO_RL_WAIT"]
+    def stop(signum, frame):
+        open(marker + ".signal", "w").write(str(signum))
+        sys.exit(130)
+    signal.signal(signal.SIGINT, stop)
+    open(marker + ".tmp", "w").write(str(os.getpid()))
+    os.replace(marker + ".tmp", marker)
+    time.sleep(120)
 if os.environ.get("FAKE_NEMO_RL_FAIL"):
     print("stand-in failure: CUDA out of memory", file=sys.stderr)
     sys.exit(3)

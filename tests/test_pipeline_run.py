@@ -1,169 +1,254 @@
-"""`pipeline run`: the tiny RLVR example end to end against stand-ins, caching, failure, resume."""
+"""`pipeline run`: the tiny RLVR example end to end against stand-ins, caching, failure, resume,
+interrupts, secrets and dry runs. The pipeline runs in-process; its stages are child processes.
+
+Tests that start from a completed pipeline share one real run: it is made once per module and
+its root restored (times and all) before each such test.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pipeline_toys import REPO, stand_ins, steps_cli, write_pipeline
+from pipeline_toys import REPO, stand_ins, write_pipeline
+
+from steps.cli import main
 
 RLVR = str(REPO / "pipelines" / "tiny_rlvr.yaml")
 STAGES = ["prep", "rlvr", "rlvr__to_hf_checkpoint"]
+SECRET = "hf_SUPERSECRET_abc123"
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+class World:
+    """A pipeline root, stand-in NeMo-RL and Megatron-Bridge, and `pipeline run` in-process."""
+
+    def __init__(self, base: Path, upstream: tuple[Path, Path], capsys=None) -> None:
+        self.base, self.root, self.capsys = base, base / "root", capsys
+        self.nemo, bridge = upstream
+        self.env = {
+            "MEGATRON_BRIDGE_HOME": str(bridge),
+            "NEMO_RL_HOME": "",
+            "FAKE_NEMO_RL_LOG": str(base / "trainings.log"),
+            "STEPS_CACHE_DIR": str(base / ".cache"),
+        }
+
+    def run(self, *extra: str, nemo_rl: bool = True, more_env: dict | None = None, file=RLVR):
+        args = ["pipeline", "run", str(file), "--root", str(self.root), *extra]
+        if nemo_rl:
+            args += ["--nemo-rl", str(self.nemo)]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.delenv("STEPS_PATH", raising=False)
+            for k, v in {**self.env, **(more_env or {})}.items():
+                mp.setenv(k, v)
+            mp.chdir(self.base)
+            code = main(args)
+        if self.capsys is None:
+            return Result(code)
+        out = self.capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    def record(self, stage: str) -> dict:
+        return json.loads((self.root / stage / "record.json").read_text())
+
+    def summary(self) -> dict:
+        return json.loads((self.root / "pipeline.json").read_text())
+
+    def trainings(self) -> int:
+        log = self.base / "trainings.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory) -> tuple[Path, Path]:
+    return stand_ins(tmp_path_factory.mktemp("upstream"))
+
+
+@pytest.fixture(scope="module")
+def completed(tmp_path_factory, upstream) -> tuple[Path, Path]:
+    """(base, snapshot) of one real run of the tiny RLVR pipeline."""
+    base = tmp_path_factory.mktemp("completed")
+    assert World(base, upstream).run().returncode == 0
+    snapshot = tmp_path_factory.mktemp("snapshot")
+    shutil.copytree(base / "root", snapshot / "root", symlinks=True)
+    shutil.copy2(base / "trainings.log", snapshot / "trainings.log")
+    return base, snapshot
 
 
 @pytest.fixture
-def world(tmp_path: Path):
-    nemo, bridge = stand_ins(tmp_path / "upstream")
-    env = {
-        "MEGATRON_BRIDGE_HOME": str(bridge),
-        "NEMO_RL_HOME": "",
-        "FAKE_NEMO_RL_LOG": str(tmp_path / "trainings.log"),
-    }
-    root = tmp_path / "root"
-
-    def run(*extra: str, nemo_rl: bool = True, more_env: dict | None = None, file: str = RLVR):
-        args = ["pipeline", "run", file, "--root", str(root), *extra]
-        if nemo_rl:
-            args += ["--nemo-rl", str(nemo)]
-        return steps_cli(*args, cwd=tmp_path, env={**env, **(more_env or {})})
-
-    return run, root, tmp_path
+def done(completed, upstream, capsys) -> World:
+    """A world whose pipeline has completed once (restored from the module's snapshot)."""
+    base, snapshot = completed
+    shutil.rmtree(base / "root")
+    shutil.copytree(snapshot / "root", base / "root", symlinks=True)
+    shutil.copy2(snapshot / "trainings.log", base / "trainings.log")
+    return World(base, upstream, capsys)
 
 
-def record(root: Path, stage: str) -> dict:
-    return json.loads((root / stage / "record.json").read_text())
+@pytest.fixture
+def world(tmp_path, upstream, capsys) -> World:
+    return World(tmp_path, upstream, capsys)
 
 
-def trainings(tmp_path: Path) -> int:
-    log = tmp_path / "trainings.log"
-    return len(log.read_text().splitlines()) if log.exists() else 0
+def one_stage(tmp_path: Path, overrides: list[str]) -> Path:
+    """A pipeline of one rlvr stage on the shipped tiny Gym rows."""
+    rows = REPO / "steps" / "rl" / "nemo_rl" / "rlvr" / "data" / "tiny_gym_train.jsonl"
+    text = f"""\
+        name: one
+        inputs:
+          rows: {{type: nemo_gym_jsonl, path: {rows}}}
+          policy: {{type: hf_checkpoint, path: Qwen/Qwen3-0.6B}}
+        stages:
+          - id: rlvr
+            step: rl/nemo_rl/rlvr
+            config: nemo_gym_tiny
+            overrides: {json.dumps(overrides)}
+            inputs: {{train: inputs.rows, validation: inputs.rows, policy: inputs.policy}}
+        targets: [rlvr.checkpoint]
+        """
+    return write_pipeline(tmp_path / "one.yaml", text)
 
 
-def test_tiny_rlvr_pipeline_runs_end_to_end(world):
-    run, root, _ = world
-    proc = run()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [record(root, s)["status"] for s in STAGES] == ["completed"] * 3
+def test_tiny_rlvr_pipeline_runs_end_to_end(done):
+    root = done.root
+    assert [done.record(s)["status"] for s in STAGES] == ["completed"] * 3
     manifest = json.loads((root / "prep" / "data" / "manifest.json").read_text())
     assert manifest["splits"]["train"]["shards"]  # rl_prep really ran
     assert (root / "rlvr" / "checkpoint" / "step_2" / "training_info.json").is_file()
     hf = root / "rlvr__to_hf_checkpoint" / "hf"
     assert {p.name for p in hf.iterdir()} >= {"config.json", "model.safetensors", "tokenizer.json"}
-    conv = record(root, "rlvr__to_hf_checkpoint")
+    conv = done.record("rlvr__to_hf_checkpoint")
     assert conv["inserted"] is True and conv["exit_status"] == 0
     assert conv["inputs"]["checkpoint"]["source"] == "rlvr.checkpoint"
-    rlvr = record(root, "rlvr")
+    rlvr = done.record("rlvr")
     assert rlvr["inputs"]["train"]["fingerprint"]["manifest_sha256"]
     assert rlvr["inputs"]["policy"]["fingerprint"] == {"hub": "Qwen/Qwen3-0.6B"}
     assert len(rlvr["config_hash"]) == 64 and rlvr["duration_s"] >= 0
-    summary = json.loads((root / "pipeline.json").read_text())
+    summary = done.summary()
     assert summary["status"] == "completed"
     assert summary["targets"] == {"rlvr__to_hf_checkpoint.hf": str(hf)}
     assert not list(root.rglob("*.tmp"))
 
 
-def test_rerun_of_a_completed_pipeline_does_no_step_work(world):
-    run, root, tmp_path = world
-    assert run().returncode == 0
-    logs = {s: (root / s / "stage.log").stat().st_mtime_ns for s in STAGES}
-    runs = sorted(p for p in root.rglob("_runs/*/*/*") if p.is_dir())
-    proc = run()
+def test_rerun_of_a_completed_pipeline_does_no_step_work(done):
+    logs = {s: (done.root / s / "stage.log").stat().st_mtime_ns for s in STAGES}
+    runs = sorted(p for p in done.root.rglob("_runs/*/*/*") if p.is_dir())
+    proc = done.run()
     assert proc.returncode == 0, proc.stderr
     assert [ln.split(":")[1].split()[0] for ln in proc.stdout.splitlines()[1:]] == ["cached"] * 3
-    assert {s: (root / s / "stage.log").stat().st_mtime_ns for s in STAGES} == logs
-    assert sorted(p for p in root.rglob("_runs/*/*/*") if p.is_dir()) == runs
-    assert trainings(tmp_path) == 1
+    assert {s: (done.root / s / "stage.log").stat().st_mtime_ns for s in STAGES} == logs
+    assert sorted(p for p in done.root.rglob("_runs/*/*/*") if p.is_dir()) == runs
+    assert done.trainings() == 1
 
 
 def test_failed_stage_stops_the_pipeline_and_the_next_run_resumes_there(world):
-    run, root, _tmp_path = world
-    proc = run(more_env={"FAKE_NEMO_RL_FAIL": "1"})
+    proc = world.run(more_env={"FAKE_NEMO_RL_FAIL": "1"})
     assert proc.returncode == 3
     assert "rlvr: FAILED (exit 3)" in proc.stdout and "Traceback" not in proc.stderr
-    assert record(root, "prep")["status"] == "completed"
-    failed = record(root, "rlvr")
+    assert world.record("prep")["status"] == "completed"
+    failed = world.record("rlvr")
     assert (failed["status"], failed["exit_status"]) == ("failed", 3)
-    assert "CUDA out of memory" in (root / "rlvr" / "stage.log").read_text()
-    assert not (root / "rlvr__to_hf_checkpoint" / "record.json").exists()
-    assert json.loads((root / "pipeline.json").read_text())["status"] == "failed"
+    assert "CUDA out of memory" in (world.root / "rlvr" / "stage.log").read_text()
+    assert not (world.root / "rlvr__to_hf_checkpoint" / "record.json").exists()
+    assert world.summary()["status"] == "failed"
 
-    proc = run()
+    proc = world.run()
     assert proc.returncode == 0, proc.stdout
     lines = proc.stdout.splitlines()
     assert any(ln.startswith("prep: cached") for ln in lines)
     assert any(ln.startswith("rlvr: running") for ln in lines)
-    assert record(root, "rlvr__to_hf_checkpoint")["status"] == "completed"
+    assert world.record("rlvr__to_hf_checkpoint")["status"] == "completed"
 
 
-def test_force_reruns_the_stage_and_what_depends_on_it(world):
-    run, root, tmp_path = world
-    assert run().returncode == 0
-    proc = run("--force", "rlvr")
+def test_force_reruns_the_stage_and_what_depends_on_it(done):
+    proc = done.run("--force", "rlvr")
     assert proc.returncode == 0, proc.stdout
     out = proc.stdout
     assert "prep: cached" in out and "rlvr: running" in out
     assert "rlvr__to_hf_checkpoint: running" in out  # its input changed
-    assert trainings(tmp_path) == 2
-    assert list((root / "rlvr" / "_stale").iterdir())  # the old checkpoint is kept aside
+    assert done.trainings() == 2
+    assert list((done.root / "rlvr" / "_stale").iterdir())  # the old checkpoint is kept aside
 
 
-def test_from_runs_that_stage_and_after_only(world):
-    run, _root, tmp_path = world
-    assert run().returncode == 0
-    proc = run("--from", "rlvr__to_hf_checkpoint")
+def test_from_runs_that_stage_and_after_only(done):
+    proc = done.run("--from", "rlvr__to_hf_checkpoint")
     assert proc.returncode == 0, proc.stdout
     assert "prep: not selected" in proc.stdout and "rlvr: not selected" in proc.stdout
     assert "rlvr__to_hf_checkpoint: running" in proc.stdout
-    assert trainings(tmp_path) == 1
+    assert done.trainings() == 1
 
 
 def test_unknown_stage_for_force_is_named(world):
-    run, _, _ = world
-    proc = run("--force", "rlv")
+    proc = world.run("--force", "rlv")
     assert proc.returncode == 2 and "E-PIPELINE-STAGE" in proc.stderr and "rlvr" in proc.stderr
 
 
-def test_without_nemo_rl_the_gpu_stage_stops_at_not_found(world):
-    run, root, _ = world
-    proc = run(nemo_rl=False)
+def test_without_nemo_rl_the_gpu_stage_stops_at_not_found(done):
+    proc = done.run("--force", "rlvr", nemo_rl=False)
     assert proc.returncode == 2
     assert "E-NEMO-RL-NOT-FOUND" in proc.stdout and "--nemo-rl" in proc.stdout
-    assert record(root, "prep")["status"] == "completed"
-    assert record(root, "rlvr")["status"] == "failed"
+    assert done.record("prep")["status"] == "completed"
+    assert done.record("rlvr")["status"] == "failed"
+    assert done.summary()["status"] == "failed"
 
 
-def test_dry_run_checks_inputs_not_yet_produced_by_planned_type(world):
-    run, root, _ = world
-    proc = run("--dry-run")
+def test_dry_run_checks_inputs_not_yet_produced_by_planned_type_and_writes_nothing(world):
+    proc = world.run("--dry-run")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "input train <- prep.data: not produced yet, planned nemo_gym_jsonl" in proc.stdout
     assert "input checkpoint <- rlvr.checkpoint: not produced yet" in proc.stdout
     assert "E-INPUT-MISSING" not in proc.stdout
-    assert not list(root.rglob("record.json"))
+    assert proc.stdout.rstrip().endswith("dry run: clean (3 stages)")
+    assert not world.root.exists()
 
 
-def test_dry_run_without_nemo_rl_reports_not_found(world):
-    run, _, _ = world
-    proc = run("--dry-run", nemo_rl=False)
-    assert proc.returncode == 2
-    assert "E-NEMO-RL-NOT-FOUND" in proc.stdout
+def test_dry_run_without_nemo_rl_or_megatron_bridge_is_clean_with_warnings(world):
+    world.env["MEGATRON_BRIDGE_HOME"] = str(world.base / "no-bridge")
+    proc = world.run("--dry-run", nemo_rl=False)
+    assert proc.returncode == 0, proc.stdout
+    assert "warning: E-NEMO-RL-NOT-FOUND" in proc.stdout
+    assert "warning: E-MEGATRON-BRIDGE-NOT-FOUND" in proc.stdout
+    assert "dry run: clean (3 stages)" in proc.stdout
+    assert not world.root.exists()
+    assert sorted(p.name for p in world.base.iterdir()) == [".cache"]
+
+
+def test_dry_run_reports_a_stage_config_error_and_exits_1(world):
+    text = Path(RLVR).read_text().replace(
+        "    config: nemo_gym_tiny\n",
+        "    config: nemo_gym_tiny\n    overrides: [grpo.max_num_steps=abc]\n",
+    )
+    text = text.replace("../steps/", f"{REPO}/steps/")
+    proc = world.run("--dry-run", file=write_pipeline(world.base / "bad.yaml", text))
+    assert proc.returncode == 1, proc.stdout
+    assert "E-SCHEMA-TYPE" in proc.stdout and "dry run: problems found" in proc.stdout
+    assert not world.root.exists()
 
 
 def test_an_input_without_a_path_stops_the_run(world):
-    run, _, tmp_path = world
     text = (
         Path(RLVR)
         .read_text()
         .replace("path: ../steps/data_prep/rl_prep/data/blend_tiny.yaml", "path: ???")
     )
-    proc = run(file=str(write_pipeline(tmp_path / "unset.yaml", text)))
+    proc = world.run(file=write_pipeline(world.base / "unset.yaml", text))
     assert proc.returncode == 1 and "E-PIPELINE-INPUT-UNSET" in proc.stderr
 
 
-def test_a_changed_override_reruns_that_stage_and_its_dependents_only(world):
-    run, root, tmp_path = world
-    assert run().returncode == 0
+def test_a_changed_override_reruns_that_stage_and_its_dependents_only(done):
     text = (
         Path(RLVR)
         .read_text()
@@ -173,17 +258,70 @@ def test_a_changed_override_reruns_that_stage_and_its_dependents_only(world):
         )
         .replace("../steps/", f"{REPO}/steps/")
     )
-    changed = write_pipeline(tmp_path / "changed.yaml", text)
-    before = record(root, "rlvr")["config_hash"]
-    proc = run(file=str(changed))
+    changed = write_pipeline(done.base / "changed.yaml", text)
+    before = done.record("rlvr")["config_hash"]
+    proc = done.run(file=changed)
     assert proc.returncode == 0, proc.stdout
     assert "prep: cached" in proc.stdout and "rlvr: running" in proc.stdout
-    assert record(root, "rlvr")["config_hash"] != before
-    assert trainings(tmp_path) == 2
+    assert done.record("rlvr")["config_hash"] != before
+    assert done.trainings() == 2
 
 
 def test_tiny_dpo_example_dry_run_is_clean_with_stand_ins(world):
-    run, _, _ = world
-    proc = run("--dry-run", file=str(REPO / "pipelines" / "tiny_dpo.yaml"))
+    proc = world.run("--dry-run", file=REPO / "pipelines" / "tiny_dpo.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "input train <- prep.data: not produced yet, planned preference_jsonl" in proc.stdout
+
+
+def test_a_secret_in_a_stage_override_reaches_the_job_only_through_its_environment(world):
+    file = one_stage(world.base, [f"++env.nemo_gym.hf_token={SECRET}"])
+    env_log = world.base / "job_env.json"
+    proc = world.run(file=file, more_env={"FAKE_NEMO_RL_ENV_LOG": str(env_log)})
+    assert proc.returncode == 0, proc.stdout
+    assert json.loads(env_log.read_text()) == {"STEPS_SECRET_ENV_NEMO_GYM_HF_TOKEN": SECRET}
+    record = world.record("rlvr")
+    assert record["status"] == "completed"
+    assert "++env.nemo_gym.hf_token=${oc.env:STEPS_SECRET_ENV_NEMO_GYM_HF_TOKEN}" in (
+        record["command"]  # the child's argv: a reference, never the value
+    )
+    written = [p for p in world.base.rglob("*") if p.is_file() and p not in (file, env_log)]
+    assert len(written) > 5  # records, log, run dir, checkpoint
+    assert not [p for p in written if SECRET.encode() in p.read_bytes()]
+    assert SECRET not in proc.stdout + proc.stderr
+
+    for args in (["plan", str(file)], ["plan", str(file), "--json"]):
+        assert main(args) == 0
+        out = world.capsys.readouterr()
+        assert "hf_token" in out.out and SECRET not in out.out + out.err
+
+
+def test_dry_run_never_shows_a_secret_override(world):
+    file = one_stage(world.base, [f"++env.nemo_gym.hf_token={SECRET}", f"grpo.seed={SECRET}"])
+    proc = world.run("--dry-run", file=file)
+    assert proc.returncode == 1  # grpo.seed is not an integer: the finding quotes the value
+    assert "E-SCHEMA-TYPE" in proc.stdout and SECRET not in proc.stdout + proc.stderr
+
+
+def test_ctrl_c_stops_the_stage_and_records_the_stage_and_pipeline_as_interrupted(world):
+    marker = world.base / "job.pid"
+    file = one_stage(world.base, [])
+
+    def interrupt_when_the_job_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C delivers to the pipeline
+
+    threading.Thread(target=interrupt_when_the_job_runs, daemon=True).start()
+    proc = world.run(file=file, more_env={"FAKE_NEMO_RL_WAIT": str(marker)})
+    assert proc.returncode == 130
+    assert (world.base / "job.pid.signal").read_text() == str(int(signal.SIGINT))  # forwarded
+    job = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(job, 0)  # the job is gone, not orphaned
+    record = world.record("rlvr")
+    assert (record["status"], record["signal"]) == ("interrupted", "SIGINT")
+    assert record["finished"] >= record["started"]
+    assert world.summary()["status"] == "interrupted"
+    assert world.summary()["stages"]["rlvr"]["status"] == "interrupted"
+    assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr

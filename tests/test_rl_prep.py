@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from catalog.errors import StepsError
-from runners.rl_prep import prepare, run_step
+from runners.rl_prep import build, run_step
+from runners.rl_prep.output import host_name
 
 
 def gym_row(i: int, agent: str = "math_agent", **extra) -> dict:
@@ -334,12 +335,24 @@ def test_failed_rerun_keeps_the_previous_complete_output(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
-def test_work_folders_of_killed_runs_are_cleaned_up(two_datasets: Path, tmp_path: Path):
-    dead = tmp_path / ".out.partial-999999999"
-    (dead / "train").mkdir(parents=True)
-    (dead / "train" / "shard_000000.jsonl").write_text("{}\n")
-    prep(two_datasets, tmp_path / "out")
-    assert not dead.exists()
+def test_work_folders_of_this_hosts_dead_runs_are_removed_and_no_other_work(
+    two_datasets: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    # The output may sit on a filesystem shared by several hosts: a folder is removed only when
+    # its name says it is this host's and its process is gone.
+    here = host_name()
+    dead = tmp_path / f".out.partial-{here}-999999999"  # above any Linux pid_max
+    dead_old = tmp_path / f".out.old-{here}-999999998"
+    live = tmp_path / f".out.partial-{here}-{os.getppid()}"
+    other_host = tmp_path / ".out.partial-node17.cluster-999999999"
+    for folder in (dead, dead_old, live, other_host):
+        (folder / "train").mkdir(parents=True)
+        (folder / "train" / "shard_000000.jsonl").write_text("{}\n")
+    summary = prep(two_datasets, tmp_path / "out")
+    assert not dead.exists() and not dead_old.exists()
+    assert live.is_dir() and other_host.is_dir()
+    assert summary["work_left_for_other_hosts"] == [str(other_host)]
+    assert f"left {other_host} alone" in capsys.readouterr().err
 
 
 def test_output_dir_that_rl_prep_did_not_write_is_not_replaced(two_datasets: Path, tmp_path: Path):
@@ -443,7 +456,7 @@ def test_worker_processes_write_the_same_bytes_as_one_process(tmp_path: Path):
 def test_kept_rows_are_their_source_lines_and_changed_rows_are_reserialized(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ):
-    monkeypatch.setattr(prepare, "CHUNK_BYTES", 700)  # many chunks, rows across every cut
+    monkeypatch.setattr(build, "CHUNK_BYTES", 700)  # many chunks, rows across every cut
     no_agent = gym_row(7)
     del no_agent["agent_ref"]
     lines = [json.dumps(gym_row(i), separators=(", ", ": ")) for i in range(40)]
@@ -466,7 +479,7 @@ def test_kept_rows_are_their_source_lines_and_changed_rows_are_reserialized(
 def test_a_bad_row_deep_in_a_file_is_reported_at_its_line_in_that_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(prepare, "CHUNK_BYTES", 1000)
+    monkeypatch.setattr(build, "CHUNK_BYTES", 1000)
     rows: list = [gym_row(i) for i in range(60)]
     rows[47] = '{"responses_create_params": {"input": ""}, "agent_ref": {"name": "a"}}'
     write_jsonl(tmp_path / "a.jsonl", [*rows[:20], "", *rows[20:]])  # a blank line counts
@@ -481,7 +494,7 @@ def test_a_bad_row_deep_in_a_file_is_reported_at_its_line_in_that_file(
 def test_each_source_line_is_written_once_and_held_out_splits_keep_file_order(tmp_path: Path):
     # ~2 MB of short rows split 50/25/25: thousands of runs per split in a chunk, more than
     # one writev takes at once. Train is in file order too, but for the rows held back as the
-    # dataset's val candidate (see prepare.py), which are written after their chunk.
+    # dataset's val candidate (see build.py), which are written after their chunk.
     lines = [json.dumps({**gym_row(i), "agent_ref": {"name": "a"}}) for i in range(12000)]
     (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
     blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])

@@ -32,8 +32,17 @@ MAX_LINE_BYTES = 64 << 20
 READ_BUFFER = 1 << 20
 PARALLEL_MIN_BYTES = 64 << 20
 MANIFEST = "manifest.json"
+INPUT_FIX = "check the path, and that this user may read it"
 
 _decode = msgspec.json.Decoder().decode
+
+
+def too_long(max_line: int) -> str:
+    """How a line over the cap is described (rl_prep words the rows it refuses the same)."""
+    size = f"{max_line >> 20} MiB" if max_line >= 1 << 20 else f"{max_line} bytes"
+    return f"line too long (over {size})"
+
+
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -127,6 +136,18 @@ def _stat_problem(path: Path) -> str | None:
     return None
 
 
+def input_problem(path: Path) -> str | None:
+    """Why an input path cannot be read at all (missing, a symlink loop, a file without read
+    permission), or None. Setup problems: `validate` exits 2 on them."""
+    problem = _stat_problem(path)
+    if problem is None and not path.is_dir():
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+        except OSError as exc:
+            problem = f"cannot be read ({exc.strerror})"
+    return problem
+
+
 def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
     def onerror(exc: OSError) -> None:
         findings.append(_finding(CODE, f"cannot list folder ({exc.strerror})", exc.filename))
@@ -187,9 +208,9 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
 def resolve_sources(path: Path) -> tuple[list[Source], list[Finding]]:
     """The files a JSONL artifact path stands for, and findings for what cannot be read."""
     findings: list[Finding] = []
-    problem = _stat_problem(path)
+    problem = input_problem(path)
     if problem:
-        return [], [_finding(CODE, f"input {problem}", path, fix="check the path")]
+        return [], [_finding(CODE, f"input {problem}", path, fix=INPUT_FIX)]
     if path.is_dir():
         if (path / MANIFEST).is_file():
             return _from_manifest(path / MANIFEST, findings), findings
@@ -217,13 +238,15 @@ def scan_range(
     end: int | None = None,
     *,
     max_errors: int = 20,
-    max_line: int = MAX_LINE_BYTES,
+    max_line: int | None = None,
     progress: Callable[[int], None] | None = None,
     accept: Callable[[bytes], bool] | None = None,
 ) -> ScanResult:
     """Read the lines that start in [start, end) of one file; line numbers count from `start`.
 
-    `accept(line)` True skips parsing and `check` (a contract's fast pre-filter)."""
+    `accept(line)` True skips parsing and `check` (a contract's fast pre-filter); lines over
+    `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks."""
+    max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
     bad = res.bad_by_code
@@ -249,7 +272,7 @@ def scan_range(
                 res.add(
                     _finding(
                         CODE,
-                        f"line too long (over {max_line >> 20} MiB); not read",
+                        f"{too_long(max_line)}; not read",
                         where,
                         lineno,
                         fix="split the record or drop it",

@@ -13,6 +13,7 @@ from catalog.contracts.jsonl import (
     PARALLEL_MIN_BYTES,
     ScanResult,
     Source,
+    input_problem,
     resolve_sources,
     scan_range,
 )
@@ -35,6 +36,7 @@ class ValidationReport:
     bytes: int = 0
     resolved: str | None = None
     note: str | None = None
+    unreadable: bool = False  # the input itself is missing or cannot be read (a setup error)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +56,7 @@ class ValidationReport:
             "bytes": self.bytes,
             "resolved": self.resolved,
             "note": self.note,
+            "unreadable": self.unreadable,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -62,7 +65,24 @@ class ValidationReport:
 def _scan_unit(unit: tuple) -> ScanResult:
     path, start, end, contract, options, max_errors = unit
     check, accept = _bind(contract, options)
-    return scan_range(Path(path), check, start, end, max_errors=max_errors, accept=accept)
+    try:
+        return scan_range(Path(path), check, start, end, max_errors=max_errors, accept=accept)
+    except OSError as exc:
+        return _unreadable(Path(path), exc, max_errors)
+
+
+def _unreadable(path: Path, exc: OSError, max_errors: int) -> ScanResult:
+    res = ScanResult()
+    res.add(
+        Finding(
+            "E-JSONL",
+            f"cannot read ({exc.strerror or exc})",
+            str(path),
+            fix="check that this user may read the file",
+        ),
+        max_errors,
+    )
+    return res
 
 
 def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any]:
@@ -128,9 +148,9 @@ def scan_jsonl(
                 part = scan_range(
                     s.path, check, max_errors=max_errors, progress=progress, accept=accept
                 )
-                take(s.path, part)
             except OSError as exc:
-                result.add(Finding("E-JSONL", f"cannot read ({exc.strerror})", str(s.path)), 0)
+                part = _unreadable(s.path, exc, max_errors)
+            take(s.path, part)
     else:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -185,6 +205,7 @@ def validate_artifact(
     if contract in ROW_CONTRACTS:
         get_row_contract(contract, **options)  # bad options fail here, before any work
         sources, found = resolve_sources(path)
+        report.unreadable = not sources and input_problem(path) is not None
         if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
             sources = [replace(sources[0], expected_rows=expected_rows)]
         scan = scan_jsonl(
@@ -198,7 +219,7 @@ def validate_artifact(
         report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
         report.files = len(sources)
         report.bytes = scan.bytes
-        if sources and scan.rows == 0 and scan.bad_rows == 0:
+        if sources and scan.rows == 0 and scan.errors == 0:
             report.findings.append(
                 Finding("E-JSONL", "no rows (the input is empty)", str(path), fix="give rows")
             )

@@ -2,8 +2,9 @@
 
 A rule is a function `(ctx) -> Iterable[Finding]` registered with `@rule`. Rule modules live
 beside this file and register on import (`RULE_MODULES`). A rule that cannot be evaluated
-(a file it needs is absent, an unexpected shape) yields a warning naming what it needed; a
-crash inside a rule becomes such a warning too, never a traceback.
+(a file it needs is absent, an unexpected shape) yields a warning naming what it needed. A
+crash inside a rule is an error (E-RULE-CRASH naming the rule), never a traceback and never a
+pass: preflight fails closed, so a bug in a rule cannot silently let a launch through.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import WARNING, Finding
+from catalog.errors import Finding, StepsError
 
 RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.basics",
@@ -24,7 +25,9 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.gym",
     "runners.preflight.artifacts",
     "runners.preflight.remote",
+    "runners.preflight.rl_prep",
 ]
+RULE_CRASH = "E-RULE-CRASH"
 
 
 @dataclass
@@ -99,6 +102,19 @@ def _with_recovery(f: Finding, manifest: Any) -> Finding:
     return Finding(f.code, f.message, f.path, f.line, spec.recovery, f.severity, f.key)
 
 
+def _crash(spec: RuleSpec, exc: Exception) -> Finding:
+    where = exc.__traceback__
+    while where is not None and where.tb_next is not None:
+        where = where.tb_next
+    at = f" at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}" if where else ""
+    return Finding(
+        RULE_CRASH,
+        f"preflight rule `{spec.id}` crashed{at}: {type(exc).__name__}: {exc}; its check did "
+        "not run, so the launch is stopped",
+        fix="report this bug to the steps maintainers with the message above",
+    )
+
+
 def preflight(ctx: PreflightContext) -> list[Finding]:
     """Run every rule that applies to the step's runner; errors first, then warnings."""
     runner = ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl"
@@ -108,13 +124,9 @@ def preflight(ctx: PreflightContext) -> list[Finding]:
             continue
         try:
             found = list(spec.func(ctx))
-        except Exception as exc:  # a rule must never crash the dry-run
-            found = [
-                Finding(
-                    "W-PREFLIGHT-RULE",
-                    f"rule {spec.id} could not be evaluated: {type(exc).__name__}: {exc}",
-                    severity=WARNING,
-                )
-            ]
+        except StepsError as exc:  # a located user-facing problem: report it as the rule's
+            found = [exc.finding]
+        except Exception as exc:  # a bug in the rule: fail closed, naming it
+            found = [_crash(spec, exc)]
         findings.extend(_with_recovery(f, ctx.manifest) for f in found)
     return sorted(findings, key=lambda f: (not f.is_error,))

@@ -59,11 +59,12 @@ def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
         shown = sum(1 for f in report.findings if f.is_error)
         if report.errors > shown:
             codes = ", ".join(f"{c}: {n}" for c, n in report.bad_by_code.items())
+            rows = f"; {report.bad_rows} of {report.rows} rows bad" if report.rows else ""
             last_error = [f.code for f in report.findings if f.is_error][-1:] or ["E-JSONL"]
             yield Finding(
                 last_error[0],
                 f"input {art.name} ({art.config_key}): {report.errors} errors in total, "
-                f"first {shown} shown; {report.bad_rows} of {report.rows} rows bad ({codes})",
+                f"first {shown} shown{rows}{f' ({codes})' if codes else ''}",
                 art.value,
                 fix=f"run `python -m steps validate {type_name} {art.value}` for the full list",
                 key=art.config_key,

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.contracts.jsonl import loads
+from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
 from catalog.errors import StepsError
 from runners.rl_prep.blend import DatasetSpec
 from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
@@ -25,6 +25,7 @@ from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
 
 JSON_SPACE = b" \t\r\n"
+LONG_FIX = "split the record or drop it"
 _OPEN, _CLOSE = ord("{"), ord("}")
 
 
@@ -37,7 +38,8 @@ class DatasetJob:
     output_type: str
     splitter: Splitter
     on_bad_row: str
-    hold_val_candidate: bool  # keep back the train row nearest val (see prepare.py)
+    hold_val_candidate: bool  # keep back the train row nearest val (see build.py)
+    max_line: int = MAX_LINE_BYTES  # longer rows are bad rows: `validate` would refuse them
 
 
 Span = tuple[int, int]  # (start, stop) of whole lines, newlines included, in the source file
@@ -153,7 +155,12 @@ class _Rows:
         if problem is not None:
             where = f"{problem.field}: " if problem.field else ""
             return self.bad(problem.code, where + problem.message, path, line, problem.fix)
-        self.place(kept if kept is not None and not changed else _dumps(out), content)
+        data = kept if kept is not None and not changed else _dumps(out)
+        if type(data) is bytes and len(data) - 1 > self.job.max_line:
+            return self.bad(
+                "E-JSONL", f"{too_long(self.job.max_line)} once written", path, line, LONG_FIX
+            )
+        self.place(data, content)
         return False
 
     def place(self, data: Span | bytes, content: bytes) -> None:
@@ -196,6 +203,7 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     size = len(payload)
     accept, place, result, find = rows.accept, rows.place, rows.result, payload.find
     decide, train = rows.decide, rows.out[TRAIN]
+    max_line = rows.job.max_line
     # `place` does it all; the loop does the common case itself: a `{...}` line the
     # pre-filter accepts that goes to train once and is not the chunk's val candidate.
     best = -1 if rows.job.hold_val_candidate else 1 << 64  # u of the held-back candidate
@@ -206,6 +214,11 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
         start = pos
         end = find(b"\n", pos)
         pos = end + 1 if end >= 0 else size
+        if (end if end >= 0 else size) - start > max_line:
+            result.read += 1
+            if rows.bad("E-JSONL", too_long(max_line), chunk.path, line, LONG_FIX):
+                return
+            continue
         piece = payload[start:end] if end >= 0 else payload[start:]
         tried = (
             accept is not None

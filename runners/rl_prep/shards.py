@@ -9,47 +9,10 @@ rows reach the file without being joined in Python. A finished shard is handed t
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from catalog.errors import StepsError
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "k": 10**3,
-    "m": 10**6,
-    "g": 10**9,
-}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 IOV_MAX = 1024  # buffers per writev (the POSIX minimum of IOV_MAX is 16, Linux has 1024)
-
-
-def parse_size(value: Any, key: str = "shard_size") -> int:
-    """`256MB`, `64KiB`, `1.5GB` or a plain byte count -> bytes (KB/MB/GB are powers of 1000)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    m = _SIZE.match(str(value)) if isinstance(value, str) else None
-    if m and m.group(2).lower() in _UNITS:
-        size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-        if size > 0:
-            return size
-    raise StepsError(
-        "E-CONFIG-VALUE",
-        f"{key}: expected a positive size such as 256MB, 64KiB or 1000000, got {value!r}",
-        key=key,
-        fix=f"set {key}=256MB (units: B, KB, MB, GB, KiB, MiB, GiB)",
-    )
 
 
 ShardDone = Callable[[str], Callable[[], str]]  # shard path -> a call returning its sha256

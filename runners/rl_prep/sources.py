@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob as globlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,24 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
         else:
             raise _missing(blend, spec, f"file not found: {target}")
     unique = sorted({p.resolve() for p in found})
+    for p in unique:
+        _check_readable(blend, spec, p)
     return [SourceFile(p) for p in unique]
+
+
+def _check_readable(blend: Blend, spec: DatasetSpec, path: Path) -> None:
+    """Fail before any work (exit 2) when an input file cannot be opened."""
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as exc:
+        raise StepsError(
+            "E-BLEND",
+            f"dataset `{spec.name}`: cannot read this input file ({exc.strerror})",
+            path=str(path),
+            fix=f"make it readable by this user, or change the dataset's path "
+            f"({blend.path}:{spec.line})",
+            exit_code=2,
+        ) from None
 
 
 def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:

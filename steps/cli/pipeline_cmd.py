@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from steps.cli.common import add_catalog_arguments, print_findings
+from steps.cli.common import add_catalog_arguments
 
 HELP = "run a pipeline file (plan, then each stage through `run`, with caching and lineage)"
 
@@ -42,10 +40,10 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from runners.pipeline import Options, run_pipeline
-    from steps.cli.plan_cmd import make_plan
+    from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
     plan, _ = make_plan(args)
-    print_findings(plan.findings, sys.stderr)
+    print_plan_findings(plan, plan_secrets(plan))
     if not plan.ok:
         return 1
     opts = Options(

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from steps.cli.common import add_catalog_arguments, print_findings, print_json
+from steps.cli.common import add_catalog_arguments, print_json
 
 HELP = "check a pipeline file and print its resolved graph (types, converters, output paths)"
 
@@ -40,6 +40,21 @@ def make_plan(args):
     return plan, pf
 
 
+def plan_secrets(plan) -> dict[str, str]:
+    """Secret values the plan's output must not show: secret environment variables and the
+    literal values of secret-named stage overrides."""
+    from runners.secret_overrides import known_secrets
+
+    return known_secrets(os.environ, [t for s in plan.stages for t in s.overrides])
+
+
+def print_plan_findings(plan, secrets: dict[str, str]) -> None:
+    from runners.secrets import redact_text
+
+    for f in plan.findings:
+        print(redact_text(f.render(), secrets), file=sys.stderr)
+
+
 def render_text(plan) -> str:
     out = [f"pipeline {plan.name}  ({plan.file})", f"root {plan.root}"]
     if plan.inputs:
@@ -51,7 +66,7 @@ def render_text(plan) -> str:
     for i, s in enumerate(plan.stages, 1):
         tag = "  [inserted converter]" if s.inserted else ""
         cfg = s.config.stem if s.config.parent.name == "config" else str(s.config)
-        over = f"  {' '.join(s.overrides)}" if s.overrides else ""
+        over = f"  {' '.join(_overrides(s))}" if s.overrides else ""
         out.append(f"  {i}. {s.id}  {s.step}@{s.version}  -c {cfg}{over}{tag}")
         for p, b in s.inputs.items():
             out.append(
@@ -68,6 +83,12 @@ def render_text(plan) -> str:
         for ref, b in plan.targets.items():
             out.append(f"  {ref}  [{b.type}]  {b.value}")
     return "\n".join(out)
+
+
+def _overrides(stage) -> list[str]:
+    from runners.secrets import redact_override
+
+    return [redact_override(t, {}) for t in stage.overrides]
 
 
 def _node(ref: str) -> str:
@@ -95,11 +116,18 @@ def render_mermaid(plan) -> str:
 
 
 def run(args) -> int:
+    from runners.secrets import redact, redact_text
+
     plan, _ = make_plan(args)
+    secrets = plan_secrets(plan)
     if args.json:
-        print_json(plan.to_dict())
+        data = plan.to_dict()
+        for stage in data["stages"]:
+            stage["overrides"] = _overrides(plan.stage(stage["id"]))
+        print_json(redact(data, secrets))
     else:
-        print_findings(plan.findings, sys.stderr)
+        print_plan_findings(plan, secrets)
         if plan.ok:
-            print(render_mermaid(plan) if args.format == "mermaid" else render_text(plan))
+            text = render_mermaid(plan) if args.format == "mermaid" else render_text(plan)
+            print(redact_text(text, secrets))
     return 0 if plan.ok else 1

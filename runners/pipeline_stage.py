@@ -1,0 +1,185 @@
+"""One pipeline stage: its cache key material, its record's pieces, its child process.
+
+A stage runs as `python -m steps run ...` in a child process. Secrets never ride on its command
+line (`runners.secret_overrides` moves them into its environment) and never reach the stage
+log or the parent's output (every line is redacted). The child gets its own process group: an
+interrupt of the pipeline is forwarded to the whole group once, and the child is given a grace
+period to stop before it is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from catalog.errors import StepsError
+from runners.lineage import fingerprint
+from runners.secrets import redact_text
+
+GRACE_S = 10.0  # how long an interrupted child may take to stop before it is killed
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM reached the pipeline; `signum` is forwarded to the child."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stamps(paths: list[str]) -> dict[str, list[int]] | None:
+    try:
+        return {p: [(st := os.stat(p)).st_mtime_ns, st.st_size] for p in paths}
+    except OSError:
+        return None
+
+
+def config_hash(stage: Any, overrides: list[str], previous: dict | None = None) -> tuple[str, dict]:
+    """sha256 of the compiled config (interpolations kept) and the files it came from.
+
+    `overrides` are the stage's, secrets already replaced by references (so no secret is
+    hashed or compared). When the previous record names the same config files, unchanged, with
+    the same overrides, its hash is reused: compiling costs ~50 ms a stage.
+    """
+    prev = (previous or {}).get("config_sources")
+    if (
+        prev
+        and (previous or {}).get("overrides") == overrides
+        and (previous or {}).get("config") == str(stage.config)
+        and _stamps(list(prev)) == prev
+    ):
+        return previous["config_hash"], prev
+    from runners.config import compile_config
+
+    compiled = compile_config(stage.config, overrides)
+    digest = hashlib.sha256(compiled.to_yaml().encode()).hexdigest()
+    return digest, _stamps([str(p) for p in compiled.sources]) or {}
+
+
+def stage_argv(
+    stage: Any, overrides: list[str], options: Any, runs_dir: Path, force: bool
+) -> list[str]:
+    """`python -m steps run <step> ...` for a stage; `overrides` must be secret-free."""
+    argv = [sys.executable, "-m", "steps", "run", stage.step, "--config", str(stage.config)]
+    for port, b in [*stage.inputs.items(), *stage.outputs.items()]:
+        argv.append(f"--input={port}={b.value}")
+    argv += [f"--runs-dir={runs_dir}"] + [f"--catalog={c}" for c in options.catalog]
+    if options.nemo_rl:
+        argv.append(f"--nemo-rl={options.nemo_rl}")
+    if force:
+        argv.append("--force")
+    return argv + overrides
+
+
+def inputs_now(stage: Any) -> dict:
+    return {
+        p: {
+            "value": b.value,
+            "source": b.source,
+            "type": b.type,
+            "fingerprint": fingerprint(b.value, b.hub),
+        }
+        for p, b in stage.inputs.items()
+    }
+
+
+def outputs_now(stage: Any) -> dict:
+    return {
+        p: {"value": b.value, "type": b.type, "fingerprint": fingerprint(b.value)}
+        for p, b in stage.outputs.items()
+    }
+
+
+def contract_ok(type_name: str, path: str) -> bool:
+    """The output still passes its type's contract (existence when contracts are unavailable)."""
+    if not os.path.exists(path):
+        return False
+    try:
+        from catalog.contracts import validate_artifact
+    except ImportError:
+        return True
+    try:
+        return validate_artifact(type_name, path, max_errors=1).ok
+    except StepsError:
+        return False
+
+
+def cache_hit(record: dict | None, key: str, stage: Any) -> bool:
+    """The stage completed with this key and its outputs are unchanged (or still valid)."""
+    if not record or record.get("status") != "completed" or record.get("cache_key") != key:
+        return False
+    for port, out in outputs_now(stage).items():
+        then = record.get("outputs", {}).get(port, {})
+        if out["fingerprint"] == then.get("fingerprint") and "missing" not in out["fingerprint"]:
+            continue
+        if not contract_ok(out["type"], out["value"]):
+            return False
+    return True
+
+
+def move_aside(stage: Any, sdir: Path) -> list[str]:
+    """Outputs of a different job are kept under `<stage>/_stale/`, never deleted."""
+    moved = []
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for port, b in stage.outputs.items():
+        p = Path(b.value)
+        if p.exists():
+            dest = sdir / "_stale" / f"{port}-{stamp}"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(p, dest)
+            moved.append(str(dest))
+    return moved
+
+
+def _stop(proc: subprocess.Popen, signum: int) -> None:
+    """Forward `signum` to the child's process group; kill it if it outlives the grace."""
+    try:
+        os.killpg(proc.pid, signum)
+        proc.wait(timeout=GRACE_S)
+    except ProcessLookupError:
+        pass
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_child(
+    argv: list[str], log: Path, out: TextIO, env: Mapping[str, str], secrets: Mapping[str, str]
+) -> int:
+    """Run one stage, streaming its redacted output to `out` and to the stage log; on an
+    interrupt, forward it to the child, wait for it, and re-raise."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as fh:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=dict(env),
+            bufsize=1,
+            start_new_session=True,  # our own group: an interrupt is forwarded exactly once
+        )
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                line = redact_text(line, secrets)
+                fh.write(line)
+                out.write(f"  | {line}")
+            return proc.wait()
+        except KeyboardInterrupt as exc:
+            _stop(proc, getattr(exc, "signum", signal.SIGINT))
+            fh.write(f"[pipeline] interrupted ({exc}); the stage was stopped\n")
+            raise
+        finally:
+            proc.stdout.close()

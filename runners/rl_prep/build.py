@@ -1,0 +1,274 @@
+"""Build one rl_prep output: stream every dataset through the workers into the split writers.
+
+The main process cuts files into chunks, `chunks.process_chunk` decides every row (in worker
+processes or in-process), and the results are written in input order, so the output is the
+same for any number of workers. Memory stays bounded: at most a few chunks are in flight.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog.contracts import jsonl
+from catalog.errors import StepsError
+from runners.digest import file_sha256
+from runners.rl_prep.blend import Blend, DatasetSpec
+from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.options import Options
+from runners.rl_prep.output import MANIFEST, MANIFEST_VERSION, tool_version, write_json
+from runners.rl_prep.rowcheck import row_check
+from runners.rl_prep.shards import SplitWriter
+from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks
+from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
+
+CHUNK_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class PlannedDataset:
+    spec: DatasetSpec
+    transform: str
+    files: list[SourceFile]
+    sample: int | None
+
+
+class _Progress:
+    """A byte-based progress bar on stderr (silent when stderr is not a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total, unit="B", unit_scale=True, desc="rl_prep", disable=None, file=sys.stderr
+        )
+        self.pending = 0
+
+    def add(self, n: int) -> None:
+        self.pending += n
+        if self.pending >= 1 << 22:
+            self.bar.update(self.pending)
+            self.pending = 0
+
+    def close(self) -> None:
+        self.bar.update(self.pending)
+        self.bar.close()
+
+
+class _Workers:
+    """Runs `process_chunk` in worker processes (or in-process), results in input order, and
+    hashes finished shards there too, while the main process writes the next ones.
+
+    At most `depth` chunks are in flight, so memory stays bounded whatever the input size.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.pool = None
+        self.depth = 2 * workers + 2
+        if workers > 1:
+            import multiprocessing
+
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self.pool = ctx.Pool(workers)
+
+    def ordered(
+        self, job: DatasetJob, chunks: Iterator[Chunk]
+    ) -> Iterator[tuple[Chunk, ChunkResult]]:
+        if self.pool is None:
+            for chunk in chunks:
+                yield chunk, process_chunk(job, chunk)
+            return
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append((chunk, self.pool.apply_async(process_chunk, (job, chunk))))
+            if len(pending) >= self.depth:
+                chunk, res = pending.popleft()
+                yield chunk, res.get()
+        while pending:
+            chunk, res = pending.popleft()
+            yield chunk, res.get()
+
+    def sha256_later(self, path: str) -> Callable[[], str]:
+        """Start hashing a finished shard; the returned call waits for its sha256."""
+        if self.pool is None:
+            digest = file_sha256(path)
+            return lambda: digest
+        return self.pool.apply_async(file_sha256, (path,)).get
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+
+class _Inputs:
+    """Reads a chunk's bytes into one reused buffer (the writers queue views of it, so each
+    chunk is flushed before the next is read)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Any] = {}
+        self.buf = bytearray()
+
+    def read(self, chunk: Chunk) -> memoryview:
+        fh = self.files.get(chunk.path)
+        if fh is None:
+            fh = self.files[chunk.path] = open(chunk.path, "rb", buffering=0)  # noqa: SIM115
+        if len(self.buf) < chunk.length:
+            self.buf = bytearray(chunk.length)
+        view = memoryview(self.buf)[: chunk.length]
+        fh.seek(chunk.offset)
+        got = 0
+        while got < chunk.length and (n := fh.readinto(view[got:])):
+            got += n
+        if got != chunk.length:
+            raise StepsError(
+                "E-BLEND",
+                f"input file {chunk.path} became shorter while rl_prep read it",
+                path=chunk.path,
+                fix="run rl_prep again once the input files are complete",
+            )
+        return view
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+        self.files.clear()
+
+
+def _write_train(writer: SplitWriter, candidate: tuple[int, bytes, int]) -> int:
+    """Write a val candidate that stays in train, as many times as its weight says."""
+    _, data, copies = candidate
+    for _ in range(copies):
+        writer.write(data)
+    return copies
+
+
+def _prepare_dataset(
+    plan: PlannedDataset,
+    opts: Options,
+    writers: dict[str, SplitWriter],
+    workers: _Workers,
+    inputs: _Inputs,
+    progress: _Progress,
+) -> dict:
+    """Stream one dataset through the workers into the split writers; its manifest counts.
+
+    Each dataset is split on its own. If the hash gives it no val row, its train row with the
+    highest u (the one nearest the val boundary) moves to val, so validation holds every
+    dataset; to allow that, each chunk holds back its best candidate and the best one overall
+    is written last.
+    """
+    spec = plan.spec
+    splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
+    job = DatasetJob(
+        spec,
+        plan.transform,
+        opts.output_type,
+        splitter,
+        opts.on_bad_row,
+        opts.val_ratio > 0,
+        jsonl.MAX_LINE_BYTES,  # read now: the output must pass `validate`'s line cap
+    )
+    chunks = iter_chunks(plan.files, CHUNK_BYTES, plan.sample)
+    identities = [f.identity() for f in plan.files]
+    lines: Counter = Counter()  # lines of each file's chunks so far
+    written: Counter = Counter()
+    skipped: Counter = Counter()
+    read = train_sources = 0
+    held: tuple[int, bytes, int] | None = None
+    for chunk, res in workers.ordered(job, chunks):
+        if res.error is not None:
+            e = res.error
+            line = e["line"] + lines[chunk.path] if e["line"] is not None else None
+            raise StepsError(e["code"], e["message"], path=e["path"], line=line, fix=e["fix"])
+        lines[chunk.path] += res.lines
+        spans = any(type(data) is tuple for parts in res.parts.values() for data, _ in parts)
+        source = inputs.read(chunk) if spans else memoryview(b"")
+        at = chunk.offset
+        for split in SPLITS:
+            write = writers[split].write
+            for data, rows in res.parts[split]:
+                if type(data) is tuple:
+                    write(source[data[0] - at : data[1] - at], rows)
+                else:
+                    write(data, rows)
+        written.update(res.written)
+        skipped.update(res.skipped)
+        read += res.read
+        train_sources += res.train_sources
+        # columnar chunks have no byte length: count the bytes they produce
+        progress.add(chunk.length or sum(len(d) for p in res.parts.values() for d, _ in p))
+        if res.candidate is not None:
+            if held is None or res.candidate[0] > held[0]:
+                held, res.candidate = res.candidate, held
+            if res.candidate is not None:
+                written[TRAIN] += _write_train(writers[TRAIN], res.candidate)
+        for writer in writers.values():
+            writer.flush()  # before `source` is overwritten by the next chunk
+    if [f.identity() for f in plan.files] != identities:
+        raise StepsError(
+            "E-BLEND",
+            f"dataset `{spec.name}`: an input file changed while rl_prep read it",
+            fix="run rl_prep again once the input files are complete",
+        )
+    if held is not None:
+        if written[VAL] == 0 and train_sources > 1:
+            writers[VAL].write(held[1])
+            written[VAL] += 1
+        else:
+            written[TRAIN] += _write_train(writers[TRAIN], held)
+    return {
+        TRAIN: written[TRAIN],
+        VAL: written[VAL],
+        TEST: written[TEST],
+        "read": read,
+        "skipped": dict(sorted(skipped.items())),
+        "weight": spec.weight,
+        "transform": plan.transform,
+        "files": [str(f.path) for f in plan.files],
+    }
+
+
+def build(
+    staging: Path, blend: Blend, opts: Options, planned: list[PlannedDataset], key: str
+) -> dict:
+    """Write every dataset's splits and then the manifest into `staging`; the manifest."""
+    row_check(opts.output_type)  # fail here, before any worker starts, if it cannot be built
+    total = sum(f.path.stat().st_size for p in planned for f in p.files)
+    workers = _Workers(opts.workers_for(total))
+    writers = {
+        name: SplitWriter(staging, name, opts.shard_size, workers.sha256_later) for name in SPLITS
+    }
+    inputs = _Inputs()
+    progress = _Progress(total)
+    datasets: dict[str, dict] = {}
+    try:
+        for plan in planned:
+            datasets[plan.spec.name] = _prepare_dataset(
+                plan, opts, writers, workers, inputs, progress
+            )
+        splits = {name: w.close() for name, w in writers.items()}
+    finally:
+        workers.close()
+        inputs.close()
+        for w in writers.values():
+            w.abort()
+        progress.close()
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "tool": tool_version(),
+        "run_key": key,
+        "blend_sha256": blend.sha256,
+        "blend_path": str(blend.path),
+        "output_type": opts.output_type,
+        "options": opts.key_fields(),
+        "splits": splits,
+        "datasets": datasets,
+    }
+    write_json(staging / MANIFEST, manifest)
+    return manifest

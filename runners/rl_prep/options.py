@@ -1,0 +1,196 @@
+"""rl_prep's options: the step config keys it reads, as one strict pydantic model.
+
+Preflight checks a config with `config_problems` (every problem, located by the caller) and the
+run reads it with `read_options` (the first problem is an error), so `run --dry-run` rejects
+exactly what the run would. A blend may set seed, ratios and shard_size; its values win.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, PositiveInt, ValidationError
+
+from catalog.errors import StepsError
+from runners.rl_prep.transforms import COMPATIBLE
+
+UNSET = "???"
+PARALLEL_FROM_BYTES = 64 << 20  # below this, worker start-up costs more than it saves
+OUTPUT_TYPES = tuple(COMPATIBLE)
+PATH_KEYS = ("blend_path", "output_dir")
+
+Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
+Size = Annotated[ByteSize, Field(gt=0)]
+
+FIXES = {
+    "blend_path": "set blend_path=PATH (a JSON or YAML blend; relative to the config's folder)",
+    "output_dir": "set output_dir=PATH (a new folder, or one rl_prep wrote before)",
+    "output_type": f"use one of: {', '.join(OUTPUT_TYPES)}",
+    "train_ratio": "a share of each dataset between 0 and 1, e.g. train_ratio=0.98",
+    "val_ratio": "a share of each dataset between 0 and 1, e.g. val_ratio=0.01",
+    "shard_size": "e.g. shard_size=256MB (units: B, KB, MB, GB, KiB, MiB, GiB)",
+    "seed": "an integer, e.g. seed=1234",
+    "sample": "a positive row count, e.g. sample=1000, or null to read every row",
+    "on_bad_row": "on_bad_row=error (stop at the first bad row) or on_bad_row=skip",
+    "force": "force=true or force=false",
+    "workers": "a positive process count, e.g. workers=2, or null (one per CPU for big inputs)",
+}
+
+
+class RlPrepConfig(BaseModel):
+    """The rl_prep step config (config/default.yaml documents each key)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+    blend_path: str = Field(min_length=1)
+    output_dir: str = Field(min_length=1)
+    output_type: Literal[OUTPUT_TYPES]  # type: ignore[valid-type]
+    train_ratio: Ratio
+    val_ratio: Ratio
+    shard_size: Size
+    seed: int
+    sample: PositiveInt | None = None
+    on_bad_row: Literal["error", "skip"]
+    force: bool = False
+    workers: PositiveInt | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad config value: the key, what is wrong, and how to fix it."""
+
+    key: str
+    message: str
+    fix: str
+
+
+def describe(err: Mapping[str, Any]) -> str:
+    """A pydantic error as `expected ..., got <value>` (the value is what the user wrote)."""
+    msg = str(err["msg"])
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "is required"
+    msg = msg[0].lower() + msg[1:] if msg else msg
+    return f"{msg}, got {err.get('input')!r}"
+
+
+def config_problems(config: Mapping[str, Any]) -> tuple[RlPrepConfig | None, list[Problem]]:
+    """The validated config, or None and every problem (`???` paths are left to preflight's
+    unresolved-values rule and reported by `read_options` at run time)."""
+    data = {**config, **{k: "unset" for k in PATH_KEYS if config.get(k) == UNSET}}
+    try:
+        model = RlPrepConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"][:1]) or "config"
+            fix = FIXES.get(key)
+            if fix is None:  # an unknown key
+                import difflib
+
+                near = difflib.get_close_matches(key, list(FIXES), n=1)
+                fix = f"did you mean {near[0]}? " if near else ""
+                fix += f"rl_prep's keys: {', '.join(FIXES)}"
+            problems.append(Problem(key, describe(err), fix))
+        return None, problems
+    return model, []
+
+
+def _bad(problem: Problem) -> StepsError:
+    return StepsError(
+        "E-CONFIG-VALUE", f"{problem.key}: {problem.message}", key=problem.key, fix=problem.fix
+    )
+
+
+@dataclass(frozen=True)
+class Options:
+    """The step config, checked, merged with the blend's settings, paths resolved."""
+
+    blend_path: Path
+    output_dir: Path
+    output_type: str
+    train_ratio: float
+    val_ratio: float
+    shard_size: int
+    seed: int
+    sample: int | None
+    on_bad_row: str
+    force: bool
+    workers: int | None = None
+
+    def workers_for(self, input_bytes: int) -> int:
+        """Worker processes: as configured, else one per CPU for inputs worth it, else none."""
+        if self.workers is not None:
+            return self.workers
+        return (os.cpu_count() or 1) if input_bytes >= PARALLEL_FROM_BYTES else 1
+
+    def key_fields(self) -> dict:
+        """The options that change the output (and so belong in the run key)."""
+        return {
+            "output_type": self.output_type,
+            "train_ratio": self.train_ratio,
+            "val_ratio": self.val_ratio,
+            "shard_size": self.shard_size,
+            "seed": self.seed,
+            "sample": self.sample,
+            "on_bad_row": self.on_bad_row,
+        }
+
+
+def config_path(config: Mapping[str, Any], key: str, config_dir: Path) -> Path:
+    """A path key of the config, resolved against the config's folder; `???` is an error."""
+    value = config.get(key)
+    if not isinstance(value, str) or not value or value == UNSET:
+        raise _bad(Problem(key, f"a path is required, got {value!r}", FIXES[key]))
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (config_dir / path)
+
+
+def ratio_problem(train: float, val: float) -> str | None:
+    """Why a train/val split is impossible, or None."""
+    if train + val > 1.0 + 1e-9 or train <= 0.0:
+        return (
+            f"train_ratio {train} + val_ratio {val} must be at most 1 with train_ratio > 0 "
+            "(test gets the rest)"
+        )
+    return None
+
+
+def read_options(config: Mapping[str, Any], blend: Any, config_dir: Path, force: bool) -> Options:
+    """Check the config, then merge the blend's settings over it (the blend wins)."""
+    blend_path = config_path(config, "blend_path", config_dir)
+    output_dir = config_path(config, "output_dir", config_dir)
+    model, problems = config_problems(config)
+    if model is None:
+        raise _bad(problems[0])
+    train = blend.options.get("train_ratio", model.train_ratio)
+    val = blend.options.get("val_ratio", model.val_ratio)
+    problem = ratio_problem(train, val)
+    if problem is not None:
+        in_blend = {"train_ratio", "val_ratio"} & blend.options.keys()
+        raise StepsError(
+            "E-BLEND" if in_blend else "E-CONFIG-VALUE",
+            f"split ratios in {'the blend' if in_blend else 'the config'}: {problem}",
+            path=str(blend.path) if in_blend else None,
+            line=blend.lines.get(sorted(in_blend)[0]) if in_blend else None,
+            key="train_ratio",
+            fix="e.g. train_ratio=0.98 val_ratio=0.01",
+        )
+    return Options(
+        blend_path=blend_path,
+        output_dir=output_dir,
+        output_type=model.output_type,
+        train_ratio=train,
+        val_ratio=val,
+        shard_size=int(blend.options.get("shard_size", model.shard_size)),
+        seed=blend.options.get("seed", model.seed),
+        sample=model.sample,
+        on_bad_row=model.on_bad_row,
+        force=bool(force or model.force),
+        workers=model.workers,
+    )
