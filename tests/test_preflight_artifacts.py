@@ -1,27 +1,33 @@
 """Preflight rule artifact_contracts: every bound input is checked by its type's contract.
 
-Driven as a user drives it: `python -m steps run <shipped step> -c tiny ...` in a subprocess,
-against a fake NeMo-RL checkout (and its Gym submodule) and inputs written to tmp_path.
+Driven as a user drives it: `python -m steps run <shipped step> -c tiny ...` (in-process, or in
+a subprocess where a launch could exec), against a fake NeMo-RL checkout (and its Gym
+submodule) and inputs written to tmp_path.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from preflight_fixtures import GYM_ROW, gym_root
 from run_fixtures import RECORD_VAR, REPO, clean_env, fake_checkout, only_run_dir, steps_run
 from test_contracts_checkpoints import hf_folder, megatron_iter
+from unreadable import unreadable
 
 from catalog.manifest import StepManifest
 from catalog.tomlfile import load_toml
+from steps.cli import main
 
 STEPS = REPO / "steps"
 DPO_DATA = STEPS / "rl/nemo_rl/dpo/data/tiny_train.jsonl"
 GYM_DATA = STEPS / "rl/nemo_rl/rlvr/data/tiny_gym_train.jsonl"
-# Every code the rule (through the contracts) can yield; a crash in it becomes W-PREFLIGHT-RULE.
+# Every code the rule (through the contracts) can yield; a crash in it becomes E-RULE-CRASH.
 RULE_CODES = {
     "E-JSONL",
     "W-JSONL-BLANK",
@@ -33,9 +39,29 @@ RULE_CODES = {
     "W-HF-HUB-ID",
     "E-MEGATRON-CHECKPOINT",
     "E-NEMO-RL-CHECKPOINT",
-    "W-PREFLIGHT-RULE",
+    "E-RULE-CRASH",
 }
 PAIR = {"prompt": "2+2?", "chosen": "4", "rejected": "5"}
+
+
+@dataclass
+class Proc:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _in_process(argv: list[str], cwd: Path, env: dict[str, str]) -> Proc:
+    """`python -m steps ...` called in this process, with its environment and cwd."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
+        for name in ("NEMO_RL_HOME", "STEPS_PATH", "STEPS_RUNS_DIR", RECORD_VAR):
+            mp.delenv(name, raising=False)
+        for name, value in env.items():
+            mp.setenv(name, value)
+        mp.chdir(cwd)
+        code = main(argv)
+    return Proc(code, out.getvalue(), err.getvalue())
 
 
 def _run(tmp_path: Path, step: str, *argv: str, gym: bool = True, dry: bool = True, **env: str):
@@ -47,6 +73,10 @@ def _run(tmp_path: Path, step: str, *argv: str, gym: bool = True, dry: bool = Tr
             gym_root(checkout / "3rdparty" / "Gym-workspace")
     flags = ["--dry-run", "--json"] if dry else []
     args = [step, "--nemo-rl", str(checkout), "--runs-dir", str(tmp_path / "runs"), *flags]
+    extra = {"STEPS_CACHE_DIR": str(tmp_path / "cache"), "STEPS_OUTPUT": str(tmp_path / "out")}
+    if dry or step == "data_prep/rl_prep":
+        return _in_process(["run", *args, *argv], tmp_path, {**extra, **env})
+    # a launch that passed preflight would exec: keep it out of the test process
     environ = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"), **env)
     return steps_run(*args, *argv, cwd=tmp_path, env=environ)
 
@@ -269,6 +299,16 @@ def test_empty_data_file_is_an_error_naming_the_file(tmp_path: Path) -> None:
     assert proc.returncode == 1
     [f] = _errors(_findings(proc), "E-JSONL")
     assert f["path"] == str(empty) and "no rows" in f["message"]
+
+
+def test_unreadable_data_file_says_so_once_without_a_garbled_summary(tmp_path: Path) -> None:
+    train = _rows(tmp_path / "pairs.jsonl", [PAIR])
+    with unreadable(train):
+        proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", f"data.train.data_path={train}")
+    assert proc.returncode == 1
+    [f] = [f for f in _findings(proc) if f.get("path") == str(train)]
+    assert (f["code"], f["message"]) == ("E-JSONL", "input cannot be read (Permission denied)")
+    assert "rows bad" not in proc.stdout and "no rows" not in proc.stdout
 
 
 def test_folder_without_jsonl_shards_is_an_error_naming_the_folder(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -517,37 +516,39 @@ def test_each_source_line_is_written_once_and_held_out_splits_keep_file_order(tm
     assert sorted(seen) == sorted(lines)
 
 
+# Run in a child process: rl_prep through the real CLI, killed with SIGKILL by its own hand
+# the moment it opens its third shard, so the kill always lands mid-write (no race with a
+# run that finishes first).
+KILLED_AT_SHARD_2 = """
+import os, signal, sys
+from runners.rl_prep.shards import SplitWriter
+roll = SplitWriter._roll
+def roll_then_die(self):
+    roll(self)
+    if self.shards[-1]["path"].endswith("shard_000002.jsonl"):
+        os.kill(os.getpid(), signal.SIGKILL)
+SplitWriter._roll = roll_then_die
+from steps.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(tmp_path: Path):
-    # rows without agent_ref take the slow, re-serializing path: the run lasts long enough
-    rows = [
-        {k: v for k, v in gym_row(i, pad="x" * 500).items() if k != "agent_ref"}
-        for i in range(40000)
-    ]
+    rows = [{k: v for k, v in gym_row(i).items() if k != "agent_ref"} for i in range(2000)]
     write_jsonl(tmp_path / "a.jsonl", rows)
     blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl", "agent_ref": "math_agent"}])
     out = tmp_path / "out"
-    cmd = [
-        sys.executable,
-        "-m",
-        "steps",
-        "run",
-        "data_prep/rl_prep",
-        f"blend_path={blend}",
-        f"output_dir={out}",
-        "shard_size=1MB",
-    ]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".out.partial-*/train/shard_000001.jsonl")):
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    overrides = [f"blend_path={blend}", f"output_dir={out}", "shard_size=64KB"]
+    cmd = [sys.executable, "-c", KILLED_AT_SHARD_2, "run", "data_prep/rl_prep", *overrides]
+    cmd += ["--runs-dir", str(tmp_path / "runs")]
+    killed = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not out.exists()  # the half-written work is hidden, and nothing claims it is done
+    (left,) = tmp_path.glob(".out.partial-*")
+    assert (left / "train" / "shard_000001.jsonl").is_file()
 
-    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    summary = prep(blend, out, shard_size="64KB")
     assert not list(tmp_path.glob(".out.*"))  # the killed run's work folder is gone
+    assert summary["shards"]["train"] > 2
     ids = [r["id"] for s in ("train", "val", "test") for r in read_split(out, s)]
-    assert sorted(ids) == list(range(40000))
+    assert sorted(ids) == list(range(2000))

@@ -205,7 +205,7 @@ def test_ratios_that_sum_past_one_are_rejected(tmp_path: Path):
     blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
     with pytest.raises(StepsError) as err:
         prep(blend, tmp_path / "out", train_ratio=0.9, val_ratio=0.2)
-    assert err.value.finding.code == "E-BLEND"
+    assert (err.value.finding.code, err.value.finding.key) == ("E-CONFIG-VALUE", "train_ratio")
     in_blend = write_blend(
         tmp_path, [{"name": "a", "path": "a.jsonl"}], "r.yaml", train_ratio=0.7, val_ratio=0.5
     )
@@ -366,31 +366,17 @@ def test_training_jsonl_output_accepts_any_object_rows(tmp_path: Path):
     assert rows == [{"anything": 1}, {"other": [2]}]
 
 
-@pytest.mark.skipif(
-    not (STEP.parents[2] / "runners" / "run.py").exists(), reason="runners/run.py not built yet"
-)
-def test_steps_run_tiny_from_the_command_line(tmp_path: Path):
-    import subprocess
-    import sys
+def test_steps_run_tiny_from_the_command_line(tmp_path: Path, monkeypatch, capsys):
+    from steps.cli import main
 
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "tiny"
-    cmd = [sys.executable, "-m", "steps", "run", "data_prep/rl_prep", "-c", "tiny"]
-    done = subprocess.run(
-        [*cmd, f"output_dir={out}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    cmd = ["run", "data_prep/rl_prep", "-c", "tiny", "--runs-dir", str(tmp_path / "runs")]
+    assert main([*cmd, f"output_dir={out}"]) == 0
+    summary = json.loads(capsys.readouterr().out)  # the plan and report go to stderr
     manifest = json.loads((out / "manifest.json").read_text())
+    assert summary["output_dir"] == str(out) and not summary["reused"]
     assert len(manifest["splits"]["train"]["shards"]) > 2
     assert set(manifest["datasets"]) == {"math_gym", "math_raw", "instruct_chat"}
-    again = subprocess.run(
-        [*cmd, f"output_dir={out}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert again.returncode == 0 and "up to date" in again.stderr
+    assert main([*cmd, f"output_dir={out}"]) == 0
+    assert "up to date" in capsys.readouterr().err
