@@ -227,9 +227,13 @@ def test_dry_run_without_nemo_rl_or_megatron_bridge_is_clean_with_warnings(world
 
 
 def test_dry_run_reports_a_stage_config_error_and_exits_1(world):
-    text = Path(RLVR).read_text().replace(
-        "    config: nemo_gym_tiny\n",
-        "    config: nemo_gym_tiny\n    overrides: [grpo.max_num_steps=abc]\n",
+    text = (
+        Path(RLVR)
+        .read_text()
+        .replace(
+            "    config: nemo_gym_tiny\n",
+            "    config: nemo_gym_tiny\n    overrides: [grpo.max_num_steps=abc]\n",
+        )
     )
     text = text.replace("../steps/", f"{REPO}/steps/")
     proc = world.run("--dry-run", file=write_pipeline(world.base / "bad.yaml", text))
@@ -281,8 +285,11 @@ def test_a_secret_in_a_stage_override_reaches_the_job_only_through_its_environme
     assert json.loads(env_log.read_text()) == {"STEPS_SECRET_ENV_NEMO_GYM_HF_TOKEN": SECRET}
     record = world.record("rlvr")
     assert record["status"] == "completed"
-    assert "++env.nemo_gym.hf_token=${oc.env:STEPS_SECRET_ENV_NEMO_GYM_HF_TOKEN}" in (
-        record["command"]  # the child's argv: a reference, never the value
+    assert (
+        "++env.nemo_gym.hf_token=${oc.env:STEPS_SECRET_ENV_NEMO_GYM_HF_TOKEN}"
+        in (
+            record["command"]  # the child's argv: a reference, never the value
+        )
     )
     written = [p for p in world.base.rglob("*") if p.is_file() and p not in (file, env_log)]
     assert len(written) > 5  # records, log, run dir, checkpoint
