@@ -1,17 +1,14 @@
 """`pipeline run --dry-run`: compile and preflight every stage in-process; write nothing.
 
-Each stage is planned exactly as `run --dry-run` plans it (`runners.run.plan_run`), with any run
-dir it writes going to a temporary folder that is removed afterwards. Inputs that an earlier
-stage has not produced yet are checked by planned type instead (their findings are dropped). A
-checkout that is needed only to launch (NeMo-RL, Megatron-Bridge) is a warning here: a dry run
-is clean without one, and exits 0.
+Each stage is planned exactly as `run --dry-run` plans it (`runners.run.plan_run`, which writes
+nothing). Inputs that an earlier stage has not produced yet are checked by planned type instead
+(their findings are dropped). A checkout that is needed only to launch (NeMo-RL,
+Megatron-Bridge) is a warning here: a dry run is clean without one, and exits 0.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,7 @@ from typing import Any
 from catalog.errors import WARNING, Finding, StepsError
 from runners.secrets import redact_text
 
-LAUNCH_ONLY = ("E-NEMO-RL-NOT-FOUND", "E-MEGATRON-BRIDGE-NOT-FOUND")
+LAUNCH_ONLY = ("E-MEGATRON-BRIDGE-NOT-FOUND",)  # (NeMo-RL: plan_run warns W-NEMO-RL-...)
 
 
 def _planned_missing(stage: Any) -> dict[str, Any]:
@@ -43,65 +40,51 @@ def _port_keys(stage: Any, port: str) -> list[str]:
     return list(spec.get("config_keys", []))
 
 
-def _tokens(stage: Any, options: Any, runs_dir: Path) -> list[str]:
-    """The `run` argv of the stage, minus the program: what `plan_run` parses."""
-    argv = [stage.step, "--config", str(stage.config), f"--runs-dir={runs_dir}", "--dry-run"]
-    for port, b in [*stage.inputs.items(), *stage.outputs.items()]:
-        argv.append(f"--input={port}={b.value}")
-    argv += [f"--catalog={c}" for c in options.catalog]
-    if options.nemo_rl:
-        argv.append(f"--nemo-rl={options.nemo_rl}")
-    return [*argv, *stage.overrides]
-
-
-def stage_findings(
-    stage: Any, options: Any, env: dict, runs_dir: Path
-) -> tuple[list[Finding], int]:
+def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
     """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit
     code of an error that stopped it before preflight (2 for setup errors), else 0."""
-    from runners.run import parse, plan_run
+    from runners.run import RunRequest, plan_run
 
-    args = parse(_tokens(stage, options, runs_dir), with_step=True)
+    req = RunRequest(
+        step=stage.step,
+        config=str(stage.config),
+        overrides=list(stage.overrides),
+        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
+        nemo_rl=options.nemo_rl,
+        catalog=list(options.catalog),
+        dry_run=True,
+    )
     try:
-        plan = plan_run(args, cwd=Path.cwd(), env=env, argv=[])
+        plan = plan_run(req, cwd=Path.cwd(), env=env, argv=[])
     except StepsError as exc:
         return [exc.finding], exc.exit_code
-    found = list(plan.findings)
-    if plan.deferred is not None:
-        found.append(plan.deferred.finding)
-    return [replace(f, severity=WARNING) if f.code in LAUNCH_ONLY else f for f in found], 0
+    return [replace(f, severity=WARNING) if f.code in LAUNCH_ONLY else f for f in plan.findings], 0
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
     """Check every stage; 0 clean, 1 errors in a stage's config or data, 2 setup errors."""
     worst = 0
     out = options.out
-    scratch = Path(tempfile.mkdtemp(prefix="steps-pipeline-dry-run-"))
-    try:
-        for i, stage in enumerate(plan.stages, 1):
-            tag = " [inserted]" if stage.inserted else ""
-            out.write(f"{i}. {stage.id} ({stage.step}){tag}\n")
-            pending = _planned_missing(stage)
-            keys = {p: _port_keys(stage, p) for p in pending}
-            errors = warnings = 0
-            found, code = stage_findings(stage, options, env, scratch / stage.id)
-            for f in found:
-                if any(_about(f, keys[p], b.value) for p, b in pending.items()):
-                    continue
-                out.write(f"   {redact_text(f.render(), secrets)}\n")
-                errors += f.is_error
-                warnings += not f.is_error
-            for p, b in pending.items():
-                out.write(f"   input {p} <- {b.source}: not produced yet, planned {b.type}\n")
-            if errors:
-                worst = max(worst, code or 1)
-            else:
-                more = (
-                    f" ({warnings} warning{'s' if warnings > 1 else ''} above)" if warnings else ""
-                )
-                out.write(f"   preflight clean{more}\n")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    for i, stage in enumerate(plan.stages, 1):
+        tag = " [inserted]" if stage.inserted else ""
+        out.write(f"{i}. {stage.id} ({stage.step}){tag}\n")
+        pending = _planned_missing(stage)
+        keys = {p: _port_keys(stage, p) for p in pending}
+        errors = warnings = 0
+        found, code = stage_findings(stage, options, env)
+        for f in found:
+            if any(_about(f, keys[p], b.value) for p, b in pending.items()):
+                continue
+            out.write(f"   {redact_text(f.render(), secrets)}\n")
+            errors += f.is_error
+            warnings += not f.is_error
+        for p, b in pending.items():
+            out.write(f"   input {p} <- {b.source}: not produced yet, planned {b.type}\n")
+        if errors:
+            worst = max(worst, code or 1)
+        else:
+            more = f" ({warnings} warning{'s' if warnings > 1 else ''} above)" if warnings else ""
+            out.write(f"   preflight clean{more}\n")
     verdict = "clean" if worst == 0 else "problems found"
     out.write(f"dry run: {verdict} ({len(plan.stages)} stages)\n")
     return worst

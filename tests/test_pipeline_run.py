@@ -219,7 +219,7 @@ def test_dry_run_without_nemo_rl_or_megatron_bridge_is_clean_with_warnings(world
     world.env["MEGATRON_BRIDGE_HOME"] = str(world.base / "no-bridge")
     proc = world.run("--dry-run", nemo_rl=False)
     assert proc.returncode == 0, proc.stdout
-    assert "warning: E-NEMO-RL-NOT-FOUND" in proc.stdout
+    assert "warning: W-NEMO-RL-NOT-FOUND" in proc.stdout
     assert "warning: E-MEGATRON-BRIDGE-NOT-FOUND" in proc.stdout
     assert "dry run: clean (3 stages)" in proc.stdout
     assert not world.root.exists()

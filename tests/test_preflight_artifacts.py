@@ -382,7 +382,9 @@ def test_latest_iter_without_torch_dist_metadata_is_reported_at_that_iter(tmp_pa
 
 
 def test_hub_id_policy_is_not_checked_as_a_local_path(tmp_path: Path) -> None:
-    proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", "policy.model_name=Qwen/Qwen3-0.6B")
+    proc = _run(
+        tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", "--keep", "policy.model_name=Qwen/Qwen3-0.6B"
+    )
     assert proc.returncode == 0, proc.stdout
     codes = {f["code"] for f in _findings(proc)}
     assert not codes & {"E-HF-CHECKPOINT", "E-INPUT-MISSING", "W-HF-HUB-ID"}
@@ -419,7 +421,7 @@ def _shards(prepared: Path, split: str) -> list[Path]:
 
 
 def test_rl_prep_output_bound_as_data_validates_each_shard(tmp_path: Path, prepared) -> None:
-    proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", "--input", f"train={prepared}")
+    proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", "--keep", "--input", f"train={prepared}")
     assert proc.returncode == 0, proc.stdout
     assert _rule_findings(proc) == []
     record = json.loads((Path(json.loads(proc.stdout)["run_dir"]) / "run.json").read_text())
