@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,6 +138,32 @@ def write_pipeline(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def steps_main(*argv: str, cwd: Path, env: dict | None = None, drop: tuple = ()) -> CliResult:
+    """`python -m steps ...` called in this process (faster than `steps_cli`): same cwd and
+    environment handling, output captured; `drop` names variables to unset."""
+    import pytest
+
+    from steps.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
+        for name in ("STEPS_PATH", *drop):
+            mp.delenv(name, raising=False)
+        mp.setenv("STEPS_CACHE_DIR", str(cwd / ".cache"))
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
+        mp.chdir(cwd)
+        code = main(list(argv))
+    return CliResult(code, out.getvalue(), err.getvalue())
 
 
 def steps_cli(*argv: str, cwd: Path, env: dict | None = None, timeout: int = 300):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_toys import REPO, steps_cli, toy_catalog, write_pipeline
+from pipeline_toys import REPO, steps_main, toy_catalog, write_pipeline
 
 from catalog.discovery import discover
 from catalog.errors import StepsError
@@ -296,7 +296,7 @@ def test_published_schema_matches_the_model():
 def test_plan_cli_exits_1_with_located_findings_and_no_traceback(tmp_path, cat):
     text = PREP_TRAIN.replace("step: toy/train", "step: toy/pref_train")
     path = write_pipeline(tmp_path / "p" / "pipe.yaml", text)
-    proc = steps_cli("plan", str(path), "--catalog", str(cat), cwd=tmp_path)
+    proc = steps_main("plan", str(path), "--catalog", str(cat), cwd=tmp_path)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert f"{path}:{line_of(path, 'train: prep.data')}: E-PIPELINE-TYPE" in proc.stderr
@@ -307,13 +307,13 @@ def test_plan_cli_json_and_mermaid(tmp_path, cat):
         tmp_path / "p" / "pipe.yaml",
         PREP_TRAIN + "targets:\n  - {output: train.checkpoint, type: toy_hf}\n",
     )
-    proc = steps_cli("plan", str(path), "--catalog", str(cat), "--json", cwd=tmp_path)
+    proc = steps_main("plan", str(path), "--catalog", str(cat), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [s["id"] for s in data["stages"]] == ["prep", "train", "train__to_toy_hf"]
     assert data["stages"][2]["inserted"] is True
     assert data["root"] == str(tmp_path / "runs" / "pipelines" / "toy")
-    proc = steps_cli("plan", str(path), "--catalog", str(cat), "--format", "mermaid", cwd=tmp_path)
+    proc = steps_main("plan", str(path), "--catalog", str(cat), "--format", "mermaid", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("flowchart LR")
     assert 'prep -- "train: toy_gym_rows" --> train' in proc.stdout
@@ -322,7 +322,7 @@ def test_plan_cli_json_and_mermaid(tmp_path, cat):
 
 @pytest.mark.parametrize("name", ["tiny_rlvr.yaml", "tiny_dpo.yaml"])
 def test_shipped_examples_plan_with_the_converter_inserted(tmp_path, name):
-    proc = steps_cli("plan", str(REPO / "pipelines" / name), "--json", cwd=tmp_path)
+    proc = steps_main("plan", str(REPO / "pipelines" / name), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     inserted = [s for s in data["stages"] if s["inserted"]]

@@ -7,14 +7,12 @@ submodule) and inputs written to tmp_path.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pipeline_toys import steps_main
 from preflight_fixtures import GYM_ROW, gym_root
 from run_fixtures import RECORD_VAR, REPO, clean_env, fake_checkout, only_run_dir, steps_run
 from test_contracts_checkpoints import hf_folder, megatron_iter
@@ -22,7 +20,6 @@ from unreadable import unreadable
 
 from catalog.manifest import StepManifest
 from catalog.tomlfile import load_toml
-from steps.cli import main
 
 STEPS = REPO / "steps"
 DPO_DATA = STEPS / "rl/nemo_rl/dpo/data/tiny_train.jsonl"
@@ -42,26 +39,7 @@ RULE_CODES = {
     "E-RULE-CRASH",
 }
 PAIR = {"prompt": "2+2?", "chosen": "4", "rejected": "5"}
-
-
-@dataclass
-class Proc:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _in_process(argv: list[str], cwd: Path, env: dict[str, str]) -> Proc:
-    """`python -m steps ...` called in this process, with its environment and cwd."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
-        for name in ("NEMO_RL_HOME", "STEPS_PATH", "STEPS_RUNS_DIR", RECORD_VAR):
-            mp.delenv(name, raising=False)
-        for name, value in env.items():
-            mp.setenv(name, value)
-        mp.chdir(cwd)
-        code = main(argv)
-    return Proc(code, out.getvalue(), err.getvalue())
+DROP = ("NEMO_RL_HOME", "STEPS_RUNS_DIR", RECORD_VAR)  # what would point the runner elsewhere
 
 
 def _run(tmp_path: Path, step: str, *argv: str, gym: bool = True, dry: bool = True, **env: str):
@@ -75,7 +53,7 @@ def _run(tmp_path: Path, step: str, *argv: str, gym: bool = True, dry: bool = Tr
     args = [step, "--nemo-rl", str(checkout), "--runs-dir", str(tmp_path / "runs"), *flags]
     extra = {"STEPS_CACHE_DIR": str(tmp_path / "cache"), "STEPS_OUTPUT": str(tmp_path / "out")}
     if dry or step == "data_prep/rl_prep":
-        return _in_process(["run", *args, *argv], tmp_path, {**extra, **env})
+        return steps_main("run", *args, *argv, cwd=tmp_path, env={**extra, **env}, drop=DROP)
     # a launch that passed preflight would exec: keep it out of the test process
     environ = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"), **env)
     return steps_run(*args, *argv, cwd=tmp_path, env=environ)

@@ -199,3 +199,31 @@ def test_the_shipped_blends_are_valid_blend_files():
     for name in ("blend_tiny.yaml", "blend_tiny_dpo.yaml"):
         blend = load_blend(STEP / "data" / name)
         assert blend.datasets and yaml.safe_load((STEP / "data" / name).read_text())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_mid_write_removes_the_work_folder_and_keeps_the_previous_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+):
+    import multiprocessing
+
+    from runners.rl_prep.shards import SplitWriter
+
+    write_jsonl(tmp_path / "a.jsonl", [gym_row(i) for i in range(300)])
+    blend = write_blend(tmp_path, [{"name": "a", "path": "a.jsonl"}])
+    out = tmp_path / "out"
+    prep(blend, out, shard_size="2KB")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    roll = SplitWriter._roll
+
+    def roll_then_interrupt(self):  # Ctrl-C lands while the third shard is written
+        roll(self)
+        if self.shards[-1]["path"].endswith("shard_000002.jsonl"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(SplitWriter, "_roll", roll_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        prep(blend, out, shard_size="2KB", force=True, workers=workers)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "blend.yaml", "out"]
+    assert multiprocessing.active_children() == []  # no worker left behind
