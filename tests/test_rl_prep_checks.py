@@ -227,3 +227,28 @@ def test_ctrl_c_mid_write_removes_the_work_folder_and_keeps_the_previous_output(
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "blend.yaml", "out"]
     assert multiprocessing.active_children() == []  # no worker left behind
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("datasets:\n  - a\n", 2, "datasets[0]: expected a mapping with name and path"),
+        ("datasets:\n  - name: ' '\n    path: a.jsonl\n", 2, "`name` is required"),
+        ("datasets:\n  - name: a\n    path: 5\n", 3, "datasets[0] (a): `path` is required"),
+        ("datasets:\n  - {name: a, path: a.jsonl, weight: -1}\n", 2, "(a).weight: input should"),
+        ("datasets:\n  - name: a\n    path: a\n    agent_ref: {type: x}\n", 4, "agent_ref: expe"),
+        ("datasets: []\n", 1, "`datasets` must be a non-empty list"),
+        ("datasets:\n  - {name: a, path: a.jsonl}\nshard_size: lots\n", 3, "shard_size: could"),
+        ("datasets:\n  - {name: a, path: a.jsonl}\ntrain_ratio: 2\n", 3, "train_ratio: input"),
+    ],
+)
+def test_blend_schema_errors_name_the_line_and_the_key(tmp_path: Path, text, line, message):
+    from runners.rl_prep.blend import load_blend
+
+    blend = tmp_path / "blend.yaml"
+    blend.write_text(text)
+    with pytest.raises(StepsError) as err:
+        load_blend(blend)
+    f = err.value.finding
+    assert (f.code, f.path, f.line, err.value.exit_code) == ("E-BLEND", str(blend), line, 1)
+    assert message in f.message

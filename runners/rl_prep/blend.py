@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from catalog.errors import StepsError
 from catalog.yamlfile import Lines, line_of, load_yaml
-from runners.rl_prep.options import Ratio, Size, describe
+from runners.rl_prep.options import FIXES, Ratio, Size, describe
 from runners.rl_prep.transforms import TRANSFORMS
 
 BLEND_FIX = "see steps/data_prep/rl_prep/README.md for the blend format"
@@ -129,7 +129,8 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
     if loc[:1] == ("datasets",) and len(loc) > 1 and isinstance(loc[1], int):
         item = data["datasets"][loc[1]]
         name = item.get("name") if isinstance(item, dict) else None
-        where = f"datasets[{loc[1]}]" + (f" ({name})" if isinstance(name, str) else "")
+        named = isinstance(name, str) and name.strip()
+        where = f"datasets[{loc[1]}]" + (f" ({name})" if named else "")
     leaf = str(keys[-1]) if keys and not isinstance(keys[-1], int) else ""
     line = line_of(lines, *keys)
     if err["type"] == "extra_forbidden":
@@ -164,7 +165,13 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
         )
     if keys == ("datasets",):
         return _fail(path, "`datasets` must be a non-empty list", line)
-    return _fail(path, f"{where}{'.' + leaf if leaf else ''}: {describe(err)}", line)
+    if not leaf:
+        return _fail(path, f"{where}: expected a mapping with name and path", line)
+    if leaf == "name":
+        return _fail(path, f"{where}: `name` is required (a non-empty string)", line)
+    if len(keys) == 1:  # a top-level setting that overrides the step config's
+        return _fail(path, f"{leaf}: {describe(err)}", line, FIXES.get(leaf, BLEND_FIX))
+    return _fail(path, f"{where}.{leaf}: {describe(err)}", line)
 
 
 def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
