@@ -126,13 +126,14 @@ class WandbLineage:
         self.project = project or os.environ.get("WANDB_PROJECT") or pipeline
         self.entity = entity
 
-    def _is_model(self, type_name: str) -> bool:
+    def is_model(self, type_name: str) -> bool:
+        """A checkpoint type (logged as a W&B model, by reference), else a dataset."""
         roots = ("hf_checkpoint", "megatron_checkpoint")
         known = type_name in self.graph and any(self.graph.is_a(type_name, t) for t in roots)
         return known or "checkpoint" in type_name
 
     def _artifact(self, name: str, type_name: str, path: str, hub: bool, meta: dict):
-        kind = "model" if self._is_model(type_name) else "dataset"
+        kind = "model" if self.is_model(type_name) else "dataset"
         art = self.wandb.Artifact(name, type=kind, metadata={"steps_type": type_name, **meta})
         p = Path(path)
         if hub:
@@ -174,7 +175,7 @@ class WandbLineage:
                     run.use_artifact(art)
             run.config.update({"steps_inputs": used})
             for port, b in stage.outputs.items():
-                name = artifact_name(stage.step, b.type, self._is_model(b.type), stage.id)
+                name = artifact_name(stage.step, b.type, self.is_model(b.type), stage.id)
                 fp = record.get("outputs", {}).get(port, {}).get("fingerprint", {})
                 run.log_artifact(
                     self._artifact(

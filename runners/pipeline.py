@@ -84,7 +84,7 @@ def _input_artifact_names(plan: Any, stage: Any, lineage: Any) -> dict[str, str]
     for port, b in stage.inputs.items():
         if b.producer:
             prod = plan.stage(b.producer)
-            names[port] = artifact_name(prod.step, b.type, lineage._is_model(b.type), prod.id)
+            names[port] = artifact_name(prod.step, b.type, lineage.is_model(b.type), prod.id)
         elif b.source.startswith("inputs."):
             names[port] = f"{b.type}-{b.source.split('.', 1)[1]}"
         else:
@@ -149,12 +149,13 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None) -> int:
         "started": time.time(),
         "stages": {},
     }
-    code, status = 1, INTERRUPTED
+    code, status = 1, "failed"  # also when an error stops it (e.g. E-PIPELINE-FROM)
     try:
         with _sigterm_interrupts():
             code = _run_stages(plan, opts, env, secrets, summary, consider, forced, lineage)
         status = "completed" if code == 0 else "failed"
     except KeyboardInterrupt:
+        status = INTERRUPTED
         opts.out.write("pipeline interrupted: the running stage was stopped and recorded\n")
         raise
     finally:

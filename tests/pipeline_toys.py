@@ -199,6 +199,7 @@ if os.environ.get("FAKE_NEMO_RL_WAIT"):  # a long job: say so, then wait to be i
         open(marker + ".signal", "w").write(str(signum))
         sys.exit(130)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     open(marker + ".tmp", "w").write(str(os.getpid()))
     os.replace(marker + ".tmp", marker)
     time.sleep(120)

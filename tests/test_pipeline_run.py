@@ -309,7 +309,10 @@ def test_dry_run_never_shows_a_secret_override(world):
     assert "E-SCHEMA-TYPE" in proc.stdout and SECRET not in proc.stdout + proc.stderr
 
 
-def test_ctrl_c_stops_the_stage_and_records_the_stage_and_pipeline_as_interrupted(world):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_stops_the_stage_and_records_the_stage_and_pipeline_as_interrupted(
+    world, signum
+):
     marker = world.base / "job.pid"
     file = one_stage(world.base, [])
 
@@ -317,17 +320,17 @@ def test_ctrl_c_stops_the_stage_and_records_the_stage_and_pipeline_as_interrupte
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C delivers to the pipeline
+        os.kill(os.getpid(), signum)  # Ctrl-C, or a scheduler cancelling the job
 
     threading.Thread(target=interrupt_when_the_job_runs, daemon=True).start()
     proc = world.run(file=file, more_env={"FAKE_NEMO_RL_WAIT": str(marker)})
     assert proc.returncode == 130
-    assert (world.base / "job.pid.signal").read_text() == str(int(signal.SIGINT))  # forwarded
+    assert (world.base / "job.pid.signal").read_text() == str(int(signum))  # forwarded
     job = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(job, 0)  # the job is gone, not orphaned
     record = world.record("rlvr")
-    assert (record["status"], record["signal"]) == ("interrupted", "SIGINT")
+    assert (record["status"], record["signal"]) == ("interrupted", signum.name)
     assert record["finished"] >= record["started"]
     assert world.summary()["status"] == "interrupted"
     assert world.summary()["stages"]["rlvr"]["status"] == "interrupted"
