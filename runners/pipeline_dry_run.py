@@ -75,7 +75,7 @@ def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
         for f in found:
             if any(_about(f, keys[p], b.value) for p, b in pending.items()):
                 continue
-            out.write(f"   {redact_text(f.render(), secrets)}\n")
+            out.write(redact_text(f.render(indent="   "), secrets) + "\n")
             errors += f.is_error
             warnings += not f.is_error
         for p, b in pending.items():

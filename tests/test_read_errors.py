@@ -33,10 +33,11 @@ def rl_prep_dry_run(cwd: Path, config: Path) -> int:
 
 
 def one_line(err: str) -> str:
+    """The one finding printed: its `path:line: CODE message` line and its `Fix:` line."""
     assert "Traceback" not in err
-    (line,) = [ln for ln in err.splitlines() if ln.strip()]
-    return line
-
+    head, fix = [ln for ln in err.splitlines() if ln.strip()]
+    assert fix.startswith("  Fix: ")
+    return head
 
 def test_unreadable_config_is_e_config_read_exit_2(cwd: Path, capsys):
     config = cwd / "mine.yaml"
@@ -46,7 +47,6 @@ def test_unreadable_config_is_e_config_read_exit_2(cwd: Path, capsys):
     line = one_line(capsys.readouterr().err)
     assert code == 2
     assert line.startswith(f"{config}: E-CONFIG-READ cannot read the config file: Permission")
-    assert "Fix:" in line
     assert not (cwd / "runs").exists() and not (cwd / "output").exists()
 
 
@@ -102,15 +102,15 @@ def test_unreadable_pipeline_file_is_a_setup_error(cwd: Path, capsys):
     assert err.startswith(f"{path}: E-PIPELINE-FILE cannot read the pipeline file: Permission")
 
 
-def test_validate_says_it_cannot_read_its_input_and_exits_2(tmp_path: Path, capsys):
+def test_an_unreadable_input_is_reported_as_such_not_as_empty(tmp_path: Path):
     data = tmp_path / "pairs.jsonl"
     data.write_text(json.dumps(PAIR) + "\n")
     with unreadable(data):
-        code = main(["validate", "preference_jsonl", str(data)])
-    out = capsys.readouterr().out
-    assert code == 2
-    assert f"{data}: E-JSONL input cannot be read (Permission denied)" in out
-    assert "no rows" not in out and "Traceback" not in out
+        report = validate_artifact("preference_jsonl", data)
+    assert report.errors == 1
+    (f,) = report.findings
+    assert (f.code, f.path) == ("E-JSONL", str(data))
+    assert f.message == "input cannot be read (Permission denied)"
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -120,7 +120,7 @@ def test_an_unreadable_shard_in_a_folder_is_reported_not_hidden(tmp_path: Path, 
     locked.write_text(json.dumps(PAIR) + "\n")
     with unreadable(locked):
         report = validate_artifact("preference_jsonl", tmp_path, workers=workers)
-    assert report.errors == 1 and report.rows == 1 and not report.unreadable
+    assert report.errors == 1 and report.rows == 1
     (f,) = report.findings
     assert (f.code, f.path) == ("E-JSONL", str(locked))
     assert f.message == "cannot read (Permission denied)"
@@ -140,7 +140,7 @@ def test_a_crashing_preflight_rule_is_an_error_naming_it_and_nothing_runs(cwd: P
     assert code == 1 and "preflight failed" in err
     (line,) = [ln for ln in err.splitlines() if "E-RULE-CRASH" in ln]
     assert "preflight rule `test_crashes_on_purpose` crashed" in line
-    assert "KeyError: 'an unexpected shape'" in line and "Fix: report this bug" in line
+    assert "KeyError: 'an unexpected shape'" in line and "  Fix: report this bug" in err
     assert not out.exists()
 
 

@@ -13,7 +13,6 @@ from catalog.contracts.jsonl import (
     PARALLEL_MIN_BYTES,
     ScanResult,
     Source,
-    input_problem,
     resolve_sources,
     scan_range,
 )
@@ -36,7 +35,6 @@ class ValidationReport:
     bytes: int = 0
     resolved: str | None = None
     note: str | None = None
-    unreadable: bool = False  # the input itself is missing or cannot be read (a setup error)
 
     @property
     def ok(self) -> bool:
@@ -56,7 +54,6 @@ class ValidationReport:
             "bytes": self.bytes,
             "resolved": self.resolved,
             "note": self.note,
-            "unreadable": self.unreadable,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -205,7 +202,6 @@ def validate_artifact(
     if contract in ROW_CONTRACTS:
         get_row_contract(contract, **options)  # bad options fail here, before any work
         sources, found = resolve_sources(path)
-        report.unreadable = not sources and input_problem(path) is not None
         if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
             sources = [replace(sources[0], expected_rows=expected_rows)]
         scan = scan_jsonl(
