@@ -39,6 +39,7 @@ def one_line(err: str) -> str:
     assert fix.startswith("  Fix: ")
     return head
 
+
 def test_unreadable_config_is_e_config_read_exit_2(cwd: Path, capsys):
     config = cwd / "mine.yaml"
     config.write_text("defaults: default.yaml\n")
