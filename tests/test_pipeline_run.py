@@ -336,3 +336,15 @@ def test_an_interrupt_stops_the_stage_and_records_the_stage_and_pipeline_as_inte
     assert world.summary()["status"] == "interrupted"
     assert world.summary()["stages"]["rlvr"]["status"] == "interrupted"
     assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_json_prints_one_document_progress_on_stderr(done, world):
+    cached = done.run("--json")
+    assert cached.returncode == 0, cached.stderr
+    doc = json.loads(cached.stdout)  # the whole stdout is one document
+    assert doc["ok"] is True and doc["exit_code"] == 0 and doc["pipeline"]
+    assert doc["summary"]["status"] == "completed" and "cached" in cached.stderr
+    dry = world.run("--dry-run", "--json")
+    doc = json.loads(dry.stdout)
+    assert doc["ok"] is True and doc["dry_run"] is True and doc["summary"] is None
+    assert "dry run: clean" in dry.stderr and not world.root.exists()

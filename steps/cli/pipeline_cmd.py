@@ -35,16 +35,25 @@ def add_arguments(parser) -> None:
         help="runs dir (default $STEPS_RUNS_DIR, ./runs); root = <runs>/pipelines/<name>",
     )
     p.add_argument("--wandb", action="store_true", help="log W&B artifacts (needs the wandb extra)")
+    p.add_argument(
+        "--json", action="store_true", help="progress on stderr; one JSON document on stdout"
+    )
     add_catalog_arguments(p)
 
 
 def run(args) -> int:
+    import sys
+
     from runners.pipeline import Options, run_pipeline
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
     plan, _ = make_plan(args)
-    print_plan_findings(plan, plan_secrets(plan))
+    secrets = plan_secrets(plan)
+    if not args.json:
+        print_plan_findings(plan, secrets)
     if not plan.ok:
+        if args.json:
+            _emit(plan, secrets, 1)
         return 1
     opts = Options(
         dry_run=args.dry_run,
@@ -53,6 +62,33 @@ def run(args) -> int:
         nemo_rl=args.nemo_rl,
         catalog=args.catalog,
         wandb=args.wandb,
+        out=sys.stderr if args.json else sys.stdout,
     )
-    print(f"pipeline {plan.name}: {len(plan.stages)} stages, root {plan.root}")
-    return run_pipeline(plan, opts)
+    print(f"pipeline {plan.name}: {len(plan.stages)} stages, root {plan.root}", file=opts.out)
+    code = run_pipeline(plan, opts)
+    if args.json:
+        _emit(plan, secrets, code, dry_run=args.dry_run)
+    return code
+
+
+def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> None:
+    """The one document: the plan's findings, the exit code and (after a run) pipeline.json."""
+    import json
+
+    from runners.secrets import redact_text
+    from steps.cli.output import document, emit_json
+
+    summary = None
+    path = plan.root / "pipeline.json"
+    if not dry_run and path.is_file():
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    doc = document(
+        plan.findings,
+        ok=code == 0,
+        pipeline=plan.name,
+        root=str(plan.root),
+        dry_run=dry_run,
+        exit_code=code,
+        summary=summary,
+    )
+    emit_json(doc, redact=lambda text: redact_text(text, secrets))
