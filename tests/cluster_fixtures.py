@@ -142,7 +142,10 @@ def ray_head(tmp_path_factory):
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip("ray is not installed: pip install -e '.[ray]'")
-    d = tmp_path_factory.mktemp("ray")
+    import tempfile
+
+    # Ray's socket paths must stay under 107 bytes: a short folder, not pytest's deep tmp.
+    d = Path(tempfile.mkdtemp(prefix="steps-ray-", dir="/tmp"))
     port = free_port()
     env = {
         **os.environ,
@@ -187,3 +190,4 @@ def ray_head(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
         log.close()
+        shutil.rmtree(d, ignore_errors=True)
