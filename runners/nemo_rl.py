@@ -268,11 +268,15 @@ class Target:
             return self.checkout
         return None
 
-    def describe(self) -> str:
-        """`0.7.0 (git tag v0.7.0)`, for --dry-run."""
-        if self.version is None:
-            return "unknown (no version readable): checked against the pin"
-        return f"{self.version.label} ({self.version.source})"
+    def describe(self, algorithm: str | None = None) -> str:
+        """`0.7.0 (git tag v0.7.0); schema shipped for 0.7.0`, for --dry-run."""
+        from runners.nemo_rl_schema.store import cached_schema_for
+
+        head = "unknown (no version readable)"
+        if self.version is not None:
+            head = f"{self.version.label} ({self.version.source})"
+        found = cached_schema_for(algorithm or "", self.checkout, self.version)
+        return f"{head}; schema {found.origin}" if found else head
 
 
 def resolve_target(

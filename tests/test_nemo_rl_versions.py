@@ -185,7 +185,9 @@ def test_dry_run_shows_the_version_and_run_json_records_it(
     tree = nemo_rl_tree(tmp_path / "rl", "0.7.0")
     argv = ["run", "rl/toy_grpo", "--catalog", str(tmp_path / "catalog"), "--nemo-rl", str(tree)]
     main([*argv, "--runs-dir", str(tmp_path / "runs"), "--dry-run"])
-    assert "nemo-rl: 0.7.0 (nemo_rl/package_info.py)" in capsys.readouterr().out.splitlines()
+    shown = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("nemo-rl: ")]
+    assert len(shown) == 1 and shown[0].startswith("nemo-rl: 0.7.0 (nemo_rl/package_info.py); ")
+    assert f"schema derived from {tree.resolve()} now, cached at " in shown[0]
     record = json.loads(next((tmp_path / "runs").rglob("run.json")).read_text())
     assert record["nemo_rl_version"] == {
         "version": "0.7.0",

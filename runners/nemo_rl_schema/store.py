@@ -1,6 +1,6 @@
 """Which schema a run is checked against, and the per-commit cache of derived schemas.
 
-In order: a checkout at exactly a shipped version's commit uses the shipped schema; any other
+In order: a clean checkout at exactly a shipped version's commit uses the shipped schema; any other
 checkout with NeMo-RL's source gets a schema derived from it once and cached under
 `$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/nemo_rl_schema/<key>/`,
 keyed by its git commit (plus a fingerprint of the files read when the tree is dirty, or when it
@@ -121,20 +121,17 @@ def schema_for(
     """The schema a config for `algorithm` is checked against; None for an unknown algorithm."""
     if algorithm not in ROOTS:
         return None
-    if version is not None and version.shipped and (checkout is None or version.commit):
+    source = checkout if checkout is not None and has_source(checkout, algorithm) else None
+    exact = source is None or bool(version and version.commit and _git_clean(source))
+    if version is not None and version.shipped and exact:
         doc = shipped_schema(version.shipped, algorithm)
         if doc is not None:
             return Schema(doc, f"shipped for {version.label}")
-    if checkout is not None and has_source(checkout, algorithm):
-        return derived_schema(checkout, algorithm, version, env)
-    label = version.shipped if version is not None else None
-    doc = shipped_schema(label or NEMO_RL_PIN_LABEL, algorithm)
-    if doc is None:
-        return None
-    if label:
-        return Schema(doc, f"shipped for {version.label}")  # type: ignore[union-attr]
+    if source is not None:
+        return derived_schema(source, algorithm, version, env)
+    doc = shipped_schema(NEMO_RL_PIN_LABEL, algorithm)
     named = f"no schema ships for {version.label}; " if version is not None else ""
-    return Schema(doc, f"{named}shipped for {pin_version().label}")
+    return Schema(doc, f"{named}shipped for {pin_version().label}") if doc else None
 
 
 @lru_cache(maxsize=16)
