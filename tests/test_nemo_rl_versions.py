@@ -105,6 +105,18 @@ def test_schema_is_derived_once_per_checkout_then_read_from_the_cache(
     assert "nemo_rl" not in sys.modules
 
 
+def test_a_version_given_by_name_uses_its_shipped_schema_even_beside_a_checkout(
+    tmp_path: Path,
+) -> None:
+    tree = nemo_rl_tree(tmp_path / "rl", "0.7.0")  # e.g. a login node's copy of another release
+    target = nemo_rl.resolve_target(tree, {}, "0.6.0")
+    assert (target.version.label, target.version.source) == ("0.6.0", "nemo_rl_version given")
+    assert target.describe("grpo").endswith("; schema shipped for 0.6.0")
+    assert nemo_rl.resolve_target(None, {}, "0.8.0").describe("grpo").endswith(
+        "schema no schema ships for 0.8.0; shipped for main@7ea279ab (the pin)"
+    )
+
+
 def test_a_key_one_version_declares_is_judged_per_version(tmp_path: Path) -> None:
     step = toy_step(tmp_path / "catalog")
     mine = write(
@@ -184,7 +196,7 @@ def test_dry_run_shows_the_version_and_run_json_records_it(
     toy_step(tmp_path / "catalog")
     tree = nemo_rl_tree(tmp_path / "rl", "0.7.0")
     argv = ["run", "rl/toy_grpo", "--catalog", str(tmp_path / "catalog"), "--nemo-rl", str(tree)]
-    main([*argv, "--runs-dir", str(tmp_path / "runs"), "--dry-run"])
+    main([*argv, "--runs-dir", str(tmp_path / "runs"), "--dry-run", "--keep"])
     shown = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("nemo-rl: ")]
     assert len(shown) == 1 and shown[0].startswith("nemo-rl: 0.7.0 (nemo_rl/package_info.py); ")
     assert f"schema derived from {tree.resolve()} now, cached at " in shown[0]

@@ -4,8 +4,8 @@ In order: a clean checkout at exactly a shipped version's commit uses the shippe
 checkout with NeMo-RL's source gets a schema derived from it once and cached under
 `$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/nemo_rl_schema/<key>/`,
 keyed by its git commit (plus a fingerprint of the files read when the tree is dirty, or when it
-is not a git checkout); with no source, the shipped schema of the version named (a cluster
-profile's `nemo_rl_version`), else the pin's.
+is not a git checkout). A version given by name (a cluster profile's `nemo_rl_version`) uses
+its shipped schema even beside a local checkout; with neither, the pin's.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def schema_for(
         return None
     source = checkout if checkout is not None and has_source(checkout, algorithm) else None
     exact = source is None or bool(version and version.commit and _git_clean(source))
-    if version is not None and version.shipped and exact:
+    if version is not None and version.shipped and (exact or version.named):
         doc = shipped_schema(version.shipped, algorithm)
         if doc is not None:
             return Schema(doc, f"shipped for {version.label}")

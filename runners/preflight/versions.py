@@ -43,6 +43,13 @@ RULE_VERSIONS: dict[str, str] = {
     "gym_agents_defined": "all",
     "gym_flag_matches_data": "all",
     "gym_generation": "all",
+    # cluster launch (runners/preflight/remote.py): ray.sub and the scripts as every version has
+    "remote_allocation": "all",
+    "remote_mounts": "all",
+    "remote_nemo_rl": "all",  # the example script under its name in the profile's version
+    "remote_environment": "all",
+    "remote_inputs": "all",
+    "remote_ray": "all",
     # asserts only the pin has (added on main after the r0.7.0 branch point)
     "fused_linear_logprobs": "pin",
     "reward_penalties_need_gym": "pin",
