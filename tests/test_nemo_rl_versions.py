@@ -112,8 +112,10 @@ def test_a_version_given_by_name_uses_its_shipped_schema_even_beside_a_checkout(
     target = nemo_rl.resolve_target(tree, {}, "0.6.0")
     assert (target.version.label, target.version.source) == ("0.6.0", "nemo_rl_version given")
     assert target.describe("grpo").endswith("; schema shipped for 0.6.0")
-    assert nemo_rl.resolve_target(None, {}, "0.8.0").describe("grpo").endswith(
-        "schema no schema ships for 0.8.0; shipped for main@7ea279ab (the pin)"
+    assert (
+        nemo_rl.resolve_target(None, {}, "0.8.0")
+        .describe("grpo")
+        .endswith("schema no schema ships for 0.8.0; shipped for main@7ea279ab (the pin)")
     )
 
 
@@ -211,6 +213,7 @@ def test_dry_run_shows_the_version_and_run_json_records_it(
 @pytest.mark.parametrize("version", SUPPORTED)
 @pytest.mark.parametrize("config", SHIPPED, ids=[f"{p.parts[-3]}/{p.stem}" for p in SHIPPED])
 def test_shipped_configs_are_clean_on_every_supported_version(config: Path, version: str) -> None:
+    assert {"dpo", "rlvr", "rlhf"} <= {p.parts[-3] for p in SHIPPED}
     ctx = context_for(config, config.parents[1], version)
     user_gives = re.compile(r"^data\.(train|validation)\.data_path$")  # `???` in default.yaml
     problems = [
