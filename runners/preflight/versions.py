@@ -18,6 +18,7 @@ RULE_VERSIONS: dict[str, str] = {
     "required_sections": "all",
     "inputs_exist": "all",
     "artifact_contracts": "all",
+    "rl_prep_config": "all",  # rl_prep's own options, no NeMo-RL involved
     "nemo_rl_schema": "all",
     "generation_backend": "all",  # backends per version: GENERATION_BACKENDS in schema.py
     # upstream asserts present in v0.6.0, v0.7.0 and the pin
