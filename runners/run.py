@@ -58,6 +58,7 @@ class RunPlan:
     target: Any = None  # runners.launch.target.ClusterTarget for --run/--batch
     request: Any = None  # runners.launch.LaunchRequest for a cluster launch
     written: bool = False
+    nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
 
     @property
     def ok(self) -> bool:
@@ -73,6 +74,7 @@ class RunPlan:
             "cwd": str(self.cwd) if self.cwd else None,
             "run_dir": str(self.run_dir) if self.written else None,
             "config": self.resolved_redacted,
+            "nemo_rl_version": self.nemo_rl_version,
         }
         if self.target is not None:
             out["launch"] = self.target.describe(self.request)
@@ -173,14 +175,21 @@ def plan_run(
     manifest = _manifest(entry)
     runner = manifest.run.runner
     config_file = _config_file(entry, req.config, manifest.run.default_config, cwd)
-    compiled = compile_config(config_file, list(req.overrides))
+    nrl = None  # the NeMo-RL that will run: it decides schema, overlays, rules, script names
+    if runner == "nemo_rl":
+        local_hint = target.local_checkout() if target is not None else None
+        named = getattr(getattr(target, "profile", None), "nemo_rl_version", None)
+        nrl = nemo_rl.resolve_target(req.nemo_rl or local_hint, env, named)
+        compiled = nemo_rl.compile_for(nrl, manifest.run.algorithm, config_file, req.overrides)
+    else:
+        compiled = compile_config(config_file, list(req.overrides))
 
     checkout = script = None
-    if runner == "nemo_rl":
+    if nrl is not None:
         gym = _resolved(compiled.config, "env.should_use_nemo_gym") is True
-        script = nemo_rl.choose_script(manifest.run, {"env": {"should_use_nemo_gym": gym}})
-        local_hint = target.local_checkout() if target is not None else None
-        checkout = nemo_rl.locate(script, req.nemo_rl or local_hint, env)
+        flag = {"env": {"should_use_nemo_gym": gym}}
+        script = nemo_rl.choose_script(manifest.run, flag, nrl.version)
+        checkout = nrl.with_script(script)
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id, compiled.to_yaml())
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     graph = None
@@ -222,6 +231,7 @@ def plan_run(
         run_dir=Path(job_dir),
         compiled=compiled,
         remote=remote,
+        nemo_rl_version=nrl.version if nrl else None,
     )
     findings = preflight(ctx)
 
@@ -270,6 +280,7 @@ def plan_run(
         nemo_rl_dir=remote_checkout or checkout,
         values=values,
         launch=target.record() if target is not None else None,
+        nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
     )
     files = {
         "config.yaml": compiled.to_yaml(),
@@ -297,6 +308,7 @@ def plan_run(
         skip=skip,
         secrets=values,
         target=target,
+        nemo_rl_version=nrl.describe(manifest.run.algorithm) if nrl else None,
     )
     if target is not None:
         plan.request = target.request(plan, extra_env)

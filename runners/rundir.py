@@ -124,6 +124,7 @@ def run_record(
     nemo_rl_dir: Path | None,
     values: Mapping[str, str],
     launch: dict | None = None,
+    nemo_rl_version: dict | None = None,
 ) -> str:
     """`run.json`: names of environment variables only, never their values."""
 
@@ -149,6 +150,7 @@ def run_record(
         "command": command,
         "command_cwd": str(command_cwd) if command_cwd else None,
         "nemo_rl_dir": str(nemo_rl_dir) if nemo_rl_dir else None,
+        "nemo_rl_version": nemo_rl_version,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if launch is not None:

@@ -292,17 +292,21 @@ def error_codes(findings: list) -> set[str]:
     return {f.code for f in findings if f.is_error}
 
 
-def context_for(config_file: Path, step_dir: Path) -> PreflightContext:
-    """The preflight context of a real config file of the step in `step_dir`."""
+def context_for(config_file: Path, step_dir: Path, version: str | None = None) -> PreflightContext:
+    """The preflight context of a real config file of the step in `step_dir`, compiled as `run`
+    does for NeMo-RL `version` (a release number or "pin"; default: unknown, so the pin's
+    schema and overlays and every rule)."""
     from catalog.tomlfile import load_toml
-    from runners.config import compile_config
+    from runners import nemo_rl
 
     step_manifest = StepManifest.model_validate(load_toml(step_dir / "step.toml"))
-    compiled = compile_config(config_file)
+    target = nemo_rl.Target(None, nemo_rl.detect_version(None, version))
+    compiled = nemo_rl.compile_for(target, step_manifest.run.algorithm, config_file, [])
     return PreflightContext(
         step_id=step_manifest.step.id,
         manifest=step_manifest,
         config=compiled.resolved(),
         config_file=config_file,
         compiled=compiled,
+        nemo_rl_version=target.version,
     )

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from preflight_fixtures import context_for, dpo_config, grpo_config, run_rules
 
-from catalog.upstream import NEMO_RL_COMMIT
-from runners.preflight.schema import SCHEMA_DIR, SchemaChecker, load_schema
+from catalog.upstream import NEMO_RL_COMMIT, NEMO_RL_RELEASES, NEMO_RL_SCHEMA_DIR
+from runners.nemo_rl_schema import derive
+from runners.preflight.schema import SchemaChecker, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
-RL_CONFIGS = sorted((ROOT / "steps" / "rl" / "nemo_rl").glob("*/config/*.yaml"))
 RLVR_DEFAULT = ROOT / "steps" / "rl" / "nemo_rl" / "rlvr" / "config" / "default.yaml"
 
 
@@ -60,13 +59,6 @@ def _schema_findings(config: Path) -> list:
     step = config.parents[1] if config.parent.name == "config" else RLVR_DEFAULT.parents[1]
     ctx = context_for(config, step)
     return SchemaChecker(load_schema(ctx.manifest.run.algorithm), ctx).check_root(ctx.config)
-
-
-@pytest.mark.parametrize("config", RL_CONFIGS, ids=[f"{p.parts[-3]}/{p.name}" for p in RL_CONFIGS])
-def test_shipped_rl_configs_have_no_unknown_key(config: Path) -> None:
-    assert {"dpo", "rlvr", "rlhf"} <= {p.parts[-3] for p in RL_CONFIGS}
-    unknown = [f.render() for f in _schema_findings(config) if f.code == "W-SCHEMA-UNKNOWN"]
-    assert unknown == []
 
 
 def test_misspelt_key_in_a_user_config_warns_at_its_line(tmp_path: Path) -> None:
@@ -177,12 +169,15 @@ def test_unresolved_values_are_left_to_their_own_rule(tmp_path: Path) -> None:
     assert not _schema(run_rules(cfg), "E-SCHEMA-TYPE")
 
 
-def test_schema_files_record_the_pinned_commit() -> None:
-    for algo in ("grpo", "dpo"):
-        doc = json.loads((SCHEMA_DIR / f"{algo}.json").read_text())
-        assert doc["upstream"]["commit"] == NEMO_RL_COMMIT
-        assert doc["upstream"]["generated"]
-        assert doc["classes"][doc["root"]]["source"].startswith(f"nemo_rl/algorithms/{algo}.py:")
+def test_shipped_schemas_record_the_commit_of_their_version() -> None:
+    expected = {"pin": NEMO_RL_COMMIT, **NEMO_RL_RELEASES}
+    assert {p.name for p in NEMO_RL_SCHEMA_DIR.iterdir() if p.is_dir()} == set(expected)
+    for label, commit in expected.items():
+        for algo in ("grpo", "dpo"):
+            doc = json.loads((NEMO_RL_SCHEMA_DIR / label / f"{algo}.json").read_text())
+            assert doc["upstream"]["commit"] == commit
+            root = doc["classes"][doc["root"]]["source"]
+            assert root.startswith(f"nemo_rl/algorithms/{algo}.py:")
     assert load_schema("ppo") is None
 
 
@@ -223,31 +218,8 @@ def test_generator_reads_typeddicts_and_models_without_importing(tmp_path: Path)
         "defaults: ../../dpo.yaml\npolicy:\n  dtensor_cfg:\n    size: 2\n    _v2: true\n",
     )
     _write(src / "examples/configs/sft.yaml", "sft:\n  epochs: 1\npolicy:\n  sft_only: 1\n")
-    out = tmp_path / "out"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools/gen_nemo_rl_schema.py"),
-            "--nemo-rl",
-            str(src),
-            "--out",
-            str(out),
-            "--commit",
-            "abc123",
-            "--date",
-            "2026-01-01",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    doc = json.loads((out / "dpo.json").read_text())
-    assert doc["upstream"] == {
-        "repo": "NVIDIA-NeMo/RL",
-        "commit": "abc123",
-        "generated": "2026-01-01",
-        "generator": "tools/gen_nemo_rl_schema.py",
-    }
+    doc = derive(src, upstream={"commit": "abc123"})["dpo"]
+    assert doc["upstream"]["repo"] == "NVIDIA-NeMo/RL" and doc["upstream"]["commit"] == "abc123"
     policy = doc["classes"]["PolicyConfig"]["fields"]
     assert policy["model_name"] == {"type": {"t": "str"}, "required": True, "line": 9}
     assert policy["extra"]["required"] is False
@@ -275,22 +247,24 @@ def test_generator_reads_typeddicts_and_models_without_importing(tmp_path: Path)
             "cpu_offload": "examples/configs/dpo.yaml:6",
         },
     }
-    assert json.loads((out / "grpo.json").read_text())["shipped"] == {}
+    assert derive(src, ("grpo",))["grpo"]["shipped"] == {}
 
 
-def test_generator_rejects_a_folder_that_is_not_a_checkout(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools/gen_nemo_rl_schema.py"),
-            "--nemo-rl",
-            str(tmp_path),
-            "--commit",
-            "x",
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "no nemo_rl/ package" in proc.stderr
+def test_generator_tool_writes_a_version_folder_and_rejects_other_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from gen_nemo_rl_schema import main
+    finally:
+        sys.path.pop(0)
+    assert main(["--nemo-rl", str(tmp_path), "--label", "0.6.0", "--commit", "x"]) == 2
+    assert "no nemo_rl/ package" in capsys.readouterr().err
+    src = tmp_path / "RL"
+    _write(src / "nemo_rl/algorithms/grpo.py", "class MasterConfig(dict):\n    grpo: int\n")
+    _write(src / "nemo_rl/algorithms/dpo.py", "class MasterConfig(dict):\n    dpo: int\n")
+    out = tmp_path / "schemas"
+    args = ["--nemo-rl", str(src), "--label", "0.8.0", "--commit", "c0ffee", "--out", str(out)]
+    assert main(args) == 0
+    doc = json.loads((out / "0.8.0" / "dpo.json").read_text())
+    assert doc["upstream"]["version"] == "0.8.0" and "generated" not in doc["upstream"]

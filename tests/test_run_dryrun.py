@@ -46,7 +46,17 @@ def test_json_prints_one_object_with_the_documented_keys(setup, cli):
     proc = cli(*base, "--dry-run", "--keep", "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"step", "version", "ok", "config", "findings", "command", "cwd", "run_dir"}
+    assert set(out) == {
+        "step",
+        "version",
+        "ok",
+        "config",
+        "findings",
+        "command",
+        "cwd",
+        "run_dir",
+        "nemo_rl_version",
+    }
     assert out["ok"] is True
     assert out["step"] == "rl/fake_dpo"
     assert [f for f in out["findings"] if f.get("severity", "error") == "error"] == []

@@ -18,7 +18,7 @@ from run_fixtures import (
     steps_run,
 )
 
-from runners.config import compile_config
+from runners import nemo_rl
 
 
 def _setup(tmp_path: Path, uv_lock: bool = False):
@@ -67,10 +67,11 @@ def test_dpo_script_gets_the_compiled_config_and_only_config_argv(tmp_path):
     assert cfg["data"]["validation"]["data_path"] == str(step / "data" / "val.jsonl")
     assert cfg["checkpointing"]["checkpoint_dir"] == str(checkout.resolve() / "results/fake_dpo")
     assert cfg["policy"]["model_name"] == "Qwen/Qwen3-0.6B"  # a hub id stays as it is
-    # Apart from the bound paths, the config is what compile_config produces.
-    expected = yaml.safe_load(
-        compile_config(step / "config" / "tiny.yaml", ["dpo.max_num_steps=7"]).to_yaml()
-    )
+    # Apart from the bound paths, the config is what compile_config produces with the version
+    # overlays of the NeMo-RL found (its version is unknown here: the pin's overlays).
+    tiny = step / "config" / "tiny.yaml"
+    compiled = nemo_rl.compile_for(nemo_rl.Target(None, None), "dpo", tiny, ["dpo.max_num_steps=7"])
+    expected = yaml.safe_load(compiled.to_yaml())
     for key in ("train", "validation"):
         expected["data"][key]["data_path"] = cfg["data"][key]["data_path"]
     expected["checkpointing"]["checkpoint_dir"] = cfg["checkpointing"]["checkpoint_dir"]

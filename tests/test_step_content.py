@@ -17,6 +17,7 @@ from catalog.manifest import StepManifest
 from catalog.patterns import parse_pattern
 from catalog.tomlfile import load_toml
 from catalog.types import load_types
+from runners import nemo_rl
 from runners.config import load_config
 
 STEPS = discover()
@@ -232,10 +233,15 @@ def config_file(entry: StepEntry, name: str) -> Path:
 
 
 def resolved(entry: StepEntry, name: str, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Compile and resolve a step config exactly as the runner does, with no env vars set."""
+    """Compile and resolve a step config exactly as the runner does, with no env vars set (for
+    a NeMo-RL step: with the version overlays of the pin, what an unknown version gets)."""
     for path in entry.config_dir.glob("*.yaml"):
         for var in re.findall(r"oc\.env:([A-Za-z_][A-Za-z0-9_]*)", path.read_text()):
             monkeypatch.delenv(var, raising=False)
+    algorithm = manifest(entry).run.algorithm
+    if algorithm:
+        target = nemo_rl.Target(None, None)
+        return nemo_rl.compile_for(target, algorithm, config_file(entry, name), []).resolved()
     return load_config(config_file(entry, name)).resolved()
 
 

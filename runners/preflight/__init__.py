@@ -55,6 +55,7 @@ class PreflightContext:
     run_dir: Path | None = None
     compiled: Any = None  # runners.config.CompiledConfig: raw values and file:line locations
     remote: Any = None  # runners.launch.RemoteFacts when launching on a cluster profile
+    nemo_rl_version: Any = None  # catalog.nemo_rl_version.NemoRLVersion; None: unknown (all rules)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.config
@@ -117,10 +118,12 @@ def _crash(spec: RuleSpec, exc: Exception) -> Finding:
 
 def preflight(ctx: PreflightContext) -> list[Finding]:
     """Run every rule that applies to the step's runner; errors first, then warnings."""
+    from runners.preflight.versions import applies
+
     runner = ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl"
     findings: list[Finding] = []
     for spec in load_rules().values():
-        if runner not in spec.runners:
+        if runner not in spec.runners or not applies(spec.id, ctx.nemo_rl_version):
             continue
         try:
             found = list(spec.func(ctx))

@@ -1,47 +1,53 @@
-"""Check a compiled config against NeMo-RL's own config schema at the pinned commit.
+"""Check a compiled config against the config schema of the NeMo-RL that will run.
 
-The schema is generated from upstream's TypedDicts and pydantic models by
-`tools/gen_nemo_rl_schema.py` into `catalog/schema/nemo_rl/<algorithm>.json` and loaded here
-lazily (json only). Typing is lenient like pydantic's lax mode ("3" is an int); unknown keys are
-warnings because NeMo-RL keeps them silently, so a typo'd knob does nothing. A key the types do
-not declare but upstream's example configs set at the same dotted path (the schema's "shipped"
-table) is known: NeMo-RL reads such keys with `.get`, so it is accepted without a type check.
+The schema is derived from that NeMo-RL's own TypedDicts and pydantic models
+(`runners.nemo_rl_schema`; cached per commit, shipped for the supported releases) and picked by
+`runners.nemo_rl_schema.store.schema_for` from the run's checkout and version. Typing is lenient
+like pydantic's lax mode ("3" is an int); unknown keys are warnings because NeMo-RL keeps them
+silently, so a typo'd knob does nothing. A key the types do not declare but upstream's example
+configs set at the same dotted path (the schema's "shipped" table) is known: NeMo-RL reads such
+keys with `.get`, so it is accepted without a type check; a null those examples set where the
+type has no None (`shipped_null`, v0.6.0's unvalidated TypedDicts) is accepted likewise.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Iterable, Iterator
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from catalog.errors import WARNING, Finding
+from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
+from runners.nemo_rl_schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schema" / "nemo_rl"
 OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
 TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
 FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
 LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items as `[]`
-GENERATION_BACKENDS = {
-    "vllm": "VllmConfig",
-    "megatron": "MCoreGenerationConfig",
-    "sglang": "SGLangConfig",
-    "trtllm": "TrtllmConfig",
-    "dynamo": None,
+GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
+    "vllm": ("VllmConfig", "all"),
+    "megatron": ("MCoreGenerationConfig", "all"),
+    "sglang": ("SGLangConfig", "all"),
+    "trtllm": ("TrtllmConfig", "pin"),  # grpo.py, RL#2420 (after the r0.7.0 branch)
+    "dynamo": (None, "pin"),  # RL#3391
 }
 
 
-@cache
-def load_schema(algo: str) -> dict | None:
-    path = SCHEMA_DIR / f"{algo}.json"
-    if not path.is_file():
+def run_schema(ctx: PreflightContext, algo: str | None = None) -> Schema | None:
+    """The schema for this run's algorithm and NeMo-RL (derived or loaded once per process)."""
+    algo = algo or algorithm(ctx)
+    if algo is None:
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return cached_schema_for(algo, ctx.nemo_rl_dir, getattr(ctx, "nemo_rl_version", None))
+
+
+def load_schema(algo: str, version: NemoRLVersion | None = None) -> dict | None:
+    """The shipped schema of `version` (default: the pin), without a checkout."""
+    found = cached_schema_for(algo, None, version)
+    return found.doc if found else None
 
 
 def close(word: str, choices: Iterable[str]) -> list[str]:
@@ -124,6 +130,8 @@ class SchemaChecker:
         self.classes: dict[str, dict] = schema["classes"]
         self.root: str = schema["root"]
         self.shipped: dict[str, dict[str, str]] = schema.get("shipped", {})
+        self.nulls: dict[str, dict[str, str]] = schema.get("shipped_null", {})
+        self.version = schema.get("upstream", {}).get("version") or "the pin"
         self.ctx = ctx
         self._extras: dict[str, dict] = {}
         self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
@@ -160,6 +168,8 @@ class SchemaChecker:
     def check(self, value: Any, t: dict, key: str) -> Iterator[Finding]:
         if isinstance(value, str) and value == UNRESOLVED:
             return  # reported by unresolved_values
+        if value is None and self._shipped_null(key):
+            return
         kind = t["t"]
         if kind == "ref":
             yield from self.check_class(value, t["name"], key)
@@ -182,6 +192,10 @@ class SchemaChecker:
                     yield from self.check(v, t["value"], f"{key}.{k}")
         elif not lax_ok(value, kind):
             yield self.type_error(key, value, t)
+
+    def _shipped_null(self, key: str) -> bool:
+        parent, _, leaf = LIST_INDEX.sub("[]", key).rpartition(".")
+        return leaf in self.nulls.get(parent, {})
 
     def type_error(self, key: str, value: Any, t: dict) -> Finding:
         shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
@@ -279,8 +293,8 @@ class SchemaChecker:
             yield self.finding(
                 "W-SCHEMA-UNKNOWN",
                 prefix + k,
-                f"not a key {name} declares nor one NeMo-RL's example configs set here at the"
-                f" pin; NeMo-RL keeps it, but likely nothing reads it"
+                f"not a key {name} declares nor one NeMo-RL's example configs set here in NeMo-RL"
+                f" {self.version}; NeMo-RL keeps it, but likely nothing reads it"
                 f"{_hint(k, [*fields, *extra, *shipped])}",
                 "fix the spelling, or remove the key",
                 warn=True,
@@ -307,22 +321,22 @@ def _shape_matches(value: Any, t: dict) -> bool:
 def schema_missing(algo: str) -> Finding:
     return Finding(
         "W-SCHEMA-MISSING",
-        f"no NeMo-RL schema for algorithm {algo!r} in {SCHEMA_DIR}",
-        fix="regenerate with tools/gen_nemo_rl_schema.py --nemo-rl <checkout>",
+        f"no NeMo-RL schema for algorithm {algo!r}",
+        fix="pass --nemo-rl <checkout> so the schema is derived from its source",
         severity=WARNING,
     )
 
 
 @rule("nemo_rl_schema")
 def nemo_rl_schema(ctx: PreflightContext) -> Iterable[Finding]:
-    """Required keys, types and enabled unions of NeMo-RL's MasterConfig at the pin."""
+    """Required keys, types and enabled unions of the running NeMo-RL's MasterConfig."""
     algo = algorithm(ctx)
     if algo is None:
         return []
-    schema = load_schema(algo)
-    if schema is None:
+    found = run_schema(ctx, algo)
+    if found is None:
         return [schema_missing(algo)]
-    return SchemaChecker(schema, ctx).check_root(ctx.config)
+    return SchemaChecker(found.doc, ctx).check_root(ctx.config)
 
 
 @rule("generation_backend")
@@ -334,19 +348,25 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
         return []
     backend = gen["backend"]
     loc = config_location(ctx)
-    if backend not in GENERATION_BACKENDS:
+    version = getattr(ctx, "nemo_rl_version", None)
+    known = [b for b, (_, since) in GENERATION_BACKENDS.items() if in_range(version, since)]
+    if backend not in known:
+        since = GENERATION_BACKENDS.get(backend, (None, ""))[1]
+        newer = f" it needs NeMo-RL {pin_version().label} or newer;" if since == "pin" else ""
         return [
             Finding(
                 "E-GEN-BACKEND",
-                f"policy.generation.backend: unknown backend {backend!r}"
-                f"{_hint(str(backend), GENERATION_BACKENDS)}",
+                f"policy.generation.backend: unknown backend {backend!r}{newer} this run's "
+                f"NeMo-RL is {version.label if version else 'the pin'}"
+                f"{_hint(str(backend), known)}",
                 loc,
-                fix=f"use one of {', '.join(GENERATION_BACKENDS)}",
+                fix=f"use one of {', '.join(known)}",
                 key="policy.generation.backend",
             )
         ]
-    cls = GENERATION_BACKENDS[backend]
-    schema = load_schema(algo)
+    cls = GENERATION_BACKENDS[backend][0]
+    found = run_schema(ctx, algo)
+    schema = found.doc if found else None
     if cls is None or schema is None or cls not in schema["classes"]:
         return []
     checker = SchemaChecker(schema, ctx)

@@ -17,6 +17,7 @@ def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
 
 def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:
     lines = [f"step: {plan.step_id} {plan.version}", f"config: {plan.config_file}"]
+    lines += [f"nemo-rl: {plan.nemo_rl_version}"] if plan.nemo_rl_version else []
     lines.append("--- findings ---")
     lines += [f.render() for f in plan.findings] or ["none"]
     lines.append("--- command ---")

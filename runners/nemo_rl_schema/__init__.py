@@ -1,0 +1,78 @@
+"""NeMo-RL's config schema, derived from a checkout's own source without importing it.
+
+NeMo-RL's schema is its `MasterConfig` (a pydantic model from v0.7.0, a TypedDict before) and the
+TypedDicts it nests. Importing them pulls in torch, ray and transformers, so `derive` reads the
+source with `ast`, follows `from nemo_rl... import` statements, and adds what upstream's example
+configs prove (`shipped`). `runners.nemo_rl_schema.store` caches the result per commit and
+ships one per supported release; `runners.preflight.schema` checks configs against it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from catalog.errors import StepsError
+from catalog.upstream import NEMO_RL_REPO
+from runners.nemo_rl_schema.builder import SchemaBuilder
+from runners.nemo_rl_schema.shipped import load_examples, shipped_keys
+from runners.nemo_rl_schema.source import SourceIndex
+
+ROOTS = {
+    "grpo": ("nemo_rl.algorithms.grpo", "MasterConfig"),
+    "dpo": ("nemo_rl.algorithms.dpo", "MasterConfig"),
+}
+GENERATOR = "runners.nemo_rl_schema"
+
+
+def has_source(checkout: Path | None, algorithm: str) -> bool:
+    """Whether a folder holds the module a schema for `algorithm` is derived from."""
+    if checkout is None or algorithm not in ROOTS:
+        return False
+    return (checkout / (ROOTS[algorithm][0].replace(".", "/") + ".py")).is_file()
+
+
+def derive(
+    checkout: Path,
+    algorithms: tuple[str, ...] = tuple(ROOTS),
+    upstream: dict | None = None,
+) -> dict[str, dict]:
+    """The schema document of each algorithm's MasterConfig; `upstream` describes the source
+    (commit, version) and is recorded as given. Raises E-SCHEMA-DERIVE when a root is absent."""
+    checkout = checkout.resolve()
+    index = SourceIndex(checkout)
+    docs, _skipped = load_examples(checkout)
+    generated = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    out = {}
+    for algorithm in algorithms:
+        modname, cls = ROOTS[algorithm]
+        mod = index.module(modname)
+        if mod is None or cls not in mod.classes:
+            raise StepsError(
+                "E-SCHEMA-DERIVE",
+                f"{checkout}: {modname}.{cls} not found; is this a NeMo-RL checkout?",
+                path=str(checkout),
+                fix="point --nemo-rl at the root of a NeMo-RL checkout (it holds nemo_rl/)",
+                exit_code=2,
+            )
+        builder = SchemaBuilder(index)
+        root = builder.class_key(modname, cls)
+        builder.drain()
+        builder.add_subclasses()
+        classes = dict(sorted(builder.classes.items()))
+        shipped, nulls = shipped_keys(checkout, docs, algorithm, classes, root)
+        out[algorithm] = {
+            "algorithm": algorithm,
+            "root": root,
+            "upstream": {
+                "repo": NEMO_RL_REPO,
+                **(upstream or {}),
+                "generated": generated,
+                "generator": GENERATOR,
+            },
+            "validated": classes[root]["kind"] == "model",
+            "classes": classes,
+            "shipped": shipped,
+            "shipped_null": nulls,
+        }
+    return out

@@ -1,0 +1,162 @@
+"""What upstream's example configs prove beyond the types: keys read with `.get`, and nulls.
+
+NeMo-RL reads keys its TypedDicts never declare (`cfg.get("use_deep_gemm")`). Every YAML under
+`examples/` whose resolved config (after its `defaults:` chain) has a top-level section named
+for the algorithm is walked along the schema: each key the schema does not declare at that
+dotted path is recorded under `shipped` as `{parent path: {key: "examples/...yaml:line"}}` (list
+items as `[]`), the first file in path order naming it. Their type is unknown (examples write
+null placeholders and ints where floats are meant), and nothing below them is checked. A null an
+example sets where the declared type has no None (v0.6.0's `grpo.val_batch_size: int`, which
+its own NeMo-Gym example sets to null and nothing validates) is recorded the same way under
+`shipped_null`, so such a null is accepted at that path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXAMPLES = "examples"  # upstream's shipped configs, recipes and Gym examples live below this
+LOADER_KEY = "defaults"  # consumed by NeMo-RL's config loader, never part of MasterConfig
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+
+
+class _LineLoader(_Base):  # type: ignore[misc,valid-type]
+    """A safe loader whose mappings remember the line of each key."""
+
+
+class _Lines(dict):
+    """A YAML mapping with `lines[key]`, the 1-based line that wrote the key."""
+
+    lines: dict
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Lines:
+    out = _Lines(loader.construct_mapping(node, deep=True))  # flattens `<<` merges in place
+    out.lines = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        out.lines.setdefault(key, key_node.start_mark.line + 1)
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
+    """Every YAML mapping under examples/ by path, and notes on the files that were skipped."""
+    out: dict[Path, dict] = {}
+    skipped: list[str] = []
+    root = checkout / EXAMPLES
+    for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
+        try:
+            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)  # a SafeLoader
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            skipped.append(f"{path.relative_to(checkout)}: {str(exc).splitlines()[0]}")
+            continue
+        if isinstance(doc, dict):
+            out[path.resolve()] = doc
+    return out, skipped
+
+
+def sections(path: Path, docs: dict[Path, dict], seen: frozenset[Path] = frozenset()) -> set:
+    """Top-level keys of a config after its `defaults:` chain (one file or a list)."""
+    doc = docs.get(path)
+    if doc is None or path in seen:
+        return set()
+    keys = set(doc)
+    parents = doc.get(LOADER_KEY)
+    for parent in [parents] if isinstance(parents, str) else parents or []:
+        if isinstance(parent, str):
+            parent_path = Path(os.path.normpath(path.parent / parent))
+            keys |= sections(parent_path, docs, seen | {path})
+    return keys
+
+
+def _takes_none(t: dict) -> bool:
+    options = t["options"] if t["t"] == "union" else [t]
+    return any(o["t"] in {"none", "any"} for o in options)
+
+
+class ShippedWalker:
+    """Walks an example config along the schema, recording undeclared keys and nulls."""
+
+    def __init__(self, classes: dict, source: str) -> None:
+        self.classes = classes
+        self.source = source
+        self.found: dict[str, dict[str, str]] = {}
+        self.nulls: dict[str, dict[str, str]] = {}
+
+    def known(self, name: str) -> dict:
+        """A class's fields and those its subclasses add, as the preflight checker sees them."""
+        cls = self.classes[name]
+        fields = dict(cls["fields"])
+        for sub in cls.get("subclasses", []):
+            for fname, spec in self.classes.get(sub, {}).get("fields", {}).items():
+                fields.setdefault(fname, spec)
+        return fields
+
+    def walk(self, value: Any, t: dict, path: str) -> None:
+        options = t["options"] if t["t"] == "union" else [t]
+        refs = [
+            o["name"]
+            for o in options
+            if o["t"] == "ref"
+            and self.classes.get(o["name"], {}).get("kind") in {"typeddict", "model"}
+        ]
+        if refs and isinstance(value, dict):  # a key is undeclared only if no branch declares it
+            self.walk_class(value, [self.known(name) for name in refs], path)
+        for o in options:
+            if o["t"] == "list" and isinstance(value, list):
+                for item in value:
+                    self.walk(item, o["item"], f"{path}[]")
+            elif o["t"] == "dict" and isinstance(value, dict) and o["value"]["t"] != "any":
+                for k, v in value.items():
+                    self.walk(v, o["value"], _join(path, k))
+
+    def walk_class(self, value: dict, branches: list[dict], path: str) -> None:
+        for key, v in value.items():
+            if not path and key == LOADER_KEY:
+                continue
+            declared = [fields[key]["type"] for fields in branches if key in fields]
+            for t in declared:
+                self.walk(v, t, _join(path, key))
+            line = getattr(value, "lines", {}).get(key)
+            where = f"{self.source}:{line}" if line else self.source
+            if not declared:
+                self.found.setdefault(path, {}).setdefault(str(key), where)
+            elif v is None and not any(_takes_none(t) for t in declared):
+                self.nulls.setdefault(path, {}).setdefault(str(key), where)
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _merge(into: dict, found: dict) -> None:
+    for parent, keys in found.items():
+        for key, where in keys.items():
+            into.setdefault(parent, {}).setdefault(key, where)
+
+
+def _sorted(found: dict) -> dict:
+    return {parent: dict(sorted(keys.items())) for parent, keys in sorted(found.items())}
+
+
+def shipped_keys(
+    checkout: Path, docs: dict[Path, dict], algorithm: str, classes: dict, root: str
+) -> tuple[dict, dict]:
+    """(shipped, shipped_null) for one algorithm from the loaded example configs."""
+    found: dict[str, dict[str, str]] = {}
+    nulls: dict[str, dict[str, str]] = {}
+    for path, doc in docs.items():
+        if algorithm not in sections(path, docs):
+            continue
+        walker = ShippedWalker(classes, path.relative_to(checkout.resolve()).as_posix())
+        walker.walk(doc, {"t": "ref", "name": root}, "")
+        _merge(found, walker.found)
+        _merge(nulls, walker.nulls)
+    return _sorted(found), _sorted(nulls)

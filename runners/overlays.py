@@ -1,0 +1,73 @@
+"""Version overlays: config keys only newer NeMo-RL versions read, added where they apply.
+
+A step config must be valid on every supported NeMo-RL. Keys that only newer versions declare
+live beside the config file that would set them, in `overlays/<same name>.yaml` (same shape as
+a config). When a config's `defaults:` chain includes such a file, each overlay key is added to
+the compiled config, before the command-line overrides, if: the config does not set it, its
+parent section exists, and the NeMo-RL that will run knows the key at that path (its schema
+declares it or its example configs set it). A mapping is added whole only if it holds every key
+its class requires, so an overlay never leaves a half section. Older versions get none of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from runners.config import CompiledConfig, apply_overrides, load_config
+from runners.nemo_rl_schema.paths import complete, type_at
+
+OVERLAY_DIR = "overlays"
+
+
+def overlay_files(sources: list[Path]) -> list[Path]:
+    """The overlays of a config's chain, parents first."""
+    found = [src.parent / OVERLAY_DIR / src.name for src in sources]
+    return [p for p in found if p.is_file()]
+
+
+def _load(path: Path) -> dict:
+    """An overlay through the one config loader (its YAML errors, its `defaults:`)."""
+    raw = OmegaConf.to_container(load_config(path).config, resolve=False)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _fill(node: DictConfig, overlay: dict, prefix: str, doc: dict, added: list[str]) -> None:
+    for key, value in overlay.items():
+        dotted = f"{prefix}{key}"
+        child = node._get_node(key)  # `in` misses a `???` the config sets
+        if child is not None:
+            if isinstance(child, DictConfig) and isinstance(value, dict):
+                _fill(child, value, f"{dotted}.", doc, added)
+            continue
+        t = type_at(doc, dotted)
+        if t is None or (isinstance(value, dict) and not complete(doc, t, value)):
+            continue
+        node[key] = value
+        added.append(dotted)
+
+
+def apply_overlays(compiled: CompiledConfig, doc: dict | None) -> list[str]:
+    """Add the overlay keys the schema `doc` knows; the dotted keys added, in file order.
+    The overlay files go first in `compiled.sources` so findings can point at their lines."""
+    if doc is None:
+        return []
+    added: list[str] = []
+    files = overlay_files(compiled.sources)
+    for path in reversed(files):  # the child's overlay first: its values win
+        _fill(compiled.config, _load(path), "", doc, added)
+    if added:
+        compiled.sources[:0] = files
+    return added
+
+
+def compile_with_overlays(
+    path: str | Path, overrides: list[str], doc: dict | None
+) -> tuple[CompiledConfig, list[str]]:
+    """`compile_config` with the overlays for the schema `doc` applied before the overrides."""
+    compiled = load_config(path)
+    added = apply_overlays(compiled, doc)
+    apply_overrides(compiled.config, list(overrides))
+    compiled.overrides = list(overrides)
+    return compiled, added

@@ -1,0 +1,64 @@
+"""Which NeMo-RL versions each preflight rule applies to (PREFLIGHT.md's "versions" column).
+
+A rule that mirrors an upstream assert applies where that assert exists; checked against the
+source of v0.6.0, v0.7.0 and the pin. Ranges: `all`, `0.7.0+`, `pin` (the pin and newer),
+`<0.6.0` (only before the supported range: the rule mirrors a bug fixed upstream). A rule
+whose sub-checks differ by version states its oldest part here and the rest in PREFLIGHT.md;
+those sub-checks read keys that only exist where the check does. An unknown version (no
+checkout, no profile) runs every rule.
+"""
+
+from __future__ import annotations
+
+from catalog.nemo_rl_version import NemoRLVersion, in_range
+
+RULE_VERSIONS: dict[str, str] = {
+    # our own checks and the schema (itself per version)
+    "unresolved_values": "all",
+    "required_sections": "all",
+    "inputs_exist": "all",
+    "artifact_contracts": "all",
+    "rl_prep_config": "all",  # rl_prep's own options, no NeMo-RL involved
+    "nemo_rl_schema": "all",
+    "generation_backend": "all",  # backends per version: GENERATION_BACKENDS in schema.py
+    # upstream asserts present in v0.6.0, v0.7.0 and the pin
+    "batch_divisibility": "all",
+    "parallel_fit": "all",
+    "tp_logprob_batch": "all",
+    "sequence_divisibility": "all",
+    "training_backend": "all",  # dp_replicate_size: 0.7.0+
+    "batching_modes": "all",
+    "vllm_settings": "all",
+    "async_grpo_features": "all",
+    "validation_settings": "all",
+    "checkpoint_metric_name": "all",
+    "resume_checkpoint": "all",
+    "setup_indexed_keys": "all",
+    "grpo_sampling_settings": "all",  # val sampling, val_num_generations, early stop: pin
+    "grpo_loss_settings": "all",
+    "multiple_dataloaders": "all",
+    "colocated_resources": "all",
+    "env_name_exists": "all",
+    "gym_max_val_samples": "all",
+    "gym_config_paths": "all",
+    "gym_agents_defined": "all",
+    "gym_flag_matches_data": "all",
+    "gym_generation": "all",
+    # cluster launch (runners/preflight/remote.py): ray.sub and the scripts as every version has
+    "remote_allocation": "all",
+    "remote_mounts": "all",
+    "remote_nemo_rl": "all",  # the example script under its name in the profile's version
+    "remote_environment": "all",
+    "remote_inputs": "all",
+    "remote_ray": "all",
+    # asserts only the pin has (added on main after the r0.7.0 branch point)
+    "fused_linear_logprobs": "pin",
+    "reward_penalties_need_gym": "pin",
+    # RL#2163: Gym rollouts carry `truncated` since f11f99c7 (2026-02-21), before v0.6.0
+    "gym_overlong_filtering": "<0.6.0",
+}
+
+
+def applies(rule_id: str, version: NemoRLVersion | None) -> bool:
+    """Whether a rule runs for this NeMo-RL; a rule missing from the table runs everywhere."""
+    return in_range(version, RULE_VERSIONS.get(rule_id, "all"))
