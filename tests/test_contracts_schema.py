@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.contracts import get_row_contract
-from catalog.contracts.gym_rows import SCALAR_TYPES
+from catalog.contracts.gym_facts import gym_facts
+from catalog.contracts.gym_rows import scalar_types
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "catalog" / "schema" / "rows"
+SCALAR_TYPES = scalar_types(gym_facts())  # the pinned Gym's, which the published schema mirrors
 
 text = st.one_of(st.just(""), st.just("  "), st.text(min_size=1, max_size=5))
 content = st.one_of(text, st.just([]), st.just([{"type": "input_text", "text": "x"}]), st.none())
@@ -361,7 +363,7 @@ def gym_bent(draw) -> dict:
     return row
 
 
-INTEGER_FIELDS = [k for k, want in SCALAR_TYPES.items() if want == (int,)]
+INTEGER_FIELDS = [k for k, want in SCALAR_TYPES.items() if want and int in want and float not in want]
 
 
 def _integral_float(row: dict) -> bool:
