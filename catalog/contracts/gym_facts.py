@@ -162,9 +162,8 @@ def gym_facts(spec: str | None = None) -> GymFacts:
             )
         return from_checkout(root)
     version = spec.removeprefix("v")
-    shipped = _shipped()["versions"].get(version)
-    if shipped is not None:
-        return GymFacts.from_dict(version, shipped, "shipped")
+    if version in _shipped()["versions"]:
+        return _shipped_facts(version)
     cached = _cached(version)
     if cached is not None:
         return GymFacts.from_dict(version, cached, "cache")
@@ -176,6 +175,11 @@ def gym_facts(spec: str | None = None) -> GymFacts:
         "submodule) once to derive it, or use a shipped version",
         exit_code=2,
     )
+
+
+@cache
+def _shipped_facts(version: str) -> GymFacts:
+    return GymFacts.from_dict(version, _shipped()["versions"][version], "shipped")
 
 
 def installed_gym() -> Path | None:
