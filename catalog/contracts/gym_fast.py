@@ -26,7 +26,12 @@ NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
 class _Part(Struct, forbid_unknown_fields=True):
-    type: Literal["input_text", "output_text"]
+    type: Literal["input_text"]  # output parts need an output message: the contract checks it
+    text: str
+
+
+class _Summary(Struct):
+    type: Literal["summary_text"]
     text: str
 
 
@@ -43,7 +48,7 @@ class _Item(Struct, forbid_unknown_fields=True):
     name: NonEmpty | None = None
     arguments: str | None = None
     output: str | list[Raw] | None = None
-    summary: list[Raw] | None = None
+    summary: list[_Summary] | None = None
 
 
 class _Tool(Struct, forbid_unknown_fields=True):
@@ -124,7 +129,7 @@ FAST_FIELDS = {
 }
 FAST_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning"})
 FAST_ROLES = frozenset({"user", "assistant", "system", "developer"})
-FAST_PARTS = frozenset({"input_text", "output_text"})
+FAST_PARTS = frozenset({"input_text"})
 
 
 def _covered(facts: GymFacts) -> bool:

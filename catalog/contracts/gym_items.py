@@ -18,6 +18,10 @@ from catalog.contracts.rows import RowViolation, type_name
 ROW = "E-GYM-ROW"
 # Content parts with a text field the contract checks; the others are taken as they are.
 TEXT_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+# Parts of a replayed assistant output: Gym takes such a message as its output message, which
+# needs an `id`, only these parts, and `annotations` on each output_text.
+OUTPUT_PARTS = ("output_text", "refusal")  # tuples: a bad value may be unhashable
+STATUSES = ("in_progress", "completed", "incomplete")
 
 
 def violation(field: str, message: str, fix: str | None = None) -> RowViolation:
@@ -105,6 +109,8 @@ def _check_message(item: dict, field: str, rules: ItemRules, out: list[RowViolat
             out.append(violation(f"{field}.content", "user message is empty", "give the prompt"))
     elif type(content) is list:
         _check_parts(content, f"{field}.content", rules, out)
+        if any(type(p) is dict and p.get("type") in OUTPUT_PARTS for p in content):
+            _check_output_message(item, content, field, rules, out)
     else:
         got = "missing" if "content" not in item else f"a {type_name(content)}"
         out.append(
@@ -123,6 +129,51 @@ def _check_message(item: dict, field: str, rules: ItemRules, out: list[RowViolat
                 "item after the message",
             )
         )
+
+
+def _check_output_message(
+    item: dict, parts: list, field: str, rules: ItemRules, out: list[RowViolation]
+) -> None:
+    """A message replaying model output (output_text / refusal parts), as Gym's output message
+    model takes it in every supported version."""
+    if item.get("role") != "assistant" and item.get("role") in ("user", "system", "developer"):
+        out.append(
+            violation(
+                f"{field}.role",
+                "output_text and refusal parts belong to an assistant message",
+                "use input_text parts, or role assistant",
+            )
+        )
+    if type(item.get("id")) is not str:
+        out.append(
+            violation(
+                f"{field}.id",
+                "an assistant message replaying output parts needs a string `id`",
+                'give the id of the response message, e.g. "id": "msg_1"',
+            )
+        )
+    if "status" in item and item["status"] not in STATUSES:
+        out.append(
+            violation(f"{field}.status", "status must be in_progress, completed or incomplete")
+        )
+    for j, part in enumerate(parts):
+        kind = part.get("type") if type(part) is dict else None
+        if kind == "output_text" and type(part.get("annotations")) is not list:
+            out.append(
+                violation(
+                    f"{field}.content[{j}].annotations",
+                    "an output_text part needs an `annotations` list",
+                    'add "annotations": []',
+                )
+            )
+        elif type(kind) is str and kind not in OUTPUT_PARTS and rules.has_part(kind):
+            out.append(
+                violation(
+                    f"{field}.content[{j}]",
+                    f"an {kind} part in a message with output parts",
+                    "a replayed assistant message takes only output_text and refusal parts",
+                )
+            )
 
 
 def _require_str(item: dict, key: str, field: str, kind: str, out: list[RowViolation]) -> None:
@@ -168,11 +219,15 @@ def _check_item(item: Any, field: str, rules: ItemRules, out: list[RowViolation]
             )
     elif kind == "reasoning":
         _require_str(item, "id", field, kind, out)
-        if type(item.get("summary")) is not list:
+        summary = item.get("summary")
+        if type(summary) is not list or not all(
+            type(s) is dict and s.get("type") == "summary_text" and type(s.get("text")) is str
+            for s in summary
+        ):
             out.append(
                 violation(
                     f"{field}.summary",
-                    "a reasoning item needs a `summary` list",
+                    "a reasoning item needs a `summary` list of summary_text parts",
                     'write "summary": [{"type": "summary_text", "text": "..."}]',
                 )
             )

@@ -80,6 +80,9 @@ def _check_tool(tool: Any, field: str, label: str, out: list[RowViolation]) -> N
         strict = tool.get("strict")
         if strict is not None and type(strict) is not bool:
             out.append(_v(f"{field}.strict", "strict must be true, false or null"))
+        description = tool.get("description")
+        if description is not None and type(description) is not str:
+            out.append(_v(f"{field}.description", "description must be a string or null"))
     elif type(kind) is not str or not kind:
         out.append(_v(f"{field}.type", "a tool needs a `type`", 'set "type": "function"'))
 
@@ -103,11 +106,13 @@ def _check_tools(tools: Any, label: str, out: list[RowViolation]) -> None:
             and "function" not in tool
         ):
             name, params, strict = tool["name"], tool["parameters"], tool["strict"]
+            description = tool.get("description")
             if (
                 type(name) is str
                 and name
                 and (params is None or type(params) is dict)
                 and (strict is None or type(strict) is bool)
+                and (description is None or type(description) is str)
             ):
                 continue
         _check_tool(tool, f"responses_create_params.tools[{i}]", label, out)
