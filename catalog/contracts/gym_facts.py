@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from catalog.contracts.gym_source import MODEL_FILE, derive_vocabulary, gym_root_of, read_version
+from catalog.discovery import CACHE_VAR  # the user cache dir variable, shared with discovery
 from catalog.errors import StepsError
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
 SHIPPED = Path(__file__).resolve().parent.parent / "schema" / "rows" / "nemo_gym_versions.json"
-CACHE_VAR = "STEPS_CACHE_DIR"  # the variable catalog/discovery.py's manifest cache honours
 CODE = "E-GYM-VERSION"
 
 
