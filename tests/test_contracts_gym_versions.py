@@ -251,7 +251,7 @@ def test_validate_takes_gym_version_as_a_version_or_a_checkout(tmp_path, capsys)
     assert main(["validate", "nemo_gym_jsonl", str(rows), "--gym-version", str(gym)]) == 0
     capsys.readouterr()
     assert main(["validate", "nemo_gym_jsonl", str(rows)]) == 1
-    assert "not a request field of NeMo-Gym 0.5.1" in capsys.readouterr().out
+    assert "not a request field of NeMo-Gym 0.5.1" in capsys.readouterr().err
     assert main(["validate", "nemo_gym_jsonl", str(rows), "--gym-version", "9.9"]) == 2
     assert "E-GYM-VERSION" in capsys.readouterr().err
 
@@ -260,8 +260,9 @@ def test_a_blank_line_in_gym_rows_is_an_error_at_its_line(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps(ROW) + "\n\n" + json.dumps(ROW) + "\n")
     assert main(["validate", "nemo_gym_jsonl", str(rows)]) == 1
-    out = capsys.readouterr().out
-    assert f"{rows}:2: E-JSONL-BLANK" in out and "2 rows in 1 file" in out
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"{rows}:2: E-JSONL-BLANK")
+    assert "2 rows in 1 file" in captured.out
 
 
 def test_a_blank_line_in_preference_rows_stays_a_warning(tmp_path, capsys):
@@ -269,4 +270,4 @@ def test_a_blank_line_in_preference_rows_stays_a_warning(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"prompt": "p", "chosen": "a", "rejected": "b"}\n\n')
     assert main(["validate", "preference_jsonl", str(rows)]) == 0
-    assert f"{rows}:2: warning: W-JSONL-BLANK" in capsys.readouterr().out
+    assert capsys.readouterr().err.startswith(f"{rows}:2: warning: W-JSONL-BLANK")
