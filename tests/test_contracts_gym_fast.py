@@ -1,5 +1,6 @@
-"""The NeMo-Gym fast pre-filter never accepts a row the contract rejects, and takes the common
-rows (so `validate` and rl_prep skip the dict parse for them)."""
+"""The NeMo-Gym fast pre-filter never accepts a row the contract rejects, under each shipped Gym
+version's vocabulary, and takes the common rows (so `validate` and rl_prep skip the dict parse
+for them)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from hypothesis import strategies as st
 from catalog.contracts import get_row_contract
 
 AGENTS = ["math_agent", "code_agent"]
+GYM_VERSIONS = [None, "0.7.0"]  # the pin and the newest supported release
 OPTIONS = [
-    {},
-    {"agent_names": AGENTS},
-    {"default_agent_ref": {"type": "responses_api_agents", "name": "math_agent"}},
-    {"allow_empty_input": True},
+    {**options, "gym_version": version}
+    for version in GYM_VERSIONS
+    for options in (
+        {},
+        {"agent_names": AGENTS},
+        {"default_agent_ref": {"type": "responses_api_agents", "name": "math_agent"}},
+        {"allow_empty_input": False},
+    )
 ]
 
 
@@ -65,6 +71,7 @@ request = _some(
         "tool_choice": st.sampled_from(["auto", {"type": "function", "name": "f"}]),
         "stream": st.sampled_from([False, None]),
         "metadata": st.just({"k": "v"}),
+        "prompt_cache_key": words,  # a request field since Gym 0.7.0
     },
 )
 agent = _some({"name": st.sampled_from(AGENTS)}, {"type": st.just("responses_api_agents")})

@@ -103,13 +103,40 @@ def test_gym_input_items_gym_would_accept_silently_are_rejected(item, field):
     assert field in [v.field for v in get_row_contract("nemo_gym_rows")(row)]
 
 
-def test_gym_empty_input_is_rejected_unless_allowed():
+def test_gym_replayed_assistant_output_is_checked_as_gyms_output_message():
+    """Gym takes a message with output_text/refusal parts as its output message (id required,
+    output_text with annotations); without them it rejects it, or files it as mcp_list_tools."""
+    row = gym_row()
+    replay = {"role": "assistant", "content": [{"type": "output_text", "text": "4"}]}
+    row["responses_create_params"]["input"].append(replay)
+    assert codes_fields(get_row_contract("nemo_gym_rows")(row)) == [
+        ("E-GYM-ROW", "responses_create_params.input[2].id"),
+        ("E-GYM-ROW", "responses_create_params.input[2].content[0].annotations"),
+    ]
+    replay.update(id="msg_1", content=[{"type": "output_text", "text": "4", "annotations": []}])
+    assert get_row_contract("nemo_gym_rows")(row) == []
+
+
+def test_gym_reasoning_summary_parts_and_tool_description_have_gyms_types():
+    row = gym_row()
+    row["responses_create_params"]["input"].append(
+        {"type": "reasoning", "id": "rs_1", "summary": ["thought"]}
+    )
+    row["responses_create_params"]["tools"][0]["description"] = 3
+    assert codes_fields(get_row_contract("nemo_gym_rows")(row)) == [
+        ("E-GYM-ROW", "responses_create_params.input[2].summary"),
+        ("E-GYM-ROW", "responses_create_params.tools[0].description"),
+    ]
+
+
+def test_gym_empty_input_list_is_legal_as_in_gym_unless_disallowed():
+    """aviary, gdpval, scicode, toolsandbox ship `input: []`: their agents build the prompt."""
     row = gym_row()
     row["responses_create_params"]["input"] = []
-    assert codes_fields(get_row_contract("nemo_gym_rows")(row)) == [
+    assert get_row_contract("nemo_gym_rows")(row) == []
+    assert codes_fields(get_row_contract("nemo_gym_rows", allow_empty_input=False)(row)) == [
         ("E-GYM-ROW", "responses_create_params.input")
     ]
-    assert get_row_contract("nemo_gym_rows", allow_empty_input=True)(row) == []
 
 
 def test_gym_missing_request_is_named():

@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.contracts import get_row_contract
-from catalog.contracts.gym_rows import SCALAR_TYPES
+from catalog.contracts.gym_facts import gym_facts
+from catalog.contracts.gym_rows import scalar_types
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "catalog" / "schema" / "rows"
+SCALAR_TYPES = scalar_types(gym_facts())  # the pinned Gym's, which the published schema mirrors
 
 text = st.one_of(st.just(""), st.just("  "), st.text(min_size=1, max_size=5))
 content = st.one_of(text, st.just([]), st.just([{"type": "input_text", "text": "x"}]), st.none())
@@ -193,9 +195,23 @@ gym_request = st.one_of(
 )
 GOOD = st.sampled_from(["hi", "Solve 2+2.", " x ", "\u200b", "\u00e9t\u00e9"])
 good_part = st.one_of(
-    st.fixed_dictionaries({"type": st.sampled_from(["input_text", "output_text"]), "text": GOOD}),
-    st.just({"type": "refusal", "refusal": "no"}),
+    st.fixed_dictionaries({"type": st.just("input_text"), "text": GOOD}),
     st.just({"type": "input_image", "image_url": "https://example.com/a.png"}),
+)
+output_part = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("output_text"), "text": GOOD, "annotations": st.just([])}
+    ),
+    st.just({"type": "refusal", "refusal": "no"}),
+)
+# a replayed assistant turn: Gym's output message
+good_output = st.fixed_dictionaries(
+    {
+        "id": st.just("msg_1"),
+        "role": st.just("assistant"),
+        "content": st.lists(output_part, min_size=1, max_size=2),
+    },
+    optional={"type": st.just("message"), "status": st.just("completed")},
 )
 good_message = st.fixed_dictionaries(
     {
@@ -207,6 +223,7 @@ good_message = st.fixed_dictionaries(
 good_item = st.one_of(
     good_message,
     good_message,
+    good_output,
     st.just({"role": "assistant", "content": ""}),
     st.fixed_dictionaries(
         {
@@ -361,7 +378,9 @@ def gym_bent(draw) -> dict:
     return row
 
 
-INTEGER_FIELDS = [k for k, want in SCALAR_TYPES.items() if want == (int,)]
+INTEGER_FIELDS = [
+    k for k, want in SCALAR_TYPES.items() if want and int in want and float not in want
+]
 
 
 def _integral_float(row: dict) -> bool:
@@ -411,9 +430,10 @@ GYM_ROW = {
             {"type": "function_call_output", "call_id": "c1", "output": "4"},
             {"type": "web_search_call", "id": "ws_1", "status": "completed"},
             {
+                "id": "msg_1",
                 "role": "assistant",
                 "content": [
-                    {"type": "output_text", "text": "4"},
+                    {"type": "output_text", "text": "4", "annotations": []},
                     {"type": "refusal", "refusal": "no"},
                 ],
             },

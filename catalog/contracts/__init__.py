@@ -48,7 +48,7 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
     "jsonl": (_any_object, ()),
     "nemo_gym_rows": (
         _factory("catalog.contracts.gym_rows", "nemo_gym_rows"),
-        ("default_agent_ref", "agent_names", "allow_empty_input"),
+        ("default_agent_ref", "agent_names", "allow_empty_input", "gym_version"),
     ),
     "preference_rows": (
         _factory("catalog.contracts.preference_rows", "preference_rows"),
@@ -65,6 +65,11 @@ ROW_ACCEPTS: dict[str, Callable[..., Any]] = {
     "nemo_gym_rows": _factory("catalog.contracts.gym_fast", "gym_accept"),
 }
 CHECKPOINT_CONTRACTS = ("hf_checkpoint", "megatron_checkpoint", "nemo_rl_checkpoint")
+# Row contracts whose readers fail on a blank line, so it is an error (E-JSONL-BLANK) at its
+# line: NeMo-Gym's rollout collection and ng_prepare_data, and NeMo-RL's NemoGymDataset (it
+# json.loads every raw line). Preference and prompt rows go through `datasets`' JSON loader
+# (pyarrow), which skips blank lines, so there a blank line stays a warning.
+BLANK_LINE_ERRORS = frozenset({"nemo_gym_rows"})
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,15 @@ class RowContract:
     """A named row check bound to its options; call it (or `.check`) on one parsed row.
 
     `accept`, when set, takes the raw line and returns True only for rows `check` passes; a
-    False means "parse the row and ask `check`", never "the row is bad".
+    False means "parse the row and ask `check`", never "the row is bad". `blank_is_error`:
+    the rows' reader fails on a blank line (see BLANK_LINE_ERRORS).
     """
 
     name: str
     check: RowCheck
     options: dict[str, Any] = field(default_factory=dict)
     accept: Callable[[bytes], bool] | None = None
+    blank_is_error: bool = False
 
     def __call__(self, row: Any) -> list[RowViolation]:
         return self.check(row)
@@ -105,7 +112,7 @@ def get_row_contract(name: str, **options: Any) -> RowContract:
         )
     given = {k: v for k, v in options.items() if v is not None}
     accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
-    return RowContract(name, build(**given), given, accept)
+    return RowContract(name, build(**given), given, accept, name in BLANK_LINE_ERRORS)
 
 
 def validate_artifact(

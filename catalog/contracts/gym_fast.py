@@ -5,7 +5,9 @@ parsed dict in Python costs about as much as parsing it, so `validate` and rl_pr
 this typed decoder on the raw line: it builds no objects for the fields it does not check
 (verifier fields, tool parameter schemas, reasoning summaries) and fails on anything outside a
 strict, common shape. A row it accepts passes the contract (tests/test_contracts_gym_fast.py
-checks this on generated rows); a row it refuses goes to the contract, which has the last word.
+checks this on generated rows, for each shipped Gym version); a row it refuses goes to the
+contract, which has the last word. The shape uses only request fields, item types, roles and
+parts every supported Gym has; for a Gym that lacks one (`_covered`), the pre-filter is off.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
+from catalog.contracts.gym_facts import GymFacts, gym_facts
+
 Accept = Callable[[bytes], bool]
 NonBlank = Annotated[str, Meta(pattern=r"\S")]
 NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
 class _Part(Struct, forbid_unknown_fields=True):
-    type: Literal["input_text", "output_text"]
+    type: Literal["input_text"]  # output parts need an output message: the contract checks it
+    text: str
+
+
+class _Summary(Struct):
+    type: Literal["summary_text"]
     text: str
 
 
@@ -39,7 +48,7 @@ class _Item(Struct, forbid_unknown_fields=True):
     name: NonEmpty | None = None
     arguments: str | None = None
     output: str | list[Raw] | None = None
-    summary: list[Raw] | None = None
+    summary: list[_Summary] | None = None
 
 
 class _Tool(Struct, forbid_unknown_fields=True):
@@ -103,12 +112,51 @@ def _items_ok(items: list[Any], allow_empty_input: bool) -> bool:
     return True
 
 
+# What the structs above take: each request field with the JSON types its value may have,
+# the item types and roles of `_Item`, and the part types of `_Part`.
+FAST_FIELDS = {
+    "input": {"string", "array"},
+    "temperature": {"number", "null"},
+    "top_p": {"number", "null"},
+    "max_output_tokens": {"integer", "null"},
+    "max_tool_calls": {"integer", "null"},
+    "instructions": {"string", "null"},
+    "model": {"string", "null"},
+    "metadata": {"object", "null"},
+    "tools": {"array"},
+    "parallel_tool_calls": {"boolean"},
+    "tool_choice": {"string", "object"},
+}
+FAST_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning"})
+FAST_ROLES = frozenset({"user", "assistant", "system", "developer"})
+FAST_PARTS = frozenset({"input_text"})
+
+
+def _covered(facts: GymFacts) -> bool:
+    """True when the Gym takes everything the structs take (so an accepted row passes)."""
+    for key, kinds in FAST_FIELDS.items():
+        if key not in facts.request_fields:
+            return False
+        known = facts.request_fields[key]
+        if known is not None and not kinds <= known:
+            return False
+    return (
+        (facts.item_types is None or facts.item_types >= FAST_ITEMS)
+        and facts.message_roles >= FAST_ROLES
+        and (facts.content_parts is None or facts.content_parts >= FAST_PARTS)
+    )
+
+
 def gym_accept(
     default_agent_ref: Any = None,
     agent_names: Iterable[str] | None = None,
-    allow_empty_input: bool = False,
-) -> Accept:
-    """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in."""
+    allow_empty_input: bool = True,
+    gym_version: str | None = None,
+) -> Accept | None:
+    """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in;
+    None when the judging Gym lacks part of the shape the structs take."""
+    if not _covered(gym_facts(gym_version)):
+        return None
     decode = msgspec.json.Decoder(_Row if default_agent_ref is None else _RowDefaultAgent).decode
     names = frozenset(agent_names) if agent_names is not None else None
     failure = (msgspec.DecodeError, ValueError)  # ValueError: bytes that are not UTF-8

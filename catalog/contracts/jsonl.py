@@ -241,11 +241,13 @@ def scan_range(
     max_line: int | None = None,
     progress: Callable[[int], None] | None = None,
     accept: Callable[[bytes], bool] | None = None,
+    blank_is_error: bool = False,
 ) -> ScanResult:
     """Read the lines that start in [start, end) of one file; line numbers count from `start`.
 
     `accept(line)` True skips parsing and `check` (a contract's fast pre-filter); lines over
-    `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks."""
+    `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks. A blank line is
+    a warning, or an error when the rows' reader fails on it (`blank_is_error`)."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
@@ -292,17 +294,7 @@ def scan_range(
             except ValueError as exc:
                 if not line.strip():
                     res.blank += 1
-                    res.add(
-                        _finding(
-                            "W-JSONL-BLANK",
-                            "blank line (not a JSON row; line-by-line readers fail on it)",
-                            where,
-                            lineno,
-                            severity=WARNING,
-                            fix="remove blank lines",
-                        ),
-                        max_errors,
-                    )
+                    res.add(_blank_line(where, lineno, blank_is_error), max_errors)
                     continue
                 res.bad_rows += 1
                 bad[CODE] = bad.get(CODE, 0) + 1
@@ -341,6 +333,26 @@ def scan_range(
         if progress is not None and pos > last_tick:
             progress(pos - last_tick)
     return res
+
+
+def _blank_line(where: str, lineno: int, is_error: bool) -> Finding:
+    if is_error:
+        return _finding(
+            "E-JSONL-BLANK",
+            "blank line: the reader of these rows fails on it (NeMo-Gym aborts the rollout "
+            "collection with 'Malformed JSON')",
+            where,
+            lineno,
+            fix="remove blank lines",
+        )
+    return _finding(
+        "W-JSONL-BLANK",
+        "blank line (not a JSON row; line-by-line readers fail on it)",
+        where,
+        lineno,
+        severity=WARNING,
+        fix="remove blank lines",
+    )
 
 
 def _skip_line(f: Any, block: int) -> int:

@@ -1,4 +1,5 @@
-"""Contract options from a step's compiled config: row keys, Gym agents, the default agent_ref.
+"""Contract options from a step's compiled config: row keys, Gym agents, the default agent_ref,
+the judging Gym.
 
 One place knows which config keys feed which contract option, so `validate --step` and the
 preflight rule agree.
@@ -63,6 +64,23 @@ def gym_agent_names(config: dict, gym_root: Path | None) -> list[str] | None:
     return sorted(set(names)) if names else None
 
 
+def gym_version_for(config: dict, gym_root: Path | None = None) -> str | None:
+    """The Gym that will run, as a `gym_version` option: the Gym checkout at `gym_root` (or the
+    config's run.gym_root), else the config's run.gym_version, else an installed nemo_gym or
+    the Gym submodule of $NEMO_RL_HOME / the container's NeMo-RL; None means the pin."""
+    from catalog.contracts.gym_facts import detect_gym
+    from catalog.contracts.gym_source import gym_root_of
+
+    configured = _get(config, "run.gym_root")
+    for root in (gym_root, Path(configured).expanduser() if isinstance(configured, str) else None):
+        if root is not None and gym_root_of(Path(root)) is not None:
+            return str(root)
+    version = _get(config, "run.gym_version")
+    if isinstance(version, (str, int, float)) and str(version):
+        return str(version)
+    return detect_gym()
+
+
 def contract_options(
     contract: str, config: dict, *, split: str = "train", gym_root: Path | None = None
 ) -> dict[str, Any]:
@@ -71,6 +89,7 @@ def contract_options(
         return {
             "default_agent_ref": _get(config, "run.default_agent_ref"),
             "agent_names": gym_agent_names(config, gym_root),
+            "gym_version": gym_version_for(config, gym_root),
         }
     if contract == "preference_rows":
         keys = ("prompt_key", "chosen_key", "rejected_key")

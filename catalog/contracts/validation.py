@@ -61,9 +61,17 @@ class ValidationReport:
 # Work unit: (file, start, end, contract, options, max_errors); top-level so it pickles.
 def _scan_unit(unit: tuple) -> ScanResult:
     path, start, end, contract, options, max_errors = unit
-    check, accept = _bind(contract, options)
+    check, accept, blank_is_error = _bind(contract, options)
     try:
-        return scan_range(Path(path), check, start, end, max_errors=max_errors, accept=accept)
+        return scan_range(
+            Path(path),
+            check,
+            start,
+            end,
+            max_errors=max_errors,
+            accept=accept,
+            blank_is_error=blank_is_error,
+        )
     except OSError as exc:
         return _unreadable(Path(path), exc, max_errors)
 
@@ -82,12 +90,13 @@ def _unreadable(path: Path, exc: OSError, max_errors: int) -> ScanResult:
     return res
 
 
-def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any]:
-    """The contract's row check and fast pre-filter (both None for bare JSONL)."""
+def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """The contract's row check, fast pre-filter (both None for bare JSONL) and whether a
+    blank line is an error."""
     if contract == "jsonl":
-        return None, None
+        return None, None, False
     bound = get_row_contract(contract, **options)
-    return bound.check, bound.accept
+    return bound.check, bound.accept, bound.blank_is_error
 
 
 def _units(
@@ -126,7 +135,7 @@ def scan_jsonl(
     chunk_bytes: int | None = None,
 ) -> ScanResult:
     """Scan every source through the row contract; large inputs in worker processes."""
-    check, accept = _bind(contract, options)
+    check, accept, blank_is_error = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
         workers = os.cpu_count() or 1 if total >= PARALLEL_MIN_BYTES else 1
@@ -143,7 +152,12 @@ def scan_jsonl(
         for s in sources:
             try:
                 part = scan_range(
-                    s.path, check, max_errors=max_errors, progress=progress, accept=accept
+                    s.path,
+                    check,
+                    max_errors=max_errors,
+                    progress=progress,
+                    accept=accept,
+                    blank_is_error=blank_is_error,
                 )
             except OSError as exc:
                 part = _unreadable(s.path, exc, max_errors)

@@ -26,6 +26,13 @@ def add_arguments(parser) -> None:
         "VALUE is JSON when it parses)",
     )
     parser.add_argument(
+        "--gym-version",
+        metavar="VERSION|DIR",
+        help="judge NeMo-Gym rows by this Gym: a version (shipped: the pin and 0.7.0), or a Gym "
+        "or NeMo-RL checkout to derive it from (default: the Gym of --step's config, an "
+        "installed nemo_gym or $NEMO_RL_HOME's, else the pin)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="print the report as one JSON document on stdout (errors are findings in it)",
@@ -179,6 +186,10 @@ def run(args) -> int:
         options = {k: v for k, v in contract_options(contract, cfg).items() if v is not None}
     options.update(_parse_options(args.option))
     _require_input(path, contract, args.allow_hub_id)
+    if args.gym_version or contract == "nemo_gym_rows":
+        from catalog.contracts.gym_facts import detect_gym
+
+        options["gym_version"] = args.gym_version or options.get("gym_version") or detect_gym()
     type_name = args.type
     if contract != resolve_contract(args.type):
         type_name = {
