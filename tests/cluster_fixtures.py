@@ -161,6 +161,10 @@ def ray_head(tmp_path_factory):
         [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={free_port()}", "--num-cpus=1", "--num-gpus=2", "--include-dashboard=true",
          "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--disable-usage-stats",
+         # Every port Ray would otherwise take by default: another head may hold it.
+         f"--dashboard-agent-listen-port={free_port()}",
+         f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+         f"--runtime-env-agent-port={free_port()}", f"--ray-client-server-port={free_port()}",
          f"--temp-dir={d / 'tmp'}"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip

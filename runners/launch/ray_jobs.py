@@ -188,12 +188,14 @@ class RayBackend:
         runtime_env = {"working_dir": str(req.run_dir)} if upload else None
         for attempt in range(20):
             try:
-                self.client().submit_job(
-                    entrypoint=self.entrypoint(req),
-                    submission_id=sid,
-                    runtime_env=runtime_env,
-                    metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
-                    **self._resources(),
+                self._answered(
+                    lambda: self.client().submit_job(
+                        entrypoint=self.entrypoint(req),
+                        submission_id=sid,
+                        runtime_env=runtime_env,
+                        metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
+                        **self._resources(),
+                    )
                 )
                 break
             except RuntimeError as exc:
@@ -213,6 +215,25 @@ class RayBackend:
             "state": "PENDING",
             "exit_code": None,
         }
+
+    def _answered(self, call: Any, seconds: float = 120) -> Any:
+        """`call()` or E-SUBMIT: Ray's client has no timeout, and a dashboard whose job agent
+        never started keeps a submit waiting forever."""
+        import concurrent.futures
+
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        try:
+            return pool.submit(call).result(timeout=seconds)
+        except concurrent.futures.TimeoutError:
+            raise StepsError(
+                "E-SUBMIT",
+                f"the Ray dashboard at {self.address} did not answer the submission within "
+                f"{seconds:.0f} s",
+                fix="check the cluster's dashboard agent (dashboard_agent.log on the head)",
+                exit_code=2,
+            ) from None
+        finally:
+            pool.shutdown(wait=False)
 
     @staticmethod
     def _refused(exc: Exception) -> StepsError:
