@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 from pathlib import Path
+
+from catalog.atomic_write import open_atomic
 
 DATA_DIR = Path(__file__).parent / ".data"
 AGENTS = (
@@ -142,13 +143,11 @@ def generate(rows: int, seed: int = 0) -> Path:
     if path.is_file():
         return path
     rng = random.Random(seed)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open_atomic(path) as f:
         for i in range(rows):
             f.write(dumps(make_row(rng, i)))
             f.write("\n")
-    os.replace(tmp, path)
     return path
 
 

@@ -4,7 +4,9 @@ Breadth-first search over sets of available artifact types: a step applies when 
 input is fed by an available type (`is_a`), and adds what it produces. Converter steps are
 ordinary catalog steps here, so a chain reaches `hf_checkpoint` through `convert/megatron_to_hf`.
 A produced port with a `type_key` (rl_prep's `output_type`) may yield any subtype of its type;
-choosing one adds the override that makes the step produce it.
+choosing one adds the override that makes the step produce it. A consumed port marked
+`parameter` (the converter's HF reference) needs no producer: when the chain has none for it,
+the stage gets `<key>=???` for the user to fill with a hub id or folder.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.config_peek import ConfigPeek
+from catalog.atomic_write import write_atomic
+from catalog.config_values import ConfigValues, ReadConfig
 from catalog.discovery import StepEntry, resolve
 from catalog.errors import StepsError
 from catalog.types import TypeGraph, require_type
@@ -34,28 +37,28 @@ class Action:
         return self.entry.id
 
 
-def _default_peek(entry: StepEntry) -> ConfigPeek | None:
+def _default_values(entry: StepEntry, read_config: ReadConfig) -> ConfigValues | None:
     run = entry.data.get("run", {})
     name = run.get("default_config", "default") if isinstance(run, dict) else "default"
     path = entry.config_path(name)
     try:
-        return ConfigPeek(path) if path.is_file() else None
+        return read_config(path, []) if path.is_file() else None
     except StepsError:
         return None
 
 
-def actions(entries: list[StepEntry], graph: TypeGraph) -> list[Action]:
+def actions(entries: list[StepEntry], graph: TypeGraph, read_config: ReadConfig) -> list[Action]:
     """Every (step, produced-subtype choice); the default config's choice comes first."""
     out: list[Action] = []
     for e in entries:
         variants: list[tuple[tuple[str, ...], list[tuple[str, str]]]] = [((), [])]
-        peek = None
+        values = None
         for port in e.produces:
             name, base, key = str(port.get("name")), str(port.get("type")), port.get("type_key")
             choices: list[tuple[str | None, str]] = [(None, base)]
             if key:
-                peek = peek or _default_peek(e)
-                current = peek.get(key) if peek else None
+                values = values or _default_values(e, read_config)
+                current = values.get(key) if values else None
                 if isinstance(current, str) and current in graph and graph.is_a(current, base):
                     choices = [(None, current)]
                 choices += [(t, t) for t in graph.subtypes(base) if t != choices[0][1]]
@@ -72,18 +75,25 @@ def _feeds(have: frozenset[str], want: str, graph: TypeGraph) -> bool:
     return any(graph.is_a(t, want) for t in have)
 
 
+def _needs_producer(port: dict) -> bool:
+    """A required input that no parameter can stand in for."""
+    return bool(port.get("required", True)) and not port.get("parameter", False)
+
+
 def shortest_chain(
     entries: list[StepEntry],
     graph: TypeGraph,
     start: list[str],
     goal: str,
     through: str | None = None,
+    *,
+    read_config: ReadConfig,
 ) -> list[Action]:
     """The fewest steps that turn `start` types into a `goal` (passing `through` if given)."""
     for t in [*start, goal]:
         require_type(graph, t)
     via = resolve(through, entries).id if through else None
-    acts = actions(entries, graph)
+    acts = actions(entries, graph, read_config)
     first = (frozenset(start), via is None)
     if first[1] and _feeds(first[0], goal, graph):
         raise StepsError(
@@ -99,7 +109,7 @@ def shortest_chain(
         if len(path) >= MAX_STEPS:
             break
         for a in acts:
-            ins = [p for p in a.entry.consumes if p.get("required", True)]
+            ins = [p for p in a.entry.consumes if _needs_producer(p)]
             if not all(_feeds(have, str(p.get("type")), graph) for p in ins):
                 continue
             new = have | {t for _, t in a.produces}
@@ -142,6 +152,7 @@ def pipeline_data(
             sid, n = f"{base}_{n}", n + 1
         ids.add(sid)
         wiring: dict[str, str] = {}
+        overrides = list(a.overrides)
         for p in a.entry.consumes:
             want, required = str(p.get("type")), p.get("required", True)
             made = [
@@ -153,11 +164,13 @@ def pipeline_data(
             pick = (made or given)[:1] if required else made[:1]
             if pick:
                 wiring[str(p.get("name"))] = pick[0]
+            elif required and p.get("parameter") and p.get("config_keys"):
+                overrides.append(f"{p['config_keys'][0]}=???")
         stage: dict = {"id": sid, "step": a.step}
         if config and config in a.entry.config_names():
             stage["config"] = config
-        if a.overrides:
-            stage["overrides"] = list(a.overrides)
+        if overrides:
+            stage["overrides"] = overrides
         stage["inputs"] = wiring
         stages.append(stage)
         sources += [(f"{sid}.{port}", t) for port, t in a.produces]
@@ -173,18 +186,14 @@ def pipeline_data(
 
 def write_pipeline(data: dict, path: Path | None) -> str:
     """The YAML text; written atomically to `path` when given."""
-    import os
-
     import yaml
 
     head = (
-        "# Composed by `python -m steps compose`; set each input's path (??? = not chosen yet),\n"
+        "# Composed by `python -m steps compose`; replace each ??? (an input's path, or a\n"
+        "# parameter override such as hf_model_id: an HF hub id or folder),\n"
         "# then: python -m steps plan THIS_FILE\n"
     )
     text = head + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, text)
     return text

@@ -54,6 +54,11 @@ class Port(_Strict):
     type_key: str | None = Field(
         None, description="Config key whose value narrows `type` to one of its subtypes."
     )
+    parameter: bool = Field(
+        False,
+        description="When no artifact is wired, the config key is given directly as a "
+        "parameter (e.g. an HF hub id or folder); compose needs no producer for it.",
+    )
 
 
 class Parameter(_Strict):

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
+from catalog.syntax_errors import yaml_error
+from catalog.yamlfile import compose, top_level_lines
 
 PATTERNS_DIR = "patterns"
 CONFIDENCE = ("high", "medium", "experimental")
@@ -64,16 +66,6 @@ def _bad(path: Path, line: int | None, message: str, fix: str | None = None) -> 
     )
 
 
-def _key_lines(front: str) -> dict[str, int]:
-    """File line of each top-level key (frontmatter starts on file line 2)."""
-    import yaml
-
-    node = yaml.compose(front)
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
-
-
 def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern | None, list]:
     """Parse and validate one pattern file; `step_ids` (when given) must contain its steps."""
     import yaml
@@ -86,13 +78,11 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
     if front is None:
         return None, findings
     try:
-        data = yaml.safe_load(front)
-        lines = _key_lines(front)
+        data = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        lines = top_level_lines(compose(front), first_line=2)  # after the opening '---'
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        line = mark.line + 2 if mark is not None else 2
-        return None, [_bad(path, line, f"invalid YAML frontmatter: {problem}")]
+        err = yaml_error(exc, path, "E-PATTERN-FRONTMATTER", first_line=2, what="YAML frontmatter")
+        return None, [err.finding]
     if not isinstance(data, dict):
         return None, [_bad(path, 2, "the frontmatter must be a YAML mapping of fields")]
 
@@ -172,13 +162,12 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
 
 
 def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
-    import difflib
+    from catalog.did_you_mean import did_you_mean
 
     out = []
     for sid in pattern.steps:
         if sid in step_ids:
             continue
-        near = difflib.get_close_matches(sid, sorted(step_ids), n=1)
         out.append(
             Finding(
                 "E-PATTERN-STEP",
@@ -186,7 +175,9 @@ def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
                 path=str(pattern.path),
                 line=_line_in(pattern.path, sid) or pattern.lines.get("steps"),
                 key="steps",
-                fix=f"did you mean {near[0]}?" if near else "list ids from `python -m steps list`",
+                fix=did_you_mean(
+                    sid, sorted(step_ids), otherwise="list ids from `python -m steps list`"
+                ),
             )
         )
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -12,8 +11,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from catalog.errors import StepsError
-
-_AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+from catalog.syntax_errors import toml_error
 
 
 def load_toml(path: Path, code: str = "E-TOML") -> dict:
@@ -35,17 +33,7 @@ def load_toml(path: Path, code: str = "E-TOML") -> dict:
             exit_code=2,
         ) from None
     except tomllib.TOMLDecodeError as exc:
-        m = _AT_LINE.search(str(exc))
-        line = int(m.group(1)) if m else None
-        msg = _AT_LINE.sub("", str(exc)).strip()
-        raise StepsError(
-            code,
-            f"invalid TOML: {msg}",
-            path=str(path),
-            line=line,
-            fix="correct the TOML syntax",
-            exit_code=2,
-        ) from None
+        raise toml_error(exc, path, code) from None
 
 
 def line_of(path: Path, *needles: str) -> int | None:

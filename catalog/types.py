@@ -67,27 +67,22 @@ class TypeGraph:
         return out
 
     def cycles(self) -> list[list[str]]:
-        """Each `is_a` cycle once, as the list of types around it."""
+        """Each `is_a` cycle once, as the list of types around it (child before parent).
+
+        graphlib reports one cycle at a time; breaking an edge of each finds the next.
+        """
+        from graphlib import CycleError, TopologicalSorter
+
+        parents = {t: set(spec.is_a) for t, spec in self.types.items()}
         found: list[list[str]] = []
-        state: dict[str, int] = {}
-
-        def visit(t: str, stack: list[str]) -> None:
-            state[t] = 1
-            stack.append(t)
-            for parent in self.types[t].is_a if t in self.types else ():
-                if state.get(parent) == 1:
-                    cyc = stack[stack.index(parent) :]
-                    if sorted(cyc) not in [sorted(c) for c in found]:
-                        found.append(cyc)
-                elif parent not in state:
-                    visit(parent, stack)
-            stack.pop()
-            state[t] = 2
-
-        for t in self.types:
-            if t not in state:
-                visit(t, [])
-        return found
+        while True:
+            try:
+                TopologicalSorter(parents).prepare()
+                return found
+            except CycleError as exc:
+                loop = list(reversed(exc.args[1][:-1]))  # graphlib lists parents first
+                found.append(loop)
+                parents[loop[0]].discard(loop[1 % len(loop)])
 
 
 def load_types(path: Path = TYPES_PATH) -> TypeGraph:
@@ -196,9 +191,8 @@ def load_catalog_types(extra_roots=(), include_builtin: bool = True) -> TypeGrap
 
 def require_type(graph: TypeGraph, name: str) -> ArtifactType:
     if name not in graph:
-        import difflib
+        from catalog.did_you_mean import did_you_mean
 
-        close = difflib.get_close_matches(name, list(graph.types), n=3)
-        hint = f"did you mean {' or '.join(close)}?" if close else f"see {graph.path.name}"
+        hint = did_you_mean(name, graph.types, 3, otherwise=f"see {graph.path.name}")
         raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint, exit_code=2)
     return graph.types[name]

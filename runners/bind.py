@@ -20,10 +20,11 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from catalog.artifact_paths import absolute, is_hub_id
 from catalog.errors import StepsError
+from runners.overrides import override_keys
 from runners.preflight import BoundArtifact
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 JSONL_ROOT = "training_jsonl"
 HF_ROOT = "hf_checkpoint"
 MANIFEST_NAME = "manifest.json"
@@ -108,20 +109,11 @@ def _targets(cfg: DictConfig, dotted: str, create: bool = False) -> list[_Target
     return found
 
 
-def _override_keys(overrides: list[str]) -> list[str]:
-    return [t.lstrip("~+").split("=", 1)[0].strip() for t in overrides]
-
-
-def _from_overrides(key: str, override_keys: list[str]) -> bool:
+def _from_overrides(key: str, keys: list[str]) -> bool:
     generic = re.sub(r"\.\d+(?=\.|$)", "", key)
     return any(
-        k in (key, generic) or key.startswith(k + ".") or generic.startswith(k + ".")
-        for k in override_keys
+        k in (key, generic) or key.startswith(k + ".") or generic.startswith(k + ".") for k in keys
     )
-
-
-def _absolute(value: str, base: Path) -> str:
-    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
 
 
 def _read_manifest(path: Path) -> tuple[Path, dict] | None:
@@ -206,7 +198,7 @@ def bind(
             exit_code=2,
         )
     is_a = (lambda t, root: graph.is_a(t, root)) if graph is not None else (lambda t, r: t == r)
-    override_keys = _override_keys(list(compiled.overrides))
+    keys_overridden = override_keys(compiled.overrides)
     gym = _resolved(cfg, "env.should_use_nemo_gym") is True
     agent_ref = _resolved(cfg, "run.default_agent_ref") if gym else None
     agent_ref = agent_ref if isinstance(agent_ref, dict) else None
@@ -230,7 +222,7 @@ def bind(
                     value = _resolved(cfg, t.key)
                     if not isinstance(value, str):
                         continue
-                    origin_cwd = _from_overrides(t.key, override_keys)
+                    origin_cwd = _from_overrides(t.key, keys_overridden)
                     base = (
                         cwd
                         if origin_cwd
@@ -240,12 +232,12 @@ def bind(
                     )
                     if os.path.isabs(value) and not node._is_interpolation():
                         base = cwd  # already absolute: normpath only
-                if consumed and is_a(port.type, HF_ROOT) and _is_hub_id(value, base):
+                if consumed and is_a(port.type, HF_ROOT) and is_hub_id(value, base):
                     binding.inputs.append(BoundArtifact(port.name, port.type, t.key, value, False))
                     if given is not None:
                         t.parent[t.leaf] = value
                     continue
-                path = _absolute(value, base)
+                path = absolute(value, base)
                 found = _read_manifest(Path(path)) if jsonl else None
                 if found is not None:
                     manifests[port.name] = found
@@ -272,7 +264,7 @@ def bind(
             for dotted in port.config_keys:
                 for t in _targets(cfg, dotted):
                     node = t.parent._get_node(t.leaf)
-                    if node is not None and not _from_overrides(t.key, override_keys):
+                    if node is not None and not _from_overrides(t.key, keys_overridden):
                         _bind_split(
                             binding, t, port, manifest, found, port.name, run_dir, agent_ref
                         )
@@ -293,12 +285,6 @@ def _resolved(cfg: DictConfig, key: str) -> Any:
     if isinstance(value, (DictConfig, ListConfig)):
         return OmegaConf.to_container(value, resolve=True)
     return value
-
-
-def _is_hub_id(value: str, base: Path) -> bool:
-    if value.startswith((".", "/", "~")) or not HUB_ID.match(value):
-        return False
-    return not os.path.exists(_absolute(value, base))
 
 
 def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:

@@ -10,8 +10,7 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 
 from __future__ import annotations
 
-import difflib
-import functools
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,11 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
+from catalog.syntax_errors import yaml_error
+from catalog.yamlfile import file_key
+from runners.config_files import ReuseCache, load_yaml_file
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -71,7 +74,7 @@ class CompiledConfig:
         parts = [p for p in dotted.replace("[", ".").replace("]", "").split(".") if p]
         placeholder: tuple[str, int] | None = None
         for src in reversed(self.sources):
-            line, node = _yaml_key_node(src, parts)
+            line, node = file_key(src, parts)
             if line is None:
                 continue
             if isinstance(node, yaml.ScalarNode) and node.value == "???":
@@ -85,40 +88,6 @@ class CompiledConfig:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def _yaml_key_line(path: Path, parts: list[str]) -> int | None:
-    return _yaml_key_node(path, parts)[0]
-
-
-def _yaml_key_node(path: Path, parts: list[str]) -> tuple[int | None, Any]:
-    """The line of a dotted key in one YAML file and its value node (None, None if absent)."""
-    try:
-        node = _composed(str(path), path.stat().st_mtime_ns)
-    except OSError:
-        return None, None
-    line = None
-    for part in parts:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if pair is None:
-                return None, None
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
-            node = node.value[int(part)]
-            line = node.start_mark.line + 1
-        else:
-            return None, None
-    return line, node
-
-
-@functools.lru_cache(maxsize=64)
-def _composed(path: str, mtime_ns: int) -> Any:
-    """A file's YAML node tree, parsed once per version (findings locate many keys)."""
-    try:
-        return yaml.compose(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
 
 
 def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
@@ -143,7 +112,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             exit_code=2,
         )
     try:
-        cfg = OmegaConf.load(path)
+        cfg = load_yaml_file(path)
     except OSError as exc:
         raise StepsError(
             "E-CONFIG-READ",
@@ -156,16 +125,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
     except UnicodeDecodeError:
         raise _not_utf8(path) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or _first_line(exc)
-        raise StepsError(
-            "E-CONFIG-YAML",
-            f"invalid YAML: {problem}",
-            path=str(path),
-            line=mark.line + 1 if mark else None,
-            fix="correct the YAML syntax at that line",
-            exit_code=2,
-        ) from None
+        raise yaml_error(exc, path, "E-CONFIG-YAML") from None
     except OmegaConfBaseException as exc:
         raise StepsError(
             "E-CONFIG-YAML", f"invalid config: {_first_line(exc)}", path=str(path), exit_code=2
@@ -201,11 +161,15 @@ def _not_utf8(path: Path) -> StepsError:
 
 
 def _defaults_line(path: Path) -> int | None:
-    return _yaml_key_line(path, ["defaults"])
+    return file_key(path, ["defaults"])[0]
 
 
 def _merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
-    """Upstream `merge_with_override`: only top-level `_override_: true` replaces a section."""
+    """Upstream `merge_with_override`: only top-level `_override_: true` replaces a section.
+
+    Both configs are fresh loads that only this merge uses, so OmegaConf's `unsafe_merge`
+    (the same merge without copying its inputs first) gives upstream's result faster.
+    """
     for key in list(child.keys()):
         node = child._get_node(key)  # no interpolation resolution while merging
         if (
@@ -216,7 +180,9 @@ def _merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
             node.pop("_override_")
             if key in base:
                 base.pop(key)
-    return OmegaConf.merge(base, child)  # type: ignore[return-value]
+    if len(base) == 0:  # merging into nothing would only copy the child
+        return child
+    return OmegaConf.unsafe_merge(base, child)  # type: ignore[return-value]
 
 
 def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path]) -> DictConfig:
@@ -258,11 +224,30 @@ def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path]) -
     return cfg
 
 
+_CHAINS = ReuseCache()
+
+
 def load_config(path: str | Path) -> CompiledConfig:
-    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides)."""
+    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides).
+
+    A config loaded again in the same process (check, plan, tests) is a copy of the kept
+    result while every file of the chain still has the same content.
+    """
+    key = (str(Path.cwd()), str(path))
+    hit = _CHAINS.get(key)
+    if hit is not None and all(_content(p) == data for p, data in hit[0]):
+        return CompiledConfig(copy.deepcopy(hit[1]), [p for p, _ in hit[0]])
     sources: list[Path] = []
     cfg = _load_with_inheritance(Path(path), [], sources)
+    _CHAINS.offer(key, ([(p, _content(p)) for p in sources], cfg))
     return CompiledConfig(cfg, sources)
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def all_keys(node: Any, prefix: str = "") -> list[str]:
@@ -279,18 +264,6 @@ def all_keys(node: Any, prefix: str = "") -> list[str]:
             if isinstance(child, (DictConfig, dict)):
                 out.extend(all_keys(child, key))
     return out
-
-
-def did_you_mean(key: str, keys: list[str], n: int = 3) -> list[str]:
-    """Nearest existing dotted keys: whole-key matches first, then same-parent leaf matches."""
-    close = difflib.get_close_matches(key, keys, n=n, cutoff=0.6)
-    leaf = key.rsplit(".", 1)[-1]
-    for k in keys:
-        if len(close) >= n:
-            break
-        if k.rsplit(".", 1)[-1] == leaf and k not in close:
-            close.append(k)
-    return close
 
 
 def has_key(cfg: DictConfig, dotted: str) -> bool:
@@ -310,22 +283,11 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     if not overrides:
         return cfg
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    parser = OverridesParser.create()
-    parsed = []
-    for token in overrides:
-        try:
-            parsed.extend(parser.parse_overrides(overrides=[token]))
-        except HydraException as exc:
-            raise StepsError(
-                "E-OVERRIDE-SYNTAX",
-                f"cannot parse override '{token}': {_first_line(exc)}",
-                fix="use key=value, +key=value, ++key=value or ~key; quote values that contain "
-                "'=', ',', brackets, braces or '$' (e.g. key='a=b')",
-                exit_code=2,
-            ) from None
+    from runners.overrides import parse_overrides
+
+    parsed = parse_overrides(overrides)
     keys = all_keys(cfg)
     for ov in parsed:
         key = ov.key_or_group
@@ -340,7 +302,7 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
                 exit_code=2,
             )
         if (ov.is_delete() or not (ov.is_add() or ov.is_force_add())) and not exists:
-            near = did_you_mean(key, keys)
+            near = close_keys(key, keys)
             hint = f"did you mean {' or '.join(near)}? " if near else ""
             verb = "delete" if ov.is_delete() else "set"
             add = "" if ov.is_delete() else f"to add a new key use +{key}=..."

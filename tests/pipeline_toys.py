@@ -93,7 +93,7 @@ STEPS: dict[str, tuple[str, list[str], str]] = {
         "megatron_to_hf",
         [
             _port("consumes", "checkpoint", "toy_megatron", ["src"]),
-            _port("consumes", "reference", "toy_hf", ["ref"]),
+            _port("consumes", "reference", "toy_hf", ["ref"], parameter=True),
             _port("produces", "hf", "toy_hf", ["dst"]),
         ],
         "src: ???\nref: ???\ndst: ???\n",

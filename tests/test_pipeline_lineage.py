@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pipeline_toys import REPO, stand_ins, steps_cli
 
+pytestmark = pytest.mark.slow  # `pipeline run` runs each stage in a child process
 pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
 BLOCK = 32768

@@ -13,6 +13,7 @@ from catalog.errors import StepsError
 from catalog.pipeline import SCHEMA_PATH, json_schema_text, load_pipeline
 from catalog.planner import plan_pipeline
 from catalog.types import load_catalog_types
+from runners.config_values import read_config
 
 HEAD = """\
 name: toy
@@ -33,7 +34,7 @@ def plan_of(tmp_path: Path, cat: Path, text: str):
     (tmp_path / "p" / "base_model").mkdir(exist_ok=True)
     entries = discover([cat], include_builtin=False)
     graph = load_catalog_types([cat], include_builtin=False)
-    return plan_pipeline(pf, entries, graph, tmp_path / "root")
+    return plan_pipeline(pf, entries, graph, tmp_path / "root", read_config)
 
 
 def codes(plan) -> list[str]:
@@ -173,6 +174,59 @@ def test_converter_reference_falls_back_to_the_producers_config_value(tmp_path, 
     assert plan.ok, [f.render() for f in plan.findings]
     ref = plan.stage("train__to_toy_hf").inputs["reference"]
     assert (ref.source, ref.value, ref.hub) == ("config", "org/model", True)
+
+
+SFT_TRAIN = """\
+name: toy
+inputs:
+  rows: {type: toy_gym_rows, path: rows.jsonl}
+  sft: {type: toy_megatron, path: sft_ckpt}
+stages:
+  - id: train
+    step: toy/train
+    inputs: {train: inputs.rows, policy: inputs.sft}
+targets:
+  - {output: train.checkpoint, type: toy_hf}
+"""
+
+
+def test_converter_is_inserted_before_a_step_fed_a_megatron_checkpoint(tmp_path, cat):
+    text = SFT_TRAIN + "converters:\n  toy/to_hf: {overrides: [ref=org/base]}\n"
+    plan = plan_of(tmp_path, cat, text)
+    assert plan.ok, [f.render() for f in plan.findings]
+    assert [s.id for s in plan.stages] == ["sft__to_toy_hf", "train", "train__to_toy_hf"]
+    before = plan.stage("sft__to_toy_hf")
+    assert before.inserted and before.inputs["checkpoint"].source == "inputs.sft"
+    assert before.overrides == ["ref=org/base"] and "reference" not in before.inputs
+    assert plan.stage("train").inputs["policy"].source == "sft__to_toy_hf.hf"
+
+
+def test_inserted_converter_without_a_reference_asks_for_the_parameter(tmp_path, cat):
+    f = only_error(plan_of(tmp_path, cat, SFT_TRAIN), "E-PIPELINE-INPUT-MISSING")
+    assert "inserted stage 'sft__to_toy_hf'" in f.message and "'reference'" in f.message
+    assert "converters: {toy/to_hf: {overrides: [ref=<HF hub id or folder>]}}" in f.fix
+    assert f.line == line_of(tmp_path / "p" / "pipe.yaml", "inputs: {train:")
+
+
+def test_a_parameter_port_left_unset_names_the_override(tmp_path, cat):
+    text = SFT_TRAIN.replace("policy: inputs.sft}", "policy: conv.hf}").replace(
+        "stages:\n",
+        "stages:\n  - id: conv\n    step: toy/to_hf\n    inputs: {checkpoint: inputs.sft}\n",
+    )
+    f = only_error(plan_of(tmp_path, cat, text), "E-PIPELINE-INPUT-MISSING")
+    assert "stage 'conv' (toy/to_hf): required input 'reference'" in f.message
+    assert f.fix == "give the stage the override ref=<HF hub id or folder>"
+    fixed = text.replace("step: toy/to_hf\n", "step: toy/to_hf\n    overrides: [ref=org/base]\n")
+    assert plan_of(tmp_path, cat, fixed).ok
+
+
+def test_a_bad_stage_override_is_reported_as_run_would_report_it(tmp_path, cat):
+    text = PREP_TRAIN.replace(
+        "step: toy/train\n", "step: toy/train\n    overrides: [polcy.model=x]\n"
+    )
+    f = only_error(plan_of(tmp_path, cat, text), "E-PIPELINE-CONFIG")
+    assert "polcy.model" in f.message and "did you mean policy.model" in f.fix
+    assert f.line == line_of(tmp_path / "p" / "pipe.yaml", "overrides: [polcy")
 
 
 def test_missing_required_input_is_reported_with_a_candidate(tmp_path, cat):

@@ -533,6 +533,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # a child process is killed mid-write
 def test_a_killed_run_leaves_no_manifest_and_the_next_run_writes_every_row_once(tmp_path: Path):
     rows = [{k: v for k, v in gym_row(i).items() if k != "agent_ref"} for i in range(2000)]
     write_jsonl(tmp_path / "a.jsonl", rows)

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from run_fixtures import clean_env, only_run_dir, steps_run
 
 from runners.convert import latest_iteration
@@ -45,6 +46,7 @@ def test_latest_iteration_of_a_nemo_rl_run_a_weights_folder_and_an_iter_folder(t
     assert latest_iteration(tmp_path) is None
 
 
+@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
 def test_cpu_export_execs_the_bridge_worker_with_the_latest_iteration(tmp_path):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
@@ -91,6 +93,7 @@ def test_cpu_export_execs_the_bridge_worker_with_the_latest_iteration(tmp_path):
     assert record_json["command"][0] == sys.executable
 
 
+@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
 def test_distributed_export_runs_under_torchrun(tmp_path):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
@@ -116,6 +119,7 @@ def test_distributed_export_runs_under_torchrun(tmp_path):
     assert cmd[cmd.index("--ep") + 1] == "8" and "--not-strict" in cmd
 
 
+@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
 def test_existing_hf_output_is_skipped_unless_forced(tmp_path):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
@@ -141,6 +145,7 @@ def test_existing_hf_output_is_skipped_unless_forced(tmp_path):
     assert json.loads(record.read_text())["argv"][-1] == "1"
 
 
+@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
 def test_missing_bridge_is_an_error_with_the_fix(tmp_path):
     run = _nemo_rl_run(tmp_path / "ckpt")
     proc = steps_run(

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from run_fixtures import (
     RECORD_VAR,
@@ -19,6 +20,8 @@ from run_fixtures import (
 )
 
 from runners import nemo_rl
+
+pytestmark = pytest.mark.slow  # each test execs the runner into a stand-in script
 
 
 def _setup(tmp_path: Path, uv_lock: bool = False):

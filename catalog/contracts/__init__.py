@@ -7,12 +7,12 @@ shards, an rl_prep manifest, or a checkpoint folder) by its type's `contract` in
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.contracts.rows import RowCheck, RowViolation
+from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
 
 __all__ = [
@@ -94,11 +94,10 @@ class RowContract:
 def get_row_contract(name: str, **options: Any) -> RowContract:
     """The row contract `name` (a types.toml `contract`) bound to options (None = unset)."""
     if name not in ROW_CONTRACTS:
-        close = difflib.get_close_matches(name, list(ROW_CONTRACTS), n=1)
         raise StepsError(
             "E-CONTRACT-UNKNOWN",
             f"no row contract named {name!r}",
-            fix=f"did you mean {close[0]}?" if close else f"one of {sorted(ROW_CONTRACTS)}",
+            fix=did_you_mean(name, ROW_CONTRACTS, otherwise=f"one of {sorted(ROW_CONTRACTS)}"),
             exit_code=2,
         )
     build, allowed = ROW_CONTRACTS[name]

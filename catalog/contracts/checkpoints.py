@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from catalog.artifact_paths import HUB_ID
 from catalog.errors import WARNING, Finding
 
 HF = "E-HF-CHECKPOINT"
@@ -23,7 +24,6 @@ MEGATRON = "E-MEGATRON-CHECKPOINT"
 NEMO_RL = "E-NEMO-RL-CHECKPOINT"
 TRACKER = "latest_checkpointed_iteration.txt"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _ITER = re.compile(r"^iter_(\d+)$")
 _STEP = re.compile(r"^step_(\d+)$")
 
@@ -86,7 +86,7 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     """config.json, weights (safetensors or bin) consistent with their index, tokenizer files."""
     res = CheckpointResult(resolved=path)
     if not path.exists():
-        if allow_hub_id and _HUB_ID.match(str(path)) and not str(path).startswith("."):
+        if allow_hub_id and HUB_ID.match(str(path)):
             res.findings.append(
                 Finding(
                     "W-HF-HUB-ID",

@@ -139,3 +139,10 @@ def warning(ctx: PreflightContext, code: str, key: str | None, message: str, fix
     head = f"{key}: " if key else ""
     path, line = where(ctx, key)
     return Finding(code, head + message, path, line, fix, WARNING, key)
+
+
+def finding_if(
+    ctx: PreflightContext, cond: bool, code: str, key: str, message: str, fix: str
+) -> list[Finding]:
+    """`[finding(...)]` when `cond` holds: one line per upstream assert in a rule."""
+    return [finding(ctx, code, key, message, fix)] if cond else []

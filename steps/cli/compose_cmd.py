@@ -33,10 +33,12 @@ def run(args) -> int:
     from catalog.compose import pipeline_data, shortest_chain, write_pipeline
     from catalog.discovery import discover
     from catalog.types import load_catalog_types
+    from runners.config_values import read_config
 
     start = [t.strip() for t in args.start.split(",") if t.strip()]
     graph = load_catalog_types(args.catalog)
-    chain = shortest_chain(discover(args.catalog), graph, start, args.goal, args.through)
+    entries = discover(args.catalog)
+    chain = shortest_chain(entries, graph, start, args.goal, args.through, read_config=read_config)
     name = args.name or f"composed-{args.goal}".replace("_", "-")
     data = pipeline_data(chain, graph, start, args.goal, name, args.config)
     out = Path(args.output) if args.output else None

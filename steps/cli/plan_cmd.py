@@ -28,6 +28,7 @@ def make_plan(args):
     from catalog.pipeline import load_pipeline
     from catalog.planner import default_root, plan_pipeline
     from catalog.types import load_catalog_types
+    from runners.config_values import read_config
     from runners.rundir import runs_root
 
     pf = load_pipeline(args.file)
@@ -36,7 +37,8 @@ def make_plan(args):
         root = (cwd / args.root).resolve()
     else:
         root = default_root(pf, runs_root(args.runs_dir, os.environ, cwd))
-    plan = plan_pipeline(pf, discover(args.catalog), load_catalog_types(args.catalog), root)
+    graph = load_catalog_types(args.catalog)
+    plan = plan_pipeline(pf, discover(args.catalog), graph, root, read_config)
     return plan, pf
 
 

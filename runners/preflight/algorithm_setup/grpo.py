@@ -1,27 +1,21 @@
-"""What `grpo.setup()`, `dpo.setup()`, the example scripts and the checkpoint manager assert
-about the config before (or at) the first step, checked before any GPU starts."""
+"""What `grpo.setup()` and the GRPO scripts assert: async GRPO, sampling and loss settings,
+multiple dataloaders, non-colocated generation resources and env names."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
-    UNRESOLVED,
     algorithm,
     as_int,
     enabled,
     finding,
+    finding_if,
     generation,
     uses_gym,
-    warning,
 )
-
-STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def _grpo(ctx: PreflightContext) -> dict:
@@ -66,139 +60,6 @@ def async_grpo_features(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-def _has_validation_data(ctx: PreflightContext) -> bool:
-    val = ctx.get("data.validation")
-    if isinstance(val, (dict, list)) and val:
-        return True
-    if ctx.get("data.val_data_paths"):
-        return True
-    train = ctx.get("data.train")
-    entries = train if isinstance(train, list) else [train]
-    return any(isinstance(e, dict) and e.get("split_validation_size") for e in entries)
-
-
-@rule("validation_settings")
-def validation_settings(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-VALIDATION-SETTINGS: validation period, data and checkpoint metric set together."""
-    algo = algorithm(ctx)
-    section = ctx.get(algo) if algo else None
-    if not isinstance(section, dict):
-        return
-    has_data = _has_validation_data(ctx)
-    period = as_int(section.get("val_period")) or 0
-    wants = period > 0 or bool(section.get("val_at_start")) or bool(section.get("val_at_end"))
-    fix = (
-        "give data.validation.data_path, or set data.validation=null "
-        f"{algo}.val_period=0 {algo}.val_at_start=false checkpointing.metric_name=null"
-    )
-    if wants and not has_data:  # grpo.py:638, dpo.py:414
-        yield finding(
-            ctx,
-            "E-VALIDATION-SETTINGS",
-            f"{algo}.val_period",
-            "validation is on (val_period > 0, val_at_start or val_at_end) but there is no "
-            "validation data",
-            fix,
-        )
-    metric = ctx.get("checkpointing.metric_name")
-    if (
-        isinstance(metric, str)
-        and metric.startswith("val:")
-        and enabled(ctx.get("checkpointing"))
-        and not wants
-    ):
-        yield finding(  # grpo.py:3549 at the first checkpoint
-            ctx,
-            "E-VALIDATION-SETTINGS",
-            "checkpointing.metric_name",
-            f"{metric!r} ranks checkpoints by a validation metric but validation never runs",
-            fix,
-        )
-
-
-@rule("checkpoint_metric_name")
-def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-CHECKPOINT-METRIC: metric_name is null or 'val:<m>' / 'train:<m>' (grpo.py:3540)."""
-    metric = ctx.get("checkpointing.metric_name")
-    if metric is None or metric == UNRESOLVED or not enabled(ctx.get("checkpointing")):
-        return
-    if not (
-        isinstance(metric, str) and metric.split(":", 1)[0] in {"val", "train"} and ":" in metric
-    ):
-        yield finding(
-            ctx,
-            "E-CHECKPOINT-METRIC",
-            "checkpointing.metric_name",
-            f"{metric!r} must start with 'val:' or 'train:' (fails at the first checkpoint)",
-            "e.g. checkpointing.metric_name=val:accuracy, or null to keep the latest",
-        )
-
-
-@rule("resume_checkpoint")
-def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
-    """W-RESUME-CHECKPOINT: step_N folders in checkpoint_dir: NeMo-RL resumes from the latest."""
-    value = ctx.get("checkpointing.checkpoint_dir")
-    if not isinstance(value, str) or not value or value == UNRESOLVED:
-        return
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        return
-    steps = sorted(
-        (int(m.group(1)), p.name)
-        for p in path.iterdir()
-        if (m := STEP_DIR.match(p.name)) and p.is_dir()
-    )
-    if steps:
-        yield warning(
-            ctx,
-            "W-RESUME-CHECKPOINT",
-            "checkpointing.checkpoint_dir",
-            f"{path} holds {len(steps)} checkpoint(s); NeMo-RL resumes from {steps[-1][1]} "
-            "(weights, optimizer, dataloader and step counter)",
-            "keep it to resume; for a fresh run pass checkpointing.checkpoint_dir=<new folder>",
-        )
-
-
-@rule("setup_indexed_keys")
-def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-SETUP-KEY: keys the schema calls optional but setup indexes directly (KeyError)."""
-    algo = algorithm(ctx)
-    needed: list[tuple[str, str]] = [
-        ("checkpointing.keep_top_k", "checkpoint.py:172"),
-        ("checkpointing.save_optimizer", "checkpoint.py:175"),
-        ("data.num_workers", "grpo.py:599" if algo == "grpo" else "dpo.py:214"),
-        ("policy.sequence_packing", "lm_policy.py:339" if algo == "grpo" else "dpo.py:167"),
-    ]
-    if algo == "grpo":
-        needed += [
-            ("data.use_multiple_dataloader", "grpo.py:560"),
-            ("policy.generation.colocated", "grpo.py:726"),
-        ]
-        if ctx.get("data.use_multiple_dataloader"):
-            needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
-    for key, where in needed:
-        if _missing(ctx, key):
-            parent = key.rpartition(".")[0]
-            if parent and not isinstance(ctx.get(parent), dict):
-                continue  # the schema rule reports the missing section
-            yield finding(
-                ctx,
-                "E-SETUP-KEY",
-                key,
-                f"is optional in NeMo-RL's schema but {where} reads it directly (KeyError)",
-                f"add {key} (see the step's config/default.yaml)",
-            )
-
-
-def _missing(ctx: PreflightContext, dotted: str) -> bool:
-    sentinel: Any = object()
-    return ctx.get(dotted, sentinel) is sentinel
-
-
-def _check(ctx: PreflightContext, cond: bool, code: str, key: str, msg: str, fix: str):
-    return [finding(ctx, code, key, msg, fix)] if cond else []
-
-
 @rule("grpo_sampling_settings")
 def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
     """E-GRPO-SAMPLING: grpo.setup's checks on batch_multiplier, val sampling and early stop."""
@@ -207,7 +68,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
         return
     code = "E-GRPO-SAMPLING"
     mult = grpo.get("batch_multiplier", 1)
-    yield from _check(  # grpo.py:571
+    yield from finding_if(  # grpo.py:571
         ctx,
         not grpo.get("use_dynamic_sampling") and isinstance(mult, (int, float)) and mult != 1,
         code,
@@ -216,7 +77,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
         "set grpo.batch_multiplier=1 or grpo.use_dynamic_sampling=true",
     )
     k = as_int(grpo.get("val_num_generations_per_prompt", 1))
-    yield from _check(  # grpo.py:525
+    yield from finding_if(  # grpo.py:525
         ctx,
         k is not None and k < 1,
         code,
@@ -225,7 +86,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
         "set grpo.val_num_generations_per_prompt=1",
     )
     metric = grpo.get("stop_at_validation_metric")
-    yield from _check(  # grpo.py:530
+    yield from finding_if(  # grpo.py:530
         ctx,
         metric == "pass_k" and (k or 1) <= 1,
         code,
@@ -233,7 +94,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
         "'pass_k' needs grpo.val_num_generations_per_prompt > 1",
         "raise val_num_generations_per_prompt or stop on 'accuracy'",
     )
-    yield from _check(  # grpo.py:577
+    yield from finding_if(  # grpo.py:577
         ctx,
         metric is not None and grpo.get("stop_at_validation_threshold") is None,
         code,
@@ -247,7 +108,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
             gen.get(f"val_{p}") != gen.get(p) for p in ("temperature", "top_p", "top_k")
         )
         gym_vllm = gen.get("backend") == "vllm" and uses_gym(ctx)
-        yield from _check(  # grpo.py:511
+        yield from finding_if(  # grpo.py:511
             ctx,
             overridden and not gym_vllm,
             code,
@@ -255,7 +116,7 @@ def grpo_sampling_settings(ctx: PreflightContext) -> Iterator[Finding]:
             "validation sampling different from training is only supported on vLLM NeMo-Gym runs",
             "set val_temperature/val_top_p/val_top_k to ${.temperature}/${.top_p}/${.top_k}",
         )
-        yield from _check(  # grpo.py:521
+        yield from finding_if(  # grpo.py:521
             ctx,
             overridden and gym_vllm and bool(gen.get("val_top_k")),
             code,
@@ -276,7 +137,7 @@ def grpo_loss_settings(ctx: PreflightContext) -> Iterator[Finding]:
         as_int(grpo.get("num_generations_per_prompt")) or 0
     )
     gbs = as_int(ctx.get("policy.train_global_batch_size"))
-    yield from _check(
+    yield from finding_if(
         ctx,
         bool(loss.get("force_on_policy_ratio")) and gbs is not None and rollout != gbs,
         "E-GRPO-LOSS",
@@ -286,7 +147,7 @@ def grpo_loss_settings(ctx: PreflightContext) -> Iterator[Finding]:
         "make them equal or set loss_fn.force_on_policy_ratio=false",
     )
     kl = loss.get("reference_policy_kl_penalty", 0.01)
-    yield from _check(
+    yield from finding_if(
         ctx,
         bool(grpo.get("skip_reference_policy_logprobs_calculation")) and kl != 0,
         "E-GRPO-LOSS",
@@ -307,7 +168,7 @@ def multiple_dataloaders(ctx: PreflightContext) -> Iterator[Finding]:
     mult = grpo.get("batch_multiplier", 1) if grpo.get("use_dynamic_sampling") else 1
     if per and prompts:
         total, per_b = int(prompts * mult), int(per * mult)
-        yield from _check(  # grpo.py:584
+        yield from finding_if(  # grpo.py:584
             ctx,
             per_b == 0 or total % per_b != 0,
             "E-MULTI-DATALOADER",
@@ -315,34 +176,6 @@ def multiple_dataloaders(ctx: PreflightContext) -> Iterator[Finding]:
             f"num_prompts_per_step ({total}) is not a multiple of it ({per_b})",
             "choose num_prompts_per_step as a multiple of data.num_prompts_per_dataloader",
         )
-
-
-@rule("fused_linear_logprobs")
-def fused_linear_logprobs(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-FUSED-LOGPROBS: Megatron fused linear logprobs vs sequence packing and top-k/top-p."""
-    meg = ctx.get("policy.megatron_cfg")
-    if not (enabled(meg) and meg.get("use_fused_linear_logprobs")):
-        return
-    key = "policy.megatron_cfg.use_fused_linear_logprobs"
-    yield from _check(  # grpo.py:672, dpo.py:175
-        ctx,
-        enabled(ctx.get("policy.sequence_packing")),
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with sequence packing",
-        f"set {key}=false or policy.sequence_packing.enabled=false",
-    )
-    gen = generation(ctx)
-    top_k, top_p = gen.get("top_k"), gen.get("top_p")
-    filtering = top_k not in (None, -1, 0) or (isinstance(top_p, (int, float)) and top_p < 1)
-    yield from _check(  # grpo.py:682
-        ctx,
-        algorithm(ctx) == "grpo" and filtering,
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with top-k/top-p filtering at training time",
-        f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
-    )
 
 
 @rule("colocated_resources")
@@ -358,7 +191,7 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
     inf_gpus, inf_nodes = res.get("gpus_per_node"), res.get("num_nodes")
     key = "policy.generation.colocated.resources"
     if nodes == 1:
-        yield from _check(
+        yield from finding_if(
             ctx,
             not (isinstance(inf_gpus, int) and inf_gpus > 0),
             "E-COLOCATION",
@@ -366,7 +199,7 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
             "must be > 0 on one node with non-colocated inference",
             f"set {key}.gpus_per_node to the GPUs vLLM gets",
         )
-        yield from _check(
+        yield from finding_if(
             ctx,
             inf_nodes not in (None, 1),
             "E-COLOCATION",
@@ -374,7 +207,7 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
             "must be 1 or null on one node",
             f"set {key}.num_nodes=null",
         )
-        yield from _check(
+        yield from finding_if(
             ctx,
             isinstance(inf_gpus, int) and per_node - inf_gpus <= 0,
             "E-COLOCATION",
@@ -383,7 +216,7 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
             "give vLLM fewer GPUs or add GPUs",
         )
     elif nodes > 1:
-        yield from _check(
+        yield from finding_if(
             ctx,
             not (isinstance(inf_nodes, int) and 0 < inf_nodes < nodes),
             "E-COLOCATION",
@@ -391,7 +224,7 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
             f"must be between 1 and {nodes - 1} with {nodes} nodes",
             f"set {key}.num_nodes",
         )
-        yield from _check(
+        yield from finding_if(
             ctx,
             inf_gpus != per_node,
             "E-COLOCATION",

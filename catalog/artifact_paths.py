@@ -1,0 +1,24 @@
+"""How config and pipeline files name an artifact: a path, or a Hugging Face hub id.
+
+A relative path is read from a base folder (the file that wrote it, or the current directory
+for the command line). `org/name` is a hub id only when no such local path exists: a local
+folder always wins, as it does for `from_pretrained`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+
+
+def absolute(value: str, base: str | Path) -> str:
+    """`value` as a normalized absolute path (`~` expanded, relative to `base`)."""
+    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+
+
+def is_hub_id(value: str, base: str | Path) -> bool:
+    """True when `value` names a hub repository rather than a folder under `base`."""
+    return bool(HUB_ID.match(value)) and not os.path.exists(absolute(value, base))

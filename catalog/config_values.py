@@ -1,0 +1,40 @@
+"""What planning reads from a step config, and the sentinels for values it cannot use.
+
+The planner and `compose` need a few plain values of a compiled config (is a port's path set?
+which subtype does `output_type` name? which override set a key?). They get them through
+`ReadConfig`, which the caller supplies: `runners.config_values.read_config` compiles with the
+same engine `run` uses, so a plan and a run never disagree about a config. Catalog stays free
+of the config engine's imports and never imports runners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+MISSING: Any = _Sentinel("MISSING")  # absent, null or ??? (must be supplied)
+INTERPOLATED: Any = _Sentinel("INTERPOLATED")  # set, but only known at run time (${...})
+
+
+class ConfigValues(Protocol):
+    """One compiled config (file + overrides), read without resolving interpolations."""
+
+    def get(self, dotted: str) -> Any:
+        """The plain value, `MISSING` or `INTERPOLATED`; inside a list, the first entry that
+        has the key is read (`data.train.data_path` with several train datasets)."""
+
+    def set_by(self, dotted: str) -> str | None:
+        """The override token that sets `dotted` or a section holding it, if any."""
+
+
+ReadConfig = Callable[[Path, Sequence[str]], ConfigValues]

@@ -1,0 +1,144 @@
+"""`check`: the CI contract gate. Every claim the catalog makes is verified against the files.
+
+Manifests against the schema, ids and folders, the type graph, manifest keys against the
+compiled default config (NeMo-RL's own `load_config` semantics, via `runners.config`), every
+config of every step, READMEs, local references, preflight rule names, pattern frontmatter,
+and the generated docs. Each problem is a `Finding`; nothing here raises on bad input.
+
+Modules: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
+and their keys), `type_graph` (types.toml); this one runs them over every root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from catalog.discovery import BUILTIN_ROOT, StepEntry, catalog_roots, discover_roots
+from catalog.errors import WARNING, Finding, StepsError
+from catalog.manifest import parse_manifest
+from catalog.types import TypeGraph, load_catalog_types
+from runners.check.configs import config_keys, configs
+from runners.check.manifests import error_checks, identity, layout, local_references, port_types
+from runners.check.step_under_check import StepUnderCheck, manifest_line
+from runners.check.type_graph import type_graph
+
+
+@dataclass
+class CheckReport:
+    findings: list[Finding]
+    roots: list[Path]
+    steps: int = 0
+    patterns: int = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_error]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> dict:
+        return {
+            "errors": len(self.errors),
+            "warnings": len(self.findings) - len(self.errors),
+            "steps": self.steps,
+            "patterns": self.patterns,
+            "roots": [str(r) for r in self.roots],
+        }
+
+
+def check_catalog(extra_roots=(), include_builtin: bool = True) -> CheckReport:
+    """Check every root (built-in unless excluded, `--catalog` dirs, `$STEPS_PATH`)."""
+    roots = catalog_roots(extra_roots, include_builtin)
+    try:
+        entries = discover_roots(roots, strict=False)
+    except StepsError as exc:
+        return CheckReport([exc.finding], roots)
+    graph = load_catalog_types(extra_roots, include_builtin)
+    findings: list[Finding] = list(graph.findings)
+    ids = [e.id for e in entries]
+    findings += _duplicate_ids(entries)
+    steps = [StepUnderCheck(e) for e in entries]
+    rules = _preflight_rules(findings)
+    for s in steps:
+        findings += _check_step(s, graph, rules)
+    findings += type_graph(graph, {s.entry.id: s for s in steps})
+    from catalog.patterns import load_patterns
+
+    patterns, found = load_patterns(roots, set(ids))
+    findings += found
+    if roots:
+        findings += _docs(roots[0], include_builtin)
+    findings = sorted(set(findings), key=lambda f: (f.path or "", f.line or 0, f.code, f.message))
+    return CheckReport(findings, roots, steps=len(entries), patterns=len(patterns))
+
+
+def _duplicate_ids(entries: list[StepEntry]) -> list[Finding]:
+    seen: dict[str, StepEntry] = {}
+    out = []
+    for e in entries:
+        if e.load_error is not None:
+            continue
+        first = seen.setdefault(e.id, e)
+        if first is not e:
+            out.append(
+                Finding(
+                    "E-STEP-DUPLICATE",
+                    f"step id '{e.id}' is also defined by {first.manifest_path}",
+                    str(e.manifest_path),
+                    manifest_line(e, "id"),
+                    fix="step ids must be unique across catalog roots: rename one folder",
+                )
+            )
+    return out
+
+
+def _preflight_rules(findings: list[Finding]) -> set[str] | None:
+    """Registered preflight rule ids, or None when the registry is empty or cannot load."""
+    try:
+        from runners.preflight import load_rules
+
+        rules = set(load_rules())
+    except Exception as exc:  # a half-landed rule module must not crash the gate
+        findings.append(
+            Finding(
+                "W-PREFLIGHT-RULES",
+                f"preflight rules could not be loaded: {type(exc).__name__}: {exc}",
+                severity=WARNING,
+                fix="fix the module named in runners.preflight.RULE_MODULES",
+            )
+        )
+        return None
+    return rules or None
+
+
+def _check_step(s: StepUnderCheck, graph: TypeGraph, rules: set[str] | None) -> list[Finding]:
+    e = s.entry
+    out = layout(e)
+    if e.load_error is not None:
+        return [*out, e.load_error]
+    manifest, found = parse_manifest(e.data, e.manifest_path)
+    out += found
+    if manifest is None:
+        return out
+    s.manifest = manifest
+    out += identity(e, manifest)
+    out += port_types(e, manifest, graph)
+    out += configs(s)
+    if s.default is not None:
+        out += config_keys(s)
+    out += error_checks(e, manifest, rules)
+    out += local_references(e, manifest)
+    return out
+
+
+def _docs(home: Path, include_builtin: bool) -> list[Finding]:
+    """The home root's generated files equal what `docs` writes (built-in root, else first)."""
+    from catalog.docs import stale_docs
+
+    fix = "run `python -m steps docs`"
+    if not (include_builtin and home == BUILTIN_ROOT):
+        fix = f"run `python -m steps docs --catalog {home} --no-builtin`"
+    return stale_docs(home, fix)

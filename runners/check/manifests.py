@@ -1,0 +1,130 @@
+"""Checks of a step folder and its manifest: the required files, the id and category against
+the folder, port types against the type graph, error checks against the preflight rules, and
+local references that must exist."""
+
+from __future__ import annotations
+
+from catalog.did_you_mean import with_suggestion
+from catalog.discovery import StepEntry
+from catalog.errors import WARNING, Finding
+from catalog.manifest import StepManifest
+from catalog.types import TypeGraph
+from runners.check.step_under_check import manifest_line
+
+REQUIRED_FILES = ("README.md", "step.py", "config/default.yaml", "config/tiny.yaml")
+
+
+def layout(e: StepEntry) -> list[Finding]:
+    """The files every step folder has, and a README that names the step."""
+    out = []
+    for rel in REQUIRED_FILES:
+        if not (e.dir / rel).is_file():
+            out.append(
+                Finding(
+                    "E-STEP-FILES",
+                    f"step folder lacks {rel}",
+                    str(e.dir / rel),
+                    fix="every step has README.md, step.py, config/default.yaml and "
+                    "config/tiny.yaml",
+                )
+            )
+    readme = e.dir / "README.md"
+    if readme.is_file() and e.id not in readme.read_text(encoding="utf-8", errors="replace"):
+        out.append(
+            Finding(
+                "E-README-ID",
+                f"README does not name the step id '{e.id}'",
+                str(readme),
+                1,
+                fix=f"mention `{e.id}` (e.g. in the smoke command `python -m steps run {e.id}`)",
+            )
+        )
+    return out
+
+
+def identity(e: StepEntry, m: StepManifest) -> list[Finding]:
+    out = []
+    if m.step.id != e.folder_id:
+        out.append(
+            Finding(
+                "E-STEP-ID",
+                f"id '{m.step.id}' differs from the folder '{e.folder_id}'",
+                str(e.manifest_path),
+                manifest_line(e, "id", m.step.id),
+                key="step.id",
+                fix=f'set id = "{e.folder_id}" or move the folder',
+            )
+        )
+    first = e.folder_id.split("/", 1)[0]
+    if m.step.category != first:
+        out.append(
+            Finding(
+                "E-STEP-CATEGORY",
+                f"category '{m.step.category}' differs from the first folder '{first}'",
+                str(e.manifest_path),
+                manifest_line(e, "category"),
+                key="step.category",
+                fix=f'set category = "{first}"',
+            )
+        )
+    return out
+
+
+def port_types(e: StepEntry, m: StepManifest, graph: TypeGraph) -> list[Finding]:
+    out = []
+    for kind, ports in (("consumes", m.consumes), ("produces", m.produces)):
+        for p in ports:
+            if p.type not in graph:
+                out.append(
+                    Finding(
+                        "E-TYPE-UNKNOWN",
+                        f"{kind} '{p.name}': unknown artifact type '{p.type}'",
+                        str(e.manifest_path),
+                        manifest_line(e, "type", f'"{p.type}"'),
+                        key=f"{kind}.{p.name}.type",
+                        fix=with_suggestion(
+                            p.type, sorted(graph.types), f"types are declared in {graph.path.name}"
+                        ),
+                    )
+                )
+    return out
+
+
+def error_checks(e: StepEntry, m: StepManifest, rules: set[str] | None) -> list[Finding]:
+    """`[[errors]] check` names a registered preflight rule (a warning while rules land)."""
+    if rules is None:
+        return []
+    out = []
+    for err in m.errors:
+        if err.check and err.check not in rules:
+            out.append(
+                Finding(
+                    "W-ERRORS-CHECK",
+                    f"error {err.name}: check '{err.check}' is not a registered preflight rule",
+                    str(e.manifest_path),
+                    manifest_line(e, "check", f'"{err.check}"'),
+                    severity=WARNING,
+                    key=f"errors.{err.name}.check",
+                    fix=with_suggestion(
+                        err.check, sorted(rules), "name a rule from runners.preflight.load_rules()"
+                    ),
+                )
+            )
+    return out
+
+
+def local_references(e: StepEntry, m: StepManifest) -> list[Finding]:
+    out = []
+    for rel in m.reference.local:
+        if not (e.dir / rel).exists():
+            out.append(
+                Finding(
+                    "E-REFERENCE-LOCAL",
+                    f"local reference '{rel}' does not exist",
+                    str(e.manifest_path),
+                    manifest_line(e, f'"{rel}"'),
+                    key="reference.local",
+                    fix="paths are relative to the step folder: fix or remove the entry",
+                )
+            )
+    return out

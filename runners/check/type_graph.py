@@ -1,0 +1,88 @@
+"""Checks of the artifact type graph: is_a parents exist, no is_a cycles, and every
+`convert_to` names a converter step that consumes the source and produces the target."""
+
+from __future__ import annotations
+
+from catalog.did_you_mean import with_suggestion
+from catalog.errors import Finding
+from catalog.types import TypeGraph
+from runners.check.step_under_check import StepUnderCheck, types_line
+
+
+def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Finding]:
+    """is_a parents exist, no is_a cycles, every convert_to has a converter step that fits."""
+    out = []
+    path = str(graph.path)
+    names = sorted(graph.types)
+    for name, t in sorted(graph.types.items()):
+        at = types_line(graph.path, name)
+        for parent in t.is_a:
+            if parent not in graph:
+                out.append(
+                    Finding(
+                        "E-TYPES-PARENT",
+                        f"type '{name}' is_a unknown type '{parent}'",
+                        path,
+                        at,
+                        fix=with_suggestion(
+                            parent, names, "declare the parent type or fix the name"
+                        ),
+                    )
+                )
+        for c in t.convert_to:
+            out += _conversion(graph, name, c, steps, at)
+    for cyc in graph.cycles():
+        out.append(
+            Finding(
+                "E-TYPES-CYCLE",
+                f"is_a cycle: {' -> '.join([*cyc, cyc[0]])}",
+                path,
+                types_line(graph.path, cyc[0]),
+                fix="is_a must form a hierarchy: remove one edge of the cycle",
+            )
+        )
+    return out
+
+
+def _conversion(
+    graph: TypeGraph, name: str, c, steps: dict[str, StepUnderCheck], at
+) -> list[Finding]:
+    path = str(graph.path)
+    if c.target not in graph:
+        return [
+            Finding(
+                "E-CONVERT-VIA",
+                f"type '{name}' converts to unknown type '{c.target}'",
+                path,
+                at,
+                fix=with_suggestion(c.target, sorted(graph.types), "declare the target type"),
+            )
+        ]
+    step = steps.get(c.via)
+    if step is None:
+        return [
+            Finding(
+                "E-CONVERT-VIA",
+                f"type '{name}' converts to '{c.target}' via '{c.via}', which is not a step",
+                path,
+                at,
+                fix=with_suggestion(c.via, sorted(steps), "name an existing converter step id"),
+            )
+        ]
+    ins = [str(p.get("type")) for p in step.entry.consumes]
+    outs = [str(p.get("type")) for p in step.entry.produces]
+    problems = []
+    if not any(graph.is_a(name, t) for t in ins):
+        problems.append(f"consumes none of the types '{name}' is_a (it consumes {ins or 'none'})")
+    if not any(graph.is_a(t, c.target) for t in outs):
+        problems.append(f"produces nothing that is_a '{c.target}' (it produces {outs or 'none'})")
+    return [
+        Finding(
+            "E-CONVERT-VIA",
+            f"converter '{c.via}' for {name} -> {c.target} {problem}",
+            path,
+            at,
+            fix=f"make {c.via} consume {name} (or a parent) and produce {c.target} (or a subtype)",
+        )
+        for problem in problems
+    ]

@@ -1,0 +1,79 @@
+"""Config files read as `OmegaConf.load` reads them, faster, and kept for reuse.
+
+libyaml does the parsing under OmegaConf's own loader rules (its float syntax, no timestamps,
+duplicate keys rejected), so the data is the same. A process that reads the same content
+again (check, plan, the tests) gets a copy instead of a rebuild; a one-shot command copies
+nothing, because a pristine copy is kept only when a key comes back a second time.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+
+class ReuseCache:
+    """Pristine copies of values asked for more than once (callers copy what they get)."""
+
+    def __init__(self, size: int = 128) -> None:
+        self.size = size
+        self._seen: set[Any] = set()
+        self._kept: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self._kept.get(key)
+
+    def offer(self, key: Any, value: Any) -> None:
+        """Keep a copy of `value` if `key` was offered before (a changed value replaces it)."""
+        if key not in self._seen:
+            if len(self._seen) >= 8 * self.size:
+                self._seen.clear()
+            self._seen.add(key)
+            return
+        if len(self._kept) >= self.size:
+            self._kept.clear()
+        self._kept[key] = copy.deepcopy(value)
+
+
+_FILES = ReuseCache()
+
+
+def load_yaml_file(path: Path) -> DictConfig | ListConfig:
+    """`OmegaConf.load(path)`; raises what it raises (OSError, yaml.YAMLError, decode errors),
+    except that a top-level scalar comes back as an empty list for the caller to reject."""
+    content = path.read_bytes()
+    kept = _FILES.get(content)
+    if kept is not None:
+        return copy.deepcopy(kept)
+    data = yaml.load(content.decode("utf-8"), Loader=_omegaconf_loader())
+    cfg = (
+        OmegaConf.create()
+        if data is None
+        else OmegaConf.create(data if isinstance(data, (dict, list)) else [])
+    )
+    _FILES.offer(content, cfg)
+    return cfg
+
+
+@functools.cache
+def _omegaconf_loader() -> Any:
+    """OmegaConf's loader class on libyaml's parser when PyYAML has it."""
+    from omegaconf._utils import get_yaml_loader
+
+    base = get_yaml_loader()
+    if not yaml.__with_libyaml__:
+        return base
+    from yaml.cyaml import CParser
+
+    class Loader(CParser, base):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: Any) -> None:
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    return Loader

@@ -1,0 +1,56 @@
+"""The planner's view of a compiled config: `catalog.config_values.ConfigValues` over
+`runners.config.compile_config`, the engine `run` uses (its cache makes repeated reads cheap)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from catalog.config_values import INTERPOLATED, MISSING
+from runners.config import CompiledConfig, compile_config
+from runners.overrides import setting_override
+
+
+class CompiledValues:
+    """Plain values of a `CompiledConfig`; interpolations stay unresolved (`INTERPOLATED`)."""
+
+    def __init__(self, compiled: CompiledConfig) -> None:
+        self.compiled = compiled
+
+    def get(self, dotted: str) -> Any:
+        node: Any = self.compiled.config
+        for part in dotted.split("."):
+            if node._is_missing() or node._is_none():
+                return MISSING
+            if node._is_interpolation():
+                return INTERPOLATED
+            if isinstance(node, ListConfig):
+                node = next(
+                    (
+                        n
+                        for n in (node._get_node(i) for i in range(len(node)))
+                        if isinstance(n, DictConfig) and n._get_node(part) is not None
+                    ),
+                    None,
+                )
+            if not isinstance(node, DictConfig) or node._get_node(part) is None:
+                return MISSING
+            node = node._get_node(part)
+        if node._is_missing() or node._is_none():
+            return MISSING
+        if node._is_interpolation():
+            return INTERPOLATED
+        if isinstance(node, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(node, resolve=False)
+        return node._value()
+
+    def set_by(self, dotted: str) -> str | None:
+        return setting_override(self.compiled.overrides, dotted)
+
+
+def read_config(path: Path, overrides: Sequence[str] = ()) -> CompiledValues:
+    """Compile `path` with `overrides` (StepsError as `run` would raise it) for planning."""
+    return CompiledValues(compile_config(path, list(overrides)))

@@ -1,0 +1,65 @@
+"""Override tokens read with Hydra's own grammar, as NeMo-RL's scripts read their argv.
+
+`a.b=v` changes a key, `+a.b=v` adds one, `++a.b=v` adds or changes, `~a.b` deletes; values
+are Hydra values (quoted strings, lists, dicts, interpolations). The compiler, binding and
+planning all ask here which key a token touches, so `a.b='x=y'` means one thing everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from catalog.errors import StepsError
+
+SYNTAX_FIX = (
+    "use key=value, +key=value, ++key=value or ~key; quote values that contain "
+    "'=', ',', brackets, braces or '$' (e.g. key='a=b')"
+)
+
+
+@functools.cache
+def _parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_one(token: str) -> Any:
+    from hydra.errors import HydraException
+
+    try:
+        return _parser().parse_overrides(overrides=[token])[0]
+    except HydraException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StepsError(
+            "E-OVERRIDE-SYNTAX",
+            f"cannot parse override '{token}': {first}",
+            fix=SYNTAX_FIX,
+            exit_code=2,
+        ) from None
+
+
+def parse_overrides(tokens: Iterable[str]) -> list[Any]:
+    """Hydra `Override` objects, one per token; E-OVERRIDE-SYNTAX names a token Hydra rejects.
+
+    The objects are shared between calls: read them, do not change them.
+    """
+    return [_parse_one(t) for t in tokens]
+
+
+def override_keys(tokens: Iterable[str]) -> list[str]:
+    """The dotted key each token sets, adds or deletes."""
+    return [o.key_or_group for o in parse_overrides(tokens)]
+
+
+def setting_override(tokens: Iterable[str], dotted: str) -> str | None:
+    """The token that sets `dotted` or a section holding it (the last one wins), if any."""
+    tokens = list(tokens)
+    found = None
+    for token, key in zip(tokens, override_keys(tokens), strict=True):
+        if dotted == key or dotted.startswith(key + "."):
+            found = token
+    return found

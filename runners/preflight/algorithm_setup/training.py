@@ -1,0 +1,181 @@
+"""What every algorithm's setup asserts before the first step: validation settings, the
+checkpoint metric and resume, keys read directly, and Megatron's fused logprobs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import (
+    UNRESOLVED,
+    algorithm,
+    as_int,
+    enabled,
+    finding,
+    finding_if,
+    generation,
+    warning,
+)
+
+STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def _has_validation_data(ctx: PreflightContext) -> bool:
+    val = ctx.get("data.validation")
+    if isinstance(val, (dict, list)) and val:
+        return True
+    if ctx.get("data.val_data_paths"):
+        return True
+    train = ctx.get("data.train")
+    entries = train if isinstance(train, list) else [train]
+    return any(isinstance(e, dict) and e.get("split_validation_size") for e in entries)
+
+
+@rule("validation_settings")
+def validation_settings(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-VALIDATION-SETTINGS: validation period, data and checkpoint metric set together."""
+    algo = algorithm(ctx)
+    section = ctx.get(algo) if algo else None
+    if not isinstance(section, dict):
+        return
+    has_data = _has_validation_data(ctx)
+    period = as_int(section.get("val_period")) or 0
+    wants = period > 0 or bool(section.get("val_at_start")) or bool(section.get("val_at_end"))
+    fix = (
+        "give data.validation.data_path, or set data.validation=null "
+        f"{algo}.val_period=0 {algo}.val_at_start=false checkpointing.metric_name=null"
+    )
+    if wants and not has_data:  # grpo.py:638, dpo.py:414
+        yield finding(
+            ctx,
+            "E-VALIDATION-SETTINGS",
+            f"{algo}.val_period",
+            "validation is on (val_period > 0, val_at_start or val_at_end) but there is no "
+            "validation data",
+            fix,
+        )
+    metric = ctx.get("checkpointing.metric_name")
+    if (
+        isinstance(metric, str)
+        and metric.startswith("val:")
+        and enabled(ctx.get("checkpointing"))
+        and not wants
+    ):
+        yield finding(  # grpo.py:3549 at the first checkpoint
+            ctx,
+            "E-VALIDATION-SETTINGS",
+            "checkpointing.metric_name",
+            f"{metric!r} ranks checkpoints by a validation metric but validation never runs",
+            fix,
+        )
+
+
+@rule("checkpoint_metric_name")
+def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-CHECKPOINT-METRIC: metric_name is null or 'val:<m>' / 'train:<m>' (grpo.py:3540)."""
+    metric = ctx.get("checkpointing.metric_name")
+    if metric is None or metric == UNRESOLVED or not enabled(ctx.get("checkpointing")):
+        return
+    if not (
+        isinstance(metric, str) and metric.split(":", 1)[0] in {"val", "train"} and ":" in metric
+    ):
+        yield finding(
+            ctx,
+            "E-CHECKPOINT-METRIC",
+            "checkpointing.metric_name",
+            f"{metric!r} must start with 'val:' or 'train:' (fails at the first checkpoint)",
+            "e.g. checkpointing.metric_name=val:accuracy, or null to keep the latest",
+        )
+
+
+@rule("resume_checkpoint")
+def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
+    """W-RESUME-CHECKPOINT: step_N folders in checkpoint_dir: NeMo-RL resumes from the latest."""
+    value = ctx.get("checkpointing.checkpoint_dir")
+    if not isinstance(value, str) or not value or value == UNRESOLVED:
+        return
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        return
+    steps = sorted(
+        (int(m.group(1)), p.name)
+        for p in path.iterdir()
+        if (m := STEP_DIR.match(p.name)) and p.is_dir()
+    )
+    if steps:
+        yield warning(
+            ctx,
+            "W-RESUME-CHECKPOINT",
+            "checkpointing.checkpoint_dir",
+            f"{path} holds {len(steps)} checkpoint(s); NeMo-RL resumes from {steps[-1][1]} "
+            "(weights, optimizer, dataloader and step counter)",
+            "keep it to resume; for a fresh run pass checkpointing.checkpoint_dir=<new folder>",
+        )
+
+
+@rule("setup_indexed_keys")
+def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-SETUP-KEY: keys the schema calls optional but setup indexes directly (KeyError)."""
+    algo = algorithm(ctx)
+    needed: list[tuple[str, str]] = [
+        ("checkpointing.keep_top_k", "checkpoint.py:172"),
+        ("checkpointing.save_optimizer", "checkpoint.py:175"),
+        ("data.num_workers", "grpo.py:599" if algo == "grpo" else "dpo.py:214"),
+        ("policy.sequence_packing", "lm_policy.py:339" if algo == "grpo" else "dpo.py:167"),
+    ]
+    if algo == "grpo":
+        needed += [
+            ("data.use_multiple_dataloader", "grpo.py:560"),
+            ("policy.generation.colocated", "grpo.py:726"),
+        ]
+        if ctx.get("data.use_multiple_dataloader"):
+            needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
+    for key, where in needed:
+        if _missing(ctx, key):
+            parent = key.rpartition(".")[0]
+            if parent and not isinstance(ctx.get(parent), dict):
+                continue  # the schema rule reports the missing section
+            yield finding(
+                ctx,
+                "E-SETUP-KEY",
+                key,
+                f"is optional in NeMo-RL's schema but {where} reads it directly (KeyError)",
+                f"add {key} (see the step's config/default.yaml)",
+            )
+
+
+def _missing(ctx: PreflightContext, dotted: str) -> bool:
+    sentinel: Any = object()
+    return ctx.get(dotted, sentinel) is sentinel
+
+
+@rule("fused_linear_logprobs")
+def fused_linear_logprobs(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-FUSED-LOGPROBS: Megatron fused linear logprobs vs sequence packing and top-k/top-p."""
+    meg = ctx.get("policy.megatron_cfg")
+    if not (enabled(meg) and meg.get("use_fused_linear_logprobs")):
+        return
+    key = "policy.megatron_cfg.use_fused_linear_logprobs"
+    yield from finding_if(  # grpo.py:672, dpo.py:175
+        ctx,
+        enabled(ctx.get("policy.sequence_packing")),
+        "E-FUSED-LOGPROBS",
+        key,
+        "is not supported with sequence packing",
+        f"set {key}=false or policy.sequence_packing.enabled=false",
+    )
+    gen = generation(ctx)
+    top_k, top_p = gen.get("top_k"), gen.get("top_p")
+    filtering = top_k not in (None, -1, 0) or (isinstance(top_p, (int, float)) and top_p < 1)
+    yield from finding_if(  # grpo.py:682
+        ctx,
+        algorithm(ctx) == "grpo" and filtering,
+        "E-FUSED-LOGPROBS",
+        key,
+        "is not supported with top-k/top-p filtering at training time",
+        f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
+    )
