@@ -84,6 +84,13 @@ class Backend(Protocol):
     def cancel(self, job: dict) -> str: ...
 
 
+def submitted_now() -> str:
+    """UTC submission time to the microsecond: `last` is the newest even within a second."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> Backend:
     """The backend a profile selects (its module is imported only now)."""
     if profile.executor == "slurm":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.launch import LaunchRequest, RemoteFacts
+from runners.launch import LaunchRequest, RemoteFacts, submitted_now
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024
@@ -211,7 +211,7 @@ class RayBackend:
             "job_id": sid,
             "job_dir": req.job_dir,
             "log_path": f"ray job logs {sid} (address {self.address})",
-            "submitted_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "submitted_utc": submitted_now(),
             "state": "PENDING",
             "exit_code": None,
         }

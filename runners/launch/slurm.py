@@ -18,11 +18,10 @@ import os
 import re
 import shlex
 import sys
-import time
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.launch import TERMINAL, LaunchRequest, RemoteFacts
+from runners.launch import TERMINAL, LaunchRequest, RemoteFacts, submitted_now
 from runners.launch.shell import Shell, exports
 from runners.secrets import SECRET_WORDS
 
@@ -258,7 +257,7 @@ class SlurmBackend:
             "job_dir": req.job_dir,
             "log_path": log or f"{req.job_dir}/slurm-{jid}.out",
             "batch_output": f"{req.job_dir}/slurm-{jid}.out",
-            "submitted_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "submitted_utc": submitted_now(),
             "state": "PENDING",
             "exit_code": None,
         }
