@@ -254,7 +254,7 @@ json_value = st.recursive(
 
 
 @pytest.mark.parametrize("name", sorted(ROW_CONTRACTS))
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(value=json_value)
 def test_no_json_value_makes_a_contract_raise(name, value):
     violations = get_row_contract(name)(value)

@@ -49,7 +49,7 @@ def agree(contract: str, row: dict, cross_field_ok: bool = True) -> None:
         assert schema_ok == fast_ok, (row, get_row_contract(contract)(row))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(binary, ranked))
 def test_preference_schema_and_fast_validator_agree(row):
     tie = False
@@ -61,7 +61,7 @@ def test_preference_schema_and_fast_validator_agree(row):
     agree("preference_rows", row, cross_field_ok=not (tie or same))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(prompts)
 def test_verifiable_prompt_schema_and_fast_validator_agree(row):
     agree("verifiable_prompt_rows", row)
@@ -391,7 +391,7 @@ def _integral_float(row: dict) -> bool:
     )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.one_of(gym_bent(), gym_mixed))
 def test_nemo_gym_schema_and_fast_validator_agree(row):
     agree("nemo_gym_rows", row, cross_field_ok=not _integral_float(row))
