@@ -6,7 +6,9 @@
 Targets (issue 5): wall time within 1.5x of `cp`; peak RSS under 300 MB and flat from 1x to 4x.
 A third column, `floor`, is the least any implementation must do, with no parsing at all and
 both cores busy: `cp` the bytes while another process sha256s them (the manifest's digests).
-Where `floor` alone is past 1.5x `cp`, that target cannot be met on this machine.
+Where `floor` alone is past 1.5x `cp`, that target cannot be met on this machine. A fourth,
+`val+cp`, is the real floor of a checked copy: `python -m steps validate` of each input (every
+row through the same contract) followed by a `cp` of it; rl_prep does both, plus the split.
 The input is bench/gen_gym_rows.py's NeMo-Gym JSONL (the validate benchmark's), cached in
 bench/.data; 4x is the same file listed as four datasets. The page cache is warmed first and
 `sync` runs before every timing, so each side reads from memory and starts with no dirty pages
@@ -96,6 +98,21 @@ def _cp(src: Path, targets: list[Path]) -> float:
     return wall
 
 
+def _validate_cp(src: Path, targets: list[Path]) -> float:
+    """`steps validate` of the input, then `cp` of it, once per copy: checking every row and
+    writing it cannot cost less."""
+    os.sync()
+    start = time.perf_counter()
+    for dst in targets:
+        cmd = [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", str(src)]
+        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cp", str(src), str(dst)], check=True)
+    wall = time.perf_counter() - start
+    for dst in targets:
+        dst.unlink()
+    return wall
+
+
 def _prep(blend: Path, out: Path) -> tuple[float, float]:
     os.sync()
     wall, rss = run_measured([sys.executable, "-c", PREP, str(blend), str(out)])
@@ -110,14 +127,22 @@ def measure(src: Path, copies: int, work: Path, repeat: int) -> dict:
     out = work / f"out_{copies}x"
     # cp writes as many bytes as prep reads, to files kept until timed, as prep's shards are
     targets = [work / f"cp_{k}.jsonl" for k in range(copies)]
-    cp_s = floor_s = prep_s = float("inf")
+    cp_s = floor_s = prep_s = valcp_s = float("inf")
     rss = 0.0
     for _ in range(repeat):  # alternate, so every side sees the same machine
         cp_s = min(cp_s, _cp(src, targets))
         floor_s = min(floor_s, _floor(src, targets))
+        valcp_s = min(valcp_s, _validate_cp(src, targets))
         wall, peak = _prep(blend, out)
         prep_s, rss = min(prep_s, wall), max(rss, peak)
-    return {"copies": copies, "cp_s": cp_s, "floor_s": floor_s, "prep_s": prep_s, "rss_mb": rss}
+    return {
+        "copies": copies,
+        "cp_s": cp_s,
+        "floor_s": floor_s,
+        "valcp_s": valcp_s,
+        "prep_s": prep_s,
+        "rss_mb": rss,
+    }
 
 
 def main() -> int:
@@ -136,16 +161,17 @@ def main() -> int:
     work.mkdir()
     print(f"input: {args.rows} rows, {size_mb:.0f} MB ({src})")
     print(
-        f"{'input':>8} {'cp s':>8} {'floor s':>8} {'prep s':>8} {'floor/cp':>9} {'prep/cp':>8} "
-        f"{'peak RSS':>10}"
+        f"{'input':>8} {'cp s':>8} {'floor s':>8} {'val+cp s':>9} {'prep s':>8} {'floor/cp':>9} "
+        f"{'prep/cp':>8} {'prep/val+cp':>12} {'peak RSS':>10}"
     )
     results = []
     for copies in (int(s) for s in args.scales.split(",")):
         r = measure(src, copies, work, args.repeat)
         results.append(r)
         print(
-            f"{copies:>7}x {r['cp_s']:>8.2f} {r['floor_s']:>8.2f} {r['prep_s']:>8.2f} "
-            f"{r['floor_s'] / r['cp_s']:>8.2f}x {r['prep_s'] / r['cp_s']:>7.2f}x "
+            f"{copies:>7}x {r['cp_s']:>8.2f} {r['floor_s']:>8.2f} {r['valcp_s']:>9.2f} "
+            f"{r['prep_s']:>8.2f} {r['floor_s'] / r['cp_s']:>8.2f}x "
+            f"{r['prep_s'] / r['cp_s']:>7.2f}x {r['prep_s'] / r['valcp_s']:>11.2f}x "
             f"{r['rss_mb']:>7.0f} MB"
         )
     shutil.rmtree(work, ignore_errors=True)
@@ -154,7 +180,8 @@ def main() -> int:
     floor = max(r["floor_s"] / r["cp_s"] for r in results)
     print(
         f"floor (cp alongside a sha256, no parsing) vs cp: {floor:.2f}x; "
-        f"prep vs floor: {max(r['prep_s'] / r['floor_s'] for r in results):.2f}x"
+        f"prep vs floor: {max(r['prep_s'] / r['floor_s'] for r in results):.2f}x; "
+        f"prep vs validate+cp: {max(r['prep_s'] / r['valcp_s'] for r in results):.2f}x"
     )
     print(
         f"wall vs cp: {worst:.2f}x (target <= {WALL_TARGET}x) "
