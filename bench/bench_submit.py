@@ -60,7 +60,8 @@ def main() -> int:
                 f'launcher = "{sys.executable}"\n',
                 encoding="utf-8",
             )
-            env = {k: v for k, v in os.environ.items() if k not in ("STEPS_PATH", "NEMO_RL_HOME")}
+            drop = ("STEPS_PATH", "NEMO_RL_HOME", "PYTHONDONTWRITEBYTECODE")
+            env = {k: v for k, v in os.environ.items() if k not in drop}
             env.update(
                 PYTHONPATH=str(REPO),
                 SLURM_CONF=str(root / "slurm" / "etc" / "slurm.conf"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+NO_RAY_STEPS = ("rl_prep", "megatron_to_hf")  # plain sbatch + srun jobs, no ray.sub
 TERMINAL = {
     "COMPLETED",
     "FAILED",

@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.launch import LaunchRequest, RemoteFacts, backend_for
+from runners.launch import NO_RAY_STEPS, LaunchRequest, RemoteFacts, backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
-
-NO_RAY_STEPS = ("rl_prep", "megatron_to_hf")
 
 
 def _get(config: dict, dotted: str, default: Any = None) -> Any:

@@ -14,9 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
-from runners.launch.profiles import RayProfile, SlurmProfile, profile_line
-from runners.launch.slurm import parse_gres_gpus
-from runners.launch.target import NO_RAY_STEPS, nodes_needed
+from runners.launch import NO_RAY_STEPS
 from runners.preflight import PreflightContext, rule
 from runners.secrets import is_secret_env, looks_like_secret
 
@@ -24,7 +22,13 @@ ALL = ("nemo_rl", "rl_prep", "megatron_to_hf")
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
+# The launch layer's profiles and backends (pydantic models) are imported inside the rules, which
+# act only for a cluster profile: a local dry run pays nothing for them.
+
+
 def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
+    from runners.launch.profiles import profile_line
+
     f = ctx.remote
     return f.env_file, profile_line(Path(f.env_file), key, f.profile_name)
 
@@ -36,9 +40,7 @@ def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, war
 
 
 def _slurm_ray(ctx: PreflightContext) -> bool:
-    return (
-        isinstance(ctx.remote.profile, SlurmProfile) and ctx.manifest.run.runner not in NO_RAY_STEPS
-    )
+    return ctx.remote.profile.executor == "slurm" and ctx.manifest.run.runner not in NO_RAY_STEPS
 
 
 def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
@@ -69,6 +71,9 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
     if ctx.remote is None or not _slurm_ray(ctx):
         return
+    from runners.launch.slurm import parse_gres_gpus
+    from runners.launch.target import nodes_needed
+
     p = ctx.remote.profile
     need = nodes_needed(ctx.config, p.env)
     if p.nodes is not None and p.nodes != need:
@@ -107,7 +112,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     """Every path the job touches is under a container mount; no mount of the whole home."""
     f = ctx.remote
-    if f is None or not isinstance(f.profile, SlurmProfile):
+    if f is None or f.profile.executor != "slurm":
         return
     p = f.profile
     if not p.container_image:
@@ -259,7 +264,7 @@ def pinned_ray(checkout: Path | None) -> str | None:
 def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
     """Ray profiles: paths under remote_dir or the upload, GPUs the cluster has, Ray version."""
     f = ctx.remote
-    if f is None or not isinstance(f.profile, RayProfile):
+    if f is None or f.profile.executor != "ray":
         return
     p = f.profile
     pinned = pinned_ray(ctx.nemo_rl_dir)

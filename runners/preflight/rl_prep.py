@@ -14,7 +14,6 @@ from pathlib import Path
 from catalog.errors import Finding, StepsError
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import bound_file
-from runners.rl_prep.options import UNSET, config_problems, read_options
 
 
 def _located(ctx: PreflightContext, f: Finding) -> Finding:
@@ -30,6 +29,7 @@ def rl_prep_config(ctx: PreflightContext) -> Iterator[Finding]:
     """rl_prep's options, its blend, the blend's input files and the output folder are ones
     the run accepts (E-CONFIG-VALUE, E-BLEND, E-OUTPUT-DIR)."""
     from runners.rl_prep.blend import load_blend
+    from runners.rl_prep.options import UNSET, config_problems, read_options
     from runners.rl_prep.output import check_ours
     from runners.rl_prep.prepare import plan_datasets
 
