@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from catalog.atomic_write import write_atomic
 from runners.digest import file_sha256
 
 SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
@@ -62,11 +63,8 @@ def dir_bytes(path: Path) -> int:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write whole or not at all: a temp file in the same folder, then `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write whole or not at all (a reader never sees half a record)."""
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def read_json(path: Path) -> dict | None:

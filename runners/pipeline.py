@@ -12,7 +12,6 @@ are redacted in records and output and reach the child through its environment o
 
 from __future__ import annotations
 
-import difflib
 import os
 import signal
 import sys
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
 from runners.lineage import cache_key, read_json, write_json
 from runners.pipeline_stage import (
@@ -60,11 +60,10 @@ def _select(plan: Any, opts: Options) -> tuple[set[str], set[str]]:
     ids = [s.id for s in plan.stages]
     for sid in [*opts.force, *([opts.from_stage] if opts.from_stage else [])]:
         if sid not in ids:
-            near = difflib.get_close_matches(sid, ids, n=1)
             raise StepsError(
                 "E-PIPELINE-STAGE",
                 f"no stage '{sid}' in pipeline {plan.name}",
-                fix=f"did you mean {near[0]}?" if near else f"stages: {', '.join(ids)}",
+                fix=did_you_mean(sid, ids, otherwise=f"stages: {', '.join(ids)}"),
                 exit_code=2,
             )
     forced = set(opts.force)
