@@ -44,10 +44,6 @@ class StepEntry:
         return self.dir.relative_to(self.root).as_posix()
 
     @property
-    def is_builtin(self) -> bool:
-        return self.root == BUILTIN_ROOT
-
-    @property
     def meta(self) -> dict:
         meta = self.data.get("step", {})
         return meta if isinstance(meta, dict) else {}
