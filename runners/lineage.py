@@ -75,18 +75,26 @@ def read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def cache_key(step: str, version: str, config_hash: str, inputs: dict, outputs: dict) -> str:
-    """The stage's identity: step and version, compiled config, input contents, output places."""
-    blob = json.dumps(
-        {
-            "step": step,
-            "version": version,
-            "config": config_hash,
-            "inputs": inputs,
-            "outputs": outputs,
-        },
-        sort_keys=True,
-    )
+def cache_key(
+    step: str,
+    version: str,
+    config_hash: str,
+    inputs: dict,
+    outputs: dict,
+    nemo_rl: str | None = None,
+) -> str:
+    """The stage's identity: step and version, compiled config, input contents, output places,
+    and the NeMo-RL version it runs on (when known; other stages keep the keys they had)."""
+    material = {
+        "step": step,
+        "version": version,
+        "config": config_hash,
+        "inputs": inputs,
+        "outputs": outputs,
+    }
+    if nemo_rl is not None:
+        material["nemo_rl"] = nemo_rl
+    blob = json.dumps(material, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
