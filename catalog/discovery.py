@@ -12,6 +12,7 @@ parser.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,10 +42,6 @@ class StepEntry:
     @property
     def folder_id(self) -> str:
         return self.dir.relative_to(self.root).as_posix()
-
-    @property
-    def is_builtin(self) -> bool:
-        return self.root == BUILTIN_ROOT
 
     @property
     def meta(self) -> dict:
@@ -143,17 +140,11 @@ class _ManifestCache:
             return
         import json
 
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            doc = {"format": CACHE_FORMAT, "entries": self.entries}
-            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            import contextlib
+        from catalog.atomic_write import write_atomic
 
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        doc = {"format": CACHE_FORMAT, "entries": self.entries}
+        with contextlib.suppress(OSError):
+            write_atomic(self.path, json.dumps(doc, separators=(",", ":")))
 
 
 def _json_exact(value: object) -> bool:
@@ -237,15 +228,14 @@ def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
             fix="use the full id",
             exit_code=2,
         )
-    import difflib
+    from catalog.did_you_mean import close_matches, phrase
 
     ids = [e.id for e in entries]
     pool = ids + [i.rsplit("/", 1)[-1] for i in ids]
-    close = difflib.get_close_matches(query, pool, n=3, cutoff=0.5)
     full = []
-    for c in close:
+    for c in close_matches(query, pool):
         match = c if c in ids else next(i for i in ids if i.endswith("/" + c))
         if match not in full:
             full.append(match)
-    hint = f"did you mean {' or '.join(full)}?" if full else "run `python -m steps list`"
+    hint = phrase(full, otherwise="run `python -m steps list`")
     raise StepsError("E-STEP-UNKNOWN", f"unknown step '{step_id}'", fix=hint, exit_code=2)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.atomic_write import write_atomic
 from catalog.discovery import BUILTIN_ROOT, StepEntry, discover_roots
 from catalog.errors import Finding, StepsError
 from catalog.patterns import Pattern, load_patterns
@@ -229,18 +230,6 @@ def render_docs(root: Path) -> tuple[dict[Path, str], list[Finding]]:
         home.schema: json_schema_text(),
     }
     return texts, findings
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder, then `os.replace`: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def write_docs(root: Path) -> tuple[list[Path], list[Finding]]:

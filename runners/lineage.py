@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from catalog.atomic_write import write_atomic
 from runners.digest import file_sha256
 
 SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
@@ -62,11 +63,8 @@ def dir_bytes(path: Path) -> int:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write whole or not at all: a temp file in the same folder, then `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write whole or not at all (a reader never sees half a record)."""
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def read_json(path: Path) -> dict | None:
@@ -77,18 +75,26 @@ def read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def cache_key(step: str, version: str, config_hash: str, inputs: dict, outputs: dict) -> str:
-    """The stage's identity: step and version, compiled config, input contents, output places."""
-    blob = json.dumps(
-        {
-            "step": step,
-            "version": version,
-            "config": config_hash,
-            "inputs": inputs,
-            "outputs": outputs,
-        },
-        sort_keys=True,
-    )
+def cache_key(
+    step: str,
+    version: str,
+    config_hash: str,
+    inputs: dict,
+    outputs: dict,
+    nemo_rl: str | None = None,
+) -> str:
+    """The stage's identity: step and version, compiled config, input contents, output places,
+    and the NeMo-RL version it runs on (when known; other stages keep the keys they had)."""
+    material = {
+        "step": step,
+        "version": version,
+        "config": config_hash,
+        "inputs": inputs,
+        "outputs": outputs,
+    }
+    if nemo_rl is not None:
+        material["nemo_rl"] = nemo_rl
+    blob = json.dumps(material, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

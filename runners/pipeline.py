@@ -1,7 +1,8 @@
 """Run a planned pipeline: each stage through `python -m steps run` in a child process, cached.
 
 A stage is skipped when its record says it completed with the same cache key (step id and
-version, compiled config hash, input fingerprints, output places) and its outputs are unchanged
+version, compiled config hash, input fingerprints, output places, and for a NeMo-RL stage the
+NeMo-RL version its config was compiled for, overlays included) and its outputs are unchanged
 since (or still pass their contract). A failing stage stops the pipeline; the records of the
 stages before it stay, so the next `pipeline run` resumes at the failed stage. Outputs of a
 completed stage that must run again are moved aside to `<stage>/_stale/`, never deleted.
@@ -12,28 +13,30 @@ are redacted in records and output and reach the child through its environment o
 
 from __future__ import annotations
 
-import difflib
+import functools
 import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
-from runners.lineage import cache_key, read_json, write_json
+from runners.lineage import read_json, write_json
 from runners.pipeline_stage import (
     Interrupted,
     cache_hit,
-    config_hash,
     contract_ok,
     inputs_now,
     move_aside,
+    nemo_rl_record,
     outputs_now,
     run_child,
     stage_argv,
+    stage_key,
 )
 from runners.secret_overrides import known_secrets, move_secrets
 from runners.secrets import redact
@@ -60,11 +63,10 @@ def _select(plan: Any, opts: Options) -> tuple[set[str], set[str]]:
     ids = [s.id for s in plan.stages]
     for sid in [*opts.force, *([opts.from_stage] if opts.from_stage else [])]:
         if sid not in ids:
-            near = difflib.get_close_matches(sid, ids, n=1)
             raise StepsError(
                 "E-PIPELINE-STAGE",
                 f"no stage '{sid}' in pipeline {plan.name}",
-                fix=f"did you mean {near[0]}?" if near else f"stages: {', '.join(ids)}",
+                fix=did_you_mean(sid, ids, otherwise=f"stages: {', '.join(ids)}"),
                 exit_code=2,
             )
     forced = set(opts.force)
@@ -108,6 +110,19 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
+    """The NeMo-RL the stages run on (`--nemo-rl`, else where `run` finds it), located once
+    and only if a NeMo-RL stage needs it."""
+
+    @functools.cache
+    def target() -> Any:
+        from runners import nemo_rl
+
+        return nemo_rl.resolve_target(explicit, env)
+
+    return target
 
 
 def _lineage(plan: Any, opts: Options) -> Any:
@@ -179,6 +194,7 @@ def _run_stages(
     lineage: Any,
 ) -> int:
     out = opts.out
+    nemo_rl_target = _nemo_rl_target(opts.nemo_rl, env)
     for stage in plan.stages:
         sdir = plan.root / stage.id
         record_path = sdir / RECORD
@@ -195,11 +211,9 @@ def _run_stages(
             continue
         overrides, secret_env = move_secrets(stage.overrides, env)
         inputs = inputs_now(stage)
-        chash, sources = config_hash(stage, overrides, previous)
+        target = nemo_rl_target() if stage.runner == "nemo_rl" else None
+        key, chash, sources = stage_key(stage, overrides, inputs, previous, target)
         outs = {p: b.value for p, b in stage.outputs.items()}
-        key = cache_key(
-            stage.step, stage.version, chash, {p: i["fingerprint"] for p, i in inputs.items()}, outs
-        )
         if stage.id not in forced and cache_hit(previous, key, stage):
             summary["stages"][stage.id] = {
                 "status": "completed",
@@ -223,6 +237,7 @@ def _run_stages(
             "overrides": overrides,  # secrets replaced by ${oc.env:...} references
             "config_hash": chash,
             "config_sources": sources,
+            "nemo_rl": nemo_rl_record(target),
             "cache_key": key,
             "inputs": inputs,
             "outputs": {p: {"value": v} for p, v in outs.items()},

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
-from runners.lineage import fingerprint
+from runners.lineage import cache_key, fingerprint
 from runners.secrets import redact_text
 
 GRACE_S = 10.0  # how long an interrupted child may take to stop before it is killed
@@ -42,26 +42,79 @@ def _stamps(paths: list[str]) -> dict[str, list[int]] | None:
         return None
 
 
-def config_hash(stage: Any, overrides: list[str], previous: dict | None = None) -> tuple[str, dict]:
+def stage_key(
+    stage: Any, overrides: list[str], inputs: dict, previous: dict | None, target: Any
+) -> tuple[str, str, dict]:
+    """(cache key, config hash, config sources) of a stage with these `inputs` (`inputs_now`),
+    compiled for `target`, the NeMo-RL it runs on (None for other runners)."""
+    chash, sources = config_hash(stage, overrides, previous, target)
+    key = cache_key(
+        stage.step,
+        stage.version,
+        chash,
+        {p: i["fingerprint"] for p, i in inputs.items()},
+        {p: b.value for p, b in stage.outputs.items()},
+        nemo_rl_label(target),
+    )
+    return key, chash, sources
+
+
+def nemo_rl_label(target: Any) -> str | None:
+    """The NeMo-RL version a stage is compiled for, as recorded and keyed (None: unknown)."""
+    version = getattr(target, "version", None)
+    return version.label if version is not None else None
+
+
+def config_hash(
+    stage: Any, overrides: list[str], previous: dict | None = None, target: Any = None
+) -> tuple[str, dict]:
     """sha256 of the compiled config (interpolations kept) and the files it came from.
 
-    `overrides` are the stage's, secrets already replaced by references (so no secret is
-    hashed or compared). When the previous record names the same config files, unchanged, with
-    the same overrides, its hash is reused: compiling costs ~50 ms a stage.
+    A NeMo-RL stage is compiled as `run` compiles it, for `target` (a `runners.nemo_rl.Target`):
+    its version decides which overlay keys the config gets. `overrides` are the stage's, secrets
+    already replaced by references (so no secret is hashed or compared). When the previous
+    record names the same config files, unchanged, with the same overrides and NeMo-RL, its
+    hash is reused: compiling costs ~50 ms a stage.
     """
     prev = (previous or {}).get("config_sources")
     if (
         prev
         and (previous or {}).get("overrides") == overrides
         and (previous or {}).get("config") == str(stage.config)
+        and (previous or {}).get("nemo_rl") == nemo_rl_record(target)
         and _stamps(list(prev)) == prev
     ):
         return previous["config_hash"], prev
-    from runners.config import compile_config
+    if target is not None:
+        from runners import nemo_rl
+        from runners.overlays import overlay_files
 
-    compiled = compile_config(stage.config, overrides)
+        compiled = nemo_rl.compile_for(target, _algorithm(stage), stage.config, overrides)
+        sources = [*compiled.sources, *overlay_files(compiled.sources)]  # unused ones too
+    else:
+        from runners.config import compile_config
+
+        compiled = compile_config(stage.config, overrides)
+        sources = list(compiled.sources)
     digest = hashlib.sha256(compiled.to_yaml().encode()).hexdigest()
-    return digest, _stamps([str(p) for p in compiled.sources]) or {}
+    return digest, _stamps(list(dict.fromkeys(str(p) for p in sources))) or {}
+
+
+def nemo_rl_record(target: Any) -> dict | None:
+    """What a NeMo-RL stage's record keeps of the NeMo-RL it was compiled for (None for other
+    runners), so a reused config hash is one compiled for the same version and commit."""
+    if target is None:
+        return None
+    version = target.version
+    return {"version": nemo_rl_label(target), "commit": version.commit if version else None}
+
+
+def _algorithm(stage: Any) -> str | None:
+    from catalog.discovery import MANIFEST
+    from catalog.tomlfile import load_toml
+
+    run = load_toml(stage.step_dir / MANIFEST).get("run")
+    return run.get("algorithm") if isinstance(run, dict) else None
 
 
 def stage_argv(

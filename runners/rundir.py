@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from catalog.atomic_write import write_atomic
 from runners.secrets import is_secret_key, redact_text
 
 RUNS_DIR_VAR = "STEPS_RUNS_DIR"
@@ -182,8 +183,5 @@ def update_record(run_dir: Path, **changes: Any) -> dict:
     """Rewrite run.json with `changes` merged in, atomically (never half-written)."""
     record = read_record(run_dir)
     record.update(changes)
-    path = run_dir / RECORD
-    tmp = path.with_name(f".{RECORD}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(run_dir / RECORD, json.dumps(record, indent=2, default=str) + "\n")
     return record

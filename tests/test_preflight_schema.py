@@ -250,6 +250,28 @@ def test_generator_reads_typeddicts_and_models_without_importing(tmp_path: Path)
     assert derive(src, ("grpo",))["grpo"]["shipped"] == {}
 
 
+def test_a_shipped_key_points_at_the_line_whose_value_the_loader_keeps(tmp_path: Path) -> None:
+    src = tmp_path / "RL"
+    _write(src / "nemo_rl/__init__.py", "raise RuntimeError('must not be imported')\n")
+    _write(
+        src / "nemo_rl/algorithms/dpo.py",
+        "from typing import TypedDict\nclass DPOConfig(TypedDict):\n    seed: int\n"
+        "class MasterConfig(TypedDict):\n    dpo: DPOConfig\n",
+    )
+    _write(
+        src / "examples/configs/dpo.yaml",
+        "base: &base\n  seed: 1\n  beta: 0.1\n  gamma: 1\n"
+        "dpo:\n  <<: *base\n  beta: 0.2\n  eps: 1\n  eps: 2\n",
+    )
+    shipped = derive(src, ("dpo",))["dpo"]["shipped"]
+    # a merged key at its anchor, unless overridden; a repeated key at its last line
+    assert shipped["dpo"] == {
+        "beta": "examples/configs/dpo.yaml:7",
+        "eps": "examples/configs/dpo.yaml:9",
+        "gamma": "examples/configs/dpo.yaml:4",
+    }
+
+
 def test_generator_tool_writes_a_version_folder_and_rejects_other_folders(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

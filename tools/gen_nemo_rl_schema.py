@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from catalog.atomic_write import write_atomic  # noqa: E402
 from catalog.errors import StepsError  # noqa: E402
 from catalog.nemo_rl_version import parse_version  # noqa: E402
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR  # noqa: E402
@@ -63,10 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     for algorithm, doc in docs.items():
         doc["upstream"].pop("generated", None)  # shipped files change only when upstream does
         out = args.out / args.label / f"{algorithm}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+        write_atomic(out, json.dumps(doc, indent=1) + "\n")
         print(f"wrote {out} ({len(doc['classes'])} classes, commit {commit[:12]})")
     return 0
 

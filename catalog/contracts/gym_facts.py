@@ -11,6 +11,7 @@ supported releases), else one cached from an earlier derivation. Nothing here im
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from catalog.atomic_write import write_atomic
 from catalog.contracts.gym_source import MODEL_FILE, derive_vocabulary, gym_root_of, read_version
 from catalog.discovery import CACHE_VAR  # the user cache dir variable, shared with discovery
 from catalog.errors import StepsError
@@ -95,14 +97,8 @@ def _cached(version: str) -> dict | None:
 
 def _save(version: str, data: dict) -> None:
     """Best effort and atomic: a read-only cache dir only costs a derivation next time."""
-    folder = cache_dir()
-    tmp = folder / f".{version}.json.{os.getpid()}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, folder / f"{version}.json")
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        write_atomic(cache_dir() / f"{version}.json", json.dumps(data, indent=1, sort_keys=True))
 
 
 def from_checkout(root: Path) -> GymFacts:

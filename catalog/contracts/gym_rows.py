@@ -9,7 +9,6 @@ the Gym version name it. Upstream reads only `agent_ref.name` to route a row, so
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +16,7 @@ from catalog.contracts.gym_facts import GymFacts, gym_facts
 from catalog.contracts.gym_items import ItemRules, check_input
 from catalog.contracts.gym_items import violation as _v
 from catalog.contracts.rows import RowCheck, RowViolation, type_name
+from catalog.did_you_mean import close_matches
 
 AGENT = "E-GYM-AGENT-REF"
 AGENT_TYPE = "responses_api_agents"
@@ -130,7 +130,7 @@ class _Request:
         self.allow_empty_input = allow_empty_input
 
     def unknown(self, key: str) -> RowViolation:
-        close = difflib.get_close_matches(key, list(self.known), n=1)
+        close = close_matches(key, self.known, n=1)
         fix = (
             f"did you mean `{close[0]}`?"
             if close
@@ -250,7 +250,7 @@ def nemo_gym_rows(
                 RowViolation(AGENT, "agent_ref.name", "agent_ref.name must be non-empty", agent_fix)
             )
         elif names is not None and name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
+            close = close_matches(name, names, n=1)
             fix = f"did you mean `{close[0]}`?" if close else agent_fix
             out.append(
                 RowViolation(

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.tomlfile import load_toml
 
@@ -142,9 +143,7 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
             msg = f"executor {merged.get('executor')!r} is not one of local, slurm, ray"
             fix, key = 'set executor = "slurm", "ray" or "local"', "executor"
         elif err["type"] == "extra_forbidden":
-            from difflib import get_close_matches
-
-            near = get_close_matches(loc[-1], sorted(_FIELDS), n=1, cutoff=0.6)
+            near = close_matches(loc[-1], sorted(_FIELDS), n=1)
             msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
             fix = "remove or rename it; the keys are listed in README 'Run on a cluster'"
             key = loc[-1]
@@ -158,9 +157,7 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
 
 def _merged(data: dict, name: str, path: Path, chain: list[str]) -> dict:
     if name not in data:
-        from difflib import get_close_matches
-
-        near = get_close_matches(name, list(data), n=1, cutoff=0.5)
+        near = close_matches(name, data, n=1)
         known = ", ".join(sorted(data)) or "none"
         where = f" (extended by [{chain[-1]}])" if chain else ""
         raise StepsError(

@@ -19,31 +19,33 @@ from typing import Any
 
 import yaml
 
+from catalog.yamlfile import Lines, compose, key_lines
+
 EXAMPLES = "examples"  # upstream's shipped configs, recipes and Gym examples live below this
 LOADER_KEY = "defaults"  # consumed by NeMo-RL's config loader, never part of MasterConfig
-_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 
 
-class _LineLoader(_Base):  # type: ignore[misc,valid-type]
-    """A safe loader whose mappings remember the line of each key."""
+class _Example(dict):
+    """An example config's data with `lines`, the line of every key path (catalog.yamlfile)."""
+
+    lines: Lines
 
 
-class _Lines(dict):
-    """A YAML mapping with `lines[key]`, the 1-based line that wrote the key."""
+def _load(text: str) -> Any:
+    """The document's data, as a safe loader builds it, with the key lines of its mappings.
 
-    lines: dict
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Lines:
-    out = _Lines(loader.construct_mapping(node, deep=True))  # flattens `<<` merges in place
-    out.lines = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        out.lines.setdefault(key, key_node.start_mark.line + 1)
-    return out
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    One parse: the node tree is constructed, which folds `<<` merges into their mappings, then
+    walked for lines, so a merged key sits at the line of the value the loader kept.
+    """
+    node = compose(text)
+    if node is None:
+        return None
+    data = yaml.constructor.SafeConstructor().construct_document(node)
+    if not isinstance(data, dict):
+        return data
+    doc = _Example(data)
+    doc.lines = key_lines(node)
+    return doc
 
 
 def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
@@ -53,7 +55,7 @@ def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
     root = checkout / EXAMPLES
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
         try:
-            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)  # a SafeLoader
+            doc = _load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             skipped.append(f"{path.relative_to(checkout)}: {str(exc).splitlines()[0]}")
             continue
@@ -84,9 +86,10 @@ def _takes_none(t: dict) -> bool:
 class ShippedWalker:
     """Walks an example config along the schema, recording undeclared keys and nulls."""
 
-    def __init__(self, classes: dict, source: str) -> None:
+    def __init__(self, classes: dict, source: str, lines: Lines) -> None:
         self.classes = classes
         self.source = source
+        self.lines = lines
         self.found: dict[str, dict[str, str]] = {}
         self.nulls: dict[str, dict[str, str]] = {}
 
@@ -99,7 +102,8 @@ class ShippedWalker:
                 fields.setdefault(fname, spec)
         return fields
 
-    def walk(self, value: Any, t: dict, path: str) -> None:
+    def walk(self, value: Any, t: dict, path: str, at: tuple = ()) -> None:
+        """Walk `value` (at key path `at` in the file, `path` in the schema) as type `t`."""
         options = t["options"] if t["t"] == "union" else [t]
         refs = [
             o["name"]
@@ -108,23 +112,23 @@ class ShippedWalker:
             and self.classes.get(o["name"], {}).get("kind") in {"typeddict", "model"}
         ]
         if refs and isinstance(value, dict):  # a key is undeclared only if no branch declares it
-            self.walk_class(value, [self.known(name) for name in refs], path)
+            self.walk_class(value, [self.known(name) for name in refs], path, at)
         for o in options:
             if o["t"] == "list" and isinstance(value, list):
-                for item in value:
-                    self.walk(item, o["item"], f"{path}[]")
+                for i, item in enumerate(value):
+                    self.walk(item, o["item"], f"{path}[]", (*at, i))
             elif o["t"] == "dict" and isinstance(value, dict) and o["value"]["t"] != "any":
                 for k, v in value.items():
-                    self.walk(v, o["value"], _join(path, k))
+                    self.walk(v, o["value"], _join(path, k), (*at, str(k)))
 
-    def walk_class(self, value: dict, branches: list[dict], path: str) -> None:
+    def walk_class(self, value: dict, branches: list[dict], path: str, at: tuple) -> None:
         for key, v in value.items():
             if not path and key == LOADER_KEY:
                 continue
             declared = [fields[key]["type"] for fields in branches if key in fields]
             for t in declared:
-                self.walk(v, t, _join(path, key))
-            line = getattr(value, "lines", {}).get(key)
+                self.walk(v, t, _join(path, key), (*at, str(key)))
+            line = self.lines.get((*at, str(key)))
             where = f"{self.source}:{line}" if line else self.source
             if not declared:
                 self.found.setdefault(path, {}).setdefault(str(key), where)
@@ -155,7 +159,8 @@ def shipped_keys(
     for path, doc in docs.items():
         if algorithm not in sections(path, docs):
             continue
-        walker = ShippedWalker(classes, path.relative_to(checkout.resolve()).as_posix())
+        source = path.relative_to(checkout.resolve()).as_posix()
+        walker = ShippedWalker(classes, source, getattr(doc, "lines", {}))
         walker.walk(doc, {"t": "ref", "name": root}, "")
         _merge(found, walker.found)
         _merge(nulls, walker.nulls)

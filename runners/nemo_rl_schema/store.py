@@ -10,6 +10,7 @@ its shipped schema even beside a local checkout; with neither, the pin's.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from catalog.atomic_write import write_atomic
 from catalog.discovery import CACHE_VAR
 from catalog.nemo_rl_version import NemoRLVersion, pin_version
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR
@@ -103,13 +105,9 @@ def derived_schema(
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    """Best effort: a read-only cache only costs a derivation next time."""
+    with contextlib.suppress(OSError):
+        write_atomic(path, text)
 
 
 def schema_for(

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from runners.preflight import PreflightContext
 
-DATA_KEYS = ("data.train.data_path", "data.validation.data_path")
-
 
 def bound_file(ctx: PreflightContext, config_key: str) -> Path | None:
     """The local file bound to a config key: the runner's binding, else the config value."""

@@ -12,11 +12,11 @@ type has no None (`shipped_null`, v0.6.0's unvalidated TypedDicts) is accepted l
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from catalog.did_you_mean import close_matches
 from catalog.errors import WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
 from runners.nemo_rl_schema.store import Schema, cached_schema_for
@@ -51,7 +51,7 @@ def load_schema(algo: str, version: NemoRLVersion | None = None) -> dict | None:
 
 
 def close(word: str, choices: Iterable[str]) -> list[str]:
-    return difflib.get_close_matches(word, list(choices), n=3, cutoff=0.7)
+    return close_matches(word, choices)
 
 
 def _hint(word: str, choices: Iterable[str]) -> str:

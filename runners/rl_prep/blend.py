@@ -19,7 +19,6 @@ error can name its line), checked by the strict pydantic model `BlendFile`:
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
 
+from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.yamlfile import Lines, line_of, load_yaml
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
@@ -135,13 +135,13 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
     line = line_of(lines, *keys)
     if err["type"] == "extra_forbidden":
         allowed = _allowed(DatasetEntry if len(keys) > 1 else BlendFile)
-        near = difflib.get_close_matches(leaf, allowed, n=1)
+        near = close_matches(leaf, allowed, n=1)
         hint = f"did you mean `{near[0]}`? " if near else ""
         fix = f"{hint}allowed keys: {', '.join(allowed)}"
         return _fail(path, f"{where}: unknown key `{leaf}`", line, fix)
     if leaf == "transform":
         value = str(err.get("input"))
-        near = difflib.get_close_matches(value, list(TRANSFORMS), n=1)
+        near = close_matches(value, TRANSFORMS, n=1)
         hint = f"did you mean `{near[0]}`? " if near else ""
         return _fail(
             path,

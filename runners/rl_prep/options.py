@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, PositiveInt, ValidationError
 
+from catalog.did_you_mean import with_suggestion
 from catalog.errors import StepsError
 from runners.rl_prep.transforms import COMPATIBLE
 
@@ -91,11 +92,7 @@ def config_problems(config: Mapping[str, Any]) -> tuple[RlPrepConfig | None, lis
             key = ".".join(str(p) for p in err["loc"][:1]) or "config"
             fix = FIXES.get(key)
             if fix is None:  # an unknown key
-                import difflib
-
-                near = difflib.get_close_matches(key, list(FIXES), n=1)
-                fix = f"did you mean {near[0]}? " if near else ""
-                fix += f"rl_prep's keys: {', '.join(FIXES)}"
+                fix = with_suggestion(key, FIXES, f"rl_prep's keys: {', '.join(FIXES)}")
             problems.append(Problem(key, describe(err), fix))
         return None, problems
     return model, []

@@ -17,6 +17,7 @@ import shutil
 import socket
 from pathlib import Path
 
+from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
 
 MANIFEST = "manifest.json"
@@ -118,9 +119,7 @@ def clean_stale(output_dir: Path) -> list[str]:
 
 
 def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def publish(staging: Path, output_dir: Path) -> None:
