@@ -190,7 +190,7 @@ def plan_run(
         flag = {"env": {"should_use_nemo_gym": gym}}
         script = nemo_rl.choose_script(manifest.run, flag, nrl.version)
         checkout = nrl.with_script(script)
-    run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id, compiled.to_yaml())
+    run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     graph = None
     try:

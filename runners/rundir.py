@@ -30,11 +30,11 @@ def runs_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) ->
     return (cwd / Path(root).expanduser()).resolve()
 
 
-def plan_run_dir(root: Path, step_id: str, config_yaml: str) -> Path:
-    """A new, unique folder name: UTC time to the second plus a hash of the config and time."""
+def plan_run_dir(root: Path, step_id: str) -> Path:
+    """A new, unique folder name: UTC time to the second plus a hash of the time and process."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = root / step_id
-    seed = f"{config_yaml}{time.time_ns()}{os.getpid()}".encode()
+    seed = f"{step_id}{time.time_ns()}{os.getpid()}".encode()
     for i in range(100):
         digest = hashlib.sha256(seed + str(i).encode()).hexdigest()[:8]
         path = base / f"{stamp}-{digest}"

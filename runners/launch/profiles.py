@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
@@ -33,7 +33,8 @@ EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
 
 
 class _Profile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Only the executor's own model is built, when first used (pydantic builds eagerly else).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     extends: str | None = Field(None, description="Profile to inherit from.")
     env: dict[EnvName, str] = Field({}, description="Plain environment values for the job.")
@@ -84,8 +85,8 @@ class RayProfile(_Profile):
     steps_launcher: str = "python3 -m steps"
 
 
-Profile = Annotated[LocalProfile | SlurmProfile | RayProfile, Field(discriminator="executor")]
-_ADAPTER: TypeAdapter = TypeAdapter(Profile)
+Profile = LocalProfile | SlurmProfile | RayProfile
+MODELS: dict[str, type[Profile]] = {"local": LocalProfile, "slurm": SlurmProfile, "ray": RayProfile}
 _FIELDS = {
     name for model in (LocalProfile, SlurmProfile, RayProfile) for name in model.model_fields
 }
@@ -131,27 +132,27 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
                 f"top-level key '{key}' is not a profile table", path, profile_line(path, key)
             )
     merged = _merged(data, name, path, [])
+    executor = merged.get("executor")
+    if executor not in MODELS:
+        msg = f"executor {executor!r} is not one of local, slurm, ray"
+        if executor is None:
+            msg = "has no `executor`"
+        line = profile_line(path, "executor", name) if executor is not None else None
+        fix = 'set executor = "slurm", "ray" or "local"'
+        raise _error(f"profile [{name}] {msg}", path, line or profile_line(path, name), fix)
     try:
-        return _ADAPTER.validate_python(merged)
+        return MODELS[executor].model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err["loc"]]
         key = next((p for p in loc if p in _FIELDS), loc[-1] if loc else "")
-        if err["type"] == "union_tag_not_found":
-            msg, fix = "has no `executor`", 'set executor = "slurm", "ray" or "local"'
-        elif err["type"] == "union_tag_invalid":
-            msg = f"executor {merged.get('executor')!r} is not one of local, slurm, ray"
-            fix, key = 'set executor = "slurm", "ray" or "local"', "executor"
-        elif err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden":
             near = close_matches(loc[-1], sorted(_FIELDS), n=1)
             msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
             fix = "remove or rename it; the keys are listed in README 'Run on a cluster'"
             key = loc[-1]
         else:
-            where = (
-                ".".join(loc[1:]) if loc and loc[0] in ("local", "slurm", "ray") else ".".join(loc)
-            )
-            msg, fix = f"{where}: {err['msg']}", "correct the value"
+            msg, fix = f"{'.'.join(loc)}: {err['msg']}", "correct the value"
         raise _error(f"profile [{name}] {msg}", path, profile_line(path, key, name), fix) from None
 
 

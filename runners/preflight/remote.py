@@ -198,7 +198,13 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
                 "secrets",
                 f"export {name}=... in the shell you submit from",
             )
-    text = ctx.compiled.to_yaml() if ctx.compiled is not None else ""
+    text = ""
+    if ctx.compiled is not None:  # the raw config, interpolations unresolved
+        import json
+
+        from omegaconf import OmegaConf
+
+        text = json.dumps(OmegaConf.to_container(ctx.compiled.config, resolve=False))
     for name in sorted(set(_OC_ENV.findall(text))):
         if is_secret_env(name) and name not in p.secrets and name not in p.env:
             yield _finding(
