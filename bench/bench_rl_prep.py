@@ -105,7 +105,9 @@ def _validate_cp(src: Path, targets: list[Path]) -> float:
     start = time.perf_counter()
     for dst in targets:
         cmd = [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", str(src)]
-        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         subprocess.run(["cp", str(src), str(dst)], check=True)
     wall = time.perf_counter() - start
     for dst in targets:
