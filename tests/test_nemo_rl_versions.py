@@ -148,7 +148,10 @@ def test_overlay_keys_reach_only_the_versions_that_know_them(tmp_path: Path) -> 
     compiled = nemo_rl.compile_for(new, "grpo", default, ["policy.generation.val_temperature=0.9"])
     generation = compiled.resolved()["policy"]["generation"]
     assert generation["val_temperature"] == 0.9  # added before the overrides, which may set it
-    assert compiled.locate("policy.generation.val_temperature")[0].endswith("overlays/default.yaml")
+    where = compiled.locate("policy.generation.val_temperature")[0]
+    assert where == "override 'policy.generation.val_temperature=0.9'"  # set last by the override
+    plain = nemo_rl.compile_for(new, "grpo", default, [])
+    assert plain.locate("policy.generation.val_temperature")[0].endswith("overlays/default.yaml")
     assert "checkpoint" not in compiled.resolved()["policy"]  # never half a section (no layout)
     overlay = step / "config/overlays/default.yaml"
     write(overlay, overlay.read_text().replace("true\n", "true\n    layout: x\n", 1))

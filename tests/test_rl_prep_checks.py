@@ -53,7 +53,7 @@ def test_dry_run_of_the_tiny_config_is_clean(cwd: Path, capsys):
     assert not (cwd / "output").exists()
 
 
-def test_dry_run_reports_every_bad_option_at_the_line_that_set_it(cwd: Path, capsys):
+def test_dry_run_reports_every_bad_option_where_it_was_set(cwd: Path, capsys):
     bad = ["shard_size=abc", "train_ratio=high", "sample=1.5", "workers=0", "on_bad_row=maybe"]
     code, findings = dry_run(cwd, capsys, *bad, "output_type=pdf_jsonl")
     found = errors(findings)
@@ -61,15 +61,26 @@ def test_dry_run_reports_every_bad_option_at_the_line_that_set_it(cwd: Path, cap
     keys = {"shard_size", "train_ratio", "sample", "workers", "on_bad_row", "output_type"}
     assert set(found) == keys
     assert {f["code"] for f in found.values()} == {"E-CONFIG-VALUE"}
-    assert found["shard_size"]["path"] == str(CONFIG / "tiny.yaml")
-    assert found["shard_size"]["line"] == line_of(CONFIG / "tiny.yaml", "shard_size")
-    assert found["workers"]["path"] == str(CONFIG / "default.yaml")
-    assert found["workers"]["line"] == line_of(CONFIG / "default.yaml", "workers:")
+    # A value from the command line is reported at the override that set it, not the YAML line
+    # it replaced.
+    assert found["shard_size"]["path"] == "override 'shard_size=abc'"
+    assert found["workers"]["path"] == "override 'workers=0'" and "line" not in found["workers"]
     assert "'abc'" in found["shard_size"]["message"] and "256MB" in found["shard_size"]["fix"]
     assert "nemo_gym_jsonl" in found["output_type"]["fix"]
     assert "train_ratio=0.98" in found["train_ratio"]["fix"]
     assert "0.01" not in found["train_ratio"]["fix"]  # the old hint suggested train_ratio=0.01
     assert not (cwd / "output").exists()
+
+
+def test_a_bad_option_in_a_config_file_is_reported_at_its_line(cwd: Path, capsys):
+    child = cwd / "mine.yaml"
+    child.write_text(f"defaults: {CONFIG / 'tiny.yaml'}\nworkers: 0\nshard_size: abc\n")
+    code = main(["run", "data_prep/rl_prep", "-c", str(child), "--dry-run", "--json",
+                 "--runs-dir", str(cwd / "runs")])  # fmt: skip
+    found = errors(json.loads(capsys.readouterr().out)["findings"])
+    assert code == 1
+    assert (found["workers"]["path"], found["workers"]["line"]) == (str(child), 2)
+    assert (found["shard_size"]["path"], found["shard_size"]["line"]) == (str(child), 3)
 
 
 def test_dry_run_reports_an_unknown_added_key(cwd: Path, capsys):

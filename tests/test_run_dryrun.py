@@ -257,3 +257,12 @@ def test_unknown_step_suggests_the_nearest(tmp_path, cli):
     assert proc.returncode == 2
     assert "E-STEP-UNKNOWN" in proc.stderr and "rl/nemo_rl/dpo" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_bad_value_from_an_override_is_reported_at_the_override(setup, cli):
+    tmp_path, _, _, env, base = setup
+    proc = cli(*base, "--dry-run", "--json", "dpo.max_num_steps=abc", cwd=tmp_path, env=env)
+    assert proc.returncode == 1
+    found = {f.get("key"): f for f in json.loads(proc.stdout)["findings"]}
+    assert found["dpo.max_num_steps"]["path"] == "override 'dpo.max_num_steps=abc'"
+    assert found["dpo.max_num_steps"]["code"] == "E-SCHEMA-TYPE"
