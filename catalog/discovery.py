@@ -142,7 +142,9 @@ class _ManifestCache:
 
         from catalog.atomic_write import write_atomic
 
-        doc = {"format": CACHE_FORMAT, "entries": self.entries}
+        # Manifests that are gone (a deleted catalog, a temp dir) leave: every `list` reads it all.
+        live = {k: v for k, v in self.entries.items() if os.path.exists(k)}
+        doc = {"format": CACHE_FORMAT, "entries": live}
         with contextlib.suppress(OSError):
             write_atomic(self.path, json.dumps(doc, separators=(",", ":")))
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any
+TYPE_CHECKING = False  # not `from typing import ...`: importing typing costs `list` 3 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 _emitted = 0
 
