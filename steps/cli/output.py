@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # not `from typing import ...`: importing typing costs `list` 3 ms
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
