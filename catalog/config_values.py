@@ -14,6 +14,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
+def dotted_get(config: Any, dotted: str, default: Any = None) -> Any:
+    """`a.b.c` in a resolved config (plain dicts); `default` when any part is absent."""
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
 class _Sentinel:
     def __init__(self, name: str) -> None:
         self.name = name

@@ -7,7 +7,6 @@ and uv is on PATH (NeMo-RL's workers rebuild their venvs from it), else the curr
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -173,16 +172,11 @@ def _descends_from_pin(checkout: Path, sha: str) -> bool:
 
 def _package_info(path: Path) -> str | None:
     """`nemo_rl/package_info.py`'s MAJOR.MINOR.PATCH + PRE_RELEASE, read with `ast`."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+    from catalog.package_info import package_info
+
+    consts = package_info(path)
+    if consts is None:
         return None
-    consts: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    consts[target.id] = node.value.value
     if not all(isinstance(consts.get(k), int) for k in ("MAJOR", "MINOR", "PATCH")):
         return None
     pre = consts.get("PRE_RELEASE") if isinstance(consts.get("PRE_RELEASE"), str) else ""

@@ -83,16 +83,11 @@ def gym_root_of(path: Path) -> Path | None:
 
 def read_version(root: Path) -> str | None:
     """Gym's version as its package_info.py spells it (MAJOR.MINOR.PATCH + PRE_RELEASE)."""
-    try:
-        tree = ast.parse((root / VERSION_FILE).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+    from catalog.package_info import package_info
+
+    consts = package_info(root / VERSION_FILE)
+    if consts is None:
         return _dist_info_version(root)
-    consts: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    consts[target.id] = node.value.value
     parts = [consts.get(k) for k in ("MAJOR", "MINOR", "PATCH")]
     if all(isinstance(p, (int, str)) for p in parts):
         return ".".join(str(p) for p in parts) + str(consts.get("PRE_RELEASE") or "")

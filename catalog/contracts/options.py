@@ -10,14 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from catalog.config_values import dotted_get
 
-def _get(cfg: Any, dotted: str, default: Any = None) -> Any:
-    node = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
+_get = dotted_get
 
 
 def row_contract_for(type_contract: str, config: dict) -> str:

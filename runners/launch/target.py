@@ -13,18 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from catalog.config_values import dotted_get
 from catalog.errors import StepsError
 from runners.launch import NO_RAY_STEPS, LaunchRequest, RemoteFacts, backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
 
-
-def _get(config: dict, dotted: str, default: Any = None) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
+_get = dotted_get
 
 
 def _int(value: Any, default: int) -> int:

@@ -58,12 +58,9 @@ class PreflightContext:
     nemo_rl_version: Any = None  # catalog.nemo_rl_version.NemoRLVersion; None: unknown (all rules)
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        node: Any = self.config
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+        from catalog.config_values import dotted_get
+
+        return dotted_get(self.config, dotted, default)
 
 
 Rule = Callable[[PreflightContext], Iterable[Finding]]
