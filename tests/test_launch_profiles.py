@@ -19,9 +19,6 @@ from runners.launch.profiles import find_env_file, load_profile
 from runners.preflight import BoundArtifact, PreflightContext
 from runners.preflight.remote import remote_inputs
 
-# One worker owns the session's slurm (pytest-xdist --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("slurm")
-
 BASE = """[base]
 executor = "slurm"
 partition = "debug"

@@ -30,9 +30,6 @@ from run_fixtures import REPO, clean_env
 
 from steps.cli import main
 
-# One worker owns the session's ray (pytest-xdist --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("ray")
-
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
 
 

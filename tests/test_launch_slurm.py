@@ -16,10 +16,6 @@ import pytest
 from cluster_fixtures import PYTHON, slurm, sshd, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import REPO, clean_env, steps_cli
 
-# One worker owns the session's slurm (pytest-xdist --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("slurm")
-
-
 SECRET = "wandb0123456789abcdef0123456789abcdef0123"
 
 

@@ -24,10 +24,7 @@ from steps.cli import main
 RLVR = str(REPO / "pipelines" / "tiny_rlvr.yaml")
 STAGES = ["prep", "rlvr", "rlvr__to_hf_checkpoint"]
 SECRET = "hf_SUPERSECRET_abc123"
-pytestmark = [
-    pytest.mark.xdist_group("pipeline_run"),  # one worker builds the shared snapshot
-    pytest.mark.slow,  # `pipeline run` runs each stage in a child process
-]
+pytestmark = pytest.mark.slow  # `pipeline run` runs each stage in a child process
 
 
 @dataclass
