@@ -48,7 +48,7 @@ class RunPlan:
     cwd: Path | str | None
     run_dir: Path
     job_dir: str
-    files: dict[str, str] = field(default_factory=dict)
+    files: Any = None  # () -> {name: text}: rendered when the run dir is written
     materialize: Any = None
     env: dict[str, str] = field(default_factory=dict)
     resolved: dict = field(default_factory=dict)
@@ -282,11 +282,18 @@ def plan_run(
         launch=target.record() if target is not None else None,
         nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
     )
-    files = {
-        "config.yaml": compiled.to_yaml(),
-        "resolved.yaml": yaml.safe_dump(redacted, sort_keys=False, allow_unicode=True),
-        "run.json": record,
-    }
+
+    def files() -> dict[str, str]:
+        """The run dir's files, rendered only when it is written (a dry run skips the dumps)."""
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return {
+            "config.yaml": compiled.to_yaml(),
+            "resolved.yaml": yaml.dump(
+                redacted, Dumper=dumper, sort_keys=False, allow_unicode=True
+            ),
+            "run.json": record,
+        }
+
     run_env = nemo_rl.exec_env(checkout, env, extra_env) if checkout else {**env, **extra_env}
     plan = RunPlan(
         step_id=entry.id,
@@ -320,7 +327,7 @@ def write_run_dir_for(plan: RunPlan) -> Path:
     from runners.rundir import write_run_dir
 
     materialize = plan.materialize if plan.ok else None
-    write_run_dir(plan.run_dir, plan.files, materialize)
+    write_run_dir(plan.run_dir, plan.files(), materialize)
     plan.written = True
     return plan.run_dir
 
