@@ -231,3 +231,27 @@ def test_no_env_file_is_exit_2_with_the_places_tried(tmp_path, monkeypatch, caps
     res = steps_cli(monkeypatch, capsys, "run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "x",
                     "--dry-run", cwd=tmp_path, env=env)  # fmt: skip
     assert res.returncode == 2 and "E-PROFILE no env.toml found" in res.stderr
+
+
+def test_the_converters_megatron_bridge_is_probed_on_the_cluster(tmp_path, monkeypatch, capsys):
+    stand_in_checkout(tmp_path / "RL")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "env.toml").write_text(
+        "[lab]\n" + GOOD.replace("{root}", str(tmp_path)).replace("{repo}", str(REPO))
+    )
+    env = clean_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
+    bridge = tmp_path / "bridge"
+
+    def codes() -> set[str]:
+        res = steps_cli(
+            monkeypatch, capsys, "run", "convert/megatron_to_hf", "-c", "tiny", "--batch", "lab",
+            "--dry-run", "--json", f"megatron_path={tmp_path}/ckpt",
+            f"megatron_bridge.root={bridge}", cwd=tmp_path / "work", env=env,
+        )  # fmt: skip
+        return {f["code"] for f in json.loads(res.stdout)["findings"]}
+
+    assert "E-MEGATRON-BRIDGE-NOT-FOUND" in codes()
+    script = bridge / "scripts" / "conversion" / "run_conversion.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("")
+    assert "E-MEGATRON-BRIDGE-NOT-FOUND" not in codes()

@@ -72,6 +72,7 @@ KNOWN_ERRORS = {
     "E-REMOTE-GPUS": "remote_allocation",
     "E-REMOTE-NEMO-RL": "remote_nemo_rl",
     "E-REMOTE-PATH": "remote_ray",
+    "E-MEGATRON-BRIDGE-NOT-FOUND": "remote_megatron_bridge",
 }
 
 # What NeMo-RL's MasterConfig (pinned commit) requires, section by section.

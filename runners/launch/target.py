@@ -38,6 +38,15 @@ def nodes_needed(config: dict, env: dict[str, str]) -> int:
     return nodes
 
 
+def bridge_script(resolved: dict) -> str | None:
+    """Megatron-Bridge's conversion script as the job sees it (convert steps only)."""
+    if "megatron_path" not in resolved:
+        return None
+    mb = resolved.get("megatron_bridge") or {}
+    root = str(mb.get("root", "/opt/Megatron-Bridge")).rstrip("/")
+    return f"{root}/{mb.get('script', 'scripts/conversion/run_conversion.py')}"
+
+
 @dataclass
 class ClusterTarget:
     """`--run/--batch PROFILE` for a slurm or ray profile."""
@@ -76,6 +85,9 @@ class ClusterTarget:
                 paths.append(f"{root}/ray.sub")
             if script:
                 paths.append(f"{root}/{script}")
+        bridge = bridge_script(resolved)
+        if bridge:
+            paths.append(bridge)
         for mount in getattr(self.profile, "mounts", []):
             paths.append(mount.split(":")[0])
         facts = self.backend.probe(list(dict.fromkeys(paths)), script)

@@ -172,6 +172,23 @@ def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
+@rule("remote_megatron_bridge", runners=("megatron_to_hf",))
+def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
+    """The cluster has Megatron-Bridge's conversion script where the config says."""
+    from runners.launch.target import bridge_script
+
+    script = bridge_script(ctx.config) if ctx.remote is not None else None
+    if script and ctx.remote.exists.get(script) is False:
+        yield Finding(
+            "E-MEGATRON-BRIDGE-NOT-FOUND",
+            f"Megatron-Bridge's conversion script is not on {ctx.remote.host or 'the cluster'}:"
+            f" {script}",
+            key="megatron_bridge.root",
+            fix="set megatron_bridge.root=DIR to the Megatron-Bridge checkout as the job sees it "
+            "(the NeMo-RL container has it at /opt/Megatron-Bridge)",
+        )
+
+
 @rule("remote_environment", runners=ALL)
 def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
