@@ -51,6 +51,7 @@ RULE_VERSIONS: dict[str, str] = {
     "remote_environment": "all",
     "remote_inputs": "all",
     "remote_ray": "all",
+    "remote_megatron_bridge": "all",
     # asserts only the pin has (added on main after the r0.7.0 branch point)
     "fused_linear_logprobs": "pin",
     "reward_penalties_need_gym": "pin",
