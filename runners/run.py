@@ -30,7 +30,6 @@ class RunRequest:
     runs_dir: str | None = None
     catalog: list[str] = field(default_factory=list)
     force: bool = False
-    dry_run: bool = False
 
 
 @dataclass

@@ -12,33 +12,31 @@ from typing import Any
 
 from catalog.config_values import dotted_get
 
-_get = dotted_get
-
 
 def row_contract_for(type_contract: str, config: dict) -> str:
     """`training_jsonl` narrowed by the config: Gym rows when env.should_use_nemo_gym is true."""
     if type_contract != "jsonl":
         return type_contract
-    if _get(config, "env.should_use_nemo_gym") is True:
+    if dotted_get(config, "env.should_use_nemo_gym") is True:
         return "nemo_gym_rows"
-    if _get(config, "dpo") is not None:
+    if dotted_get(config, "dpo") is not None:
         return "preference_rows"
-    if _get(config, "grpo") is not None:
+    if dotted_get(config, "grpo") is not None:
         return "verifiable_prompt_rows"
     return "jsonl"
 
 
 def _data_key(config: dict, split: str, key: str) -> Any:
     """A data option as NeMo-RL reads it: the split's own value, else data.default's."""
-    own = _get(config, f"data.{split}")
+    own = dotted_get(config, f"data.{split}")
     if isinstance(own, dict) and own.get(key) is not None:
         return own[key]
-    return _get(config, f"data.default.{key}")
+    return dotted_get(config, f"data.default.{key}")
 
 
 def gym_agent_names(config: dict, gym_root: Path | None) -> list[str] | None:
     """Agent instance keys the Gym configs define, or None when any config cannot be read."""
-    gym = _get(config, "env.nemo_gym")
+    gym = dotted_get(config, "env.nemo_gym")
     if not isinstance(gym, dict):
         return None
     names = [k for k, v in gym.items() if isinstance(v, dict) and "responses_api_agents" in v]
@@ -66,11 +64,11 @@ def gym_version_for(config: dict, gym_root: Path | None = None) -> str | None:
     from catalog.contracts.gym_facts import detect_gym
     from catalog.contracts.gym_source import gym_root_of
 
-    configured = _get(config, "run.gym_root")
+    configured = dotted_get(config, "run.gym_root")
     for root in (gym_root, Path(configured).expanduser() if isinstance(configured, str) else None):
         if root is not None and gym_root_of(Path(root)) is not None:
             return str(root)
-    version = _get(config, "run.gym_version")
+    version = dotted_get(config, "run.gym_version")
     if isinstance(version, (str, int, float)) and str(version):
         return str(version)
     return detect_gym()
@@ -82,7 +80,7 @@ def contract_options(
     """The options of row contract `contract` that the config sets (absent ones left out)."""
     if contract == "nemo_gym_rows":
         return {
-            "default_agent_ref": _get(config, "run.default_agent_ref"),
+            "default_agent_ref": dotted_get(config, "run.default_agent_ref"),
             "agent_names": gym_agent_names(config, gym_root),
             "gym_version": gym_version_for(config, gym_root),
         }

@@ -62,7 +62,6 @@ class RemoteFacts:
     ray_version: str | None = None
     cluster_gpus: float | None = None
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)
-    notes: list[str] = field(default_factory=list)
 
     @property
     def host(self) -> str | None:
@@ -75,6 +74,8 @@ class Backend(Protocol):
     def job_dir(self, step_id: str, run_name: str, run_dir: Path) -> str: ...
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts: ...
+
+    def describe(self, request: LaunchRequest) -> dict: ...
 
     def submit(self, request: LaunchRequest) -> dict: ...
 

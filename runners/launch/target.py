@@ -17,22 +17,20 @@ from catalog.config_values import dotted_get
 from catalog.errors import StepsError
 from runners.launch import NO_RAY_STEPS, LaunchRequest, RemoteFacts, backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
-
-_get = dotted_get
+from runners.preflight.topology import as_int
 
 
 def _int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+    """An integer read as preflight reads one (topology.as_int), else `default`."""
+    number = as_int(value)
+    return default if number is None else number
 
 
 def nodes_needed(config: dict, env: dict[str, str]) -> int:
     """cluster.num_nodes, plus NeMo-Gym's GPU nodes when Gym runs, plus a dedicated Ray head."""
-    nodes = _int(_get(config, "cluster.num_nodes"), 1)
-    if _get(config, "env.should_use_nemo_gym") is True:
-        nodes += _int(_get(config, "env.nemo_gym.num_gpu_nodes"), 0)
+    nodes = _int(dotted_get(config, "cluster.num_nodes"), 1)
+    if dotted_get(config, "env.should_use_nemo_gym") is True:
+        nodes += _int(dotted_get(config, "env.nemo_gym.num_gpu_nodes"), 0)
     if str(env.get("DEDICATED_RAY_HEAD", "0")) == "1":
         nodes += 1
     return nodes
@@ -127,7 +125,7 @@ class ClusterTarget:
         p = self.profile
         env = dict(p.env)
         uses_ray_sub = isinstance(p, SlurmProfile) and plan.runner not in NO_RAY_STEPS
-        gpus = _get(plan.resolved, "cluster.gpus_per_node")
+        gpus = dotted_get(plan.resolved, "cluster.gpus_per_node")
         return LaunchRequest(
             step_id=plan.step_id,
             runner=plan.runner,

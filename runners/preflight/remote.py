@@ -301,7 +301,9 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
             warn=True,
         )
     if ctx.manifest.run.runner == "nemo_rl" and f.cluster_gpus is not None:
-        need = _as_int(ctx.get("cluster.num_nodes")) * _as_int(ctx.get("cluster.gpus_per_node"))
+        from runners.launch.target import _int
+
+        need = _int(ctx.get("cluster.num_nodes"), 1) * _int(ctx.get("cluster.gpus_per_node"), 1)
         if f.cluster_gpus == 0:
             yield _finding(
                 ctx,
@@ -350,10 +352,3 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
             "remote_dir",
             "set remote_dir to shared storage the cluster sees",
         )
-
-
-def _as_int(value: object) -> int:
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 1

@@ -8,7 +8,7 @@ HELP = "cancel a cluster job (RUN: run dir, job id or `last`)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from steps.cli.job_follow import add_run_arguments
+    from steps.cli.common import add_run_arguments
 
     add_run_arguments(parser, ref=True)
 

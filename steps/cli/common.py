@@ -15,6 +15,15 @@ def add_catalog_arguments(parser) -> None:
     )
 
 
+def add_run_arguments(parser, ref: bool = True) -> None:
+    """RUN (a run dir, a job id or `last`) and --runs-dir, shared by the job commands."""
+    if ref:
+        parser.add_argument("ref", metavar="RUN", help="run dir, job id, or `last`")
+    parser.add_argument(
+        "--runs-dir", metavar="DIR", help="runs root (else $STEPS_RUNS_DIR, else ./runs)"
+    )
+
+
 def add_json_argument(parser, what: str = "the result") -> None:
     parser.add_argument(
         "--json",

@@ -10,15 +10,6 @@ from runners.launch import backend_for_job
 from runners.rundir import update_record
 
 
-def add_run_arguments(parser: Any, ref: bool = True) -> None:
-    """RUN (a run dir, a job id or `last`) and --runs-dir, shared by the job commands."""
-    if ref:
-        parser.add_argument("ref", metavar="RUN", help="run dir, job id, or `last`")
-    parser.add_argument(
-        "--runs-dir", metavar="DIR", help="runs root (else $STEPS_RUNS_DIR, else ./runs)"
-    )
-
-
 def hints(run_dir: Path) -> str:
     return (
         f"  follow: python -m steps logs {run_dir} -f\n"

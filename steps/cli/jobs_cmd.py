@@ -8,7 +8,7 @@ HELP = "list cluster jobs launched from here, newest first, with their live stat
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from steps.cli.job_follow import add_run_arguments
+    from steps.cli.common import add_run_arguments
 
     add_run_arguments(parser, ref=False)
     parser.add_argument("--json", action="store_true", help="print one JSON document")

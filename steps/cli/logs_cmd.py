@@ -8,7 +8,7 @@ HELP = "print a cluster job's driver log; -f follows it until the job ends"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from steps.cli.job_follow import add_run_arguments
+    from steps.cli.common import add_run_arguments
 
     parser.add_argument("-f", "--follow", action="store_true", help="follow until the job ends")
     add_run_arguments(parser, ref=True)

@@ -114,7 +114,6 @@ def request_of(args: argparse.Namespace):
         runs_dir=args.runs_dir,
         catalog=list(args.catalog),
         force=args.force,
-        dry_run=args.dry_run,
     )
 
 

@@ -8,7 +8,7 @@ HELP = "show a cluster job's state and exit code (RUN: run dir, job id or `last`
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from steps.cli.job_follow import add_run_arguments
+    from steps.cli.common import add_run_arguments
 
     add_run_arguments(parser, ref=True)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
