@@ -52,7 +52,6 @@ def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], 
         input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
         nemo_rl=options.nemo_rl,
         catalog=list(options.catalog),
-        dry_run=True,
     )
     try:
         plan = plan_run(req, cwd=Path.cwd(), env=env, argv=[])
