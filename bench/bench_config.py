@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from omegaconf import OmegaConf
 
-from runners.config import compile_config, register_resolvers
+from runners.config.compiler import compile_config, register_resolvers
 
 TARGET = 1.5
 SECTIONS = ("policy", "grpo", "loss_fn", "data", "env", "logger", "cluster", "checkpointing")

@@ -2,7 +2,7 @@
 
 The planner and `compose` need a few plain values of a compiled config (is a port's path set?
 which subtype does `output_type` name? which override set a key?). They get them through
-`ReadConfig`, which the caller supplies: `runners.config_values.read_config` compiles with the
+`ReadConfig`, which the caller supplies: `runners.config.values.read_config` compiles with the
 same engine `run` uses, so a plan and a run never disagree about a config. Catalog stays free
 of the config engine's imports and never imports runners.
 """
@@ -48,3 +48,19 @@ class ConfigValues(Protocol):
 
 
 ReadConfig = Callable[[Path, Sequence[str]], ConfigValues]
+
+
+def as_int(value: Any) -> int | None:
+    """An integer the way pydantic's lax mode reads one ("8" -> 8), else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None

@@ -1,4 +1,5 @@
-"""Questions about a schema document by dotted config path, e.g. `policy.generation.top_k`."""
+"""Questions about a NeMo-RL schema document (`catalog/schema/nemo_rl/`) by dotted config path,
+e.g. `policy.generation.top_k`: pure lookups the schema rules and the version overlays share."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from catalog.artifact_paths import absolute, is_hub_id
 from catalog.errors import StepsError
-from runners.overrides import override_keys
+from runners.config.overrides import override_keys
 from runners.preflight import BoundArtifact
 
 JSONL_ROOT = "training_jsonl"
@@ -184,7 +184,7 @@ def bind(
     graph: Any = None,
 ) -> Binding:
     """Bind every port; mutates `compiled.config` in place (paths absolute, derived files)."""
-    from runners.config import register_resolvers
+    from runners.config.compiler import register_resolvers
 
     register_resolvers()
     cfg: DictConfig = compiled.config

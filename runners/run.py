@@ -161,9 +161,9 @@ def plan_run(
     """Resolve, compile, bind and preflight; write nothing, launch nothing."""
     import yaml
 
-    from runners import nemo_rl
     from runners.bind import _resolved, bind
-    from runners.config import compile_config
+    from runners.config.compiler import compile_config
+    from runners.nemo_rl import checkout as nemo_rl
     from runners.preflight import PreflightContext, preflight
     from runners.rundir import plan_run_dir, run_record, runs_root, scrub_config
     from runners.secrets import redact, redact_override, secret_values
@@ -341,7 +341,7 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
         from runners.rl_prep import run_step
 
         return run_step(plan.resolved, config_dir=plan.config_file.parent, force=force)
-    from runners.nemo_rl import exec_command
+    from runners.nemo_rl.checkout import exec_command
 
     if plan.runner == "megatron_to_hf":
         from runners.convert import require_bridge

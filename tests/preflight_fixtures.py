@@ -297,7 +297,7 @@ def context_for(config_file: Path, step_dir: Path, version: str | None = None) -
     does for NeMo-RL `version` (a release number or "pin"; default: unknown, so the pin's
     schema and overlays and every rule)."""
     from catalog.tomlfile import load_toml
-    from runners import nemo_rl
+    from runners.nemo_rl import checkout as nemo_rl
 
     step_manifest = StepManifest.model_validate(load_toml(step_dir / "step.toml"))
     target = nemo_rl.Target(None, nemo_rl.detect_version(None, version))

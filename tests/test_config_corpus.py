@@ -13,7 +13,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from catalog.errors import StepsError
-from runners.config import compile_config, load_config
+from runners.config.compiler import compile_config, load_config
 
 CORPUS = Path(__file__).parent / "data" / "config_corpus"
 CHILD = CORPUS / "child" / "child.yaml"

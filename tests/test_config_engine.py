@@ -10,10 +10,10 @@ from omegaconf import OmegaConf
 
 from catalog.config_values import INTERPOLATED, MISSING
 from catalog.errors import StepsError
-from runners.config import compile_config, load_config
-from runners.config_files import load_yaml_file
-from runners.config_values import read_config
-from runners.overrides import override_keys, parse_overrides, setting_override
+from runners.config.compiler import compile_config, load_config
+from runners.config.files import load_yaml_file
+from runners.config.overrides import override_keys, parse_overrides, setting_override
+from runners.config.values import read_config
 
 REPO = Path(__file__).resolve().parent.parent
 YAML_FILES = sorted(

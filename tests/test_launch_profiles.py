@@ -14,8 +14,8 @@ from cluster_fixtures import PYTHON, slurm, stand_in_checkout  # noqa: F401
 from run_fixtures import REPO, clean_env, steps_cli
 
 from catalog.errors import StepsError
-from runners.launch import RemoteFacts
 from runners.launch.profiles import find_env_file, load_profile
+from runners.launch.request import RemoteFacts
 from runners.preflight import BoundArtifact, PreflightContext
 from runners.preflight.remote import remote_inputs
 

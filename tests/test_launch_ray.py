@@ -224,9 +224,9 @@ def test_paths_outside_remote_dir_and_an_oversized_upload_are_refused(lab, ray_h
     found = [f for f in json.loads(out)["findings"] if f["code"] == "E-REMOTE-PATH"]
     assert code == 1 and any(str(DATA) in f["message"] for f in found)
     from catalog.errors import StepsError
-    from runners.launch import LaunchRequest
     from runners.launch.profiles import RayProfile
     from runners.launch.ray_jobs import RayBackend
+    from runners.launch.request import LaunchRequest
 
     big = lab.root / "big-run"
     big.mkdir()

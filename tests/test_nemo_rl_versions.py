@@ -15,8 +15,8 @@ from preflight_fixtures import context_for, grpo_config, run_rules
 from catalog.errors import StepsError
 from catalog.nemo_rl_version import check_range, parse_version
 from catalog.upstream import NEMO_RL_OLDEST, NEMO_RL_RELEASES
-from runners import nemo_rl
-from runners.nemo_rl_schema import store
+from runners.nemo_rl import checkout as nemo_rl
+from runners.nemo_rl.schema import store
 from runners.preflight import PreflightContext, load_rules, preflight
 from runners.preflight.versions import RULE_VERSIONS
 from steps.cli import main

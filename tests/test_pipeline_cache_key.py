@@ -15,10 +15,10 @@ from catalog.discovery import discover
 from catalog.pipeline import load_pipeline
 from catalog.planner import plan_pipeline
 from catalog.types import load_catalog_types
-from runners import nemo_rl
-from runners.config_values import read_config
-from runners.nemo_rl_schema import store
-from runners.pipeline_stage import nemo_rl_record, stage_key
+from runners.config.values import read_config
+from runners.nemo_rl import checkout as nemo_rl
+from runners.nemo_rl.schema import store
+from runners.pipeline.stage import nemo_rl_record, stage_key
 
 PIPELINE = "name: toy\nstages:\n  - id: train\n    step: rl/toy_grpo\n"
 

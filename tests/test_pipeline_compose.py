@@ -12,7 +12,7 @@ from catalog.compose import pipeline_data, shortest_chain
 from catalog.discovery import discover
 from catalog.errors import StepsError
 from catalog.types import load_catalog_types
-from runners.config_values import read_config
+from runners.config.values import read_config
 
 
 @pytest.fixture

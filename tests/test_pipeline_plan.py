@@ -13,7 +13,7 @@ from catalog.errors import StepsError
 from catalog.pipeline import SCHEMA_PATH, json_schema_text, load_pipeline
 from catalog.planner import plan_pipeline
 from catalog.types import load_catalog_types
-from runners.config_values import read_config
+from runners.config.values import read_config
 
 HEAD = """\
 name: toy

@@ -10,7 +10,7 @@ import pytest
 from preflight_fixtures import context_for, dpo_config, grpo_config, run_rules
 
 from catalog.upstream import NEMO_RL_COMMIT, NEMO_RL_RELEASES, NEMO_RL_SCHEMA_DIR
-from runners.nemo_rl_schema import derive
+from runners.nemo_rl.schema import derive
 from runners.preflight.schema import SchemaChecker, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from run_fixtures import (
     steps_run,
 )
 
-from runners import nemo_rl
+from runners.nemo_rl import checkout as nemo_rl
 
 pytestmark = pytest.mark.slow  # each test execs the runner into a stand-in script
 

@@ -17,8 +17,8 @@ from catalog.manifest import StepManifest
 from catalog.patterns import parse_pattern
 from catalog.tomlfile import load_toml
 from catalog.types import load_types
-from runners import nemo_rl
-from runners.config import load_config
+from runners.config.compiler import load_config
+from runners.nemo_rl import checkout as nemo_rl
 
 STEPS = discover()
 STEP_IDS = [e.id for e in STEPS]

@@ -1,6 +1,6 @@
 """Write the shipped schema of one NeMo-RL version: catalog/schema/nemo_rl/<label>/<algo>.json.
 
-Runs derive the schema from the checkout they use (`runners.nemo_rl_schema`, cached per commit);
+Runs derive the schema from the checkout they use (`runners.nemo_rl.schema`, cached per commit);
 the shipped ones let a laptop without a checkout check against a named version. Adding a
 release or moving the pin is one command per version, then update `catalog/upstream.py`:
 
@@ -26,7 +26,7 @@ from catalog.atomic_write import write_atomic  # noqa: E402
 from catalog.errors import StepsError  # noqa: E402
 from catalog.nemo_rl_version import parse_version  # noqa: E402
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR  # noqa: E402
-from runners.nemo_rl_schema import derive  # noqa: E402
+from runners.nemo_rl.schema import derive  # noqa: E402
 
 
 def git_commit(checkout: Path) -> str | None:

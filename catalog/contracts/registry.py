@@ -1,9 +1,5 @@
-"""Artifact contracts: what a real file or folder of each artifact type must satisfy.
-
-Row contracts (`get_row_contract`) check one parsed JSONL row at a time, fast enough to run on
-every row in-stream; `validate_artifact` checks a whole artifact (a JSONL file, a folder of
-shards, an rl_prep manifest, or a checkpoint folder) by its type's `contract` in types.toml.
-"""
+"""The registry of artifact contracts: each row contract's builder and options, the checkpoint
+contracts, and `get_row_contract` that binds a row contract to its options."""
 
 from __future__ import annotations
 
@@ -14,15 +10,6 @@ from typing import Any
 from catalog.contracts.rows import RowCheck, RowViolation
 from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
-
-__all__ = [
-    "CHECKPOINT_CONTRACTS",
-    "ROW_CONTRACTS",
-    "RowContract",
-    "RowViolation",
-    "get_row_contract",
-    "validate_artifact",
-]
 
 
 def _any_object(**_: Any) -> RowCheck:
@@ -112,31 +99,3 @@ def get_row_contract(name: str, **options: Any) -> RowContract:
     given = {k: v for k, v in options.items() if v is not None}
     accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
     return RowContract(name, build(**given), given, accept, name in BLANK_LINE_ERRORS)
-
-
-def validate_artifact(
-    type_name: str,
-    path: Any,
-    *,
-    options: dict[str, Any] | None = None,
-    max_errors: int = 20,
-    progress: Any = None,
-    allow_hub_id: bool = False,
-    graph: Any = None,
-    workers: int | None = None,
-    expected_rows: int | None = None,
-):
-    """Validate one artifact by its type's contract; a `ValidationReport`, never a traceback."""
-    from catalog.contracts.validation import validate_artifact as run
-
-    return run(
-        type_name,
-        path,
-        options=options,
-        max_errors=max_errors,
-        progress=progress,
-        allow_hub_id=allow_hub_id,
-        graph=graph,
-        workers=workers,
-        expected_rows=expected_rows,
-    )

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from catalog.contracts import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, get_row_contract
 from catalog.contracts.jsonl import (
     PARALLEL_MIN_BYTES,
     ScanResult,
@@ -16,6 +15,7 @@ from catalog.contracts.jsonl import (
     resolve_sources,
     scan_range,
 )
+from catalog.contracts.registry import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, get_row_contract
 from catalog.errors import Finding, StepsError
 
 

@@ -6,7 +6,7 @@ consumer's; when the producer's type reaches it only through `convert_to`, the c
 is inserted as a stage of its own (`<producer>__to_<type>`, `inserted: true`). Each output
 lives at `<root>/<stage>/<port>`.
 
-Step configs are read through the caller's `read_config` (`runners.config_values`, the engine
+Step configs are read through the caller's `read_config` (`runners.config.values`, the engine
 `run` compiles with). The passes: `inputs` (the pipeline's inputs and config files on disk),
 `stages` (stages and wiring), `edges` (types, converters, targets), `order` (cycles, order,
 layout); `model` is the result, `state` the plan while it is built.

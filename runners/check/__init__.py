@@ -1,9 +1,9 @@
 """`check`: the CI contract gate. Every claim the catalog makes is verified against the files.
 
-Manifests against the schema, ids and folders, the type graph, manifest keys against the
-compiled default config (NeMo-RL's own `load_config` semantics, via `runners.config`), every
-config of every step, READMEs, local references, preflight rule names, pattern frontmatter,
-and the generated docs. Each problem is a `Finding`; nothing here raises on bad input.
+Manifests against the schema, ids and folders, the type graph, manifest keys against the compiled
+default config (NeMo-RL's own `load_config` semantics, via `runners.config.compiler`), every config
+of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
+generated docs. Each problem is a `Finding`; nothing here raises on bad input.
 
 Modules: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml); this one runs them over every root.

@@ -1,6 +1,7 @@
-"""Checks of a step's configs with NeMo-RL's own `load_config` semantics (`runners.config`):
-every config loads, its interpolations resolve (or need only run-time values), and the
-manifest's ports, type keys and parameters name keys of the compiled default config."""
+"""Checks of a step's configs with NeMo-RL's own `load_config` semantics
+(`runners.config.compiler`): every config loads, its interpolations resolve (or need only run-time
+values), and the manifest's ports, type keys and parameters name keys of the compiled default
+config."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from catalog.did_you_mean import close_keys, phrase
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding, StepsError
 from runners.check.step_under_check import StepUnderCheck, manifest_line
-from runners.config import all_keys, has_key, load_config, register_resolvers
+from runners.config.compiler import all_keys, has_key, load_config, register_resolvers
 
 
 def configs(s: StepUnderCheck) -> list[Finding]:

@@ -17,7 +17,7 @@ class StepUnderCheck:
 
     entry: StepEntry
     manifest: StepManifest | None = None
-    default: Any = None  # runners.config.CompiledConfig
+    default: Any = None  # runners.config.compiler.CompiledConfig
     keys: list[str] = field(default_factory=list)
 
 

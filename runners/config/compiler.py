@@ -23,7 +23,7 @@ from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
-from runners.config_files import ReuseCache, load_yaml_file
+from runners.config.files import ReuseCache, load_yaml_file
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -292,7 +292,7 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.errors import HydraException
 
-    from runners.overrides import parse_overrides
+    from runners.config.overrides import parse_overrides
 
     parsed = parse_overrides(overrides)
     keys = all_keys(cfg)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from runners.config import CompiledConfig, apply_overrides, load_config
-from runners.nemo_rl_schema.paths import complete, type_at
+from catalog.schema_paths import complete, type_at
+from runners.config.compiler import CompiledConfig, apply_overrides, load_config
 
 OVERLAY_DIR = "overlays"
 

@@ -1,5 +1,6 @@
 """The planner's view of a compiled config: `catalog.config_values.ConfigValues` over
-`runners.config.compile_config`, the engine `run` uses (its cache makes repeated reads cheap)."""
+`runners.config.compiler.compile_config`, the engine `run` uses (its cache makes repeated reads
+cheap)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from catalog.config_values import INTERPOLATED, MISSING
-from runners.config import CompiledConfig, compile_config
-from runners.overrides import setting_override
+from runners.config.compiler import CompiledConfig, compile_config
+from runners.config.overrides import setting_override
 
 
 class CompiledValues:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.launch import TERMINAL, backend_for_job
+from runners.launch.backends import backend_for_job
+from runners.launch.request import TERMINAL
 from runners.rundir import RECORD, read_record, runs_root, update_record
 
 

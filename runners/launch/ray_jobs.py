@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.launch import LaunchRequest, RemoteFacts, submitted_now
+from runners.launch.request import LaunchRequest, RemoteFacts, submitted_now
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024

@@ -1,11 +1,5 @@
-"""Launch backends: `run` compiles and checks, then hands a `LaunchRequest` to a backend.
-
-`local` execs on this machine (or runs rl_prep in-process); `slurm` submits NeMo-RL's own
-`ray.sub` (or a plain srun job for steps that need no Ray cluster) with the system's sbatch, here
-or over ssh; `ray` submits to an existing Ray cluster through Ray's Job Submission API. A backend
-returns a job record that run.json keeps (`job`); `jobs`, `status`, `logs` and `cancel` read it
-and ask the same backend. Nothing here imports Ray unless a Ray profile is used.
-"""
+"""What crosses from `run` to a backend: the `LaunchRequest`, what preflight learnt of the cluster
+(`RemoteFacts`), the `Backend` interface every executor implements, and the job states that end."""
 
 from __future__ import annotations
 
@@ -91,32 +85,3 @@ def submitted_now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> Backend:
-    """The backend a profile selects (its module is imported only now)."""
-    if profile.executor == "slurm":
-        from runners.launch.slurm import SlurmBackend
-
-        return SlurmBackend(name, profile, env)
-    if profile.executor == "ray":
-        from runners.launch.ray_jobs import RayBackend
-
-        return RayBackend(name, profile, env)
-    raise ValueError(f"no cluster backend for executor {profile.executor!r}")
-
-
-def backend_for_job(job: dict, env: dict[str, str] | None = None) -> Backend:
-    """The backend for a recorded job (run.json `job`), without reading env.toml again."""
-    from runners.launch.profiles import RayProfile, SlurmProfile
-
-    if job["executor"] == "slurm":
-        profile = SlurmProfile(
-            executor="slurm",
-            host=job.get("host"),
-            ssh_options=job.get("ssh_options", []),
-            remote_dir=job.get("remote_dir", "/"),
-        )
-    else:
-        profile = RayProfile(executor="ray", address=job["address"])
-    return backend_for(job.get("profile", "?"), profile, env)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.launch import TERMINAL, LaunchRequest, RemoteFacts, submitted_now
+from runners.launch.request import TERMINAL, LaunchRequest, RemoteFacts, submitted_now
 from runners.launch.shell import Shell, exports
 from runners.secrets import SECRET_WORDS
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalog.config_values import dotted_get
+from catalog.config_values import as_int, dotted_get
 from catalog.errors import StepsError
-from runners.launch import NO_RAY_STEPS, LaunchRequest, RemoteFacts, backend_for
+from runners.launch.backends import backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
-from runners.preflight.topology import as_int
+from runners.launch.request import NO_RAY_STEPS, LaunchRequest, RemoteFacts
 
 
 def _int(value: Any, default: int) -> int:

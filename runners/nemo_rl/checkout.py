@@ -264,7 +264,7 @@ class Target:
 
     def describe(self, algorithm: str | None = None) -> str:
         """`0.7.0 (git tag v0.7.0); schema shipped for 0.7.0`, for --dry-run."""
-        from runners.nemo_rl_schema.store import cached_schema_for
+        from runners.nemo_rl.schema.store import cached_schema_for
 
         head = "unknown (no version readable)"
         if self.version is not None:
@@ -285,10 +285,10 @@ def resolve_target(
 
 
 def compile_for(target: Target, algorithm: str | None, path: Path, overrides: list[str]) -> Any:
-    """The step config compiled for this NeMo-RL: version overlays (`runners.overlays`) for
+    """The step config compiled for this NeMo-RL: version overlays (`runners.config.overlays`) for
     its schema, then the overrides."""
-    from runners.nemo_rl_schema.store import cached_schema_for
-    from runners.overlays import compile_with_overlays
+    from runners.config.overlays import compile_with_overlays
+    from runners.nemo_rl.schema.store import cached_schema_for
 
     found = cached_schema_for(algorithm or "", target.checkout, target.version)
     return compile_with_overlays(path, overrides, found.doc if found else None)[0]

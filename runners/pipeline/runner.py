@@ -25,8 +25,9 @@ from typing import Any, TextIO
 
 from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
-from runners.lineage import read_json, write_json
-from runners.pipeline_stage import (
+from runners.config.secret_overrides import known_secrets, move_secrets
+from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.stage import (
     Interrupted,
     cache_hit,
     contract_ok,
@@ -38,7 +39,6 @@ from runners.pipeline_stage import (
     stage_argv,
     stage_key,
 )
-from runners.secret_overrides import known_secrets, move_secrets
 from runners.secrets import redact
 
 RECORD = "record.json"
@@ -80,7 +80,7 @@ def _select(plan: Any, opts: Options) -> tuple[set[str], set[str]]:
 
 
 def _input_artifact_names(plan: Any, stage: Any, lineage: Any) -> dict[str, str]:
-    from runners.lineage import artifact_name
+    from runners.pipeline.lineage import artifact_name
 
     names = {}
     for port, b in stage.inputs.items():
@@ -118,7 +118,7 @@ def _nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
 
     @functools.cache
     def target() -> Any:
-        from runners import nemo_rl
+        from runners.nemo_rl import checkout as nemo_rl
 
         return nemo_rl.resolve_target(explicit, env)
 
@@ -129,7 +129,7 @@ def _lineage(plan: Any, opts: Options) -> Any:
     if not (opts.wandb or plan.lineage.get("wandb")):
         return None
     from catalog.types import load_catalog_types
-    from runners.lineage import WandbLineage
+    from runners.pipeline.lineage import WandbLineage
 
     return WandbLineage(
         plan.name,
@@ -152,7 +152,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None) -> int:
         )
     secrets = known_secrets(env, [t for s in plan.stages for t in s.overrides])
     if opts.dry_run:
-        from runners.pipeline_dry_run import dry_run
+        from runners.pipeline.dry_run import dry_run
 
         return dry_run(plan, opts, env, secrets)
     consider, forced = _select(plan, opts)

@@ -1,7 +1,7 @@
 """One pipeline stage: its cache key material, its record's pieces, its child process.
 
 A stage runs as `python -m steps run ...` in a child process. Secrets never ride on its command
-line (`runners.secret_overrides` moves them into its environment) and never reach the stage
+line (`runners.config.secret_overrides` moves them into its environment) and never reach the stage
 log or the parent's output (every line is redacted). The child gets its own process group: an
 interrupt of the pipeline is forwarded to the whole group once, and the child is given a grace
 period to stop before it is killed.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
-from runners.lineage import cache_key, fingerprint
+from runners.pipeline.lineage import cache_key, fingerprint
 from runners.secrets import redact_text
 
 GRACE_S = 10.0  # how long an interrupted child may take to stop before it is killed
@@ -70,12 +70,11 @@ def config_hash(
 ) -> tuple[str, dict]:
     """sha256 of the compiled config (interpolations kept) and the files it came from.
 
-    A NeMo-RL stage is compiled as `run` compiles it, for `target` (a `runners.nemo_rl.Target`):
-    its version decides which overlay keys the config gets. `overrides` are the stage's, secrets
-    already replaced by references (so no secret is hashed or compared). When the previous
-    record names the same config files, unchanged, with the same overrides and NeMo-RL, its
-    hash is reused: compiling costs ~50 ms a stage.
-    """
+    A NeMo-RL stage is compiled as `run` compiles it, for `target` (a
+    `runners.nemo_rl.checkout.Target`): its version decides which overlay keys the config gets.
+    `overrides` are the stage's, secrets already replaced by references (so no secret is hashed or
+    compared). When the previous record names the same config files, unchanged, with the same
+    overrides and NeMo-RL, its hash is reused: compiling costs ~50 ms a stage."""
     prev = (previous or {}).get("config_sources")
     if (
         prev
@@ -86,13 +85,13 @@ def config_hash(
     ):
         return previous["config_hash"], prev
     if target is not None:
-        from runners import nemo_rl
-        from runners.overlays import overlay_files
+        from runners.config.overlays import overlay_files
+        from runners.nemo_rl import checkout as nemo_rl
 
         compiled = nemo_rl.compile_for(target, _algorithm(stage), stage.config, overrides)
         sources = [*compiled.sources, *overlay_files(compiled.sources)]  # unused ones too
     else:
-        from runners.config import compile_config
+        from runners.config.compiler import compile_config
 
         compiled = compile_config(stage.config, overrides)
         sources = list(compiled.sources)

@@ -53,8 +53,8 @@ class PreflightContext:
     nemo_rl_dir: Path | None = None
     gym_root: Path | None = None
     run_dir: Path | None = None
-    compiled: Any = None  # runners.config.CompiledConfig: raw values and file:line locations
-    remote: Any = None  # runners.launch.RemoteFacts when launching on a cluster profile
+    compiled: Any = None  # runners.config.compiler.CompiledConfig: values, file:line locations
+    remote: Any = None  # runners.launch.request.RemoteFacts when launching on a cluster profile
     nemo_rl_version: Any = None  # catalog.nemo_rl_version.NemoRLVersion; None: unknown (all rules)
 
     def get(self, dotted: str, default: Any = None) -> Any:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from catalog.config_values import as_int
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
     algorithm,
-    as_int,
     enabled,
     finding,
     generation,

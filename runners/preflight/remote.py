@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
-from runners.launch import NO_RAY_STEPS
+from runners.launch.request import NO_RAY_STEPS
 from runners.preflight import PreflightContext, rule
 from runners.secrets import is_secret_env, looks_like_secret
 

@@ -1,8 +1,8 @@
 """Check a compiled config against the config schema of the NeMo-RL that will run.
 
 The schema is derived from that NeMo-RL's own TypedDicts and pydantic models
-(`runners.nemo_rl_schema`; cached per commit, shipped for the supported releases) and picked by
-`runners.nemo_rl_schema.store.schema_for` from the run's checkout and version. Typing is lenient
+(`runners.nemo_rl.schema`; cached per commit, shipped for the supported releases) and picked by
+`runners.nemo_rl.schema.store.schema_for` from the run's checkout and version. Typing is lenient
 like pydantic's lax mode ("3" is an int); unknown keys are warnings because NeMo-RL keeps them
 silently, so a typo'd knob does nothing. A key the types do not declare but upstream's example
 configs set at the same dotted path (the schema's "shipped" table) is known: NeMo-RL reads such
@@ -19,7 +19,7 @@ from typing import Any
 from catalog.did_you_mean import close_matches
 from catalog.errors import WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
-from runners.nemo_rl_schema.store import Schema, cached_schema_for
+from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
 

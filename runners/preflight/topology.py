@@ -9,26 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from catalog.config_values import as_int
 from catalog.errors import WARNING, Finding
 from runners.preflight import PreflightContext
 
 UNRESOLVED = "???"
-
-
-def as_int(value: Any) -> int | None:
-    """An integer the way pydantic's lax mode reads one ("8" -> 8), else None."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
 
 
 def enabled(section: Any) -> bool:

@@ -30,6 +30,7 @@ from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.yamlfile import Lines, line_of, load_yaml
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
+from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.transforms import TRANSFORMS
 
 BLEND_FIX = "see steps/data_prep/rl_prep/README.md for the blend format"
@@ -82,21 +83,6 @@ class BlendFile(_Strict):
     val_ratio: Ratio | None = None
     shard_size: Size | None = None
     description: str | None = None
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """One dataset of the blend, with paths still as written (resolved by `sources`)."""
-
-    name: str
-    paths: tuple[str, ...]
-    line: int | None
-    weight: float = 1.0
-    split: str = "train"
-    subset: str | None = None
-    sample: int | None = None
-    transform: str | None = None
-    agent_ref: dict | None = None
 
 
 @dataclass(frozen=True)

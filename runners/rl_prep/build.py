@@ -17,13 +17,14 @@ from typing import Any
 from catalog.contracts import jsonl
 from catalog.errors import StepsError
 from runners.digest import file_sha256
-from runners.rl_prep.blend import Blend, DatasetSpec
+from runners.rl_prep.blend import Blend
 from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.options import Options
 from runners.rl_prep.output import MANIFEST, MANIFEST_VERSION, tool_version, write_json
 from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks
+from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
 
 CHUNK_BYTES = 4 << 20

@@ -18,9 +18,9 @@ from typing import Any
 
 from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
 from catalog.errors import StepsError
-from runners.rl_prep.blend import DatasetSpec
 from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
 from runners.rl_prep.sources import Chunk, canonical_bytes
+from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from catalog.errors import StepsError
 
 if TYPE_CHECKING:
-    from runners.rl_prep.blend import Blend, DatasetSpec
+    from runners.rl_prep.blend import Blend
+    from runners.rl_prep.spec import DatasetSpec
 
 HF_PREFIX = "hf://"
 DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".arrow")

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.rl_prep.blend import Blend, DatasetSpec
+from runners.rl_prep.blend import Blend
 from runners.rl_prep.hub import HF_PREFIX, resolve_hf, save_to_disk_files
+from runners.rl_prep.spec import DatasetSpec
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 COLUMNAR_SUFFIXES = (".parquet", ".arrow")

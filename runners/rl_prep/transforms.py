@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runners.rl_prep.blend import DatasetSpec
+    from runners.rl_prep.spec import DatasetSpec
 
 Transform = Callable[[dict, "DatasetSpec"], tuple[dict, bool]]
 

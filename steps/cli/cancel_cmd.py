@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.launch import backend_for_job
+    from runners.launch.backends import backend_for_job
     from runners.launch.jobs import find_run
 
     _, data = find_run(args.ref, args.runs_dir)

@@ -33,7 +33,7 @@ def run(args) -> int:
     from catalog.compose import pipeline_data, shortest_chain, write_pipeline
     from catalog.discovery import discover
     from catalog.types import load_catalog_types
-    from runners.config_values import read_config
+    from runners.config.values import read_config
 
     start = [t.strip() for t in args.start.split(",") if t.strip()]
     graph = load_catalog_types(args.catalog)

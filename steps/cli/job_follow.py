@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runners.launch import backend_for_job
+from runners.launch.backends import backend_for_job
 from runners.rundir import update_record
 
 

@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from runners.pipeline import Options, run_pipeline
+    from runners.pipeline.runner import Options, run_pipeline
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
     plan, _ = make_plan(args)

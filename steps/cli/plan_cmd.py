@@ -28,7 +28,7 @@ def make_plan(args):
     from catalog.pipeline import load_pipeline
     from catalog.planner import default_root, plan_pipeline
     from catalog.types import load_catalog_types
-    from runners.config_values import read_config
+    from runners.config.values import read_config
     from runners.rundir import runs_root
 
     pf = load_pipeline(args.file)
@@ -45,7 +45,7 @@ def make_plan(args):
 def plan_secrets(plan) -> dict[str, str]:
     """Secret values the plan's output must not show: secret environment variables and the
     literal values of secret-named stage overrides."""
-    from runners.secret_overrides import known_secrets
+    from runners.config.secret_overrides import known_secrets
 
     return known_secrets(os.environ, [t for s in plan.stages for t in s.overrides])
 

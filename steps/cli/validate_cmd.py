@@ -74,7 +74,7 @@ def _parse_options(items: list[str]) -> dict:
 def _step_config(step: str, config: str | None, overrides: list[str]) -> dict:
     """The step's compiled, resolved config (what NeMo-RL would see)."""
     from catalog.discovery import discover, resolve
-    from runners.config import compile_config
+    from runners.config.compiler import compile_config
 
     entry = resolve(step, discover([]))
     name = config or entry.data.get("run", {}).get("default_config", "default")

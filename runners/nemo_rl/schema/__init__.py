@@ -3,7 +3,7 @@
 NeMo-RL's schema is its `MasterConfig` (a pydantic model from v0.7.0, a TypedDict before) and the
 TypedDicts it nests. Importing them pulls in torch, ray and transformers, so `derive` reads the
 source with `ast`, follows `from nemo_rl... import` statements, and adds what upstream's example
-configs prove (`shipped`). `runners.nemo_rl_schema.store` caches the result per commit and
+configs prove (`shipped`). `runners.nemo_rl.schema.store` caches the result per commit and
 ships one per supported release; `runners.preflight.schema` checks configs against it.
 """
 
@@ -14,15 +14,15 @@ from pathlib import Path
 
 from catalog.errors import StepsError
 from catalog.upstream import NEMO_RL_REPO
-from runners.nemo_rl_schema.builder import SchemaBuilder
-from runners.nemo_rl_schema.shipped import load_examples, shipped_keys
-from runners.nemo_rl_schema.source import SourceIndex
+from runners.nemo_rl.schema.builder import SchemaBuilder
+from runners.nemo_rl.schema.shipped import load_examples, shipped_keys
+from runners.nemo_rl.schema.source import SourceIndex
 
 ROOTS = {
     "grpo": ("nemo_rl.algorithms.grpo", "MasterConfig"),
     "dpo": ("nemo_rl.algorithms.dpo", "MasterConfig"),
 }
-GENERATOR = "runners.nemo_rl_schema"
+GENERATOR = "runners.nemo_rl.schema"
 
 
 def has_source(checkout: Path | None, algorithm: str) -> bool:

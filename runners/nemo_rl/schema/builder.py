@@ -11,7 +11,7 @@ import ast
 import json
 from typing import Any
 
-from runners.nemo_rl_schema.source import Module, SourceIndex, leaf
+from runners.nemo_rl.schema.source import Module, SourceIndex, leaf
 
 BASIC = {"int": "int", "float": "float", "bool": "bool", "str": "str", "bytes": "str"}
 # Names from outside NeMo-RL whose validation is a basic type (pydantic constrained types, os).

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from catalog.config_values import as_int
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
     UNRESOLVED,
     algorithm,
-    as_int,
     enabled,
     finding,
     finding_if,

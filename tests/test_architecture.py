@@ -1,0 +1,167 @@
+"""The house: imports flow CLI -> runners -> catalog, runners' packages form layers, no circles.
+
+Read from the modules' own source (every `import`, lazy and TYPE_CHECKING ones included), so the
+map in README.md's Layout section cannot drift from the code without this file failing.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("steps", "runners", "catalog")
+
+# runners' units (a top-level module or a package), top floor first. A unit may import only units
+# on a lower floor: preflight judges a launch (imports launch), launch never imports preflight.
+RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("runners.pipeline",),
+    ("runners.run",),
+    ("runners.bind", "runners.check"),
+    ("runners.preflight",),
+    ("runners.launch", "runners.rl_prep"),
+    ("runners.nemo_rl",),
+    ("runners.config", "runners.convert"),
+    ("runners.rundir", "runners.digest"),
+    ("runners.secrets",),
+)
+FLOOR = {unit: level for level, units in enumerate(RUNNERS_FLOORS) for unit in units}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    """The project module an imported name lives in (`a.b.func` -> `a.b`), None if not ours."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(owner for owner in map(_owner, names) if owner)
+    return found
+
+
+GRAPH = {module: _imports(path) - {module} for module, path in MODULES.items()}
+
+
+def _unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_catalog_imports_neither_runners_nor_the_cli():
+    upward = [(m, d) for m, deps in GRAPH.items() for d in deps if m.startswith("catalog")]
+    assert [(m, d) for m, d in upward if not d.startswith("catalog")] == []
+
+
+def test_runners_never_import_the_cli():
+    calls = [(m, d) for m, deps in GRAPH.items() if m.startswith("runners") for d in deps]
+    assert [(m, d) for m, d in calls if d.startswith("steps")] == []
+
+
+def test_every_runners_unit_has_a_floor():
+    units = {_unit(m) for m in MODULES if m.startswith("runners.")}
+    assert sorted(units - set(FLOOR)) == [], "place the new unit in RUNNERS_FLOORS and README"
+    assert sorted(set(FLOOR) - units) == []
+
+
+def test_runners_units_import_only_units_on_lower_floors():
+    upward = sorted(
+        f"{module} -> {dep}"
+        for module, deps in GRAPH.items()
+        if module.startswith("runners.")
+        for dep in deps
+        if dep.startswith("runners.")
+        and _unit(dep) != _unit(module)
+        and FLOOR[_unit(dep)] <= FLOOR[_unit(module)]
+    )
+    assert upward == []
+
+
+@pytest.mark.parametrize(
+    "package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py" and "." in m)
+)
+def test_every_runners_and_catalog_package_says_what_it_owns(package):
+    if package.startswith("steps."):
+        pytest.skip("steps/ folders are catalog content, documented by their READMEs")
+    doc = ast.get_docstring(ast.parse(MODULES[package].read_text()))
+    assert doc, f"{MODULES[package]} needs a docstring saying what the package owns"
+
+
+def test_no_module_in_the_top_of_runners_belongs_to_a_package():
+    loose = sorted(p.stem for p in (ROOT / "runners").glob("*.py") if p.stem != "__init__")
+    packages = sorted(p.name for p in (ROOT / "runners").iterdir() if (p / "__init__.py").exists())
+    assert [m for m in loose if any(m.startswith(pkg) for pkg in packages)] == []
+    assert loose == ["bind", "convert", "digest", "run", "rundir", "secrets"]
