@@ -21,6 +21,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.basics",
     "runners.preflight.schema",
     "runners.preflight.parallelism",
+    "runners.preflight.backend_sections",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
     "runners.preflight.artifacts",

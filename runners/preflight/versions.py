@@ -27,6 +27,7 @@ RULE_VERSIONS: dict[str, str] = {
     "tp_logprob_batch": "all",
     "sequence_divisibility": "all",
     "training_backend": "all",  # dp_replicate_size: 0.7.0+
+    "backend_sections": "all",
     "batching_modes": "all",
     "vllm_settings": "all",
     "async_grpo_features": "all",
