@@ -34,6 +34,7 @@ OUTPUT_ENV = "${oc.env:STEPS_OUTPUT,/tmp/steps-output}"
 
 # Error codes a manifest may declare, and the preflight rule that raises each (None: no rule).
 KNOWN_ERRORS = {
+    "E-BACKEND-SECTION": "backend_sections",
     "E-CONFIG-UNRESOLVED": "unresolved_values",
     "E-CONFIG-SECTION": "required_sections",
     "E-INPUT-MISSING": "inputs_exist",
@@ -404,11 +405,14 @@ def test_rl_config_has_every_section_the_master_config_requires(entry, name, mon
 @pytest.mark.parametrize(("entry", "name"), RL_CONFIGS, ids=ids(RL_CONFIGS))
 def test_rl_config_uses_the_megatron_backend_with_all_its_keys(entry, name, monkeypatch):
     policy = resolved(entry, name, monkeypatch)["policy"]
-    assert policy["dtensor_cfg"] == {"enabled": False}
     meg = policy["megatron_cfg"]
-    assert meg["enabled"] is True
     for key in MEGATRON_KEYS:
         assert _present(meg, key), f"policy.megatron_cfg.{key}"
+    if name.endswith("_dtensor"):  # the one-GPU smoke without Megatron (tests/test_dtensor_backend)
+        assert policy["dtensor_cfg"]["enabled"] is True and meg["enabled"] is False
+        return
+    assert policy["dtensor_cfg"] == {"enabled": False}
+    assert meg["enabled"] is True
 
 
 @pytest.mark.parametrize(("entry", "name"), RL_CONFIGS, ids=ids(RL_CONFIGS))
@@ -448,12 +452,17 @@ def test_rl_sequence_padding_satisfies_megatron(entry, name, monkeypatch):
     assert policy["make_sequence_length_divisible_by"] % factor == 0
 
 
+def _tiny(name: str) -> bool:
+    """tiny, nemo_gym_tiny, tiny_dtensor: the smoke configs."""
+    return "tiny" in name.split("_")
+
+
 @pytest.mark.parametrize(("entry", "name"), RL_CONFIGS, ids=ids(RL_CONFIGS))
 def test_rl_output_dirs_follow_the_convention(entry, name, monkeypatch):
     cfg = resolved(entry, name, monkeypatch)
     short = entry.id.rsplit("/", 1)[-1]
     ckpt, logs = cfg["checkpointing"]["checkpoint_dir"], cfg["logger"]["log_dir"]
-    if name.endswith("tiny"):
+    if _tiny(name):
         assert ckpt.startswith(f"/tmp/steps-output/{short}")
         assert logs.startswith(f"/tmp/steps-output/{short}")
         raw = config_file(entry, name).read_text()
@@ -465,7 +474,7 @@ def test_rl_output_dirs_follow_the_convention(entry, name, monkeypatch):
 
 @pytest.mark.parametrize(("entry", "name"), RL_CONFIGS, ids=ids(RL_CONFIGS))
 def test_tiny_rl_configs_are_one_gpu_and_a_few_steps(entry, name, monkeypatch):
-    if not name.endswith("tiny"):
+    if not _tiny(name):
         pytest.skip("production config")
     cfg = resolved(entry, name, monkeypatch)
     assert cfg["cluster"] == {"gpus_per_node": 1, "num_nodes": 1} or (
