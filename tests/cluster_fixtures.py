@@ -41,7 +41,8 @@ def stand_in_checkout(root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
-    """A real slurmctld + slurmd (one node, GRES gpu:1); yields SLURM_CONF for the clients."""
+    """A real slurmctld + slurmd (one node, GRES gpu:1), with slurmdbd and a private MariaDB when
+    they are installed (`accounting`); yields SLURM_CONF for the clients."""
     missing = [t for t in ("slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
     if missing:
         pytest.skip(
@@ -55,6 +56,8 @@ def slurm(tmp_path_factory):
         "SLURM_LAB_GPUS": "1",
         "SLURM_LAB_CTLD_PORT": str(free_port()),
         "SLURM_LAB_SLURMD_PORT": str(free_port()),
+        "SLURM_LAB_DBD_PORT": str(free_port()),
+        "SLURM_LAB_DB_PORT": str(free_port()),
     }
     script = str(CLUSTER / "slurm-local.sh")
     up = subprocess.run(["bash", script, "up"], env=env, capture_output=True, text=True)
@@ -62,7 +65,12 @@ def slurm(tmp_path_factory):
         subprocess.run(["bash", script, "down"], env=env, capture_output=True)
         pytest.fail(f"Slurm did not come up: {up.stderr[-2000:]}")
     try:
-        yield {"SLURM_CONF": str(lab / "etc" / "slurm.conf"), "lab": str(lab)}
+        yield {
+            "SLURM_CONF": str(lab / "etc" / "slurm.conf"),
+            "lab": str(lab),
+            # slurmdbd + MariaDB came up: `sacct` answers as on a real cluster
+            "accounting": (lab / "run" / "accounting").exists(),
+        }
     finally:
         subprocess.run(["bash", script, "down"], env=env, capture_output=True, timeout=60)
 

@@ -8,8 +8,9 @@ run dir), CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR (the run dir: logs land
 by name through sbatch's environment; the submit script carries their values on stdin, and
 secret-named variables the profile does not forward are unset before sbatch.
 
-A job's state comes from `sacct` (when accounting exists), else `scontrol show job`, else the
-exit line ray.sub (or our srun script) prints into the batch output.
+A job's state comes from `scontrol show job` while slurmctld still holds the job, else `sacct`
+(accounting keeps it after MinJobAge), else the exit line ray.sub (or our srun script) prints into
+the batch output.
 """
 
 from __future__ import annotations
@@ -32,18 +33,20 @@ STATE_MARK = "@@steps-job-state@@"
 # Secret-looking variable names (the words of runners.secrets) as a bash `case` pattern.
 _SECRET_GLOB = "|".join(f"*{w.upper()}*" for w in sorted(SECRET_WORDS))
 
-# Prints "STATE EXIT" for job $ID: sacct, else scontrol, else the batch output's exit line.
+# Prints "STATE EXIT" for job $ID: scontrol while slurmctld knows the job (live; sacct lags it by
+# the slurmdbd round trip, a started job still reads PENDING there), else sacct's latest record
+# (a requeued job has one per run), else the batch output's exit line.
 _STATE_FN = r"""
 job_state() {
   local line st ec
-  line=$(sacct -n -P -X -o State,ExitCode -j "$ID" 2>/dev/null | head -n 1) || line=""
-  if [ -n "$line" ]; then st=${line%%|*}; ec=${line##*|}; echo "${st%% *} $ec"; return; fi
   line=$(scontrol show job "$ID" -o 2>/dev/null | head -n 1) || line=""
   if [ -n "$line" ]; then
     st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1); st=${st#JobState=}
     ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1); ec=${ec# ExitCode=}
     echo "$st $ec"; return
   fi
+  line=$(sacct -n -P -X -o State,ExitCode -j "$ID" 2>/dev/null | tail -n 1) || line=""
+  if [ -n "$line" ]; then st=${line%%|*}; ec=${line##*|}; echo "${st%% *} $ec"; return; fi
   ec=$(grep -ho 'exit_code=[0-9]*' "$OUT" 2>/dev/null | tail -n 1) || ec=""
   if [ -n "$ec" ]; then
     ec=${ec#exit_code=}; if [ "$ec" = 0 ]; then echo "COMPLETED 0:0"; else echo "FAILED $ec:0"; fi

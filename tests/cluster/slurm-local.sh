@@ -2,7 +2,10 @@
 # A throw-away one-node Slurm cluster for the tests (Debian slurm-wlm 22.05+), no systemd needed.
 #   slurm-local.sh up|down|env      (SLURM_LAB=DIR holds config, state, logs and PID files)
 # Knobs: SLURM_LAB_GPUS=8 (fake gres/gpu: /dev/null symlinks), SLURM_LAB_PARTITIONS="debug",
-#        SLURM_LAB_CTLD_PORT=6817, SLURM_LAB_SLURMD_PORT=6818.
+#        SLURM_LAB_CTLD_PORT=6817, SLURM_LAB_SLURMD_PORT=6818,
+#        SLURM_LAB_ACCOUNTING=auto|0 (auto: slurmdbd + a private MariaDB when both are installed,
+#        so `sacct` answers as on a real cluster; `env` prints SLURM_LAB_ACCOUNTING=1 when on),
+#        SLURM_LAB_DBD_PORT=6819, SLURM_LAB_DB_PORT=3307.
 # auth/none when the plugin exists (Debian ships it), else munge with a private key and socket.
 set -euo pipefail
 LAB=${SLURM_LAB:?set SLURM_LAB}
@@ -12,7 +15,14 @@ CONF=$LAB/etc/slurm.conf
 NODE=$(hostname -s)
 export SLURM_CONF=$CONF
 
-ours() { case $(ps -o comm= -p "$1" 2>/dev/null) in slurmctld|slurmd|munged) return 0 ;; *) return 1 ;; esac; }
+ours() { case $(ps -o comm= -p "$1" 2>/dev/null) in slurmctld|slurmd|munged|slurmdbd|mariadbd|mysqld) return 0 ;; *) return 1 ;; esac; }
+DB_PORT=${SLURM_LAB_DB_PORT:-3307}
+DBD_PORT=${SLURM_LAB_DBD_PORT:-6819}
+
+accounting_wanted() {
+  [[ ${SLURM_LAB_ACCOUNTING:-auto} != 0 ]] && command -v slurmdbd >/dev/null && command -v sacctmgr >/dev/null \
+    && command -v mariadb-install-db >/dev/null && { command -v mariadbd || [[ -x /usr/sbin/mariadbd ]]; } >/dev/null
+}
 alive() { [[ -f $1 ]] && ours "$(cat "$1")"; }
 
 plugin_dir() {
@@ -33,6 +43,7 @@ write_conf() {
     for ((i = 0; i < GPUS; i++)); do ln -sfn /dev/null "$LAB/dev/nvidia$i"; done
     printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[0-%d]\n' "$NODE" "$LAB" $((GPUS - 1)) > "$LAB/etc/gres.conf"
   fi
+  if accounting_wanted; then touch "$LAB/run/accounting"; fi
   cat > "$CONF" <<CONF
 ClusterName=stepslab
 SlurmctldHost=$NODE(127.0.0.1)
@@ -55,7 +66,9 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(if [[ -f $LAB/run/accounting ]]; then
+    printf 'AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=%s\n' "$DBD_PORT"
+  else echo "AccountingStorageType=accounting_storage/none"; fi)
 JobCompType=jobcomp/filetxt
 JobCompLoc=$LAB/log/jobcomp.txt
 MpiDefault=none
@@ -76,7 +89,7 @@ CONF
 up() {
   if alive "$LAB/run/slurmctld.pid" && alive "$LAB/run/slurmd.pid"; then return 0; fi
   down
-  rm -rf "$LAB/state" "$LAB/spool" "$LAB/log"
+  rm -rf "$LAB/state" "$LAB/spool" "$LAB/log" "$LAB/mysql" "$LAB/run/accounting"
   mkdir -p "$LAB"/{etc,state,spool,log,run}
   write_conf
   if [[ $(cat "$LAB/run/auth_mode") == munge ]]; then
@@ -85,6 +98,7 @@ up() {
     munged --force --socket="$LAB/munge/munge.socket.2" --key-file="$LAB/munge/munge.key" \
       --pid-file="$LAB/run/munged.pid" --log-file="$LAB/log/munged.log" --seed-file="$LAB/munge/seed"
   fi
+  if [[ -f $LAB/run/accounting ]]; then start_accounting; fi
   slurmctld -i -f "$CONF"
   slurmd -f "$CONF" -N "$NODE"
   local i state=""
@@ -98,6 +112,44 @@ up() {
   done
   echo "slurm-local: node did not become idle (state '$state')" >&2
   tail -n 20 "$LAB/log/slurmctld.log" "$LAB/log/slurmd.log" >&2 || true
+  exit 1
+}
+
+# A private MariaDB (TCP on 127.0.0.1, root without a password: a throw-away lab) and a slurmdbd
+# that stores this lab's jobs in it; the cluster is registered before slurmctld starts.
+start_accounting() {
+  local db=$LAB/mysql i auth=$(cat "$LAB/run/auth_mode")
+  mkdir -p "$db"
+  mariadb-install-db --no-defaults --user=root --datadir="$db/data" --auth-root-authentication-method=normal \
+    --skip-test-db >"$LAB/log/mariadb-install.log" 2>&1
+  "$(command -v mariadbd || echo /usr/sbin/mariadbd)" --no-defaults --user=root --datadir="$db/data" \
+    --bind-address=127.0.0.1 --port="$DB_PORT" --socket="$db/mysqld.sock" --skip-name-resolve \
+    --pid-file="$LAB/run/mariadbd.pid" --log-error="$LAB/log/mariadbd.log" \
+    --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --skip-log-bin &
+  cat > "$LAB/etc/slurmdbd.conf" <<DBD
+AuthType=auth/$auth
+$([[ $auth == munge ]] && echo "AuthInfo=socket=$LAB/munge/munge.socket.2")
+DbdAddr=127.0.0.1
+DbdHost=$NODE
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$LAB/run/slurmdbd.pid
+LogFile=$LAB/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=root
+StorageLoc=slurm_acct_db
+DBD
+  chmod 600 "$LAB/etc/slurmdbd.conf"
+  for ((i = 0; i < 150; i++)); do [[ -S $db/mysqld.sock ]] && break; sleep 0.1; done
+  SLURM_CONF=$CONF slurmdbd 2>>"$LAB/log/slurmdbd.log"  # reads slurmdbd.conf beside slurm.conf
+  for ((i = 0; i < 150; i++)); do
+    sacctmgr -i add cluster stepslab >/dev/null 2>&1 && return 0
+    sacctmgr -n list cluster format=cluster 2>/dev/null | grep -q stepslab && return 0
+    sleep 0.2
+  done
+  echo "slurm-local: slurmdbd did not answer" >&2; tail -n 20 "$LAB/log/slurmdbd.log" "$LAB/log/mariadbd.log" >&2 || true
   exit 1
 }
 
@@ -126,13 +178,14 @@ down() {
       sleep 0.2
     done
   fi
-  stop_pids "$LAB/run/slurmd.pid" "$LAB/run/slurmctld.pid"
+  # all at once: a throw-away lab needs no ordered shutdown (slurmctld's last records may be lost)
+  stop_pids "$LAB/run/slurmd.pid" "$LAB/run/slurmctld.pid" "$LAB/run/slurmdbd.pid" "$LAB/run/mariadbd.pid"
   stop_pids "$LAB/run/munged.pid"
 }
 
 case ${1:-} in
   up) up ;;
   down) down ;;
-  env) echo "export SLURM_CONF=$CONF" ;;
+  env) echo "export SLURM_CONF=$CONF"; [[ -f $LAB/run/accounting ]] && echo "export SLURM_LAB_ACCOUNTING=1"; true ;;
   *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
 esac
