@@ -30,6 +30,8 @@ class RunRequest:
     runs_dir: str | None = None
     catalog: list[str] = field(default_factory=list)
     force: bool = False
+    launcher: str | None = None  # what starts NeMo-RL's script (`--launcher`, a profile's)
+    launcher_from: str = "--launcher"
 
 
 @dataclass
@@ -182,6 +184,10 @@ def plan_run(
         compiled = nemo_rl.compile_for(nrl, manifest.run.algorithm, config_file, req.overrides)
     else:
         compiled = compile_config(config_file, list(req.overrides))
+    from runners.config.env_pins import pin_env
+
+    job_env = {**env, **(target.profile.env if target is not None else {})}
+    env_pins = pin_env(compiled.config, job_env)  # the job resolves what preflight resolved
 
     checkout = script = None
     if nrl is not None:
@@ -215,9 +221,14 @@ def plan_run(
         from catalog.upstream import GYM_SUBDIR
 
         gym_root = checkout / GYM_SUBDIR if (checkout / GYM_SUBDIR).is_dir() else None
-    remote = None
+    remote = local = None
     if target is not None:
         remote = target.probe(resolved, binding, script, job_dir)
+    elif checkout is not None:
+        from runners.launch.local import LocalLaunch, choose_launcher
+
+        launcher = choose_launcher(checkout, req.launcher, env, req.launcher_from)
+        local = LocalLaunch(launcher, checkout, nemo_rl.exec_env(checkout, env))
     ctx = PreflightContext(
         step_id=entry.id,
         manifest=manifest,
@@ -231,13 +242,16 @@ def plan_run(
         compiled=compiled,
         remote=remote,
         nemo_rl_version=nrl.version if nrl else None,
+        local_launch=local,
     )
     findings = preflight(ctx)
 
     command, command_cwd, deferred, skip = None, None, None, None
     config_path = f"{job_dir}/config.yaml"
     if target is not None:
-        command, command_cwd = target.command(runner, entry.id, script, config_path, resolved)
+        command, command_cwd = target.command(
+            runner, entry.id, script, config_path, resolved, req.launcher
+        )
     elif runner == "nemo_rl":
         if checkout is None:
             deferred = nemo_rl.not_found(script, req.nemo_rl, env)
@@ -250,7 +264,7 @@ def plan_run(
                 )
             )
         else:
-            command = nemo_rl.build_command(checkout, script, Path(config_path), env)
+            command = local.command(script, config_path)
             command_cwd = checkout
     elif runner == "megatron_to_hf":
         from runners import convert
@@ -280,6 +294,7 @@ def plan_run(
         values=values,
         launch=target.record() if target is not None else None,
         nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
+        config_env=env_pins,
     )
 
     def files() -> dict[str, str]:

@@ -1,9 +1,11 @@
 """The run directory: what was compiled, resolved and launched, written whole or not at all.
 
 `<root>/<step-id>/<UTC time>-<short hash>/` holds `config.yaml` (what NeMo-RL is given:
-interpolations kept, bound paths absolute), `resolved.yaml` (the resolved view) and `run.json`
-(who ran what, where, with which inputs and findings). Secrets never reach any of them: a literal
-secret in the config is replaced by an `${oc.env:...}` reference and passed in the environment.
+interpolations kept except plain `${oc.env:...}`, pinned to the values preflight checked and
+listed in run.json's `config_env`; bound paths absolute), `resolved.yaml` (the resolved view)
+and `run.json` (who ran what, where, with which inputs and findings). Secrets never reach any
+of them: a literal secret in the config is replaced by an `${oc.env:...}` reference and passed
+in the environment.
 """
 
 from __future__ import annotations
@@ -126,8 +128,10 @@ def run_record(
     values: Mapping[str, str],
     launch: dict | None = None,
     nemo_rl_version: dict | None = None,
+    config_env: dict | None = None,
 ) -> str:
-    """`run.json`: names of environment variables only, never their values."""
+    """`run.json`: names of environment variables only, never their values (`config_env` holds
+    the values of the plain, non-secret ones the config read, as pinned into config.yaml)."""
 
     def art(a: Any) -> dict:
         return {
@@ -152,6 +156,7 @@ def run_record(
         "command_cwd": str(command_cwd) if command_cwd else None,
         "nemo_rl_dir": str(nemo_rl_dir) if nemo_rl_dir else None,
         "nemo_rl_version": nemo_rl_version,
+        "config_env": config_env or {},
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if launch is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from run_fixtures import DPO_MANIFEST, PAIR, clean_env, dpo_step, fake_checkout
 
@@ -126,10 +127,31 @@ def plan_inputs(plan):
     return [type("A", (), a) for a in record["inputs"]]
 
 
-def test_interpolated_output_path_keeps_its_interpolation(tmp_path):
+@pytest.mark.parametrize(
+    ("out", "pinned", "source"),
+    [("/data/out", "/data/out/c", "environment"), (None, "/tmp/o/c", "default")],
+)
+def test_plain_env_interpolations_are_pinned_into_config_yaml_and_recorded(
+    tmp_path, monkeypatch, out, pinned, source
+):
+    # A job started elsewhere (another shell, a cluster node) must write where preflight
+    # checked: config.yaml carries the value, run.json says where it came from.
+    if out is None:
+        monkeypatch.delenv("OUT", raising=False)
+    else:
+        monkeypatch.setenv("OUT", out)
+    monkeypatch.setenv("HF_TOKEN", "hf_secretsecretsecret123")
     step = dpo_step(tmp_path / "catalog")
     tiny = step / "config" / "tiny.yaml"
     tiny.write_text(tiny.read_text() + "checkpointing:\n  checkpoint_dir: ${oc.env:OUT,/tmp/o}/c\n")
-    plan = _plan(tmp_path, "rl/fake_dpo")
-    assert _config(plan)["checkpointing"]["checkpoint_dir"] == "${oc.env:OUT,/tmp/o}/c"
-    assert plan.resolved["checkpointing"]["checkpoint_dir"] == "/tmp/o/c"
+    plan = _plan(tmp_path, "rl/fake_dpo", "++checkpointing.hf_token=${oc.env:HF_TOKEN}")
+    config = _config(plan)
+    assert config["checkpointing"]["checkpoint_dir"] == pinned
+    assert plan.resolved["checkpointing"]["checkpoint_dir"] == pinned
+    record = json.loads((plan.run_dir / "run.json").read_text())
+    assert record["config_env"]["OUT"] == {"value": out or "/tmp/o", "source": source}
+    # A secret stays a reference, its value reaches no file.
+    assert config["checkpointing"]["hf_token"] == "${oc.env:HF_TOKEN}"
+    assert "HF_TOKEN" not in record["config_env"]
+    for name in ("config.yaml", "run.json", "resolved.yaml"):
+        assert "hf_secretsecretsecret123" not in (plan.run_dir / name).read_text()

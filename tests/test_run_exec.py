@@ -19,6 +19,7 @@ from run_fixtures import (
     steps_run,
 )
 
+from runners.config.env_pins import pin_env
 from runners.nemo_rl import checkout as nemo_rl
 
 pytestmark = pytest.mark.slow  # each test execs the runner into a stand-in script
@@ -70,10 +71,16 @@ def test_dpo_script_gets_the_compiled_config_and_only_config_argv(tmp_path):
     assert cfg["data"]["validation"]["data_path"] == str(step / "data" / "val.jsonl")
     assert cfg["checkpointing"]["checkpoint_dir"] == str(checkout.resolve() / "results/fake_dpo")
     assert cfg["policy"]["model_name"] == "Qwen/Qwen3-0.6B"  # a hub id stays as it is
-    # Apart from the bound paths, the config is what compile_config produces with the version
-    # overlays of the NeMo-RL found (its version is unknown here: the pin's overlays).
+    # The plain env interpolation is pinned to the value this environment gave it (run.json
+    # says which), so the job writes where preflight checked.
+    assert cfg["logger"]["log_dir"] == f"{env['STEPS_OUTPUT']}/dpo/logs"
+    used = json.loads((run_dir / "run.json").read_text())["config_env"]
+    assert used == {"STEPS_OUTPUT": {"value": env["STEPS_OUTPUT"], "source": "environment"}}
+    # Apart from that and the bound paths, the config is what compile_config produces with the
+    # version overlays of the NeMo-RL found (its version is unknown here: the pin's overlays).
     tiny = step / "config" / "tiny.yaml"
     compiled = nemo_rl.compile_for(nemo_rl.Target(None, None), "dpo", tiny, ["dpo.max_num_steps=7"])
+    pin_env(compiled.config, env)
     expected = yaml.safe_load(compiled.to_yaml())
     for key in ("train", "validation"):
         expected["data"][key]["data_path"] = cfg["data"][key]["data_path"]

@@ -1,14 +1,16 @@
 """Launch backends: `run` compiles and checks, then hands a `LaunchRequest` to a backend.
 
-`local` execs on this machine (or runs rl_prep in-process); `slurm` submits NeMo-RL's own
-`ray.sub` (or a plain srun job for steps that need no Ray cluster) with the system's sbatch, here
-or over ssh; `ray` submits to an existing Ray cluster through Ray's Job Submission API. A backend
-returns a job record that run.json keeps (`job`); `jobs`, `status`, `logs` and `cancel` read it
-and ask the same backend. Nothing here imports Ray unless a Ray profile is used.
+`local` execs on this machine through a launcher probed first (`local`), or runs rl_prep
+in-process; `slurm` submits NeMo-RL's own `ray.sub` (or a plain srun job for steps that need no
+Ray cluster) with the system's sbatch, here or over ssh; `ray` submits to an existing Ray
+cluster through Ray's Job Submission API. A backend returns a job record that run.json keeps
+(`job`); `jobs`, `status`, `logs` and `cancel` read it and ask the same backend. Nothing here
+imports Ray unless a Ray profile is used.
 
 Owns: `request` (the request and the Backend protocol), `backends` (which backend a profile or a
 recorded job selects), `profiles` (env.toml), `target` (request from a compiled run), `shell`
-(commands here or over ssh), `slurm`, `ray_jobs`, `jobs` (run.json job records).
+(commands here or over ssh), `local` (the launcher that starts NeMo-RL here, and one cached probe
+of its interpreter), `slurm`, `ray_jobs`, `jobs` (run.json job records).
 May import: `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
 `runners.preflight` (preflight judges a submission; the launch layer does not judge itself).
 """

@@ -50,6 +50,11 @@ class LocalProfile(_Profile):
     """`executor = "local"`: exec on this machine (today's `run`)."""
 
     executor: Literal["local"]
+    launcher: str | None = Field(  # type: ignore[assignment]
+        None,
+        description="Starts NeMo-RL's script here (default: `uv run python` when the checkout "
+        "has uv.lock and uv is on PATH, else the Python running steps).",
+    )
 
 
 class SlurmProfile(_Profile):

@@ -96,9 +96,16 @@ class ClusterTarget:
         return facts
 
     def command(
-        self, runner: str, step_id: str, script: str | None, config_path: str, resolved: dict
+        self,
+        runner: str,
+        step_id: str,
+        script: str | None,
+        config_path: str,
+        resolved: dict,
+        launcher: str | None = None,
     ) -> tuple[list[str], str]:
-        """What the job runs: the same program a local run would, on the run dir's config."""
+        """What the job runs: the same program a local run would, on the run dir's config
+        (`launcher`, from `--launcher`, replaces the profile's)."""
         p = self.profile
         if runner == "nemo_rl":
             if not p.nemo_rl_dir:
@@ -110,7 +117,8 @@ class ClusterTarget:
                     fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
                     exit_code=2,
                 )
-            return [*shlex.split(p.launcher), str(script), "--config", config_path], p.nemo_rl_dir
+            argv = [*shlex.split(launcher or p.launcher), str(script), "--config", config_path]
+            return argv, p.nemo_rl_dir
         if runner == "rl_prep":
             job_dir = config_path.rsplit("/", 1)[0]
             argv = [*shlex.split(p.steps_launcher), "run", step_id, "-c", config_path]

@@ -1,14 +1,13 @@
 """Hand the process over to NeMo-RL: find the checkout, pick the script, build argv, exec.
 
 What runs is what was validated: the upstream script gets `--config <run dir>/config.yaml` and
-no further overrides, from the checkout root, through `uv run` when the checkout has `uv.lock`
-and uv is on PATH (NeMo-RL's workers rebuild their venvs from it), else the current Python.
+no further overrides, from the checkout root, started by the launcher `runners.launch.local`
+chooses (and probes before the launch).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -87,16 +86,6 @@ def not_found(script: str, explicit: str | Path | None, env: Mapping[str, str]) 
         fix=NOT_FOUND_FIX,
         exit_code=2,
     )
-
-
-def build_command(
-    checkout: Path, script: str, config_path: Path, env: Mapping[str, str]
-) -> list[str]:
-    """`uv run python <script> --config <path>` or `<python> <script> --config <path>`."""
-    uv = shutil.which("uv", path=env.get("PATH", os.defpath))
-    if (checkout / "uv.lock").is_file() and uv:
-        return ["uv", "run", "python", script, "--config", str(config_path)]
-    return [sys.executable, script, "--config", str(config_path)]
 
 
 def exec_env(checkout: Path, env: Mapping[str, str], extra: Mapping[str, str] = {}) -> dict:

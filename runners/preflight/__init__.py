@@ -26,6 +26,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.gym",
     "runners.preflight.artifacts",
     "runners.preflight.remote",
+    "runners.preflight.interpreter",
     "runners.preflight.rl_prep",
 ]
 RULE_CRASH = "E-RULE-CRASH"
@@ -57,6 +58,7 @@ class PreflightContext:
     compiled: Any = None  # runners.config.compiler.CompiledConfig: values, file:line locations
     remote: Any = None  # runners.launch.request.RemoteFacts when launching on a cluster profile
     nemo_rl_version: Any = None  # catalog.nemo_rl_version.NemoRLVersion; None: unknown (all rules)
+    local_launch: Any = None  # runners.launch.local.LocalLaunch: a NeMo-RL script started here
 
     def get(self, dotted: str, default: Any = None) -> Any:
         from catalog.config_values import dotted_get

@@ -53,6 +53,8 @@ RULE_VERSIONS: dict[str, str] = {
     "remote_inputs": "all",
     "remote_ray": "all",
     "remote_megatron_bridge": "all",
+    # local launch (runners/preflight/interpreter.py): pins read from the checkout itself
+    "local_interpreter": "all",
     # asserts only the pin has (added on main after the r0.7.0 branch point)
     "fused_linear_logprobs": "pin",
     "reward_penalties_need_gym": "pin",

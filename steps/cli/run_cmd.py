@@ -51,6 +51,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--nemo-rl", metavar="DIR", help="NeMo-RL checkout (else $NEMO_RL_HOME, else /opt/nemo-rl)"
     )
     parser.add_argument(
+        "--launcher",
+        metavar="CMD",
+        help="what starts NeMo-RL's script, e.g. 'uv run python' or /path/to/venv/bin/python "
+        "(else a profile's `launcher`; locally: `uv run python` with uv.lock and uv, else this "
+        "Python); checked before launch",
+    )
+    parser.add_argument(
         "--runs-dir",
         metavar="DIR",
         help="root of run directories (else $STEPS_RUNS_DIR, else ./runs)",
@@ -114,6 +121,7 @@ def request_of(args: argparse.Namespace):
         runs_dir=args.runs_dir,
         catalog=list(args.catalog),
         force=args.force,
+        launcher=args.launcher,
     )
 
 
@@ -144,6 +152,8 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
         if target is None:  # executor = "local": this machine, with the profile's settings
             req.nemo_rl = req.nemo_rl or profile.nemo_rl_dir
             env.update(profile.env)
+            if profile.launcher and not req.launcher:
+                req.launcher, req.launcher_from = profile.launcher, f"profile [{profile_name}]"
     plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=target)
     if args.dry_run:
         if args.keep:
@@ -188,7 +198,7 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
 def _tokens(args: argparse.Namespace) -> list[str]:
     """The options argparse already took (before the first override), as tokens again."""
     out: list[str] = []
-    for flag in ("config", "nemo_rl", "runs_dir", "run", "batch", "env_file"):
+    for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file"):
         value = getattr(args, flag)
         if value is not None:
             out.append(f"--{flag.replace('_', '-')}={value}")

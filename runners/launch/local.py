@@ -1,0 +1,238 @@
+"""A NeMo-RL step started on this machine: which launcher starts its script, and can it.
+
+The launcher is `--launcher`, else the `local` profile's `launcher`, else `uv run python` when
+the checkout has `uv.lock` and uv is on PATH (NeMo-RL's workers build their venvs from it), else
+this Python. Before the launch one probe runs `<launcher> -c <probe>` in the checkout with the
+launch's environment: it proves the launcher starts an interpreter (a uv that cannot find the
+Python NeMo-RL asks for fails here, not a second after exec) and reads, with
+`importlib.metadata` (nothing is imported), the versions of the packages NeMo-RL pins. A
+`uv run` launcher is probed with `UV_NO_SYNC=1`, so a check installs nothing. A probe that
+worked is cached per launcher + checkout + the state of uv.lock, pyproject.toml, the launcher
+program and the interpreter's site-packages folders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from catalog.atomic_write import write_atomic
+
+PROBE_TIMEOUT_S = 60
+PROBE_MARK = "STEPS-INTERPRETER "
+PROBED_PACKAGES = ("torch", "transformers", "ray", "vllm")
+CACHE_FORMAT = 1
+_KEY_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # decide which Python starts
+# One line per fact, for any Python >= 3.8; importlib.metadata reads dist-info, imports nothing.
+_PROBE = """\
+import json, os, platform, sys
+from importlib import metadata
+def version(name):
+    try:
+        return metadata.version(name)
+    except Exception:
+        return None
+impl = sys.implementation
+markers = {
+    "implementation_name": impl.name,
+    "implementation_version": "%d.%d.%d" % tuple(impl.version[:3]),
+    "os_name": os.name,
+    "platform_machine": platform.machine(),
+    "platform_python_implementation": platform.python_implementation(),
+    "platform_release": platform.release(),
+    "platform_system": platform.system(),
+    "python_full_version": platform.python_version(),
+    "python_version": "%d.%d" % sys.version_info[:2],
+    "sys_platform": sys.platform,
+}
+sites = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+print(MARK + json.dumps({
+    "version": platform.python_version(),
+    "executable": sys.executable,
+    "packages": {name: version(name) for name in NAMES},
+    "markers": markers,
+    "sites": [p for p in sites if os.path.isdir(p)],
+}))
+"""
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The command that starts NeMo-RL's script here, and who chose it (for messages)."""
+
+    argv: tuple[str, ...]
+    source: str
+
+    @property
+    def text(self) -> str:
+        return shlex.join(self.argv)
+
+    @property
+    def is_uv_run(self) -> bool:
+        return Path(self.argv[0]).name == "uv" and self.argv[1:2] == ("run",)
+
+    def syncs(self, env: Mapping[str, str]) -> bool:
+        """`uv run` installs the checkout's lock before it starts the script (unless told not)."""
+        return self.is_uv_run and "--no-sync" not in self.argv and not env.get("UV_NO_SYNC")
+
+    def command(self, script: str, config_path: str) -> list[str]:
+        return [*self.argv, script, "--config", config_path]
+
+
+def choose_launcher(
+    checkout: Path, explicit: str | None, env: Mapping[str, str], source: str = "--launcher"
+) -> Launcher:
+    """`explicit` (from `source`), else `uv run python` with uv.lock and uv, else this Python."""
+    if explicit and explicit.strip():
+        return Launcher(tuple(shlex.split(explicit)), source)
+    if (checkout / "uv.lock").is_file() and shutil.which("uv", path=env.get("PATH", os.defpath)):
+        return Launcher(("uv", "run", "python"), "the checkout has uv.lock and uv is on PATH")
+    return Launcher((sys.executable,), "the Python running steps")
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What the probe saw in the interpreter the launcher starts."""
+
+    version: str
+    executable: str
+    packages: dict[str, str | None]
+    markers: dict[str, str] = field(default_factory=dict)
+    sites: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """The launcher did not start an interpreter: the first lines it printed, for the user."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class LocalLaunch:
+    """A NeMo-RL script about to start here: the launcher, the checkout it runs in, its env."""
+
+    launcher: Launcher
+    checkout: Path
+    env: Mapping[str, str] = field(repr=False, compare=False)
+
+    def command(self, script: str, config_path: str) -> list[str]:
+        return self.launcher.command(script, config_path)
+
+    def probe(self) -> Interpreter | ProbeFailure:
+        return probe(self.launcher, self.checkout, self.env)
+
+
+def _stat(path: str | Path | None) -> list[int] | None:
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino] if st else None
+
+
+def _key(launcher: Launcher, checkout: Path, env: Mapping[str, str]) -> str:
+    program = shutil.which(launcher.argv[0], path=env.get("PATH", os.defpath))
+    seen = {k: v for k, v in env.items() if k in _KEY_VARS}
+    parts = [
+        CACHE_FORMAT,
+        list(launcher.argv),
+        str(checkout.resolve()),
+        _stat(checkout / "uv.lock"),
+        _stat(checkout / "pyproject.toml"),
+        program,
+        _stat(program),
+        sorted(seen.items()),
+        sorted((k, v) for k, v in env.items() if k.startswith("UV_")),
+    ]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/interpreter`."""
+    from catalog.discovery import CACHE_VAR
+
+    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "nemo-rl-steps" / "interpreter"
+
+
+def _cached(path: Path) -> Interpreter | None:
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        facts = Interpreter(**entry["facts"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    sites = entry.get("site_stats", {})
+    if any(_stat(site) != stat for site, stat in sites.items()):
+        return None  # a package was installed or removed since
+    return facts
+
+
+def _save(path: Path, facts: Interpreter) -> None:
+    """Best effort: a read-only cache only costs a probe next time."""
+    entry = {"facts": asdict(facts), "site_stats": {s: _stat(s) for s in facts.sites}}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(entry, indent=1) + "\n")
+    except OSError:
+        pass
+
+
+_MEMO: dict[str, Interpreter] = {}
+
+
+def probe(
+    launcher: Launcher, checkout: Path, env: Mapping[str, str], timeout: float = PROBE_TIMEOUT_S
+) -> Interpreter | ProbeFailure:
+    """What `launcher` starts in `checkout` with `env` (cached), or why it started nothing."""
+    key = _key(launcher, checkout, env)
+    path = cache_dir(env) / f"{key}.json"
+    facts = _MEMO.get(key) or _cached(path)
+    if facts is not None:
+        _MEMO[key] = facts
+        return facts
+    found = _run_probe(launcher, checkout, env, timeout)
+    if isinstance(found, Interpreter):
+        _MEMO[key] = found
+        _save(path, found)
+    return found
+
+
+def _run_probe(
+    launcher: Launcher, checkout: Path, env: Mapping[str, str], timeout: float
+) -> Interpreter | ProbeFailure:
+    script = _PROBE.replace("MARK", repr(PROBE_MARK)).replace("NAMES", repr(PROBED_PACKAGES))
+    run_env = {**env, "UV_NO_SYNC": "1"} if launcher.is_uv_run else dict(env)
+    try:
+        proc = subprocess.run(
+            [*launcher.argv, "-c", script],
+            cwd=checkout,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        return ProbeFailure(f"`{launcher.argv[0]}` is not installed or not on PATH")
+    except PermissionError:
+        return ProbeFailure(f"`{launcher.argv[0]}` is not executable")
+    except subprocess.TimeoutExpired:
+        return ProbeFailure(f"no answer within {timeout:.0f} s")
+    for line in proc.stdout.splitlines():
+        if line.startswith(PROBE_MARK) and proc.returncode == 0:
+            try:
+                return Interpreter(**json.loads(line[len(PROBE_MARK) :]))
+            except (ValueError, TypeError):
+                break
+    said = [t.strip() for t in (proc.stderr + "\n" + proc.stdout).splitlines() if t.strip()]
+    detail = " / ".join(said[:3]) if said else "it printed nothing"
+    return ProbeFailure(f"exit {proc.returncode}: {detail}")

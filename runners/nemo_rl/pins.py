@@ -1,0 +1,182 @@
+"""What a NeMo-RL checkout pins for the packages it refuses or breaks on, from its pyproject.toml.
+
+NeMo-RL asserts some versions at import (0.7.0 refuses transformers >= 5.12 at
+`nemo_rl/models/policy/__init__.py:52`) and breaks on others, so the interpreter that runs it
+must hold what the checkout pins: v0.6.0 pins `transformers==5.3.0`, v0.7.0 and the pin
+`>=5.5.0,<5.9.0`. The pins are read from the checkout that will run, never from a table of
+ours. As uv does: an entry of `[tool.uv] override-dependencies` replaces every other
+requirement on that package; else `[project] dependencies` plus the named extras apply (the
+`vllm` extra when generation uses vLLM). A direct wheel URL pins the version in its file name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from catalog.errors import StepsError
+from catalog.tomlfile import load_toml
+
+# Always compared; `vllm` joins when generation uses it (NeMo-RL's `vllm` extra).
+CORE_PACKAGES = ("torch", "transformers", "ray")
+VLLM = "vllm"
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _Project(_Loose):
+    dependencies: list[str] = []
+    optional_dependencies: dict[str, list[str]] = Field({}, alias="optional-dependencies")
+
+
+class _Uv(_Loose):
+    override_dependencies: list[str] = Field([], alias="override-dependencies")
+
+
+class _Tool(_Loose):
+    uv: _Uv = _Uv()
+
+
+class PyProject(_Loose):
+    """The parts of NeMo-RL's pyproject.toml that say which versions it needs."""
+
+    project: _Project = _Project()
+    tool: _Tool = _Tool()
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One requirement on a package, as the checkout writes it and where."""
+
+    package: str
+    specifier: SpecifierSet
+    text: str
+    path: Path
+    line: int | None
+
+    @property
+    def shown(self) -> str:
+        """`transformers>=5.5.0,<5.9.0` as written; a wheel URL as `vllm==0.20.0`."""
+        head = self.text.split(";", 1)[0].strip()
+        return f"{self.package}{self.specifier}" if "@" in head else head
+
+    def allows(self, version: str) -> bool:
+        try:
+            return self.specifier.contains(Version(version), prereleases=True)
+        except InvalidVersion:
+            return False
+
+
+def read_pyproject(checkout: Path) -> tuple[PyProject, Path] | None:
+    """The checkout's pyproject.toml (None when it has none)."""
+    path = checkout / "pyproject.toml"
+    if not path.is_file():
+        return None
+    data = load_toml(path, code="E-PACKAGE-VERSION")
+    try:
+        return PyProject.model_validate(data), path
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise StepsError(
+            "E-PACKAGE-VERSION",
+            f"cannot read the package pins: {'.'.join(map(str, err['loc']))}: {err['msg']}",
+            path=str(path),
+            fix="use the NeMo-RL checkout's own pyproject.toml",
+            exit_code=2,
+        ) from None
+
+
+def _version_spec(req: Requirement) -> SpecifierSet | None:
+    if req.url:
+        try:
+            _, version, _, _ = parse_wheel_filename(req.url.rsplit("/", 1)[-1])
+        except InvalidWheelFilename:
+            return None  # a git or sdist URL names no version
+        return SpecifierSet(f"=={version}")
+    return req.specifier if str(req.specifier) else None
+
+
+def _applies(req: Requirement, markers: Mapping[str, str] | None) -> bool:
+    if req.marker is None:
+        return True
+    try:
+        return req.marker.evaluate({**(markers or {}), "extra": ""})
+    except Exception:  # a marker this environment cannot evaluate: keep the pin
+        return True
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _line(lines: list[str], text: str, after: str) -> int | None:
+    """1-based line of the quoted requirement `text` at or after the first line that starts
+    with `after` (the array's key)."""
+    start = next((i for i, t in enumerate(lines) if t.lstrip().startswith(after)), 0)
+    quoted = (f'"{text}"', f"'{text}'")
+    return next(
+        (i + 1 for i, t in enumerate(lines) if i >= start and any(q in t for q in quoted)), None
+    )
+
+
+def _pins_in(
+    entries: Iterable[str],
+    section: str,
+    packages: set[str],
+    path: Path,
+    lines: list[str],
+    markers: Mapping[str, str] | None,
+) -> list[Pin]:
+    out: list[Pin] = []
+    for text in entries:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = canonicalize_name(req.name)
+        spec = _version_spec(req)
+        if name in packages and spec is not None and _applies(req, markers):
+            out.append(Pin(name, spec, text, path, _line(lines, text, section)))
+    return out
+
+
+def pins(
+    checkout: Path,
+    packages: Iterable[str],
+    extras: Iterable[str] = (),
+    markers: Mapping[str, str] | None = None,
+) -> dict[str, list[Pin]]:
+    """Package -> the pins that apply to it in `checkout` for these extras, evaluated for the
+    interpreter whose marker environment is `markers` (this one when None)."""
+    read = read_pyproject(checkout)
+    if read is None:
+        return {}
+    doc, path = read
+    lines = _lines(path)
+    wanted = {canonicalize_name(p) for p in packages}
+    overrides = _pins_in(
+        doc.tool.uv.override_dependencies, "override-dependencies", wanted, path, lines, markers
+    )
+    out: dict[str, list[Pin]] = {}
+    for pin in overrides:
+        out.setdefault(pin.package, []).append(pin)
+    rest = _pins_in(doc.project.dependencies, "dependencies", wanted, path, lines, markers)
+    for extra in extras:
+        entries = doc.project.optional_dependencies.get(extra, [])
+        rest += _pins_in(entries, extra, wanted, path, lines, markers)
+    for pin in rest:
+        if pin.package not in {p.package for p in overrides}:
+            out.setdefault(pin.package, []).append(pin)
+    return out

@@ -1,0 +1,82 @@
+"""Preflight for a NeMo-RL launch on this machine: the interpreter that will run it.
+
+Two failures a real run met a second after exec (research/real-nemo-rl-gpu-2026-11.md): `uv run`
+picked by the checkout's uv.lock could not find the Python NeMo-RL asks for (`No interpreter
+found for Python >=3.13.13`), and NeMo-RL refused the interpreter's transformers at import
+(`transformers 5.17.0 detected`). One probe of the launcher (`runners.launch.local`, cached)
+answers both before anything starts. Cluster launches are judged by the remote rules instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+
+_FIX_LAUNCHER = (
+    "pass --launcher with a command that starts NeMo-RL's Python (e.g. "
+    '--launcher /path/to/venv/bin/python), or set `launcher` in an `executor = "local"` '
+    "profile of env.toml"
+)
+
+
+@rule("local_interpreter")
+def local_interpreter(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-LAUNCHER: the launcher does not start an interpreter in the checkout. E-PACKAGE-VERSION:
+    that interpreter's torch, transformers, ray (and vllm when generation uses it) are missing
+    or outside the checkout's pyproject.toml pins."""
+    launch = ctx.local_launch
+    if launch is None:
+        return
+    from runners.launch.local import ProbeFailure
+
+    found = launch.probe()
+    launcher = launch.launcher
+    if isinstance(found, ProbeFailure):
+        fix = _FIX_LAUNCHER
+        if launcher.is_uv_run:
+            fix = (
+                "let uv find the Python the checkout's pyproject.toml asks for (`uv python "
+                "install`, or UV_PYTHON=/path/to/python), or " + fix
+            )
+        yield Finding(
+            "E-LAUNCHER",
+            f"launcher `{launcher.text}` ({launcher.source}) cannot start a Python in "
+            f"{launch.checkout}: {found.detail}",
+            fix=fix,
+        )
+        return
+    if launcher.syncs(launch.env):
+        return  # uv installs the checkout's own uv.lock before the script starts
+    yield from _package_findings(ctx, found, launcher.text)
+
+
+def _package_findings(ctx: PreflightContext, found: Any, launcher: str) -> Iterator[Finding]:
+    from runners.nemo_rl.pins import CORE_PACKAGES, VLLM, pins
+
+    vllm = ctx.get("policy.generation.backend") == VLLM
+    wanted = [*CORE_PACKAGES, *([VLLM] if vllm else [])]
+    needed = pins(ctx.nemo_rl_dir, wanted, [VLLM] if vllm else [], found.markers)
+    where = f"{found.executable} (Python {found.version}, launcher `{launcher}`)"
+    for package in wanted:
+        installed = found.packages.get(package)
+        for pin in needed.get(package, []):
+            if installed is not None and pin.allows(installed):
+                continue
+            if installed is None:
+                msg = f"{package} is not installed in {where}; the checkout needs `{pin.shown}`"
+            else:
+                msg = f"{package} {installed} in {where} does not satisfy the checkout's "
+                msg += f"`{pin.shown}`"
+            yield Finding(
+                "E-PACKAGE-VERSION",
+                msg,
+                path=str(pin.path),
+                line=pin.line,
+                fix=f"install it there (`{found.executable} -m pip install '{pin.shown}'`), or "
+                "launch with an interpreter that has it (--launcher 'uv run python' installs "
+                "the checkout's uv.lock)",
+            )
+            break
