@@ -74,6 +74,9 @@ KNOWN_ERRORS = {
     "E-REMOTE-NEMO-RL": "remote_nemo_rl",
     "E-REMOTE-PATH": "remote_ray",
     "E-MEGATRON-BRIDGE-NOT-FOUND": "remote_megatron_bridge",
+    # Local launches (runners/preflight/interpreter.py)
+    "E-LAUNCHER": "local_interpreter",
+    "E-PACKAGE-VERSION": "local_interpreter",
 }
 
 # What NeMo-RL's MasterConfig (pinned commit) requires, section by section.

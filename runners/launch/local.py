@@ -164,21 +164,33 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base).expanduser() / "nemo-rl-steps" / "interpreter"
 
 
-def _cached(path: Path) -> Interpreter | None:
+def _fresh(entry: dict) -> Interpreter | None:
+    """The facts of a cache entry while no site-packages folder changed since (an install or
+    an uninstall changes its folder)."""
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
         facts = Interpreter(**entry["facts"])
-    except (OSError, ValueError, TypeError, KeyError):
+        sites = entry.get("site_stats", {})
+    except (TypeError, KeyError):
         return None
-    sites = entry.get("site_stats", {})
     if any(_stat(site) != stat for site, stat in sites.items()):
-        return None  # a package was installed or removed since
+        return None
     return facts
 
 
-def _save(path: Path, facts: Interpreter) -> None:
+def _entry(facts: Interpreter) -> dict:
+    return {"facts": asdict(facts), "site_stats": {s: _stat(s) for s in facts.sites}}
+
+
+def _read(path: Path) -> dict:
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return entry if isinstance(entry, dict) else {}
+
+
+def _save(path: Path, entry: dict) -> None:
     """Best effort: a read-only cache only costs a probe next time."""
-    entry = {"facts": asdict(facts), "site_stats": {s: _stat(s) for s in facts.sites}}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(entry, indent=1) + "\n")
@@ -186,7 +198,7 @@ def _save(path: Path, facts: Interpreter) -> None:
         pass
 
 
-_MEMO: dict[str, Interpreter] = {}
+_MEMO: dict[str, dict] = {}
 
 
 def probe(
@@ -195,14 +207,15 @@ def probe(
     """What `launcher` starts in `checkout` with `env` (cached), or why it started nothing."""
     key = _key(launcher, checkout, env)
     path = cache_dir(env) / f"{key}.json"
-    facts = _MEMO.get(key) or _cached(path)
-    if facts is not None:
-        _MEMO[key] = facts
-        return facts
+    for entry in (_MEMO.get(key), _read(path)):
+        facts = _fresh(entry) if entry else None
+        if facts is not None:
+            _MEMO[key] = entry
+            return facts
     found = _run_probe(launcher, checkout, env, timeout)
     if isinstance(found, Interpreter):
-        _MEMO[key] = found
-        _save(path, found)
+        _MEMO[key] = _entry(found)
+        _save(path, _MEMO[key])
     return found
 
 
@@ -234,5 +247,5 @@ def _run_probe(
             except (ValueError, TypeError):
                 break
     said = [t.strip() for t in (proc.stderr + "\n" + proc.stdout).splitlines() if t.strip()]
-    detail = " / ".join(said[:3]) if said else "it printed nothing"
+    detail = " ... ".join(said[:1] + said[-1:] if len(said) > 1 else said) or "it printed nothing"
     return ProbeFailure(f"exit {proc.returncode}: {detail}")

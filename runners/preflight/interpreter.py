@@ -59,7 +59,8 @@ def _package_findings(ctx: PreflightContext, found: Any, launcher: str) -> Itera
     vllm = ctx.get("policy.generation.backend") == VLLM
     wanted = [*CORE_PACKAGES, *([VLLM] if vllm else [])]
     needed = pins(ctx.nemo_rl_dir, wanted, [VLLM] if vllm else [], found.markers)
-    where = f"{found.executable} (Python {found.version}, launcher `{launcher}`)"
+    by = "" if launcher == found.executable else f", launcher `{launcher}`"
+    where = f"{found.executable} (Python {found.version}{by})"
     for package in wanted:
         installed = found.packages.get(package)
         for pin in needed.get(package, []):
