@@ -1,5 +1,6 @@
-"""Generated documentation: ARTIFACTS.md (type graph), PATTERNS.md (pattern index) and the
-step.toml JSON Schema. `python -m steps docs` writes them; `check` requires them byte-identical.
+"""Generated documentation: ARTIFACTS.md (type graph), PATTERNS.md (pattern index), the
+step.toml JSON Schema and, for the built-in root, FAILURES.md (catalog/failures.py).
+`python -m steps docs` writes them; `check` requires them byte-identical.
 
 Docs describe one catalog root on its own (never `$STEPS_PATH` or other roots), so the output
 does not depend on who runs it. The built-in root's docs sit at the repository root (schema in
@@ -31,9 +32,11 @@ class DocsHome:
     artifacts: Path
     patterns: Path
     schema: Path
+    failures: Path | None = None  # only the built-in root: the kinds are not per catalog
 
     def files(self) -> list[Path]:
-        return [self.artifacts, self.patterns, self.schema]
+        extra = [self.failures] if self.failures is not None else []
+        return [self.artifacts, self.patterns, self.schema, *extra]
 
 
 def source_checkout() -> Path | None:
@@ -64,7 +67,9 @@ def docs_home(root: Path) -> DocsHome:
         from catalog.manifest import SCHEMA_PATH
 
         repo = BUILTIN_ROOT.parent
-        return DocsHome(root, repo / "ARTIFACTS.md", repo / "PATTERNS.md", SCHEMA_PATH)
+        return DocsHome(
+            root, repo / "ARTIFACTS.md", repo / "PATTERNS.md", SCHEMA_PATH, repo / "FAILURES.md"
+        )
     return DocsHome(root, root / "ARTIFACTS.md", root / "PATTERNS.md", root / "step.schema.json")
 
 
@@ -229,6 +234,10 @@ def render_docs(root: Path) -> tuple[dict[Path, str], list[Finding]]:
         home.patterns: render_patterns(patterns, home.patterns),
         home.schema: json_schema_text(),
     }
+    if home.failures is not None:
+        from catalog.failures_doc import render_failures
+
+        texts[home.failures] = render_failures(GENERATED)
     return texts, findings
 
 

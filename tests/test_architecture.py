@@ -22,6 +22,7 @@ RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.bind", "runners.check"),
     ("runners.preflight",),
     ("runners.launch", "runners.rl_prep"),
+    ("runners.monitor",),
     ("runners.nemo_rl",),
     ("runners.config", "runners.convert"),
     ("runners.rundir", "runners.digest"),

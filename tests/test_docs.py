@@ -160,6 +160,7 @@ def test_builtin_docs_live_at_the_repo_root_and_schema_in_catalog():
         REPO / "ARTIFACTS.md",
         REPO / "PATTERNS.md",
         REPO / "catalog" / "schema" / "step.schema.json",
+        REPO / "FAILURES.md",
     ]
 
 

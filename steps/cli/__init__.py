@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "pipeline": "steps.cli.pipeline_cmd",
     "jobs": "steps.cli.jobs_cmd",
     "status": "steps.cli.status_cmd",
+    "diagnose": "steps.cli.diagnose_cmd",
     "logs": "steps.cli.logs_cmd",
     "cancel": "steps.cli.cancel_cmd",
 }

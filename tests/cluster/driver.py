@@ -2,7 +2,8 @@
 
 It writes argv, cwd, the config it was pointed at and the NAMES of the environment to
 $FAKE_NEMO_RL_RECORD, says whether each variable in $FAKE_EXPECT_SECRETS arrived (never the value),
-prints $FAKE_TICKS lines one per $FAKE_TICK_SECONDS, and exits with $FAKE_EXIT.
+prints $FAKE_TICKS lines one per $FAKE_TICK_SECONDS, then the lines of $FAKE_LOG_FILE (a
+NeMo-RL driver log excerpt: steps, a failure signature), and exits with $FAKE_EXIT.
 """
 
 import argparse
@@ -34,5 +35,8 @@ print(f"driver started: {os.path.basename(sys.argv[0])} --config {args.config}",
 for i in range(int(os.environ.get("FAKE_TICKS", "0"))):
     print(f"tick {i}", flush=True)
     time.sleep(float(os.environ.get("FAKE_TICK_SECONDS", "1")))
+if os.environ.get("FAKE_LOG_FILE"):
+    with open(os.environ["FAKE_LOG_FILE"], encoding="utf-8") as fh:
+        sys.stdout.write(fh.read())
 print("driver done", flush=True)
 sys.exit(int(os.environ.get("FAKE_EXIT", "0")))

@@ -1,0 +1,277 @@
+"""Watching a launched run from the outside: its progress and, when it ended badly, why.
+
+Everything a cluster job leaves is read where it lies, in one `bash -s` per question (here on a
+login node, or over ssh): the scheduler's facts for every job of a run in one `sacct` call (else
+`scontrol show job`), the driver log's tail and mtime, the latest complete `step_N`, the newest
+TensorBoard file's tail; for `diagnose`, grep of every log with the failure kinds' keywords, so
+only matching lines travel. The reading itself is runners/monitor's (no host there).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+import shlex
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from catalog.config_values import dotted_get
+from runners.launch.request import TERMINAL
+from runners.launch.shell import Shell
+from runners.launch.slurm import DRIVER_LOG, exit_code_of
+from runners.monitor.classify import Diagnosis, LogClassifier, diagnose
+from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
+from runners.monitor.progress import Progress, combine, parse_log_tail
+from runners.monitor.tfevents import read_scalars
+
+LOG_TAIL = 2 << 20  # bytes of the driver log read for progress
+TB_TAIL = 256 << 10
+STALL_FACTOR = 5.0
+
+
+@dataclass
+class JobFacts:
+    """What the scheduler says of one job."""
+
+    state: str | None
+    exit_code: int | None
+    elapsed_s: float | None
+    nodes: int | None
+    source: str
+
+
+# One line per job: F|id|state|exitcode|elapsed seconds|nodes (sacct, else scontrol).
+_FACTS = r"""
+facts() {
+  local line st ec rt nn
+  line=$(sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NNodes -j "$1" 2>/dev/null | head -n 1)
+  if [ -n "$line" ]; then echo "F|sacct|$line"; return; fi
+  line=$(scontrol show job "$1" -o 2>/dev/null | head -n 1) || line=""
+  if [ -n "$line" ]; then
+    st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1)
+    ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1)
+    rt=$(printf '%s' "$line" | grep -o ' RunTime=[0-9:-]*' | head -n 1)
+    nn=$(printf '%s' "$line" | grep -o ' NumNodes=[0-9]*' | head -n 1)
+    echo "F|scontrol|$1|${st#JobState=}|${ec# ExitCode=}|${rt# RunTime=}|${nn# NumNodes=}"
+  fi
+}
+"""
+
+
+def _seconds(text: str) -> float | None:
+    """sacct ElapsedRaw (seconds) or scontrol RunTime ([D-]HH:MM:SS)."""
+    if text.isdigit():
+        return float(text)
+    days, _, clock = text.rpartition("-")
+    parts = clock.split(":")
+    if not all(p.isdigit() for p in parts) or not parts[0]:
+        return None
+    secs = 0.0
+    for p in parts:
+        secs = secs * 60 + int(p)
+    return secs + (int(days) * 86400 if days.isdigit() else 0)
+
+
+def _shell(job: dict) -> Shell:
+    return Shell(job.get("host"), list(job.get("ssh_options", [])))
+
+
+def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
+    """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
+    ids = [str(j["job_id"]) for j in jobs if j.get("executor") == "slurm"]
+    if not ids:
+        return {}
+    script = _FACTS + "".join(f"facts {shlex.quote(i)}\n" for i in ids)
+    out: dict[str, JobFacts] = {}
+    for line in _shell(jobs[0]).run(script).stdout.splitlines():
+        parts = line.split("|")
+        if len(parts) < 7 or parts[0] != "F":
+            continue
+        source, jid, state, code, elapsed, nodes = parts[1:7]
+        state = state.split()[0] if state else ""
+        if not state:
+            continue
+        out[jid.split(".")[0]] = JobFacts(
+            state, exit_code_of(state, code), _seconds(elapsed),
+            int(nodes) if nodes.isdigit() else None, source,
+        )  # fmt: skip
+    return out
+
+
+def _config(run_dir: Path) -> dict:
+    """The run's resolved config (resolved.yaml, else config.yaml), {} when unreadable."""
+    import yaml
+
+    for name in ("resolved.yaml", "config.yaml"):
+        try:
+            text = (run_dir / name).read_text(encoding="utf-8")
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def _job_path(value: object, data: dict) -> str | None:
+    """A config path as the job sees it (relative ones are under the job's cwd)."""
+    if not isinstance(value, str) or not value or "${" in value:
+        return None
+    if posixpath.isabs(value):
+        return value
+    cwd = data.get("command_cwd") or ""
+    return posixpath.join(cwd, value) if cwd else None
+
+
+def _progress_script(log: str | None, ckpt: str | None, tb_root: str | None) -> str:
+    q = shlex.quote
+    lines = ['echo "N|$(date +%s)"']
+    if log:
+        lines.append(
+            f"if [ -r {q(log)} ]; then echo \"L|$(stat -c '%s %Y' {q(log)})\"; "
+            f"printf 'T|'; tail -c {LOG_TAIL} {q(log)} | base64 -w0; echo; fi"
+        )
+    if ckpt:
+        lines.append(
+            f"best=$(ls -d {q(ckpt)}/step_* 2>/dev/null | sed 's/.*step_//' | grep -E '^[0-9]+$'"
+            f" | sort -n | tail -n 1); if [ -n \"$best\" ]; then printf 'C|'; "
+            f"base64 -w0 < {q(ckpt)}/step_$best/training_info.json 2>/dev/null; echo; fi"
+        )
+    if tb_root:
+        lines.append(
+            f"tb=$(ls -t {q(tb_root)}/exp_*/tensorboard/events.out.tfevents.* 2>/dev/null | "
+            f'head -n 1); if [ -n "$tb" ]; then printf \'B|\'; tail -c {TB_TAIL} "$tb" | '
+            "base64 -w0; echo; fi"
+        )
+    return "\n".join(lines) + "\nexit 0\n"
+
+
+def run_progress(
+    run_dir: Path,
+    data: dict,
+    jobs: list[dict] | None = None,
+    stall_factor: float = STALL_FACTOR,
+    facts: dict[str, JobFacts] | None = None,
+) -> Progress:
+    """Progress of a run whose last job (a chain's current segment) is `jobs[-1]`; GPU-hours
+    add up every job's nodes x GPUs per node x elapsed time."""
+    jobs = jobs or [data["job"]]
+    job = jobs[-1]
+    config = _config(run_dir)
+    facts = slurm_facts(jobs) if facts is None else facts
+    gpus = dotted_get(config, "cluster.gpus_per_node")
+    hours = 0.0
+    for j in jobs:
+        f = facts.get(str(j.get("job_id")))
+        if f is None or f.elapsed_s is None or not isinstance(gpus, int):
+            continue
+        hours += (f.nodes or 1) * gpus * f.elapsed_s / 3600
+    log = job.get("log_path") if job.get("executor") == "slurm" else None
+    ckpt = _job_path(dotted_get(config, "checkpointing.checkpoint_dir"), data)
+    tb = None
+    if dotted_get(config, "logger.tensorboard_enabled") is True:
+        tb = _job_path(dotted_get(config, "logger.log_dir"), data)
+    sections: dict[str, str] = {}
+    for line in _shell(job).run(_progress_script(log, ckpt, tb)).stdout.splitlines():
+        tag, _, value = line.partition("|")
+        sections[tag] = value
+    now = float(sections.get("N") or time.time())
+    quiet = None
+    log_progress = None
+    if "L" in sections:
+        size, _, mtime = sections["L"].partition(" ")
+        quiet = now - float(mtime) if mtime.isdigit() else None
+        text = base64.b64decode(sections.get("T", "")).decode("utf-8", "replace")
+        log_progress = parse_log_tail(text, partial=int(size or 0) > LOG_TAIL)
+    checkpoint = None
+    if sections.get("C"):
+        try:
+            checkpoint = json.loads(base64.b64decode(sections["C"]))
+        except ValueError:
+            checkpoint = None
+    scalars = (
+        read_scalars(base64.b64decode(sections["B"]), from_tail=True) if "B" in sections else []
+    )
+    if scalars:
+        quiet = now - max(s.wall_time for s in scalars)
+    state = facts[str(job["job_id"])].state if str(job.get("job_id")) in facts else job.get("state")
+    return combine(
+        log_progress, checkpoint if isinstance(checkpoint, dict) else None, scalars, config,
+        state=state, gpu_hours=round(hours, 2) if facts else None, quiet_seconds=quiet,
+        stall_factor=stall_factor,
+    )  # fmt: skip
+
+
+def log_files(job: dict) -> list[str]:
+    """Every log of a job: ray.sub's driver, head and worker logs, then the batch output."""
+    files = []
+    log = str(job.get("log_path") or "")
+    if log.endswith("/" + DRIVER_LOG):
+        logs = log.rsplit("/", 1)[0]
+        files += [log, f"{logs}/ray-head.log", f"{logs}/ray-worker-*.log"]
+    out = job.get("batch_output") or log
+    if out and out not in files:
+        files.append(out)
+    return files
+
+
+def scan_logs(job: dict, classifier: LogClassifier) -> None:
+    """Feed every candidate line of the job's logs to `classifier`, streaming."""
+    files = log_files(job)
+    if job.get("executor") == "ray":
+        _scan_ray_logs(job, classifier)
+        return
+    if job.get("host") is None and shutil.which("grep") is None:
+        import glob
+
+        for pattern in files:
+            for path in sorted(glob.glob(pattern)):
+                with open(path, "rb") as fh:
+                    for number, line in python_prefilter(fh):
+                        classifier.feed(path, number, line)
+        return
+    proc = _shell(job).popen(grep_script(files))
+    assert proc.stdout is not None
+    try:
+        for path, number, line in parse_grep(proc.stdout):
+            classifier.feed(path, number, line)
+    finally:
+        proc.stdout.close()
+        proc.wait()
+
+
+def _scan_ray_logs(job: dict, classifier: LogClassifier) -> None:
+    """A Ray job's driver log comes from the dashboard (Ray keeps it; there is no file here)."""
+    import io
+    import urllib.request
+
+    url = f"{str(job['address']).rstrip('/')}/api/jobs/{job['job_id']}/logs"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            text = json.loads(resp.read().decode("utf-8")).get("logs", "")
+    except (OSError, ValueError):
+        return
+    for number, line in python_prefilter(io.BytesIO(text.encode("utf-8"))):
+        classifier.feed("driver log (Ray dashboard)", number, line)
+
+
+def diagnose_run(run_dir: Path, data: dict, job: dict | None = None) -> Diagnosis:
+    """Why the run's job (or `job`, one segment of a chain) ended: a kind of
+    catalog/failures.py, retryable or not, with evidence lines and the usual fix."""
+    job = job or data["job"]
+    state, code, source = job.get("state"), job.get("exit_code"), "run.json"
+    facts = slurm_facts([job])
+    if str(job.get("job_id")) in facts:
+        f = facts[str(job["job_id"])]
+        state, code, source = f.state, f.exit_code, f.source
+    elif job.get("executor") == "ray":
+        source = "Ray job status"
+    classifier = LogClassifier()
+    scan_logs(job, classifier)
+    result = diagnose(classifier, state, code, source)
+    if state in TERMINAL or state in (None, "RUNNING"):
+        result.step = run_progress(run_dir, data, [job], facts=facts).step
+    return result

@@ -1,0 +1,53 @@
+"""`diagnose RUN`: why a cluster job ended, named as a kind of FAILURES.md (the first error in
+its logs, weighed against the scheduler's state), with evidence lines and the usual fix."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "name why a cluster job failed: its first error, as a kind of FAILURES.md, with evidence"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from steps.cli.common import add_run_arguments
+
+    add_run_arguments(parser, ref=True)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.launch.jobs import find_run, refresh
+    from runners.launch.observe import diagnose_run
+
+    run_dir, data = find_run(args.ref, args.runs_dir)
+    job = refresh(run_dir, data)
+    result = diagnose_run(run_dir, {**data, "job": job}, job)
+    if args.json:
+        from steps.cli.run_render import print_json
+
+        print_json({"run_dir": str(run_dir), "job_id": job.get("job_id"), **result.to_dict()})
+        return 0
+    print(f"run dir: {run_dir}")
+    code = "" if result.exit_code is None else f", exit code {result.exit_code}"
+    print(f"job: {job['executor']} {job['job_id']} ({result.state or 'state unknown'}{code})")
+    if result.kind is None:
+        print(result.title)
+        return 0
+    retry = "yes" if result.retryable else "no"
+    print(f"failure: {result.kind} ({result.title}); a retry can help: {retry}")
+    if result.step is not None:
+        print(f"training step reached: {result.step}")
+    if result.method:
+        print(f"in: {result.method}")
+    if result.message:
+        print(f"message: {result.message}")
+    if result.evidence:
+        print("evidence:")
+        for ev in result.evidence:
+            print(f"  {ev.render()}")
+    if result.note:
+        print(f"note: {result.note}")
+    if result.later:
+        print("later (consequences): " + "; ".join(result.later))
+    print(f"fix: {result.fix}")
+    return 0
