@@ -1,0 +1,73 @@
+"""`diagnose`, `status` and `jobs` on real Slurm jobs (the one-node lab of cluster_fixtures):
+a job whose stand-in driver prints a NeMo-RL log with a GPU OOM and fails, named from its real
+driver log and the scheduler's state; one cancelled mid-way; the same read over ssh."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cluster_fixtures import slurm, sshd, wait_for  # noqa: F401
+from test_launch_slurm import lab, write_env_toml  # noqa: F401
+
+CORPUS = Path(__file__).resolve().parent / "data" / "failures"
+OOM_LOG = CORPUS / "gpu_oom_in_get_logprobs" / "ray-driver.log"
+
+
+def _failed_oom_job(root: Path, work: Path, cli, extra: str = "") -> str:
+    write_env_toml(work, root, extra=extra, FAKE_LOG_FILE=str(OOM_LOG), FAKE_EXIT="1")
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
+    assert res.returncode == 0, res.stderr
+    job_id = res.stdout.split()[0]
+    wait_for(lambda: '"FAILED"' in cli("status", job_id, "--json").stdout, timeout=90)
+    return job_id
+
+
+def test_a_failed_job_is_named_from_its_driver_log_and_slurm_state(lab):  # noqa: F811
+    root, work, env, cli = lab
+    ckpt = Path(env["STEPS_OUTPUT"]) / "dpo" / "checkpoints"
+    (ckpt / "step_2").mkdir(parents=True)
+    (ckpt / "step_2" / "training_info.json").write_text('{"epoch": 0, "step": 2, "total_steps": 2}')
+    (ckpt / "tmp_step_3").mkdir()  # a save cut short is never a step reached
+    job_id = _failed_oom_job(root, work, cli)
+    res = cli("diagnose", job_id, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["kind"] == "gpu_oom" and doc["retryable"] is False
+    assert doc["method"] == "DTensorPolicyWorkerV2.get_logprobs"
+    assert "policy.logprob_chunk_size" in doc["fix"]
+    assert doc["state"] == "FAILED" and doc["exit_code"] == 1
+    assert doc["step"] == 3  # the driver log's third finished step (past the checkpoint's 2)
+    first = doc["evidence"][0]
+    assert first["path"].endswith(f"/{job_id}-logs/ray-driver.log")
+    text = Path(first["path"]).read_text().splitlines()[first["line"] - 1]
+    assert text.startswith("Traceback")
+    human = cli("diagnose", "last")
+    assert "failure: gpu_oom (GPU out of memory); a retry can help: no" in human.stdout
+    assert "ray-driver.log:" in human.stdout and "fix: policy.logprob_chunk_size" in human.stdout
+    status = cli("status", job_id)
+    assert "progress: step 3 of 3, reward 0.35, 41s/step" in status.stdout
+    assert "progress" in json.loads(cli("jobs", "--json").stdout)["jobs"][0]
+
+
+def test_a_cancelled_job_is_named_cancelled_and_not_retryable(lab):  # noqa: F811
+    root, work, _env, cli = lab
+    write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
+    job_id = res.stdout.split()[0]
+    wait_for(lambda: "tick 1" in cli("logs", job_id).stdout, timeout=90)
+    running = json.loads(cli("diagnose", job_id, "--json").stdout)
+    assert running["kind"] is None and running["state"] == "RUNNING"
+    cli("cancel", job_id)
+    wait_for(lambda: '"CANCELLED"' in cli("status", job_id, "--json").stdout, timeout=60)
+    doc = json.loads(cli("diagnose", job_id, "--json").stdout)
+    assert doc["kind"] == "cancelled" and doc["retryable"] is False
+
+
+def test_diagnose_over_ssh_greps_on_the_cluster_side(lab, sshd):  # noqa: F811
+    root, work, _env, cli = lab
+    host, options = sshd
+    opts = ", ".join(f'"{o}"' for o in options)
+    job_id = _failed_oom_job(root, work, cli, extra=f'host = "{host}"\nssh_options = [{opts}]\n')
+    doc = json.loads(cli("diagnose", job_id, "--json").stdout)
+    assert doc["kind"] == "gpu_oom" and doc["evidence"][0]["line"] > 1
