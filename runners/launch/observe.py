@@ -43,20 +43,19 @@ class JobFacts:
     source: str
 
 
-# One line per job: F|id|state|exitcode|elapsed seconds|nodes (sacct, else scontrol).
+# F|source|id|state|exitcode|elapsed|nodes lines: `scontrol show job` for the jobs that may still
+# be live (slurmctld is current; sacct lags a started job by the slurmdbd round trip), then one
+# `sacct` for all of them (it keeps jobs after MinJobAge; a requeued job has a record per run).
 _FACTS = r"""
-facts() {
+live() {
   local line st ec rt nn
-  line=$(sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NNodes -j "$1" 2>/dev/null | head -n 1)
-  if [ -n "$line" ]; then echo "F|sacct|$line"; return; fi
   line=$(scontrol show job "$1" -o 2>/dev/null | head -n 1) || line=""
-  if [ -n "$line" ]; then
-    st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1)
-    ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1)
-    rt=$(printf '%s' "$line" | grep -o ' RunTime=[0-9:-]*' | head -n 1)
-    nn=$(printf '%s' "$line" | grep -o ' NumNodes=[0-9]*' | head -n 1)
-    echo "F|scontrol|$1|${st#JobState=}|${ec# ExitCode=}|${rt# RunTime=}|${nn# NumNodes=}"
-  fi
+  [ -n "$line" ] || return 0
+  st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1)
+  ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1)
+  rt=$(printf '%s' "$line" | grep -o ' RunTime=[0-9:-]*' | head -n 1)
+  nn=$(printf '%s' "$line" | grep -o ' NumNodes=[0-9]*' | head -n 1)
+  echo "F|scontrol|$1|${st#JobState=}|${ec# ExitCode=}|${rt# RunTime=}|${nn# NumNodes=}"
 }
 """
 
@@ -81,20 +80,32 @@ def _shell(job: dict) -> Shell:
 
 def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
     """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
-    ids = [str(j["job_id"]) for j in jobs if j.get("executor") == "slurm"]
-    if not ids:
+    slurm_jobs = [j for j in jobs if j.get("executor") == "slurm"]
+    if not slurm_jobs:
         return {}
-    script = _FACTS + "".join(f"facts {shlex.quote(i)}\n" for i in ids)
+    ids = ",".join(str(j["job_id"]) for j in slurm_jobs)
+    script = _FACTS + "".join(
+        f"live {shlex.quote(str(j['job_id']))}\n"
+        for j in slurm_jobs
+        if j.get("state") not in TERMINAL
+    )
+    script += (
+        f"sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NNodes -j {shlex.quote(ids)} "
+        "2>/dev/null | sed 's/^/F|sacct|/'\nexit 0\n"
+    )
+    ended = {str(j["job_id"]) for j in slurm_jobs if j.get("state") in TERMINAL}
     out: dict[str, JobFacts] = {}
-    for line in _shell(jobs[0]).run(script).stdout.splitlines():
+    for line in _shell(slurm_jobs[0]).run(script).stdout.splitlines():
         parts = line.split("|")
         if len(parts) < 7 or parts[0] != "F":
             continue
         source, jid, state, code, elapsed, nodes = parts[1:7]
-        state = state.split()[0] if state else ""
-        if not state:
-            continue
-        out[jid.split(".")[0]] = JobFacts(
+        jid, state = jid.split(".")[0], (state.split() or [""])[0]
+        if not state or (jid in out and out[jid].source == "scontrol"):
+            continue  # scontrol's live answer wins; a later sacct record (a requeue) replaces
+        if jid in ended and state not in TERMINAL:
+            continue  # sacct lagging behind an end slurmctld already reported
+        out[jid] = JobFacts(
             state, exit_code_of(state, code), _seconds(elapsed),
             int(nodes) if nodes.isdigit() else None, source,
         )  # fmt: skip
