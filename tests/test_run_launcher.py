@@ -283,3 +283,26 @@ def test_pins_follow_the_checkouts_own_pyproject(tmp_path):
     arm = {"sys_platform": "linux", "platform_machine": "aarch64"}
     (pin,) = pins(checkout, ["vllm"], ["vllm"], arm)["vllm"]
     assert "aarch64.whl" in pin.text and pin.shown == "vllm==0.20.0" and pin.line == 15
+
+
+def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
+    from runners.launch.profiles import load_profile
+    from runners.launch.target import ClusterTarget
+
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(
+        '[c]\nexecutor = "slurm"\nremote_dir = "/shared/runs"\nnemo_rl_dir = "/opt/nemo-rl"\n'
+    )
+    target = ClusterTarget("c", env_toml, load_profile(env_toml, "c"), {})
+    args = ("nemo_rl", "rl/x", "examples/run_dpo.py", "/shared/runs/r/config.yaml", {})
+    assert target.command(*args)[0][:3] == ["uv", "run", "python"]  # the profile's default
+    argv, cwd = target.command(*args, "/opt/venv/bin/python -X dev")
+    assert argv == [
+        "/opt/venv/bin/python",
+        "-X",
+        "dev",
+        "examples/run_dpo.py",
+        "--config",
+        "/shared/runs/r/config.yaml",
+    ]
+    assert cwd == "/opt/nemo-rl"
