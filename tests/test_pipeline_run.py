@@ -45,6 +45,9 @@ class World:
             "NEMO_RL_HOME": "",
             "FAKE_NEMO_RL_LOG": str(base / "trainings.log"),
             "STEPS_CACHE_DIR": str(base / ".cache"),
+            # the tiny configs read ${oc.env:STEPS_OUTPUT,...}: its value is part of a stage's
+            # cache key (run pins it into config.yaml), so a world keeps one across its runs
+            "STEPS_OUTPUT": str(base / "output"),
         }
 
     def run(self, *extra: str, nemo_rl: bool = True, more_env: dict | None = None, file=RLVR):

@@ -82,9 +82,11 @@ def cache_key(
     inputs: dict,
     outputs: dict,
     nemo_rl: str | None = None,
+    config_env: dict | None = None,
 ) -> str:
     """The stage's identity: step and version, compiled config, input contents, output places,
-    and the NeMo-RL version it runs on (when known; other stages keep the keys they had)."""
+    the NeMo-RL version it runs on (when known), and the environment values its config's plain
+    `${oc.env:...}` read (`run` pins them into config.yaml; a config without any keeps its key)."""
     material = {
         "step": step,
         "version": version,
@@ -94,6 +96,8 @@ def cache_key(
     }
     if nemo_rl is not None:
         material["nemo_rl"] = nemo_rl
+    if config_env:
+        material["config_env"] = config_env
     blob = json.dumps(material, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

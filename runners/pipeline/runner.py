@@ -212,7 +212,7 @@ def _run_stages(
         overrides, secret_env = move_secrets(stage.overrides, env)
         inputs = inputs_now(stage)
         target = nemo_rl_target() if stage.runner == "nemo_rl" else None
-        key, chash, sources = stage_key(stage, overrides, inputs, previous, target)
+        key, chash, sources, env_names = stage_key(stage, overrides, inputs, previous, target)
         outs = {p: b.value for p, b in stage.outputs.items()}
         if stage.id not in forced and cache_hit(previous, key, stage):
             summary["stages"][stage.id] = {
@@ -237,6 +237,7 @@ def _run_stages(
             "overrides": overrides,  # secrets replaced by ${oc.env:...} references
             "config_hash": chash,
             "config_sources": sources,
+            "config_env_names": env_names,  # values are in the cache key, never in the record
             "nemo_rl": nemo_rl_record(target),
             "cache_key": key,
             "inputs": inputs,

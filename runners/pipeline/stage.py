@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,9 @@ from typing import Any, TextIO
 
 from catalog.errors import StepsError
 from runners.pipeline.lineage import cache_key, fingerprint
-from runners.secrets import redact_text
+from runners.secrets import is_secret_env, redact_text
+
+ENV_REF = re.compile(r"\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 GRACE_S = 10.0  # how long an interrupted child may take to stop before it is killed
 
@@ -45,9 +48,11 @@ def _stamps(paths: list[str]) -> dict[str, list[int]] | None:
 def stage_key(
     stage: Any, overrides: list[str], inputs: dict, previous: dict | None, target: Any
 ) -> tuple[str, str, dict]:
-    """(cache key, config hash, config sources) of a stage with these `inputs` (`inputs_now`),
-    compiled for `target`, the NeMo-RL it runs on (None for other runners)."""
-    chash, sources = config_hash(stage, overrides, previous, target)
+    """(cache key, config hash, config sources, config env names) of a stage with these `inputs`
+    (`inputs_now`), compiled for `target`, the NeMo-RL it runs on (None for other runners). The
+    child `run` pins the config's plain `${oc.env:VAR}` to this environment's values (config.yaml
+    is what runs), so those values are part of the key."""
+    chash, sources, env_names = config_hash(stage, overrides, previous, target)
     key = cache_key(
         stage.step,
         stage.version,
@@ -55,8 +60,9 @@ def stage_key(
         {p: i["fingerprint"] for p, i in inputs.items()},
         {p: b.value for p, b in stage.outputs.items()},
         nemo_rl_label(target),
+        {name: os.environ.get(name) for name in env_names},
     )
-    return key, chash, sources
+    return key, chash, sources, env_names
 
 
 def nemo_rl_label(target: Any) -> str | None:
@@ -67,8 +73,9 @@ def nemo_rl_label(target: Any) -> str | None:
 
 def config_hash(
     stage: Any, overrides: list[str], previous: dict | None = None, target: Any = None
-) -> tuple[str, dict]:
-    """sha256 of the compiled config (interpolations kept) and the files it came from.
+) -> tuple[str, dict, list[str]]:
+    """sha256 of the compiled config (interpolations kept), the files it came from, and the
+    non-secret variables its `${oc.env:...}` read.
 
     A NeMo-RL stage is compiled as `run` compiles it, for `target` (a
     `runners.nemo_rl.checkout.Target`): its version decides which overlay keys the config gets.
@@ -82,8 +89,9 @@ def config_hash(
         and (previous or {}).get("config") == str(stage.config)
         and (previous or {}).get("nemo_rl") == nemo_rl_record(target)
         and _stamps(list(prev)) == prev
+        and isinstance(previous.get("config_env_names"), list)
     ):
-        return previous["config_hash"], prev
+        return previous["config_hash"], prev, previous["config_env_names"]
     if target is not None:
         from runners.config.overlays import overlay_files
         from runners.nemo_rl import checkout as nemo_rl
@@ -95,8 +103,10 @@ def config_hash(
 
         compiled = compile_config(stage.config, overrides)
         sources = list(compiled.sources)
-    digest = hashlib.sha256(compiled.to_yaml().encode()).hexdigest()
-    return digest, _stamps(list(dict.fromkeys(str(p) for p in sources))) or {}
+    text = compiled.to_yaml()
+    env_names = sorted({name for name in ENV_REF.findall(text) if not is_secret_env(name)})
+    stamps = _stamps(list(dict.fromkeys(str(p) for p in sources))) or {}
+    return hashlib.sha256(text.encode()).hexdigest(), stamps, env_names
 
 
 def nemo_rl_record(target: Any) -> dict | None:
