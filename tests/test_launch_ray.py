@@ -235,7 +235,7 @@ def test_paths_outside_remote_dir_and_an_oversized_upload_are_refused(lab, ray_h
     backend = RayBackend("ray", RayProfile(executor="ray", address=ray_head))
     req = LaunchRequest("rl/x", "nemo_rl", big, "$STEPS_RUN_DIR", ["true"], str(lab.root))
     with pytest.raises(StepsError) as err:
-        backend.submit(req)
+        backend.submit(req, backend.job_record(req))
     assert err.value.finding.code == "E-REMOTE-PATH" and "100 MiB" in err.value.finding.message
     assert "steps-x-big-run" not in [j.submission_id for j in backend.client().list_jobs()]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
-from runners.launch.request import TERMINAL
+from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.rundir import RECORD, read_record, runs_root, update_record
 
 
@@ -57,7 +57,7 @@ def find_run(
     if ref == "last" and runs:
         return runs[0]
     for run_dir, data in runs:
-        if str(data["job"].get("job_id")) == ref:
+        if data["job"].get("job_id") is not None and str(data["job"]["job_id"]) == ref:
             return run_dir, data
     raise StepsError(
         "E-RUN-UNKNOWN",
@@ -68,11 +68,61 @@ def find_run(
 
 
 def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> dict:
-    """The job with its live state (written back to run.json when it changed)."""
-    job = data["job"]
-    if job.get("state") in TERMINAL:
+    """The job with its live state (written back to run.json when it changed); UNKNOWN with
+    `reason` (never saved) when the cluster cannot say."""
+    return refresh_all([(run_dir, data)], env)[0]
+
+
+def _group_key(job: dict) -> tuple:
+    """Jobs answered by one round trip: same executor, host (and ssh options) or address."""
+    return (
+        job.get("executor"),
+        job.get("host"),
+        tuple(job.get("ssh_options") or ()),
+        job.get("address"),
+    )
+
+
+def _refresh_group(jobs: list[dict], env: dict[str, str] | None) -> list[dict]:
+    """One backend call for a group; any failure marks each of its jobs UNKNOWN, with why."""
+    try:
+        return backend_for_job(jobs[0], env).refresh_many([dict(j) for j in jobs])
+    except StepsError as exc:
+        return [unknown(j, exc.finding.message) for j in jobs]
+    except (KeyError, TypeError, ValueError) as exc:
+        return [unknown(j, f"unreadable job record ({type(exc).__name__}: {exc})") for j in jobs]
+
+
+def refresh_all(runs: list[tuple[Path, dict]], env: dict[str, str] | None = None) -> list[dict]:
+    """Every run's live job, in order: one round trip per host, the hosts asked concurrently;
+    one host that does not answer leaves the others' answers intact."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out: list[dict] = [dict(data["job"]) for _, data in runs]
+    groups: dict[tuple, list[int]] = {}
+    for i, job in enumerate(out):
+        if job.get("state") not in TERMINAL:
+            groups.setdefault(_group_key(job), []).append(i)
+    if groups:
+        with ThreadPoolExecutor(max_workers=min(8, len(groups))) as pool:
+            answers = {
+                key: pool.submit(_refresh_group, [out[i] for i in idx], env)
+                for key, idx in groups.items()
+            }
+            for key, idx in groups.items():
+                for i, new in zip(idx, answers[key].result(), strict=True):
+                    out[i] = new
+    for (run_dir, data), new in zip(runs, out, strict=True):
+        saved = _saved(new)
+        if saved != data["job"]:
+            update_record(run_dir, job=saved)
+    return out
+
+
+def _saved(job: dict) -> dict:
+    """What run.json keeps of a shown record: an UNKNOWN state is not news, the last known is."""
+    if job.get("state") != UNKNOWN:
         return job
-    new = backend_for_job(job, env).refresh(dict(job))
-    if new != job:
-        update_record(run_dir, job=new)
-    return new
+    kept = {k: v for k, v in job.items() if k not in ("last_known_state", "reason")}
+    kept["state"] = job.get("last_known_state")
+    return kept

@@ -21,7 +21,8 @@ from pathlib import Path
 from catalog.config_values import dotted_get
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
-from runners.launch.slurm import DRIVER_LOG, exit_code_of
+from runners.launch.slurm import DRIVER_LOG
+from runners.launch.slurm_state import exit_code_of
 from runners.monitor.classify import Diagnosis, LogClassifier, diagnose
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
 from runners.monitor.progress import Progress, combine, parse_log_tail
@@ -95,7 +96,11 @@ def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
     )
     ended = {str(j["job_id"]) for j in slurm_jobs if j.get("state") in TERMINAL}
     out: dict[str, JobFacts] = {}
-    for line in _shell(slurm_jobs[0]).run(script).stdout.splitlines():
+    for line in (
+        _shell(slurm_jobs[0])
+        .run(script, what="asking Slurm for job facts (scontrol, sacct)")
+        .stdout.splitlines()
+    ):
         parts = line.split("|")
         if len(parts) < 7 or parts[0] != "F":
             continue
@@ -186,7 +191,11 @@ def run_progress(
     if dotted_get(config, "logger.tensorboard_enabled") is True:
         tb = _job_path(dotted_get(config, "logger.log_dir"), data)
     sections: dict[str, str] = {}
-    for line in _shell(job).run(_progress_script(log, ckpt, tb)).stdout.splitlines():
+    for line in (
+        _shell(job)
+        .run(_progress_script(log, ckpt, tb), what="reading the run's log and checkpoints")
+        .stdout.splitlines()
+    ):
         tag, _, value = line.partition("|")
         sections[tag] = value
     now = float(sections.get("N") or time.time())

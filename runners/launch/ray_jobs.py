@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.launch.request import LaunchRequest, RemoteFacts, submitted_now
+from runners.launch.request import (
+    NOT_SUBMITTED,
+    SUBMITTING,
+    UNKNOWN,
+    LaunchRequest,
+    RemoteFacts,
+    submitted_now,
+    unknown,
+)
+from runners.launch.shell import LostContact, seconds
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024
@@ -62,6 +71,8 @@ class RayBackend:
         self._client: Any = None
 
     def client(self) -> Any:
+        """Ray's JobSubmissionClient, every HTTP call of it bounded (Ray sets no timeout: a
+        dashboard whose job agent hangs would keep us waiting forever)."""
         if self._client is not None:
             return self._client
         try:
@@ -78,10 +89,18 @@ class RayBackend:
                 fix="pip install 'nemo-rl-steps[ray]' (ray[default])",
                 exit_code=2,
             ) from None
+
+        class Bounded(JobSubmissionClient):
+            timeout = seconds("COMMAND")
+
+            def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+                kwargs.setdefault("timeout", self.timeout)
+                return super()._do_request(method, endpoint, **kwargs)
+
         try:
             with _profile_address_only():
-                self._client = JobSubmissionClient(self.address)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+                self._client = Bounded(self.address)
+        except Exception as exc:  # requests' ConnectionError/Timeout, Ray's RuntimeError
             raise self._unreachable(str(exc).splitlines()[0]) from None
         return self._client
 
@@ -158,8 +177,25 @@ class RayBackend:
             **self._resources(),
         }
 
-    def submit(self, req: LaunchRequest) -> dict:
+    def job_record(self, req: LaunchRequest) -> dict:
+        """The record before submitting: the submission id is ours, so it is the job id now."""
+        sid = self.submission_id(req)
+        return {
+            "executor": "ray",
+            "profile": self.name,
+            "address": self.address,
+            "job_id": sid,
+            "job_dir": req.job_dir,
+            "log_path": f"ray job logs {sid} (address {self.address})",
+            "submitted_utc": submitted_now(),
+            "state": SUBMITTING,
+            "exit_code": None,
+        }
+
+    def submit(self, req: LaunchRequest, job: dict) -> dict:
+        """Submit under our submission id; after any failure, ask Ray for that id first."""
         if req.config_secrets:
+            job.update(state=NOT_SUBMITTED, reason="a literal secret in the config")
             raise StepsError(
                 "E-REMOTE-SECRET-INLINE",
                 f"the config holds a literal secret ({', '.join(sorted(req.config_secrets))} "
@@ -168,6 +204,44 @@ class RayBackend:
                 "${oc.env:NAME} in the config",
             )
         upload = req.job_dir == UPLOAD_DIR
+        try:
+            self._stage(req, upload)
+        except StepsError as exc:
+            job.update(state=NOT_SUBMITTED, reason=exc.finding.message)
+            raise
+        client = self.client()
+        sid = job["job_id"]
+        runtime_env = {"working_dir": str(req.run_dir)} if upload else None
+        client.timeout = seconds("SUBMIT")
+        try:
+            for attempt in range(20):
+                try:
+                    client.submit_job(
+                        entrypoint=self.entrypoint(req),
+                        submission_id=sid,
+                        runtime_env=runtime_env,
+                        metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
+                        **self._resources(),
+                    )
+                    job["state"] = "PENDING"
+                    return job
+                except RuntimeError as exc:
+                    # A head that just started has no job agent yet: Ray says to try again.
+                    if "try again" in str(exc) and attempt < 19 and not self._known(sid):
+                        time.sleep(0.5)
+                        continue
+                    first = str(exc).splitlines()[0]
+                    return self._found_or_raise(job, f"the Ray cluster refused the job: {first}")
+                except Exception as exc:  # requests' Timeout/ConnectionError: it may be queued
+                    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    failure = f"the Ray dashboard at {self.address} did not answer the submission"
+                    return self._found_or_raise(job, f"{failure} ({detail})", answered=False)
+        finally:
+            client.timeout = seconds("COMMAND")
+        return job  # pragma: no cover - the loop returns or raises
+
+    def _stage(self, req: LaunchRequest, upload: bool) -> None:
+        """The run dir where the job reads it: uploaded (size-checked) or copied to remote_dir."""
         if upload:
             size = dir_bytes(req.run_dir)
             if size > MAX_UPLOAD:
@@ -178,74 +252,64 @@ class RayBackend:
                     path=str(req.run_dir),
                     fix="set remote_dir in the profile to shared storage the cluster sees",
                 )
-        else:
-            dest = Path(req.job_dir)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            import shutil
+            return
+        import shutil
 
-            shutil.copytree(req.run_dir, dest, dirs_exist_ok=True)
-        sid = self.submission_id(req)
-        runtime_env = {"working_dir": str(req.run_dir)} if upload else None
-        for attempt in range(20):
-            try:
-                self._answered(
-                    lambda: self.client().submit_job(
-                        entrypoint=self.entrypoint(req),
-                        submission_id=sid,
-                        runtime_env=runtime_env,
-                        metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
-                        **self._resources(),
-                    )
-                )
-                break
-            except RuntimeError as exc:
-                # A head that just started has no job agent yet: Ray says to try again.
-                if "try again" in str(exc) and attempt < 19:
-                    time.sleep(0.5)
-                    continue
-                raise self._refused(exc) from None
-        return {
-            "executor": "ray",
-            "profile": self.name,
-            "address": self.address,
-            "job_id": sid,
-            "job_dir": req.job_dir,
-            "log_path": f"ray job logs {sid} (address {self.address})",
-            "submitted_utc": submitted_now(),
-            "state": "PENDING",
-            "exit_code": None,
-        }
-
-    def _answered(self, call: Any, seconds: float = 120) -> Any:
-        """`call()` or E-SUBMIT: Ray's client has no timeout, and a dashboard whose job agent
-        never started keeps a submit waiting forever."""
-        import concurrent.futures
-
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        dest = Path(req.job_dir)
         try:
-            return pool.submit(call).result(timeout=seconds)
-        except concurrent.futures.TimeoutError:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(req.run_dir, dest, dirs_exist_ok=True)
+        except OSError as exc:
             raise StepsError(
-                "E-SUBMIT",
-                f"the Ray dashboard at {self.address} did not answer the submission within "
-                f"{seconds:.0f} s",
-                fix="check the cluster's dashboard agent (dashboard_agent.log on the head)",
+                "E-REMOTE-STAGE",
+                f"copying the run dir to {dest} failed (nothing was submitted): {exc}",
+                fix="check that remote_dir is mounted here and writable",
                 exit_code=2,
             ) from None
-        finally:
-            pool.shutdown(wait=False)
 
-    @staticmethod
-    def _refused(exc: Exception) -> StepsError:
-        return StepsError(
-            "E-SUBMIT",
-            f"the Ray cluster refused the job: {str(exc).splitlines()[0]}",
-            fix="check the profile's entrypoint resources and the cluster's state",
-            exit_code=2,
-        )
+    def _known(self, sid: str) -> bool | None:
+        """Whether Ray holds submission `sid` (None when it cannot be asked)."""
+        try:
+            self.client().get_job_info(sid)
+            return True
+        except RuntimeError as exc:
+            return False if "does not exist" in str(exc) else None
+        except Exception:
+            return None
+
+    def _found_or_raise(self, job: dict, failure: str, answered: bool = True) -> dict:
+        """After a failed submit: the job Ray holds under our id anyway, else E-SUBMIT."""
+        known = self._known(job["job_id"])
+        if known:
+            job["state"] = "PENDING"
+            job["submit_note"] = f"{failure}; but Ray holds the job under its id (found)"
+            return job
+        if known is False and answered:
+            job.update(state=NOT_SUBMITTED, reason=failure)
+            fix = "check the profile's entrypoint resources and the cluster's state"
+        else:
+            job["reason"] = f"{failure}; whether Ray holds it is unknown"
+            fix = (
+                f"`python -m steps status RUN` asks Ray for {job['job_id']} again; submit anew "
+                "only if it is not found"
+            )
+        raise StepsError("E-SUBMIT", failure, fix=fix, exit_code=2)
+
+    def refresh_many(self, jobs: list[dict]) -> list[dict]:
+        return [self.refresh(job) for job in jobs]
 
     def refresh(self, job: dict) -> dict:
-        info = self.client().get_job_info(job["job_id"])
+        """The live record; UNKNOWN with why when the dashboard cannot say."""
+        try:
+            info = self.client().get_job_info(job["job_id"])
+        except StepsError as exc:
+            return unknown(job, exc.finding.message)
+        except RuntimeError as exc:
+            if job.get("state") == SUBMITTING and "does not exist" in str(exc):
+                return {**job, "reason": f"Ray holds no job {job['job_id']}"}
+            return unknown(job, str(exc).splitlines()[0])
+        except Exception as exc:  # requests' ConnectionError/Timeout
+            return unknown(job, f"the Ray dashboard at {self.address}: {exc}".splitlines()[0])
         state = str(getattr(info.status, "value", info.status))
         code = info.driver_exit_code
         if state == "SUCCEEDED":
@@ -257,25 +321,33 @@ class RayBackend:
         return {**job, "state": state, "exit_code": code, "message": info.message}
 
     def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
+        """Print the job's log (tailing it when following); the exit code when done. A log
+        stream that breaks, or ends while the job is not done, is LostContact."""
         client = self.client()
-        if not follow:
-            sys.stdout.write(client.get_job_logs(job["job_id"]))
-            sys.stdout.flush()
-            return None
-        import asyncio
-
-        async def tail() -> None:
-            async for chunk in client.tail_job_logs(job["job_id"]):
-                sys.stdout.write(chunk)
+        where = f"the Ray dashboard at {self.address}"
+        try:
+            if not follow:
+                sys.stdout.write(client.get_job_logs(job["job_id"]))
                 sys.stdout.flush()
+                return None
+            import asyncio
 
-        asyncio.run(tail())
+            async def tail() -> None:
+                async for chunk in client.tail_job_logs(job["job_id"]):
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+
+            asyncio.run(tail())
+        except Exception as exc:
+            raise LostContact(where, str(exc).splitlines()[0] or type(exc).__name__) from None
         for _ in range(100):  # the log stream ends a moment before the status settles
             job.update(self.refresh(job))
+            if job.get("state") == UNKNOWN:
+                raise LostContact(where, job.get("reason", "no answer"))
             if job["exit_code"] is not None:
-                break
+                return job["exit_code"]
             time.sleep(0.2)
-        return job["exit_code"]
+        raise LostContact(where, f"the log stream ended while the job is {job.get('state')}")
 
     def cancel(self, job: dict) -> str:
         stopped = self.client().stop_job(job["job_id"])

@@ -20,7 +20,16 @@ TERMINAL = {
     "DEADLINE",
     "SUCCEEDED",
     "STOPPED",
+    "NOT_SUBMITTED",  # ours: the submission was refused and no job was queued
 }
+NOT_SUBMITTED = "NOT_SUBMITTED"
+SUBMITTING = "SUBMITTING"  # recorded before submitting; Slurm's job id is not known yet
+UNKNOWN = "UNKNOWN"  # shown (never saved) when the cluster cannot say: see `unknown`
+
+
+def unknown(job: dict, why: str) -> dict:
+    """A job record as shown when its state cannot be learnt: UNKNOWN, why, the last known."""
+    return {**job, "state": UNKNOWN, "last_known_state": job.get("state"), "reason": why}
 
 
 @dataclass
@@ -71,11 +80,25 @@ class Backend(Protocol):
 
     def describe(self, request: LaunchRequest) -> dict: ...
 
-    def submit(self, request: LaunchRequest) -> dict: ...
+    def job_record(self, request: LaunchRequest) -> dict:
+        """The job's record as run.json holds it before submitting (its name, no state yet)."""
+        ...
 
-    def refresh(self, job: dict) -> dict: ...
+    def submit(self, request: LaunchRequest, job: dict) -> dict:
+        """Submit, completing `job` in place (also when raising: what is known is recorded)."""
+        ...
 
-    def follow(self, job: dict, until_done: bool) -> int | None: ...
+    def refresh(self, job: dict) -> dict:
+        """The live record: state UNKNOWN with `reason` and `last_known_state` when the
+        cluster cannot say."""
+        ...
+
+    def refresh_many(self, jobs: list[dict]) -> list[dict]: ...
+
+    def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
+        """Print the log; the exit code when done. Raises shell.LostContact when the cluster
+        stops answering before the job's end."""
+        ...
 
     def cancel(self, job: dict) -> str: ...
 

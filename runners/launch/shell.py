@@ -4,21 +4,94 @@ Every remote action is one `bash -s` whose script arrives on stdin, so values th
 seen (secrets) travel inside the channel, never on a command line; over ssh the user's own ssh
 config applies (ProxyJump, ControlMaster, keys). Files reach the cluster with `rsync` over the
 same ssh, or a plain copy when the shared filesystem is mounted here.
+
+Every wait is bounded: a command runs in its own process group, killed whole when its time is up
+(a grandchild holding the pipes cannot keep us waiting), and ssh itself gives up on a connection
+that stops answering (ServerAlive). The bounds are `$STEPS_<WHAT>_SECONDS` (see `seconds`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import shlex
 import shutil
+import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.errors import StepsError
 
-SSH_BASE = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+SSH_BASE = [
+    "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+    "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",
+]  # fmt: skip
+
+# How long each kind of wait may last, in seconds; `$STEPS_<NAME>_SECONDS` overrides.
+BOUNDS = {
+    "COMMAND": 60,  # one short script (probe, job state, scancel)
+    "SUBMIT": 60,  # sbatch
+    "STAGE": 600,  # rsync of the run dir
+    "SLURM_CALL": 15,  # one Slurm tool call inside a script (sacct, scontrol, squeue)
+    "SILENT": 300,  # a followed job whose state Slurm cannot give, or a silent stream
+}
+
+
+def seconds(name: str, env: Mapping[str, str] | None = None) -> float:
+    """The bound for one kind of wait: $STEPS_<NAME>_SECONDS, else BOUNDS[name]."""
+    raw = (os.environ if env is None else env).get(f"STEPS_{name}_SECONDS", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return float(BOUNDS[name])
+    return value if value > 0 else float(BOUNDS[name])
+
+
+class LostContact(Exception):
+    """A followed job's stream ended or went silent without its end: the job may still run."""
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        super().__init__(f"lost contact with {where}: {detail}")
+
+
+def run_bounded(
+    argv: list[str], script: str | None, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess:
+    """subprocess.run in a new process group, the whole group killed on timeout or Ctrl-C."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if script is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(env),
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(script, timeout=timeout)
+    except BaseException:
+        kill_group(proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started with start_new_session, and everything it started."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
 
 
 @dataclass
@@ -38,13 +111,18 @@ class Shell:
             return ["bash", "-s"]
         return ["ssh", *SSH_BASE, *self.ssh_options, self.host, "bash -s"]
 
-    def run(self, script: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        """Run a bash script; an ssh failure (exit 255) is E-REMOTE-HOST, exit 2."""
-        env = dict(os.environ if self.env is None else self.env)
+    def _env(self) -> dict[str, str]:
+        return dict(os.environ if self.env is None else self.env)
+
+    def seconds(self, name: str) -> float:
+        return seconds(name, self._env())
+
+    def run(self, script: str, what: str, bound: str = "COMMAND") -> subprocess.CompletedProcess:
+        """Run a bash script doing `what` (named in errors); no answer within the bound, or an
+        ssh failure (exit 255), is E-REMOTE-HOST, exit 2."""
+        timeout = self.seconds(bound)
         try:
-            proc = subprocess.run(
-                self.argv(), input=script, capture_output=True, text=True, env=env, timeout=timeout
-            )
+            proc = run_bounded(self.argv(), script, self._env(), timeout)
         except FileNotFoundError as exc:
             raise StepsError(
                 "E-REMOTE-HOST",
@@ -53,20 +131,34 @@ class Shell:
                 exit_code=2,
             ) from None
         except subprocess.TimeoutExpired:
-            raise self._unreachable(f"no answer within {timeout:.0f} s") from None
+            raise self.timed_out(what, timeout, bound) from None
         if self.host is not None and proc.returncode == 255:
-            raise self._unreachable(proc.stderr.strip().splitlines()[-1:] or ["ssh failed"])
+            raise self._unreachable(last_line(proc.stderr) or "ssh failed")
         return proc
 
+    def timed_out(self, what: str, timeout: float, bound: str) -> StepsError:
+        """`what` did not finish in time: over ssh the host may be unreachable, here it is slow."""
+        via = f"on {self.host} (over ssh)" if self.host else "on this machine"
+        return StepsError(
+            "E-REMOTE-HOST",
+            f"{what} {via} did not finish within {timeout:g} s",
+            fix=(
+                f"check `ssh {self.host} true` answers (VPN, load on the login node); "
+                if self.host
+                else "check that the Slurm commands answer here (`squeue`); "
+            )
+            + f"a slow cluster may need a larger STEPS_{bound}_SECONDS",
+            exit_code=2,
+        )
+
     def popen(self, script: str) -> subprocess.Popen:
-        """Start a long-running script (log following); the caller reads its stdout."""
-        env = dict(os.environ if self.env is None else self.env)
+        """Start a long-running script whose stdout the caller reads (a log scan)."""
         proc = subprocess.Popen(
             self.argv(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env=self._env(),
             start_new_session=True,
         )
         assert proc.stdin is not None
@@ -74,11 +166,26 @@ class Shell:
         proc.stdin.close()
         return proc
 
-    def _unreachable(self, detail: object) -> StepsError:
-        text = detail if isinstance(detail, str) else " ".join(map(str, detail))
+    def stream(self, script: str) -> Stream:
+        """Start a following script: its stdout read with every wait bounded, stderr kept."""
+        err = tempfile.TemporaryFile()  # noqa: SIM115 - the Stream owns and closes it
+        proc = subprocess.Popen(
+            self.argv(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=self._env(),
+            start_new_session=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(script.encode())
+        proc.stdin.close()
+        return Stream(proc, err)
+
+    def _unreachable(self, detail: str) -> StepsError:
         return StepsError(
             "E-REMOTE-HOST",
-            f"cannot reach {self.host} over ssh: {text}",
+            f"cannot reach {self.host} over ssh: {detail}",
             fix="check `ssh HOST true` works without a password prompt (keys, ssh config, "
             "VPN), or unset `host` when running on the login node",
             exit_code=2,
@@ -88,8 +195,11 @@ class Shell:
         """Put the folder `local` at `remote` (rsync over ssh, or a local copy)."""
         if self.host is None:
             dest = Path(remote)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(local, dest, dirs_exist_ok=True)
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(local, dest, dirs_exist_ok=True)
+            except OSError as exc:
+                raise self._stage_failed(remote, str(exc)) from None
             return
         ssh = shlex.join(["ssh", *SSH_BASE, *self.ssh_options])
         parent = shlex.quote(str(Path(remote).parent))
@@ -103,19 +213,86 @@ class Shell:
             f"{local}/",
             f"{self.host}:{remote}/",
         ]
+        timeout = self.seconds("STAGE")
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            proc = run_bounded(argv, None, self._env(), timeout)
         except FileNotFoundError:
             raise StepsError(
                 "E-REMOTE-HOST", "rsync is not installed here", fix="install rsync", exit_code=2
             ) from None
+        except subprocess.TimeoutExpired:
+            raise self._stage_failed(
+                remote, f"rsync did not finish within {timeout:g} s", bound=True
+            ) from None
         if proc.returncode != 0:
-            raise StepsError(
-                "E-REMOTE-STAGE",
-                f"rsync of the run dir to {self.host}:{remote} failed: {proc.stderr.strip()}",
-                fix="check that remote_dir exists and is writable on the cluster",
-                exit_code=2,
-            )
+            raise self._stage_failed(remote, f"rsync failed: {proc.stderr.strip()}")
+
+    def _stage_failed(self, remote: str, detail: str, bound: bool = False) -> StepsError:
+        dest = f"{self.host}:{remote}" if self.host else remote
+        fix = "check that remote_dir exists and is writable on the cluster"
+        if bound:
+            fix += " and that the link is up; a large run dir may need a larger STEPS_STAGE_SECONDS"
+        return StepsError(
+            "E-REMOTE-STAGE",
+            f"staging the run dir to {dest} failed (nothing was submitted): {detail}",
+            fix=fix,
+            exit_code=2,
+        )
+
+
+class Stream:
+    """A following script's stdout read line by line, each wait bounded; stderr kept for errors."""
+
+    def __init__(self, proc: subprocess.Popen, err) -> None:
+        self.proc = proc
+        self._err = err
+        self._buf = b""
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+
+    def _fill(self, silence: float) -> bool:
+        """Read what arrived; False at the end of the stream, TimeoutError after `silence` s."""
+        ready, _, _ = select.select([self._fd], [], [], silence)
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(self._fd, 1 << 16)
+        self._buf += chunk
+        return bool(chunk)
+
+    def line(self, silence: float) -> bytes | None:
+        """The next line without its newline; None at the end of the stream."""
+        while b"\n" not in self._buf:
+            if not self._fill(silence):
+                return None
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def exactly(self, size: int, silence: float) -> bytes | None:
+        """The next `size` bytes; None when the stream ends first."""
+        while len(self._buf) < size:
+            if not self._fill(silence):
+                return None
+        data, self._buf = self._buf[:size], self._buf[size:]
+        return data
+
+    def stderr_tail(self) -> str:
+        """The last line the script (or ssh) wrote on stderr."""
+        self._err.seek(0)
+        return last_line(self._err.read().decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            kill_group(self.proc)
+        else:
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._err.close()
+
+
+def last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
 
 
 def exports(values: Mapping[str, str]) -> str:

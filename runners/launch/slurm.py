@@ -8,9 +8,9 @@ run dir), CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR (the run dir: logs land
 by name through sbatch's environment; the submit script carries their values on stdin, and
 secret-named variables the profile does not forward are unset before sbatch.
 
-A job's state comes from `scontrol show job` while slurmctld still holds the job, else `sacct`
-(accounting keeps it after MinJobAge), else the exit line ray.sub (or our srun script) prints into
-the batch output.
+run.json holds the job's record (with its unique name) before sbatch runs; after any sbatch
+failure the job is looked up by that name before anything is reported. What Slurm says about a
+job (state, lookup, the follow stream) is `slurm_state`.
 """
 
 from __future__ import annotations
@@ -18,79 +18,24 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.launch.request import TERMINAL, LaunchRequest, RemoteFacts, submitted_now
+from runners.launch import slurm_state
+from runners.launch.request import (
+    NOT_SUBMITTED,
+    SUBMITTING,
+    LaunchRequest,
+    RemoteFacts,
+    submitted_now,
+)
 from runners.launch.shell import Shell, exports
 from runners.secrets import SECRET_WORDS
 
 RAY_SUB = "ray.sub"
 DRIVER_LOG = "ray-driver.log"
-END_MARK = "@@steps-job-end@@"
-STATE_MARK = "@@steps-job-state@@"
 # Secret-looking variable names (the words of runners.secrets) as a bash `case` pattern.
 _SECRET_GLOB = "|".join(f"*{w.upper()}*" for w in sorted(SECRET_WORDS))
-
-# Prints "STATE EXIT" for job $ID: scontrol while slurmctld knows the job (live; sacct lags it by
-# the slurmdbd round trip, a started job still reads PENDING there), else sacct's latest record
-# (a requeued job has one per run), else the batch output's exit line.
-_STATE_FN = r"""
-job_state() {
-  local line st ec
-  line=$(scontrol show job "$ID" -o 2>/dev/null | head -n 1) || line=""
-  if [ -n "$line" ]; then
-    st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1); st=${st#JobState=}
-    ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1); ec=${ec# ExitCode=}
-    echo "$st $ec"; return
-  fi
-  line=$(sacct -n -P -X -o State,ExitCode -j "$ID" 2>/dev/null | tail -n 1) || line=""
-  if [ -n "$line" ]; then st=${line%%|*}; ec=${line##*|}; echo "${st%% *} $ec"; return; fi
-  ec=$(grep -ho 'exit_code=[0-9]*' "$OUT" 2>/dev/null | tail -n 1) || ec=""
-  if [ -n "$ec" ]; then
-    ec=${ec#exit_code=}; if [ "$ec" = 0 ]; then echo "COMPLETED 0:0"; else echo "FAILED $ec:0"; fi
-  else echo "UNKNOWN -"; fi
-}
-"""
-
-# Streams $LOG from byte 0 while the job runs, then prints the end mark with the final state.
-_FOLLOW = r"""
-off=0; last=""
-while :; do
-  s=$(job_state); st=${s%% *}
-  if [ "$st" != "$last" ]; then echo "@@steps-job-state@@ $s"; last=$st; fi
-  if [ -e "$LOG" ]; then
-    size=$(stat -c %s "$LOG")
-    if [ "$size" -gt "$off" ]; then
-      tail -c +$((off + 1)) "$LOG" | head -c $((size - off)); off=$size
-    fi
-  fi
-  case " $TERMINAL " in *" $st "*) [ "$UNTIL_DONE" = 1 ] && break ;; esac
-  [ "$UNTIL_DONE" = 1 ] || [ "$FOLLOW" = 1 ] || break
-  sleep "$POLL"
-done
-sleep 0.5
-if [ -e "$LOG" ]; then
-  size=$(stat -c %s "$LOG")
-  if [ "$size" -gt "$off" ]; then tail -c +$((off + 1)) "$LOG" | head -c $((size - off)); fi
-fi
-echo; echo "@@steps-job-end@@ $s"
-"""
-
-
-def exit_code_of(state: str, code: str) -> int | None:
-    """Slurm's `exit:signal` as a process exit code (signal N -> 128+N; failed with 0 -> 1)."""
-    if state not in TERMINAL:
-        return None
-    exit_part, _, sig_part = (code or "").partition(":")
-    ec = int(exit_part) if exit_part.isdigit() else 0
-    sig = int(sig_part) if sig_part.isdigit() else 0
-    if ec:
-        return ec
-    if sig:
-        return 128 + sig
-    return 0 if state == "COMPLETED" else 1
 
 
 def parse_gres_gpus(gres: str) -> int | None:
@@ -128,7 +73,7 @@ class SlurmBackend:
             '2>/dev/null | head -n 1)"; fi'
         )
         lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
-        proc = self.shell.run("\n".join(lines) + "\n")
+        proc = self.shell.run("\n".join(lines) + "\n", what="the probe (test -e, sinfo)")
         facts = RemoteFacts(self.name, self.profile, "")
         for line in proc.stdout.splitlines():
             tag, _, value = line.partition("|")
@@ -229,99 +174,109 @@ class SlurmBackend:
     def job_name(req: LaunchRequest) -> str:
         return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}"
 
-    def submit(self, req: LaunchRequest) -> dict:
-        """Stage the run dir, sbatch, and return the job record for run.json."""
-        if not req.uses_ray_sub:
-            (req.run_dir / "job.sbatch").write_text(self._batch_script(req), encoding="utf-8")
-        self.shell.copy_dir(req.run_dir, req.job_dir)
-        secrets = {n: self.env[n] for n in req.secret_names if n in self.env}
-        secrets.update(req.config_secrets)
-        job_name = self.job_name(req)
-        proc = self.shell.run(self.submit_script(req, job_name, secrets))
-        job_id = proc.stdout.strip().split(";")[0].splitlines()[-1:] if proc.stdout else []
-        if proc.returncode != 0 or not job_id or not job_id[0].isdigit():
-            raise StepsError(
-                "E-SUBMIT",
-                f"sbatch on {self.shell.where} refused the job: "
-                f"{(proc.stderr or proc.stdout).strip()}",
-                fix="check partition, account, --time and node counts in the profile",
-                exit_code=2,
-            )
-        jid = job_id[0]
-        log = f"{req.job_dir}/{jid}-logs/{DRIVER_LOG}" if req.uses_ray_sub else None
+    def job_record(self, req: LaunchRequest) -> dict:
+        """The record run.json holds before sbatch runs: the unique job name, no id yet (a
+        submission that times out or loses ssh is then still found by its name)."""
+        log = f"{req.job_dir}/%j-logs/{DRIVER_LOG}" if req.uses_ray_sub else None
         return {
             "executor": "slurm",
             "profile": self.name,
             "host": self.profile.host,
             "ssh_options": list(self.profile.ssh_options),
             "remote_dir": self.profile.remote_dir,
-            "job_id": jid,
-            "job_name": job_name,
+            "job_id": None,
+            "job_name": self.job_name(req),
             "job_dir": req.job_dir,
-            "log_path": log or f"{req.job_dir}/slurm-{jid}.out",
-            "batch_output": f"{req.job_dir}/slurm-{jid}.out",
+            "log_template": log or f"{req.job_dir}/slurm-%j.out",
+            "log_path": None,
+            "batch_output": None,
             "submitted_utc": submitted_now(),
-            "state": "PENDING",
+            "state": SUBMITTING,
             "exit_code": None,
         }
 
-    def _vars(self, job: dict, until_done: bool, follow: bool) -> str:
-        values = {
-            "ID": job["job_id"],
-            "LOG": job["log_path"],
-            "OUT": job.get("batch_output", job["log_path"]),
-            "TERMINAL": " ".join(sorted(TERMINAL)),
-            "UNTIL_DONE": "1" if until_done else "0",
-            "FOLLOW": "1" if follow else "0",
-            "POLL": os.environ.get("STEPS_POLL_SECONDS", "2"),
-        }
-        return "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+    @staticmethod
+    def _identified(job: dict, job_id: str) -> dict:
+        """The record once Slurm gave the job its id (log paths follow from it)."""
+        job["job_id"] = job_id
+        if job.get("log_template"):
+            job["log_path"] = job["log_template"].replace("%j", job_id)
+            job["batch_output"] = f"{job['job_dir']}/slurm-{job_id}.out"
+        if job.get("state") == SUBMITTING:
+            job["state"] = "PENDING"
+        return job
+
+    def submit(self, req: LaunchRequest, job: dict) -> dict:
+        """Stage the run dir and sbatch; `job` (from job_record) is completed in place.
+
+        After any failure of sbatch (a refusal, no answer in time, ssh gone) the job is looked up
+        by its unique name before anything is reported: Slurm may have queued it anyway."""
+        if not req.uses_ray_sub:
+            (req.run_dir / "job.sbatch").write_text(self._batch_script(req), encoding="utf-8")
+        try:
+            self.shell.copy_dir(req.run_dir, req.job_dir)
+        except StepsError as exc:
+            job.update(state=NOT_SUBMITTED, reason=exc.finding.message)
+            raise
+        secrets = {n: self.env[n] for n in req.secret_names if n in self.env}
+        secrets.update(req.config_secrets)
+        script = self.submit_script(req, job["job_name"], secrets)
+        try:
+            proc = self.shell.run(script, what="sbatch", bound="SUBMIT")
+        except StepsError as exc:  # no answer in time or ssh failed: it may be queued
+            return self._found_or_raise(job, exc.finding.message, answered=False)
+        job_id = proc.stdout.strip().split(";")[0].splitlines()[-1:] if proc.stdout else []
+        if proc.returncode == 0 and job_id and job_id[0].isdigit():
+            return self._identified(job, job_id[0])
+        said = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+        return self._found_or_raise(job, f"sbatch on {self.shell.where} refused the job: {said}")
+
+    def _found_or_raise(self, job: dict, failure: str, answered: bool = True) -> dict:
+        """After a failed sbatch: the job Slurm queued under our name anyway, else E-SUBMIT."""
+        try:
+            job_id, why = slurm_state.lookup(self.shell, job["job_name"])
+        except StepsError as exc:
+            job_id, why = None, exc.finding.message
+        if job_id:
+            job["submit_note"] = f"{failure}; but Slurm queued it as job {job_id} (found by name)"
+            return self._identified(job, job_id)
+        if answered and why.startswith(f"Slurm on {self.shell.where} knows no job"):
+            job.update(state=NOT_SUBMITTED, reason=failure)
+            fix = "check partition, account, --time and node counts in the profile"
+        else:  # sbatch may still queue it: the record keeps the name, status looks again
+            job["reason"] = f"{failure}; {why}"
+            fix = (
+                f"`python -m steps status RUN` looks the job up by its name ({job['job_name']}) "
+                "again; submit anew only if it is not found"
+            )
+        raise StepsError("E-SUBMIT", f"{failure} ({why})", fix=fix, exit_code=2)
+
+    def refresh_many(self, jobs: list[dict]) -> list[dict]:
+        """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot
+        say); a job never confirmed by sbatch is found by its name."""
+        out = slurm_state.refresh_many(self.shell, jobs)
+        return [
+            self._identified(new, new["job_id"]) if new.get("job_id") and not old.get("job_id")
+            else new
+            for old, new in zip(jobs, out, strict=True)
+        ]  # fmt: skip
 
     def refresh(self, job: dict) -> dict:
         """The job record with its current state and exit code."""
-        if job.get("state") in TERMINAL:
-            return job
-        proc = self.shell.run(self._vars(job, False, False) + _STATE_FN + "job_state\n")
-        state, _, code = proc.stdout.strip().partition(" ")
-        if state and state != "UNKNOWN":
-            job = {**job, "state": state, "exit_code": exit_code_of(state, code)}
-        return job
+        return self.refresh_many([job])[0]
 
     def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
         """Print the driver log (as it grows when following); the exit code when done."""
-        script = self._vars(job, until_done, follow) + _STATE_FN + _FOLLOW
-        proc = self.shell.popen(script)
-        final: int | None = None
-        assert proc.stdout is not None
-        try:
-            for raw in proc.stdout:
-                line = raw.decode("utf-8", "replace")
-                if line.startswith(STATE_MARK):
-                    state = line.split()[1]
-                    if not until_done:
-                        continue
-                    print(f"job {job['job_id']}: {state}", file=sys.stderr, flush=True)
-                elif line.startswith(END_MARK):
-                    parts = line.split()
-                    state, code = parts[1], parts[2] if len(parts) > 2 else ""
-                    job.update(state=state, exit_code=exit_code_of(state, code))
-                    final = job["exit_code"]
-                else:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 15)
-            proc.wait()
-        return final
+        return slurm_state.follow(self.shell, job, until_done, follow)
 
     def cancel(self, job: dict) -> str:
-        proc = self.shell.run(f"scancel {shlex.quote(job['job_id'])}\n")
+        proc = self.shell.run(f"scancel {shlex.quote(job['job_id'])}\n", what="scancel")
         if proc.returncode != 0:
             raise StepsError(
                 "E-CANCEL",
-                f"scancel {job['job_id']} failed: {proc.stderr.strip()}",
-                fix="check the job id with `python -m steps status RUN`",
+                f"scancel {job['job_id']} on {self.shell.where} failed: {proc.stderr.strip()}",
+                fix="check the job id with `python -m steps status RUN`, and that Slurm "
+                "answers there (`squeue`)",
                 exit_code=2,
             )
         return f"cancel requested for Slurm job {job['job_id']}"

@@ -14,9 +14,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from catalog.errors import StepsError
     from runners.launch.backends import backend_for_job
-    from runners.launch.jobs import find_run
+    from runners.launch.jobs import find_run, refresh
 
-    _, data = find_run(args.ref, args.runs_dir)
-    print(backend_for_job(data["job"]).cancel(data["job"]))
+    run_dir, data = find_run(args.ref, args.runs_dir)
+    job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)
+    if not job.get("job_id"):  # sbatch never confirmed it and Slurm knows no such name
+        raise StepsError(
+            "E-CANCEL",
+            f"no job to cancel for {run_dir}: {job.get('reason', 'it was never submitted')}",
+            fix="`python -m steps status RUN` shows what became of the submission",
+            exit_code=2,
+        )
+    print(backend_for_job(job).cancel(job))
     return 0

@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
+from runners.launch.shell import LostContact
 from runners.rundir import update_record
 
 
@@ -19,11 +21,20 @@ def hints(run_dir: Path) -> str:
 
 
 def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
-    """Submit; --batch prints the job and returns 0, --run follows and returns the job's code."""
+    """Submit; --batch prints the job and returns 0, --run follows and returns the job's code.
+
+    run.json holds the job's record (its unique name) before anything is submitted, and what
+    became of the submission after, whatever happened: no job is queued without a record."""
     from steps.cli.run_render import print_json
 
-    job = target.backend.submit(plan.request)
+    job = target.backend.job_record(plan.request)
     update_record(plan.run_dir, job=job)
+    try:
+        target.backend.submit(plan.request, job)
+    finally:
+        update_record(plan.run_dir, job=job)
+    if job.get("submit_note"):
+        print(f"note: {job['submit_note']}", file=sys.stderr)
     where = f" on {job['host']}" if job.get("host") else ""
     print(
         f"submitted {job['executor']} job {job['job_id']}{where}; log: {job['log_path']}",
@@ -47,7 +58,16 @@ def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bo
     """Stream the driver log; with until_done, wait for the end and return the job's exit code.
 
     Ctrl-C detaches: the job keeps running; prints how to follow, check and cancel; 130.
+    Contact lost before the job's end (ssh dropped, Slurm silent too long) is E-REMOTE-LOST,
+    exit 2: the job may still run, and the message says how to re-attach.
     """
+    if not job.get("job_id"):
+        raise StepsError(
+            "E-RUN-NO-JOB",
+            f"the submission of {run_dir} was never confirmed: {job.get('reason', 'no job id')}",
+            fix=f"`python -m steps status {run_dir}` looks the job up by its name again",
+            exit_code=2,
+        )
     backend = backend_for_job(job)
     stdout = sys.stdout
     if out is not None:
@@ -58,6 +78,15 @@ def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bo
         sys.stdout = stdout
         print(f"\ndetached: job {job['job_id']} keeps running\n{hints(run_dir)}", file=sys.stderr)
         return 130
+    except LostContact as lost:
+        raise StepsError(
+            "E-REMOTE-LOST",
+            f"lost contact with {lost.where}, the job may still run; re-attach with "
+            f"`python -m steps logs {run_dir} -f` ({lost.detail})",
+            fix=f"check the connection (or that Slurm answers there); `python -m steps status "
+            f"{run_dir}` shows the job's state",
+            exit_code=2,
+        ) from None
     finally:
         sys.stdout = stdout
     if until_done:

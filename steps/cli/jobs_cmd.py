@@ -16,21 +16,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every run's live state, hosts asked concurrently; a run whose cluster cannot say is
+    listed as UNKNOWN with why (stderr), the others as their clusters say."""
     import os
+    import sys
     from pathlib import Path
 
-    from runners.launch.jobs import job_runs, refresh
+    from runners.launch.jobs import job_runs, refresh_all
+    from runners.launch.request import UNKNOWN
     from runners.rundir import runs_root
-    from steps.cli.status_cmd import progress_of
 
     root = runs_root(args.runs_dir, os.environ, Path.cwd())
-    rows = []
-    for run_dir, data in job_runs(root):
-        job = refresh(run_dir, data)
-        progress, _ = progress_of(run_dir, data, job, 5.0)
-        shown = progress if progress and (progress.step or progress.max_steps) else None
-        row = {"run_dir": str(run_dir), "step": data.get("step"), **job}
-        rows.append({**row, "progress": shown.to_dict() if shown else None, "_line": shown})
+    runs = job_runs(root)
+    jobs = refresh_all(runs)
+    lines = _progress_lines(runs, jobs)
+    rows = [
+        {"run_dir": str(run_dir), "step": data.get("step"), **job, "progress": None, "_line": None}
+        for (run_dir, data), job in zip(runs, jobs, strict=True)
+    ]
+    for row, shown in zip(rows, lines, strict=True):
+        row.update(progress=shown.to_dict() if shown else None, _line=shown)
     if args.json:
         from steps.cli.run_render import print_json
 
@@ -45,7 +50,35 @@ def run(args: argparse.Namespace) -> int:
         where = r.get("host") or r.get("address") or "local"
         progress = f"{r['_line'].line()}  " if r["_line"] else ""
         print(
-            f"{r['job_id']:<12} {r.get('state', '?'):<10}{code:<8} {r['step']:<24} {progress}"
-            f"{r['executor']}:{r['profile']}@{where}  {r['run_dir']}"
+            f"{r.get('job_id') or '-':<12} {r.get('state') or '?':<10}{code:<8} "
+            f"{r.get('step') or '?':<24} {progress}{r.get('executor')}:{r.get('profile')}@{where}  "
+            f"{r['run_dir']}"
         )
+    for r in rows:
+        if r.get("state") == UNKNOWN:
+            print(f"{r['run_dir']}: state unknown: {r.get('reason')}", file=sys.stderr)
     return 0
+
+
+def _progress_lines(runs: list, jobs: list[dict]) -> list:
+    """Each run's progress (None when it has none to show), runs read concurrently and each on
+    its own: a run whose files cannot be read shows no progress, the others still do."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runners.launch.request import UNKNOWN
+    from steps.cli.status_cmd import progress_of
+
+    def one(item: tuple) -> object:
+        (run_dir, data), job = item
+        if job.get("state") == UNKNOWN or not job.get("job_id"):
+            return None
+        try:
+            progress, _ = progress_of(run_dir, data, job, 5.0)
+        except (OSError, ValueError, KeyError, TypeError):  # one odd run must not break the list
+            return None
+        return progress if progress and (progress.step or progress.max_steps) else None
+
+    if not runs:
+        return []
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(one, zip(runs, jobs, strict=True)))

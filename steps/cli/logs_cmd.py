@@ -15,9 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.launch.jobs import find_run
+    from runners.launch.jobs import find_run, refresh
     from steps.cli.job_follow import follow
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    code = follow(run_dir, dict(data["job"]), until_done=args.follow, tail=args.follow)
+    job = dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
+    code = follow(run_dir, job, until_done=args.follow, tail=args.follow)
     return 130 if code == 130 else 0

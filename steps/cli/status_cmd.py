@@ -40,43 +40,65 @@ def progress_of(run_dir, data: dict, job: dict, stall_factor: float):
 
 
 def run(args: argparse.Namespace) -> int:
+    """0 when the state shown is what the cluster says now; 2 when it could not say."""
     from runners.launch.jobs import find_run, refresh
+    from runners.launch.request import UNKNOWN
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     job = refresh(run_dir, data)
-    progress, why = progress_of(run_dir, data, job, args.stall_factor)
+    code = 2 if job.get("state") == UNKNOWN else 0
+    if code:  # the cluster cannot be asked: no second wait for its files
+        progress, why = None, job.get("reason")
+    else:
+        progress, why = progress_of(run_dir, data, job, args.stall_factor)
     if args.json:
         from steps.cli.run_render import print_json
 
         doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": job}
         doc["progress"] = progress.to_dict() if progress else None
         print_json(doc)
-        return 0
-    code = job.get("exit_code")
+        return code
+    exit_code = job.get("exit_code")
     print(f"run dir: {run_dir}")
     print(f"step: {data.get('step')}")
-    print(f"job: {job['executor']} {job['job_id']} (profile {job.get('profile')})")
-    print(f"state: {job.get('state')}" + ("" if code is None else f", exit code {code}"))
+    print(f"job: {job['executor']} {job.get('job_id') or '-'} (profile {job.get('profile')})")
+    state = f"state: {job.get('state')}"
+    if job.get("state") == UNKNOWN:
+        state += f" (last known {job.get('last_known_state')}): {job.get('reason')}"
+    elif job.get("reason"):
+        state += f": {job['reason']}"
+    print(state + ("" if exit_code is None else f", exit code {exit_code}"))
     print(f"log: {job.get('log_path')}")
     print(f"progress: {progress.line() if progress else f'unavailable ({why})'}", flush=True)
     if args.watch:
         return _watch(run_dir, data, job, args)
-    return 0
+    return code
 
 
 def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
-    """One line per refresh until the job reaches a terminal state (Ctrl-C leaves, 130)."""
+    """One line per refresh until the job reaches a terminal state (Ctrl-C leaves, 130); 2 when
+    the cluster has not said the state for STEPS_SILENT_SECONDS."""
     import time
 
     from runners.launch.jobs import refresh
-    from runners.launch.request import TERMINAL
+    from runners.launch.request import TERMINAL, UNKNOWN
+    from runners.launch.shell import seconds
 
+    silent_since = None
     while job.get("state") not in TERMINAL:
         time.sleep(max(args.interval, 0.1))
         data = {**data, "job": job}
         job = refresh(run_dir, data)
-        progress, why = progress_of(run_dir, data, job, args.stall_factor)
         stamp = time.strftime("%H:%M:%S")
+        if job.get("state") == UNKNOWN:
+            print(f"{stamp} UNKNOWN: {job.get('reason')}", flush=True)
+            silent_since = silent_since or time.monotonic()
+            if time.monotonic() - silent_since >= seconds("SILENT"):
+                return 2
+            job = {**job, "state": job.get("last_known_state")}
+            continue
+        silent_since = None
+        progress, why = progress_of(run_dir, data, job, args.stall_factor)
         line = progress.line() if progress else f"unavailable ({why})"
         print(f"{stamp} {job.get('state')}: {line}", flush=True)
     return 0
