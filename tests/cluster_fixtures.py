@@ -8,6 +8,7 @@ contract, tests/cluster/driver.py stands in for the example scripts and records 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -75,13 +76,13 @@ def slurm(tmp_path_factory):
         subprocess.run(["bash", script, "down"], env=env, capture_output=True, timeout=60)
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory, slurm):
-    """A real sshd on 127.0.0.1 with a throwaway key; yields (host, ssh_options)."""
+def start_sshd(d: Path, slurm_conf: str) -> tuple[str, list[str], Path]:
+    """A real sshd on 127.0.0.1 with a throwaway key, configured in `d`; (host, ssh options,
+    its pid file). Skips when OpenSSH is missing or sshd will not start here."""
     sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     if not Path(sshd_bin).exists() or shutil.which("ssh") is None:
         pytest.skip("OpenSSH server/client not installed: apt-get install openssh-server")
-    d = tmp_path_factory.mktemp("sshd")
+    d.mkdir(parents=True, exist_ok=True)
     for name in ("hostkey", "userkey"):
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True
@@ -96,6 +97,18 @@ def sshd(tmp_path_factory, slurm):
         "AcceptEnv SLURM_CONF\n",
         encoding="utf-8",
     )
+    options = [
+        "-p", str(port), "-i", str(d / "userkey"),
+        "-o", "StrictHostKeyChecking=no", "-o", f"UserKnownHostsFile={d / 'known_hosts'}",
+        "-o", "LogLevel=ERROR", "-o", f"SetEnv=SLURM_CONF={slurm_conf}",
+    ]  # fmt: skip
+    restart_sshd(d, options)
+    return "root@127.0.0.1", options, d / "sshd.pid"
+
+
+def restart_sshd(d: Path, options: list[str]) -> None:
+    """(Re)start the sshd configured in `d` and wait until it takes logins."""
+    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     proc = subprocess.run(
         [sshd_bin, "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
         capture_output=True,
@@ -103,23 +116,38 @@ def sshd(tmp_path_factory, slurm):
     )
     if proc.returncode != 0:
         pytest.skip(f"sshd would not start here: {proc.stderr.strip()}")
-    options = [
-        "-p", str(port), "-i", str(d / "userkey"),
-        "-o", "StrictHostKeyChecking=no", "-o", f"UserKnownHostsFile={d / 'known_hosts'}",
-        "-o", "LogLevel=ERROR", "-o", f"SetEnv=SLURM_CONF={slurm['SLURM_CONF']}",
-    ]  # fmt: skip
     for _ in range(50):
         probe = subprocess.run(
             ["ssh", "-o", "BatchMode=yes", *options, "root@127.0.0.1", "true"],
             capture_output=True,
         )
         if probe.returncode == 0:
-            break
+            return
         time.sleep(0.1)
+
+
+def stop_sshd(pid_file: Path) -> None:
+    """Stop an sshd we started and every connection it serves (its child processes): to the
+    clients of those connections, the host is gone."""
+    pid = pid_file.read_text().strip() if pid_file.exists() else ""
+    if not pid.isdigit():
+        return
+    children = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", pid], capture_output=True, text=True
+    ).stdout.split()
+    for p in [pid, *children]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(p), 9)
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory, slurm):
+    """A real sshd on 127.0.0.1 with a throwaway key; yields (host, ssh_options)."""
+    host, options, pid_file = start_sshd(tmp_path_factory.mktemp("sshd"), slurm["SLURM_CONF"])
     try:
-        yield "root@127.0.0.1", options
+        yield host, options
     finally:
-        pid = (d / "sshd.pid").read_text().strip() if (d / "sshd.pid").exists() else ""
+        pid = pid_file.read_text().strip() if pid_file.exists() else ""
         if pid.isdigit():
             os.kill(int(pid), 15)
 
