@@ -231,3 +231,23 @@ def ray_head(tmp_path_factory):
             os.killpg(proc.pid, 9)
         log.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def controller_stopped(slurm: dict):
+    """The lab's slurmctld stopped (slurmd, slurmdbd and running jobs stay up), then started
+    again on its saved state and waited for: a controller outage as a user meets it."""
+    lab = Path(slurm["lab"])
+    pid = int((lab / "run" / "slurmctld.pid").read_text().strip())
+    os.kill(pid, 15)
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=30, step=0.1)
+    env = {**os.environ, "SLURM_CONF": slurm["SLURM_CONF"]}
+    try:
+        yield
+    finally:
+        subprocess.run(["slurmctld", "-i", "-f", slurm["SLURM_CONF"]], env=env, check=True)
+        wait_for(
+            lambda: subprocess.run(["squeue", "-h"], env=env, capture_output=True).returncode == 0,
+            timeout=60,
+            step=0.2,
+        )

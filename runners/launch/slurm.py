@@ -270,13 +270,20 @@ class SlurmBackend:
         return slurm_state.follow(self.shell, job, until_done, follow)
 
     def cancel(self, job: dict) -> str:
-        proc = self.shell.run(f"scancel {shlex.quote(job['job_id'])}\n", what="scancel")
+        """scancel, under the Slurm-call bound (a silent controller makes it retry for long)."""
+        call = f"{self.shell.seconds('SLURM_CALL'):g}"
+        proc = self.shell.run(
+            f"timeout {call} scancel {shlex.quote(job['job_id'])}\n", what="scancel"
+        )
         if proc.returncode != 0:
+            said = proc.stderr.strip() or f"exit status {proc.returncode}"
+            if proc.returncode == 124:
+                said = f"scancel did not answer within {call} s"
             raise StepsError(
                 "E-CANCEL",
-                f"scancel {job['job_id']} on {self.shell.where} failed: {proc.stderr.strip()}",
-                fix="check the job id with `python -m steps status RUN`, and that Slurm "
-                "answers there (`squeue`)",
+                f"scancel {job['job_id']} on {self.shell.where} failed: {said}",
+                fix="check that Slurm answers there (`squeue`) and try again; "
+                "`python -m steps status RUN` shows the job's state",
                 exit_code=2,
             )
         return f"cancel requested for Slurm job {job['job_id']}"

@@ -44,8 +44,14 @@ job_state() {
   if [ "$rc" = 124 ]; then why="scontrol did not answer within $T s"
   else why=$(printf '%s\n' "$out" | tail -n 1); fi
   line=$(timeout "$T" sacct -n -P -X -o State,ExitCode -j "$ID" 2>/dev/null | tail -n 1) || line=""
-  if [ -n "$line" ]; then st=${line%%|*}; ec=${line##*|}; echo "${st%% *} $ec"; return; fi
-  ec=$(grep -ho 'exit_code=[0-9]*' "$OUT" 2>/dev/null | tail -n 1) || ec=""
+  if [ -n "$line" ]; then
+    st=${line%%|*}; st=${st%% *}; ec=${line##*|}
+    # With slurmctld silent, accounting's live states are stale (nobody updates them): only an
+    # end it recorded counts. A job slurmctld no longer holds (MinJobAge) is accounting's alone.
+    case "$why" in *"Invalid job id"*) echo "$st $ec"; return ;; esac
+    case " $TERMINAL " in *" $st "*) echo "$st $ec"; return ;; esac
+  fi
+  ec=$(grep -ho 'exit_code=[0-9][0-9]*' "$OUT" 2>/dev/null | tail -n 1) || ec=""
   if [ -n "$ec" ]; then
     ec=${ec#exit_code=}; if [ "$ec" = 0 ]; then echo "COMPLETED 0:0"; else echo "FAILED $ec:0"; fi
   else echo "UNKNOWN - ${why:-scontrol printed nothing}"; fi
