@@ -251,3 +251,46 @@ def controller_stopped(slurm: dict):
             timeout=60,
             step=0.2,
         )
+
+
+@contextlib.contextmanager
+def answers_lost(upstream: str, request_prefix: bytes):
+    """A TCP relay to `upstream` (http://host:port) that passes every request on but drops
+    the answer to those starting with `request_prefix`: the network losing a reply after the
+    server acted on the request. Yields the relay's URL."""
+    import socketserver
+    import threading
+    from urllib.parse import urlsplit
+
+    target = urlsplit(upstream)
+
+    def pump(src: socket.socket, dst: socket.socket | None) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := src.recv(65536):
+                if dst is not None:
+                    dst.sendall(chunk)
+        if dst is not None:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+    class Relay(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            client = self.request
+            with socket.create_connection((target.hostname, target.port)) as server:
+                first = client.recv(65536)
+                server.sendall(first)
+                back = None if first.startswith(request_prefix) else client
+                t = threading.Thread(target=pump, args=(server, back), daemon=True)
+                t.start()
+                pump(client, server)
+                t.join(timeout=30)
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+
+    with Server(("127.0.0.1", 0), Relay) as relay:
+        threading.Thread(target=relay.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{relay.server_address[1]}"
+        finally:
+            relay.shutdown()

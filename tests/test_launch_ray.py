@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from cluster_fixtures import (  # noqa: F401
     PYTHON,
     RAY_SECRET,
+    answers_lost,
     ray_head,
     stand_in_checkout,
     wait_for,
@@ -253,3 +255,51 @@ def test_an_unreachable_address_is_one_clear_error_exit_2(lab):
     assert code == 2
     assert "E-REMOTE-HOST cannot reach the Ray dashboard at http://127.0.0.1:9" in err
     assert "Traceback" not in err
+
+
+def test_a_submission_whose_answer_is_lost_is_found_by_its_id(lab, ray_head):  # noqa: F811
+    """The dashboard queues the job but its answer never arrives: the submission id is ours, so
+    the job is found and recorded (no second submission, no thread left waiting)."""
+    from runners.launch.profiles import RayProfile
+    from runners.launch.ray_jobs import RayBackend
+
+    with answers_lost(ray_head, b"POST /api/jobs/") as relay:
+        env_file = lab.work / "lost.toml"
+        text = profiles(lab.root, relay).replace("record-ok.json", "record-lost.json")
+        env_file.write_text(text, encoding="utf-8")
+        lost = Lab(lab.root, lab.work, {**lab.env, "STEPS_SUBMIT_SECONDS": "2"}, lab.inputs)
+        start = time.monotonic()
+        code, out, err = lost.run("--batch", "ray", "--env-file", str(env_file))
+        assert code == 0, err
+        assert time.monotonic() - start < 30
+    assert "did not answer the submission" in err and "but Ray holds the job under its id" in err
+    sid = out.split()[0]
+    client = RayBackend("ray", RayProfile(executor="ray", address=ray_head)).client()
+    wait_for(lambda: str(client.get_job_status(sid)) in ("SUCCEEDED", "JobStatus.SUCCEEDED"))
+    assert [j.submission_id for j in client.list_jobs()].count(sid) == 1
+    record = next(
+        json.loads(p.read_text())["job"] for p in (lab.work / "runs").rglob("run.json")
+        if json.loads(p.read_text()).get("job", {}).get("job_id") == sid
+    )  # fmt: skip
+    assert record["state"] == "PENDING" and record["address"] == relay
+
+
+def test_a_cluster_ray_other_than_the_checkouts_pin_is_a_warning(lab, ray_head):  # noqa: F811
+    import urllib.request
+
+    running = json.loads(urllib.request.urlopen(f"{ray_head}/api/version").read())["ray_version"]
+    lock = lab.root / "RL" / "uv.lock"
+    try:
+        for pinned, warned in (("2.0.0", True), (running, False)):
+            lock.write_text(f'version = 1\n\n[[package]]\nname = "ray"\nversion = "{pinned}"\n')
+            code, out, _ = lab.run("--batch", "ray", "--dry-run", "--json")
+            found = {f["code"]: f for f in json.loads(out)["findings"]}
+            assert code == 0 and ("W-RAY-VERSION" in found) == warned, found
+            if warned:
+                message = found["W-RAY-VERSION"]["message"]
+                assert (
+                    message
+                    == f"the cluster runs Ray {running} but the NeMo-RL checkout pins ray 2.0.0"
+                )
+    finally:
+        lock.unlink()
