@@ -138,28 +138,35 @@ def _job_vars(job: dict) -> dict[str, str]:
     }
 
 
+# One squeue for every listed job: a job it shows in a live state needs no more questions.
+_LIVE = r"""
+declare -A LIVE
+while read -r i st; do
+  case " $TERMINAL " in *" $st "*) ;; *) LIVE[$i]=$st ;; esac
+done < <([ -n "$IDS" ] && timeout "$T" squeue -h -t all -j "$IDS" -o '%i %T' 2>/dev/null)
+row() {
+  r=""; if [ -z "$ID" ]; then r=$(job_lookup); case $r in FOUND*) ID=${r#FOUND } ;; esac; fi
+  if [ -z "$ID" ]; then echo "@@steps-row@@ $1 - $r"
+  elif [ -n "${LIVE[$ID]:-}" ]; then echo "@@steps-row@@ $1 $ID ${LIVE[$ID]} -"
+  else echo "@@steps-row@@ $1 $ID $(job_state)"; fi
+}
+"""
+
+
 def refresh_many(shell: Shell, jobs: list[dict]) -> list[dict]:
-    """Each job's current record, one round trip for all; a job without an id (sbatch never
-    confirmed it) is looked up by its name first."""
-    lines = [_assign(_common(shell)), FUNCTIONS]
+    """Each job's current record, one round trip for all (one squeue for the live ones, the
+    full job_state for the rest); a job sbatch never confirmed is looked up by its name."""
+    ids = ",".join(str(j["job_id"]) for j in jobs if j.get("job_id"))
+    lines = [_assign({**_common(shell), "IDS": ids}), FUNCTIONS, _LIVE]
     for i, job in enumerate(jobs):
-        lines.append(_assign(_job_vars(job)))
-        lines.append(
-            'r=""; if [ -z "$ID" ]; then r=$(job_lookup); '
-            "case $r in FOUND*) ID=${r#FOUND } ;; esac; fi\n"
-            f'if [ -n "$ID" ]; then echo "{ROW_MARK} {i} $ID $(job_state)"; '
-            f'else echo "{ROW_MARK} {i} - $r"; fi\n'
-        )
-    proc = shell.run("".join(lines), what="asking Slurm for job states (sacct, scontrol)")
+        lines.append(_assign(_job_vars(job)) + f"row {i}\n")
+    proc = shell.run("".join(lines), what="asking Slurm for job states (squeue, scontrol, sacct)")
     rows = {}
     for line in proc.stdout.splitlines():
         if line.startswith(ROW_MARK + " "):
             _, idx, rest = line.split(" ", 2)
             rows[int(idx)] = rest
-    out = []
-    for i, job in enumerate(jobs):
-        out.append(_row(job, rows.get(i), proc.stderr))
-    return out
+    return [_row(job, rows.get(i), proc.stderr) for i, job in enumerate(jobs)]
 
 
 def _row(job: dict, row: str | None, stderr: str) -> dict:

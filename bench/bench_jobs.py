@@ -1,0 +1,137 @@
+"""`jobs` over 50 cluster runs on 2 hosts: concurrent refresh (one round trip per host) vs serial.
+
+Run: `python bench/bench_jobs.py`.
+
+Target (issue 22): 50 runs on 2 hosts listed in < 2 s on the tests' lab. Brings up the tests'
+one-node Slurm (tests/cluster/slurm-local.sh, with accounting when installed) and an sshd on
+127.0.0.1 in a temp dir, queues 50 held jobs (they stay PENDING and use no CPU), and writes 50 run
+dirs: half for this machine, half for the same Slurm over ssh (the second host). Then, in the
+same run, it times the serial refresh (`refresh` of each run in turn, one round trip per run, as
+`jobs` did before) against `refresh_all` (one round trip per host, hosts asked concurrently), and
+the whole `python -m steps jobs` command as a user runs it; it prints medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+TARGET_S = 2.0
+
+
+def lab_up(root: Path) -> dict[str, str]:
+    from cluster_fixtures import free_port
+
+    env = {
+        **os.environ,
+        "SLURM_LAB": str(root / "slurm"),
+        "SLURM_LAB_GPUS": "1",
+        "SLURM_LAB_CTLD_PORT": str(free_port()),
+        "SLURM_LAB_SLURMD_PORT": str(free_port()),
+        "SLURM_LAB_DBD_PORT": str(free_port()),
+        "SLURM_LAB_DB_PORT": str(free_port()),
+    }
+    subprocess.run(["bash", str(REPO / "tests/cluster/slurm-local.sh"), "up"], env=env, check=True)
+    return env
+
+
+def write_runs(work: Path, env: dict, hosts: list[tuple[str | None, list[str]]], n: int) -> None:
+    """n held jobs, their run dirs spread over `hosts` (each a host and its ssh options)."""
+    for i in range(n):
+        name = f"steps-bench-{i:03d}"
+        out = subprocess.run(
+            ["sbatch", "--hold", "--parsable", f"--job-name={name}", "--wrap", "true"],
+            env=env, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        job_id = out.strip().split(";")[0]
+        host, options = hosts[i % len(hosts)]
+        run_dir = work / "runs" / "bench" / f"20260101T000000Z-{i:08d}"
+        run_dir.mkdir(parents=True)
+        job = {
+            "executor": "slurm", "profile": "lab", "host": host, "ssh_options": options,
+            "remote_dir": str(work), "job_id": job_id, "job_name": name,
+            "job_dir": str(run_dir), "log_path": f"{run_dir}/slurm-{job_id}.out",
+            "batch_output": f"{run_dir}/slurm-{job_id}.out",
+            "submitted_utc": f"2026-01-01T00:00:00.{i:06d}Z", "state": "PENDING",
+            "exit_code": None,
+        }  # fmt: skip
+        (run_dir / "run.json").write_text(json.dumps({"step": "bench", "job": job}))
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    import shutil
+
+    if shutil.which("slurmctld") is None:
+        sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
+    from cluster_fixtures import start_sshd, stop_sshd
+
+    from runners.launch.backends import backend_for_job
+    from runners.launch.jobs import job_runs, refresh_all
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        lab_env = lab_up(root)
+        conf = str(root / "slurm" / "etc" / "slurm.conf")
+        os.environ["SLURM_CONF"] = conf
+        pid_file = None
+        try:
+            host, options, pid_file = start_sshd(root / "sshd", conf)
+            work = root / "work"
+            write_runs(work, {**os.environ}, [(None, []), (host, options)], args.runs)
+            runs = job_runs(work / "runs")
+            assert len(runs) == args.runs
+
+            def serial() -> None:
+                for _, data in runs:
+                    backend_for_job(data["job"]).refresh(dict(data["job"]))
+
+            def concurrent() -> None:
+                states = {j["state"] for j in refresh_all(runs)}
+                assert states == {"PENDING"}, states
+
+            cli = [sys.executable, "-m", "steps", "jobs"]
+            env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+            def command() -> None:
+                subprocess.run(cli, cwd=work, env=env, capture_output=True, check=True)
+
+            serial_t, conc_t, cli_t = [], [], []
+            for _ in range(args.repeat):
+                serial_t.append(timed(serial))
+                conc_t.append(timed(concurrent))
+                cli_t.append(timed(command))
+        finally:
+            if pid_file is not None:
+                stop_sshd(pid_file)
+            subprocess.run(
+                ["bash", str(REPO / "tests/cluster/slurm-local.sh"), "down"], env=lab_env
+            )
+    s, c, w = (statistics.median(t) for t in (serial_t, conc_t, cli_t))
+    print(f"{args.runs} runs on 2 hosts (this machine + ssh), median of {args.repeat}:")
+    print(f"  serial refresh (one round trip per run): {s:.3f} s")
+    print(f"  refresh_all (one per host, concurrent):  {c:.3f} s  ({s / c:.1f}x faster)")
+    print(f"  `python -m steps jobs` wall:             {w:.3f} s; target < {TARGET_S} s")
+    return 0 if w < TARGET_S else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
