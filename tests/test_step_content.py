@@ -62,6 +62,7 @@ KNOWN_ERRORS = {
     # Cluster launches (runners/preflight/remote.py)
     "E-PROFILE": None,
     "E-REMOTE-HOST": None,
+    "E-REMOTE-LOST": None,  # following a job (steps/cli/job_follow.py)
     "E-REMOTE-MOUNT": "remote_mounts",
     "W-REMOTE-HOME-MOUNT": "remote_mounts",
     "E-REMOTE-CONTAINER": "remote_mounts",
