@@ -4,7 +4,8 @@ Breadth-first search over sets of available artifact types: a step applies when 
 input is fed by an available type (`is_a`), and adds what it produces. Converter steps are
 ordinary catalog steps here, so a chain reaches `hf_checkpoint` through `convert/megatron_to_hf`.
 A produced port with a `type_key` (rl_prep's `output_type`) may yield any subtype of its type;
-choosing one adds the override that makes the step produce it. A consumed port marked
+choosing one adds the override that makes the step produce it. A port whose `type_map` maps the
+key's values (a backend switch) yields what the default config selects. A consumed port marked
 `parameter` (the converter's HF reference) needs no producer: when the chain has none for it,
 the stage gets `<key>=???` for the user to fill with a hub id or folder.
 """
@@ -19,7 +20,7 @@ from catalog.atomic_write import write_atomic
 from catalog.config_values import ConfigValues, ReadConfig
 from catalog.discovery import StepEntry, resolve
 from catalog.errors import StepsError
-from catalog.types import TypeGraph, require_type
+from catalog.types import TypeGraph, mapped_type, require_type
 
 MAX_STEPS = 8
 
@@ -58,10 +59,11 @@ def actions(entries: list[StepEntry], graph: TypeGraph, read_config: ReadConfig)
             choices: list[tuple[str | None, str]] = [(None, base)]
             if key:
                 values = values or _default_values(e, read_config)
-                current = values.get(key) if values else None
+                current = mapped_type(port, values.get(key)) if values else None
                 if isinstance(current, str) and current in graph and graph.is_a(current, base):
                     choices = [(None, current)]
-                choices += [(t, t) for t in graph.subtypes(base) if t != choices[0][1]]
+                if not port.get("type_map"):  # a mapped key (a backend) needs more overrides
+                    choices += [(t, t) for t in graph.subtypes(base) if t != choices[0][1]]
             variants = [
                 ((*ov, f"{key}={t}") if t else ov, [*ps, (name, ty)])
                 for ov, ps in variants

@@ -86,12 +86,17 @@ def _node(prefix: str, name: str) -> str:
 
 
 def _ports_of(entries: list[StepEntry], kind: str, type_name: str) -> list[tuple[str, str]]:
-    """(step id, port name) of every port of that kind with exactly that type."""
+    """(step id, port name) of every port of that kind with exactly that type; a port whose
+    `type_map` selects the type names the setting (`checkpoint` when `a.b=true`)."""
     out = []
     for e in entries:
         for p in getattr(e, kind):
             if p.get("type") == type_name:
                 out.append((e.id, str(p.get("name", "?"))))
+            for value, sub in (p.get("type_map") or {}).items():
+                if sub == type_name:
+                    when = f"{p.get('type_key')}={value}"
+                    out.append((e.id, f"{p.get('name', '?')}` when `{when}"))
     return sorted(out)
 
 

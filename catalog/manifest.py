@@ -32,7 +32,7 @@ class StepInfo(_Strict):
 class RunSpec(_Strict):
     """How the shared runner launches the step."""
 
-    runner: Literal["nemo_rl", "rl_prep", "megatron_to_hf"]
+    runner: Literal["nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"]
     algorithm: Literal["grpo", "dpo"] | None = Field(
         None, description="NeMo-RL MasterConfig the compiled config must satisfy."
     )
@@ -53,6 +53,11 @@ class Port(_Strict):
     config_keys: list[str] = Field(min_length=1)
     type_key: str | None = Field(
         None, description="Config key whose value narrows `type` to one of its subtypes."
+    )
+    type_map: dict[str, str] | None = Field(
+        None,
+        description="With type_key: the subtype each value of that key selects (YAML true/false "
+        "as 'true'/'false'), for keys whose values are not type names.",
     )
     parameter: bool = Field(
         False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import Finding, StepsError
 from catalog.tomlfile import line_of, load_toml
@@ -187,6 +188,14 @@ def load_catalog_types(extra_roots=(), include_builtin: bool = True) -> TypeGrap
         graph.types.update(more.types)
         graph.findings.extend(more.findings)
     return graph
+
+
+def mapped_type(port: dict, value: Any) -> Any:
+    """The type a `type_key` value names: the value itself, or its `type_map` entry."""
+    table = port.get("type_map")
+    if not table:
+        return value
+    return table.get(str(value).lower() if isinstance(value, bool) else str(value))
 
 
 def require_type(graph: TypeGraph, name: str) -> ArtifactType:

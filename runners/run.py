@@ -177,8 +177,8 @@ def plan_run(
     runner = manifest.run.runner
     config_file = _config_file(entry, req.config, manifest.run.default_config, cwd)
     nrl = None  # the NeMo-RL that will run: it decides schema, overlays, rules, script names
+    local_hint = target.local_checkout() if target is not None else None
     if runner == "nemo_rl":
-        local_hint = target.local_checkout() if target is not None else None
         named = getattr(getattr(target, "profile", None), "nemo_rl_version", None)
         nrl = nemo_rl.resolve_target(req.nemo_rl or local_hint, env, named)
         compiled = nemo_rl.compile_for(nrl, manifest.run.algorithm, config_file, req.overrides)
@@ -195,6 +195,10 @@ def plan_run(
         flag = {"env": {"should_use_nemo_gym": gym}}
         script = nemo_rl.choose_script(manifest.run, flag, nrl.version)
         checkout = nrl.with_script(script)
+    elif runner == "dcp_to_hf":  # NeMo-RL's own converter, run from its checkout
+        script = str(manifest.run.script)
+        found = nemo_rl.locate_checkout(req.nemo_rl or local_hint, env)
+        checkout = found if found is not None and (found / script).is_file() else None
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     graph = None
@@ -252,7 +256,7 @@ def plan_run(
         command, command_cwd = target.command(
             runner, entry.id, script, config_path, resolved, req.launcher
         )
-    elif runner == "nemo_rl":
+    elif runner in ("nemo_rl", "dcp_to_hf"):
         if checkout is None:
             deferred = nemo_rl.not_found(script, req.nemo_rl, env)
             findings.append(
@@ -263,6 +267,11 @@ def plan_run(
                     severity=WARNING,
                 )
             )
+        elif runner == "dcp_to_hf":
+            from runners.nemo_rl import dcp_export
+
+            command, more, skip = dcp_export.plan(resolved, local.command, script, req.force)
+            command_cwd, findings = checkout, [*findings, *more]
         else:
             command = local.command(script, config_path)
             command_cwd = checkout

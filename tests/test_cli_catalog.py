@@ -57,7 +57,8 @@ def test_list_prints_each_consumed_type_once(capsys):
 def test_list_type_filters_follow_is_a(capsys):
     assert DPO in listed(capsys, "--consumes", "preference_jsonl")
     assert DPO in listed(capsys, "--consumes", "training_jsonl")  # preference is_a training
-    assert DPO in listed(capsys, "--produces", "megatron_checkpoint")  # nemo_rl_ckpt is_a it
+    assert DPO in listed(capsys, "--produces", "megatron_checkpoint")  # on the Megatron backend
+    assert DPO in listed(capsys, "--produces", "nemo_rl_dcp_checkpoint")  # on DTensor
     assert DPO not in listed(capsys, "--consumes", "nemo_gym_jsonl")
     rl = listed(capsys, "--category", "rl")
     assert rl and all(i.startswith("rl/") for i in rl)

@@ -1,11 +1,11 @@
-"""Checkpoint contracts: Hugging Face folders, Megatron torch_dist iters, NeMo-RL run dirs.
+"""Checkpoint contracts: Hugging Face folders and Megatron torch_dist iters.
 
 Layout facts: a Megatron distributed checkpoint is an `iter_NNNNNNN/` folder holding
 `metadata.json` (Megatron's dist-checkpoint marker) and, for the torch_dist backend, torch
 DCP's `.metadata` plus `*.distcp` shards; its parent may hold `latest_checkpointed_iteration.txt`
-(an iteration number or `release`). NeMo-RL writes `checkpoint_dir/step_N/` (via `tmp_step_N/`,
-renamed when complete) with `training_info.json`, `config.yaml` and `policy/weights/`
-(Megatron backend: `iter_*` below it); it resumes from the highest `step_N`.
+(an iteration number or `release`). A bare torch DCP checkpoint (`.metadata` + `*.distcp` with
+no `metadata.json`) is what NeMo-RL's DTensor policy writes: not Megatron
+(`catalog.contracts.nemo_rl_checkpoints` has NeMo-RL's checkpoint_dir contracts).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ NEMO_RL = "E-NEMO-RL-CHECKPOINT"
 TRACKER = "latest_checkpointed_iteration.txt"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
 _ITER = re.compile(r"^iter_(\d+)$")
-_STEP = re.compile(r"^step_(\d+)$")
+STEP = re.compile(r"^step_(\d+)$")
 
 
 @dataclass
@@ -140,13 +140,29 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     return res
 
 
-def _numbered(folder: Path, pattern: re.Pattern) -> list[tuple[int, Path]]:
+def numbered(folder: Path, prefix: str) -> list[tuple[int, Path]]:
+    """The `iter_N` or `step_N` folders directly in `folder`, lowest first."""
+    pattern = _ITER if prefix == "iter" else STEP
     out = []
-    for child in folder.iterdir():
+    for child in folder.iterdir() if folder.is_dir() else ():
         m = pattern.match(child.name)
         if m and child.is_dir():
             out.append((int(m.group(1)), child))
     return sorted(out)
+
+
+def dcp_folder(weights: Path) -> Path | None:
+    """The torch DCP checkpoint NeMo-RL's DTensor policy wrote under policy/weights: `.metadata`
+    with `*.distcp` shards and no Megatron `metadata.json`, in weights/ (v1) or weights/model/
+    (v2); None when there is none."""
+    for folder in (weights, weights / "model"):
+        if (
+            (folder / ".metadata").is_file()
+            and not (folder / "metadata.json").is_file()
+            and any(folder.glob("*.distcp"))
+        ):
+            return folder
+    return None
 
 
 def _check_iter(res: CheckpointResult, it: Path) -> None:
@@ -176,7 +192,7 @@ def _check_iter(res: CheckpointResult, it: Path) -> None:
 
 
 def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
-    iters = _numbered(folder, _ITER)
+    iters = numbered(folder, "iter")
     tracker = folder / TRACKER
     if tracker.is_file():
         text = tracker.read_text(errors="replace").strip()
@@ -202,7 +218,7 @@ def check_megatron(path: Path) -> CheckpointResult:
         res.error(MEGATRON, "folder does not exist" if not path.exists() else "not a folder", path)
         return res
     folder = path
-    steps = _numbered(folder, _STEP)
+    steps = numbered(folder, "step")
     if steps:  # a NeMo-RL checkpoint_dir: the latest step's weights
         folder = steps[-1][1]
     if (folder / "policy" / "weights").is_dir():
@@ -212,7 +228,17 @@ def check_megatron(path: Path) -> CheckpointResult:
     else:
         it = _latest_iter(res, folder)
         if it is None:
-            if not res.findings:
+            if res.findings:
+                return res
+            if dcp_folder(folder) is not None:
+                res.error(
+                    MEGATRON,
+                    "a torch DCP checkpoint (.metadata + *.distcp, no iter_*): NeMo-RL's DTensor "
+                    "policy wrote it, not Megatron, so Megatron-Bridge cannot load it",
+                    folder,
+                    fix="validate it as nemo_rl_dcp_checkpoint; export it with convert/dcp_to_hf",
+                )
+            else:
                 res.error(
                     MEGATRON,
                     "no iter_* folders and no dist-checkpoint metadata.json",
@@ -223,43 +249,4 @@ def check_megatron(path: Path) -> CheckpointResult:
     _check_iter(res, it)
     res.resolved = it
     res.note = f"iteration {it.name}"
-    return res
-
-
-def check_nemo_rl(path: Path) -> CheckpointResult:
-    """checkpoint_dir with step_N/ (tmp_step_* ignored), or one step_N folder."""
-    res = CheckpointResult()
-    if not path.is_dir():
-        res.error(NEMO_RL, "folder does not exist" if not path.exists() else "not a folder", path)
-        return res
-    step = path
-    if not _STEP.match(path.name) or not (path / "training_info.json").exists():
-        steps = _numbered(path, _STEP)
-        if not steps:
-            partial = sorted(p.name for p in path.glob("tmp_step_*"))
-            res.error(
-                NEMO_RL,
-                "no completed step_N folders"
-                + (f" (only unfinished {', '.join(partial)})" if partial else ""),
-                path,
-                fix="point at the run's checkpointing.checkpoint_dir after a save completed",
-            )
-            return res
-        step = steps[-1][1]
-    info = step / "training_info.json"
-    if not info.is_file():
-        res.error(NEMO_RL, "training_info.json is missing", step)
-    else:
-        try:
-            if not isinstance(json.loads(info.read_bytes()), dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            res.error(NEMO_RL, f"training_info.json is not valid JSON ({exc})", info)
-    if not (step / "config.yaml").is_file():
-        res.error(NEMO_RL, "config.yaml is missing", step)
-    weights = step / "policy" / "weights"
-    if not weights.is_dir() or not any(weights.iterdir()):
-        res.error(NEMO_RL, "policy/weights is missing or empty", step)
-    res.resolved = step
-    res.note = f"step {step.name}"
     return res

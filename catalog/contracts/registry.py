@@ -51,7 +51,13 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
 ROW_ACCEPTS: dict[str, Callable[..., Any]] = {
     "nemo_gym_rows": _factory("catalog.contracts.gym_fast", "gym_accept"),
 }
-CHECKPOINT_CONTRACTS = ("hf_checkpoint", "megatron_checkpoint", "nemo_rl_checkpoint")
+CHECKPOINT_CONTRACTS = (
+    "hf_checkpoint",
+    "megatron_checkpoint",
+    "nemo_rl_checkpoint",  # either backend; the note names it
+    "nemo_rl_megatron_checkpoint",
+    "nemo_rl_dcp_checkpoint",
+)
 # Row contracts whose readers fail on a blank line, so it is an error (E-JSONL-BLANK) at its
 # line: NeMo-Gym's rollout collection and ng_prepare_data, and NeMo-RL's NemoGymDataset (it
 # json.loads every raw line). Preference and prompt rows go through `datasets`' JSON loader

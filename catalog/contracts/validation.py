@@ -236,14 +236,15 @@ def validate_artifact(
             report.errors += 1
         return report
     if contract in CHECKPOINT_CONTRACTS:
-        from catalog.contracts import checkpoints
+        from catalog.contracts import checkpoints, nemo_rl_checkpoints
 
         if contract == "hf_checkpoint":
             res = checkpoints.check_hf(path, allow_hub_id=allow_hub_id)
         elif contract == "megatron_checkpoint":
             res = checkpoints.check_megatron(path)
-        else:
-            res = checkpoints.check_nemo_rl(path)
+        else:  # nemo_rl_checkpoint (any backend), nemo_rl_{megatron,dcp}_checkpoint
+            backend = nemo_rl_checkpoints.CONTRACT_BACKENDS[contract]
+            res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
         report.findings = res.findings
         report.errors = sum(1 for f in res.findings if f.is_error)
         report.resolved = str(res.resolved) if res.resolved else None

@@ -12,7 +12,7 @@ from catalog.discovery import StepEntry
 from catalog.errors import WARNING
 from catalog.pipeline import PipelineFile
 from catalog.planner.model import Plan
-from catalog.types import TypeGraph
+from catalog.types import TypeGraph, mapped_type
 
 
 @dataclass
@@ -82,7 +82,7 @@ class PlanState:
         base = str(port.get("type", ""))
         key = port.get("type_key")
         if key:
-            value = values.get(key)
+            value = mapped_type(port, values.get(key))
             if isinstance(value, str) and value in self.graph and self.graph.is_a(value, base):
                 return value
         return base

@@ -1,5 +1,6 @@
-"""Checks of the artifact type graph: is_a parents exist, no is_a cycles, and every
-`convert_to` names a converter step that consumes the source and produces the target."""
+"""Checks of the artifact type graph: is_a parents exist, no is_a cycles, every `convert_to`
+names a converter step that consumes the source and produces the target, and every port's
+`type_map` names subtypes of the port's type."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Findi
                 )
         for c in t.convert_to:
             out += _conversion(graph, name, c, steps, at)
+    for step in steps.values():
+        out += _type_maps(graph, step)
     for cyc in graph.cycles():
         out.append(
             Finding(
@@ -41,6 +44,25 @@ def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Findi
                 fix="is_a must form a hierarchy: remove one edge of the cycle",
             )
         )
+    return out
+
+
+def _type_maps(graph: TypeGraph, step: StepUnderCheck) -> list[Finding]:
+    """A port's `type_map` names subtypes of the port's own type."""
+    out = []
+    for port in [*step.entry.consumes, *step.entry.produces]:
+        base = str(port.get("type"))
+        for value, sub in (port.get("type_map") or {}).items():
+            if sub not in graph or not graph.is_a(sub, base):
+                out.append(
+                    Finding(
+                        "E-TYPE-KEY",
+                        f"port '{port.get('name')}' maps {port.get('type_key')}={value} to "
+                        f"'{sub}', which is not a subtype of {base}",
+                        str(step.entry.dir / "step.toml"),
+                        fix=with_suggestion(sub, graph.subtypes(base), "name a subtype"),
+                    )
+                )
     return out
 
 

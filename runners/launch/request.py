@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-NO_RAY_STEPS = ("rl_prep", "megatron_to_hf")  # plain sbatch + srun jobs, no ray.sub
+NO_RAY_STEPS = ("rl_prep", "megatron_to_hf", "dcp_to_hf")  # plain sbatch + srun jobs, no ray.sub
 TERMINAL = {
     "COMPLETED",
     "FAILED",
@@ -37,7 +37,7 @@ class LaunchRequest:
     """What to run, where its run dir is (here and as the job sees it), and with what env."""
 
     step_id: str
-    runner: str  # nemo_rl | rl_prep | megatron_to_hf
+    runner: str  # nemo_rl | rl_prep | megatron_to_hf | dcp_to_hf
     run_dir: Path  # written here
     job_dir: str  # the same folder as the job sees it
     command: list[str]

@@ -107,7 +107,7 @@ class ClusterTarget:
         """What the job runs: the same program a local run would, on the run dir's config
         (`launcher`, from `--launcher`, replaces the profile's)."""
         p = self.profile
-        if runner == "nemo_rl":
+        if runner in ("nemo_rl", "dcp_to_hf"):
             if not p.nemo_rl_dir:
                 raise StepsError(
                     "E-PROFILE",
@@ -117,6 +117,10 @@ class ClusterTarget:
                     fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
                     exit_code=2,
                 )
+            if runner == "dcp_to_hf":
+                from runners.nemo_rl.dcp_export import launch_argv
+
+                return launch_argv(launcher or p.launcher, str(script), resolved), p.nemo_rl_dir
             argv = [*shlex.split(launcher or p.launcher), str(script), "--config", config_path]
             return argv, p.nemo_rl_dir
         if runner == "rl_prep":

@@ -22,6 +22,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.schema",
     "runners.preflight.parallelism",
     "runners.preflight.backend_sections",
+    "runners.preflight.dcp_export",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
     "runners.preflight.artifacts",

@@ -72,7 +72,7 @@ def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
         yield prefix
 
 
-@rule("unresolved_values", runners=("nemo_rl", "rl_prep", "megatron_to_hf"))
+@rule("unresolved_values", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))
 def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
     """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
     source = ctx.compiled.config if ctx.compiled is not None else ctx.config
@@ -110,7 +110,7 @@ def required_sections(ctx: PreflightContext) -> Iterable[Finding]:
             )
 
 
-@rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf"))
+@rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))
 def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
     """Every consumed file or folder bound to a path exists before anything starts."""
     for art in ctx.inputs:

@@ -18,7 +18,7 @@ from runners.launch.request import NO_RAY_STEPS
 from runners.preflight import PreflightContext, rule
 from runners.secrets import is_secret_env, looks_like_secret
 
-ALL = ("nemo_rl", "rl_prep", "megatron_to_hf")
+ALL = ("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf")
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -21,10 +21,12 @@ def add_arguments(parser) -> None:
 
 
 def _matches(ports: list[dict], wanted: str, graph) -> bool:
-    """A port matches when either type is_a the other (a consumer of X accepts any X)."""
+    """A port matches when either type is_a the other (a consumer of X accepts any X); a port's
+    `type_map` subtypes count (a DPO run on Megatron produces a megatron_checkpoint)."""
     return any(
-        graph.is_a(wanted, p.get("type", "")) or graph.is_a(p.get("type", ""), wanted)
+        graph.is_a(wanted, t) or graph.is_a(t, wanted)
         for p in ports
+        for t in [p.get("type", ""), *(p.get("type_map") or {}).values()]
     )
 
 

@@ -1,0 +1,13 @@
+"""NeMo-RL DTensor (torch DCP) to Hugging Face checkpoint conversion.
+
+Run with `python steps/convert/dcp_to_hf/step.py -c tiny [overrides]`
+or `python -m steps run convert/dcp_to_hf`.
+"""
+
+import sys
+from pathlib import Path
+
+from steps.cli.run_cmd import main_for_step as main
+
+if __name__ == "__main__":
+    sys.exit(main(Path(__file__).resolve().parent, sys.argv[1:]))
