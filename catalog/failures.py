@@ -91,9 +91,11 @@ KINDS: tuple[FailureKind, ...] = (
         "policy.dtensor_cfg.cpu_offload=false) or ask Slurm for the node's memory "
         '(`sbatch_args = ["--mem=0"]`)',
         (
-            Signature("oom-kill", r"oom-kill event|oom_kill", "UNINETTSigma2 common_job_failures"),
-            Signature("memory pressure", r"killed due to memory pressure", "hiyouga/EasyR1#185"),
-            Signature("running low on memory", source="ray.exceptions.OutOfMemoryError"),
+            Signature("Detected", r"oom-kill event", "UNINETTSigma2 common_job_failures"),
+            Signature("OOM)", r"killed due to memory pressure", "hiyouga/EasyR1#185"),
+            Signature(
+                "OutOfMemoryError", r"running low on memory", "ray.exceptions.OutOfMemoryError"
+            ),
         ),
         ("OUT_OF_MEMORY",),
         ("UNINETTSigma2 docs common_job_failures.md", "hiyouga/EasyR1#185"),
@@ -109,10 +111,7 @@ KINDS: tuple[FailureKind, ...] = (
         (
             Signature("OutOfMemoryError", r"OutOfMemoryError", "NVIDIA-NeMo/RL#3793, #2871"),
             Signature(
-                "out of memory",
-                r"CUDA out of memory|CUDA error: out of memory|"
-                r"cumem_allocator\.cpp.*out of memory",
-                "volcengine/verl#302",
+                "CUDA", r"CUDA (?:out of memory|[Ee]rror: out of memory)", "volcengine/verl#302"
             ),
         ),
         (),
@@ -128,7 +127,7 @@ KINDS: tuple[FailureKind, ...] = (
         "check the network (NCCL_DEBUG=INFO in the profile's env)",
         (
             Signature("Watchdog caught collective operation timeout", source="OpenRLHF#624"),
-            Signature("watchdog got stuck", source="om-ai-lab/VLM-R1#257"),
+            Signature("ProcessGroupNCCL", r"watchdog got stuck", "om-ai-lab/VLM-R1#257"),
             Signature("WorkNCCL(", r"WorkNCCL\(.*(?:[Tt]imeout|timed out|ran for)", "OpenRLHF#624"),
         ),
         (),
@@ -164,11 +163,11 @@ KINDS: tuple[FailureKind, ...] = (
         "profile's env",
         (
             Signature(
-                "huggingface.co",
-                r"couldn't connect to '?https://huggingface\.co|"
-                r"huggingface\.co.*(?:Max retries|timed out|Connection|resolve)",
+                "We couldn't connect",
+                r"couldn't connect to '?https://huggingface\.co",
                 "Megatron-Bridge (reported list)",
             ),
+            Signature("Max retries", r"huggingface\.co", "requests/urllib3 via huggingface_hub"),
             Signature("LocalEntryNotFoundError", source="huggingface_hub"),
         ),
         (),
@@ -185,10 +184,10 @@ KINDS: tuple[FailureKind, ...] = (
         "`run --dry-run` prints the version), or `uv sync` the checkout",
         (
             Signature("No module named", source="NVIDIA-NeMo/RL PR#4080"),
-            Signature("cannot import name", source="Python ImportError"),
-            Signature("undefined symbol", source="a compiled extension built for another torch"),
+            Signature("ImportError", r"cannot import name", "Python ImportError"),
+            Signature("Error", r"undefined symbol", "a compiled extension built for another torch"),
             Signature(
-                " detected",
+                "Error",
                 r"\d+\.\d+\S* detected\..*written for",
                 "research/real-nemo-rl-gpu-2026-11.md",
             ),
@@ -313,16 +312,18 @@ OOM_DEFAULT_FIX = (
 TRACEBACK = "Traceback (most recent call last)"
 FRAME = 'File "'
 EXCEPTION_WORDS = ("Error", "Exception")
-PROGRESS = ("===== Step", "Total step time")
+PROGRESS = ("Total step time",)
 TERMINATED = "SIGTERM received"
-ACTOR_METHOD = "ray::"
 
 
 def keywords() -> list[str]:
-    """Every literal the prefilter looks for (grep -F patterns; one compiled alternation)."""
+    """The literals the prefilter looks for (grep -F patterns; one compiled alternation): every
+    signature's keyword and the markers, less those containing another (`Error` covers
+    `ActorDiedError`). Keywords start with capitals or symbols: rare first bytes keep grep's
+    automaton and the regex's first-character scan fast."""
     words = [s.keyword for k in KINDS for s in k.signatures]
-    words += [TRACEBACK, FRAME, *EXCEPTION_WORDS, *PROGRESS, TERMINATED, ACTOR_METHOD]
-    return list(dict.fromkeys(words))
+    words = list(dict.fromkeys([*words, TRACEBACK, FRAME, *EXCEPTION_WORDS, *PROGRESS, TERMINATED]))
+    return [w for w in words if not any(o != w and o in w for o in words)]
 
 
 def oom_fix(method: str | None) -> str:

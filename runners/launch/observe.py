@@ -29,7 +29,7 @@ from runners.monitor.progress import Progress, combine, parse_log_tail
 from runners.monitor.tfevents import read_scalars
 
 LOG_TAIL = 2 << 20  # bytes of the driver log read for progress
-TB_TAIL = 256 << 10
+TB_TAIL = 64 << 10  # the latest few hundred scalars: enough for the last steps
 STALL_FACTOR = 5.0
 
 

@@ -35,6 +35,8 @@ FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func
 METHOD = re.compile(r"ray::(?P<method>[\w.]+)\(")
 STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
 EPOCH_STAMP = re.compile(r"\btime=(\d{9,11})\b")
+_BULLET = "•".encode()
+_STEP_DONE = PROGRESS[0].encode()
 _SIGNATURES = [(k.name, s.keyword, s.regex) for k in KINDS for s in k.signatures]
 # Slurm states that name the cause by themselves: the logs then hold only its consequences.
 EXTERNAL = {"PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"}
@@ -115,6 +117,12 @@ class LogClassifier:
         return self.files[path]
 
     def feed(self, path: str, line_no: int, raw: bytes | str) -> None:
+        if isinstance(raw, bytes):
+            if _STEP_DONE in raw:
+                self._progress(path)
+                return
+            if raw.lstrip()[:3] == _BULLET:  # NeMo-RL's metric prints ("Generation KL Error")
+                return
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if "\x1b" in text:
             text = ANSI.sub("", text)
@@ -130,8 +138,7 @@ class LogClassifier:
         if stripped.startswith("•"):  # NeMo-RL's metric prints ("Generation KL Error: 0.01")
             return
         if any(p in stripped for p in PROGRESS):
-            scan.first, scan.counts = None, {}
-            self._open = {k: v for k, v in self._open.items() if k[0] != path}
+            self._progress(path)
             return
         stamp = _stamp(body)
         if stamp is not None:
@@ -175,6 +182,13 @@ class LogClassifier:
         if scan.first is None:
             scan.first = event
         scan.counts[event.kind] = scan.counts.get(event.kind, 0) + 1
+
+    def _progress(self, path: str) -> None:
+        """A finished training step: the errors before it in this file were survived."""
+        scan = self._file(path)
+        if scan.terminated is None:
+            scan.first, scan.counts = None, {}
+            self._open = {k: v for k, v in self._open.items() if k[0] != path}
 
     def _refine(self, event: Event, em: re.Match, kind: str | None, key: tuple) -> None:
         """A Ray wrapper's inner exception names the real message and the actor's last frame."""
