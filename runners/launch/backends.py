@@ -3,6 +3,7 @@ when it is chosen (a Slurm launch never imports Ray)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from runners.launch.request import Backend
@@ -21,17 +22,24 @@ def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> B
     raise ValueError(f"no cluster backend for executor {profile.executor!r}")
 
 
+@dataclass(frozen=True)
+class RecordedProfile:
+    """What following, checking or cancelling a recorded job needs of its profile: where the
+    job is. Built from run.json without env.toml or pydantic (`status` and `jobs` stay fast)."""
+
+    executor: str
+    host: str | None = None
+    ssh_options: tuple[str, ...] = ()
+    remote_dir: str = "/"
+    address: str = ""
+
+
 def backend_for_job(job: dict, env: dict[str, str] | None = None) -> Backend:
     """The backend for a recorded job (run.json `job`), without reading env.toml again."""
-    from runners.launch.profiles import RayProfile, SlurmProfile
-
     if job["executor"] == "slurm":
-        profile = SlurmProfile(
-            executor="slurm",
-            host=job.get("host"),
-            ssh_options=job.get("ssh_options", []),
-            remote_dir=job.get("remote_dir", "/"),
+        profile = RecordedProfile(
+            "slurm", job.get("host"), tuple(job.get("ssh_options", [])), job.get("remote_dir", "/")
         )
     else:
-        profile = RayProfile(executor="ray", address=job["address"])
+        profile = RecordedProfile("ray", address=job["address"])
     return backend_for(job.get("profile", "?"), profile, env)

@@ -17,18 +17,21 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from catalog.config_values import dotted_get
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
 from runners.launch.slurm_state import exit_code_of
-from runners.monitor.classify import Diagnosis, LogClassifier, diagnose
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
 from runners.monitor.progress import Progress, combine, parse_log_tail
 from runners.monitor.tfevents import read_scalars
 
-LOG_TAIL = 2 << 20  # bytes of the driver log read for progress
+if TYPE_CHECKING:
+    from runners.monitor.classify import Diagnosis, LogClassifier
+
+LOG_TAIL = 1 << 20  # bytes of the driver log read for progress (hundreds of steps)
 TB_TAIL = 64 << 10  # the latest few hundred scalars: enough for the last steps
 STALL_FACTOR = 5.0
 
@@ -79,28 +82,27 @@ def _shell(job: dict) -> Shell:
     return Shell(job.get("host"), list(job.get("ssh_options", [])))
 
 
-def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
-    """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
+def _facts_script(jobs: list[dict]) -> str:
+    """scontrol for each job that may be live, then one sacct for all (F| lines)."""
     slurm_jobs = [j for j in jobs if j.get("executor") == "slurm"]
     if not slurm_jobs:
-        return {}
+        return ""
     ids = ",".join(str(j["job_id"]) for j in slurm_jobs)
     script = _FACTS + "".join(
         f"live {shlex.quote(str(j['job_id']))}\n"
         for j in slurm_jobs
         if j.get("state") not in TERMINAL
     )
-    script += (
+    return script + (
         f"sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NNodes -j {shlex.quote(ids)} "
-        "2>/dev/null | sed 's/^/F|sacct|/'\nexit 0\n"
+        "2>/dev/null | sed 's/^/F|sacct|/'\n"
     )
-    ended = {str(j["job_id"]) for j in slurm_jobs if j.get("state") in TERMINAL}
+
+
+def _parse_facts(jobs: list[dict], lines: list[str]) -> dict[str, JobFacts]:
+    ended = {str(j["job_id"]) for j in jobs if j.get("state") in TERMINAL}
     out: dict[str, JobFacts] = {}
-    for line in (
-        _shell(slurm_jobs[0])
-        .run(script, what="asking Slurm for job facts (scontrol, sacct)")
-        .stdout.splitlines()
-    ):
+    for line in lines:
         parts = line.split("|")
         if len(parts) < 7 or parts[0] != "F":
             continue
@@ -115,6 +117,16 @@ def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
             int(nodes) if nodes.isdigit() else None, source,
         )  # fmt: skip
     return out
+
+
+def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
+    """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
+    script = _facts_script(jobs)
+    if not script:
+        return {}
+    proc = _shell(jobs[-1]).run(script + "exit 0\n", what="asking Slurm for job facts")
+    lines = proc.stdout.splitlines()
+    return _parse_facts(jobs, lines)
 
 
 def _config(run_dir: Path) -> dict:
@@ -177,7 +189,20 @@ def run_progress(
     jobs = jobs or [data["job"]]
     job = jobs[-1]
     config = _config(run_dir)
-    facts = slurm_facts(jobs) if facts is None else facts
+    log = job.get("log_path") if job.get("executor") == "slurm" else None
+    ckpt = _job_path(dotted_get(config, "checkpointing.checkpoint_dir"), data)
+    tb = None
+    if dotted_get(config, "logger.tensorboard_enabled") is True:
+        tb = _job_path(dotted_get(config, "logger.log_dir"), data)
+    script = (_facts_script(jobs) if facts is None else "") + _progress_script(log, ckpt, tb)
+    # One round trip for all of it: the scheduler's facts, the log's tail, checkpoints, TB.
+    proc = _shell(job).run(script, what="reading the run's log, checkpoints and Slurm facts")
+    lines = proc.stdout.splitlines()
+    facts = _parse_facts(jobs, lines) if facts is None else facts
+    sections: dict[str, str] = {}
+    for line in lines:
+        tag, _, value = line.partition("|")
+        sections[tag] = value
     gpus = dotted_get(config, "cluster.gpus_per_node")
     hours = 0.0
     for j in jobs:
@@ -185,19 +210,6 @@ def run_progress(
         if f is None or f.elapsed_s is None or not isinstance(gpus, int):
             continue
         hours += (f.nodes or 1) * gpus * f.elapsed_s / 3600
-    log = job.get("log_path") if job.get("executor") == "slurm" else None
-    ckpt = _job_path(dotted_get(config, "checkpointing.checkpoint_dir"), data)
-    tb = None
-    if dotted_get(config, "logger.tensorboard_enabled") is True:
-        tb = _job_path(dotted_get(config, "logger.log_dir"), data)
-    sections: dict[str, str] = {}
-    for line in (
-        _shell(job)
-        .run(_progress_script(log, ckpt, tb), what="reading the run's log and checkpoints")
-        .stdout.splitlines()
-    ):
-        tag, _, value = line.partition("|")
-        sections[tag] = value
     now = float(sections.get("N") or time.time())
     quiet = None
     log_progress = None
@@ -281,6 +293,8 @@ def _scan_ray_logs(job: dict, classifier: LogClassifier) -> None:
 def diagnose_run(run_dir: Path, data: dict, job: dict | None = None) -> Diagnosis:
     """Why the run's job (or `job`, one segment of a chain) ended: a kind of
     catalog/failures.py, retryable or not, with evidence lines and the usual fix."""
+    from runners.monitor.classify import LogClassifier, diagnose
+
     job = job or data["job"]
     state, code, source = job.get("state"), job.get("exit_code"), "run.json"
     facts = slurm_facts([job])

@@ -52,6 +52,8 @@ def parse_log_tail(text: str, partial: bool = False) -> LogProgress:
         if not stripped:
             continue
         out.last_line = stripped[:300]
+        if stripped[0] == "(":  # a Ray actor's line (vLLM, workers): never a NeMo-RL print
+            continue
         m = BANNER.match(stripped)
         if m:
             out.banner_seen = True
