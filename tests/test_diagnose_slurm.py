@@ -47,7 +47,20 @@ def test_a_failed_job_is_named_from_its_driver_log_and_slurm_state(lab):  # noqa
     assert "ray-driver.log:" in human.stdout and "fix: policy.logprob_chunk_size" in human.stdout
     status = cli("status", job_id)
     assert "progress: step 3 of 3, reward 0.35, 41s/step" in status.stdout
-    assert "progress" in json.loads(cli("jobs", "--json").stdout)["jobs"][0]
+    assert json.loads(cli("jobs", "--json").stdout)["jobs"][0]["progress"]["step"] == 3
+    assert "FAILED" in cli("jobs").stdout.splitlines()[0]
+    assert "step 3 of 3, reward 0.35" in cli("jobs").stdout.splitlines()[0]
+
+
+def test_status_watch_refreshes_until_the_job_ends(lab):  # noqa: F811
+    root, work, _env, cli = lab
+    env = {"FAKE_TICKS": "6", "FAKE_TICK_SECONDS": "0.25", "FAKE_LOG_FILE": str(OOM_LOG)}
+    write_env_toml(work, root, **env)
+    job_id = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab").stdout.split()[0]
+    res = cli("status", job_id, "--watch", "--interval", "0.3")
+    assert res.returncode == 0, res.stderr
+    refreshes = [line for line in res.stdout.splitlines() if line[:2].isdigit()]
+    assert refreshes and refreshes[-1].split()[1] == "COMPLETED:"
 
 
 def test_a_cancelled_job_is_named_cancelled_and_not_retryable(lab):  # noqa: F811

@@ -243,3 +243,15 @@ def test_an_installed_copy_checks_clean_and_docs_refuses_to_write_into_it(tmp_pa
     assert docs.returncode == 2
     assert "E-DOCS-INSTALLED" in docs.stderr and "source checkout" in docs.stderr
     assert sorted(p.name for p in site.iterdir()) == ["catalog", "runners", "steps"]
+
+
+def test_failures_md_lists_every_kind_of_the_catalog_table_and_is_checked_current():
+    from catalog.docs import stale_docs
+    from catalog.failures import KINDS
+
+    home = docs_home(BUILTIN_ROOT)
+    text = render_docs(BUILTIN_ROOT)[0][home.failures]
+    for kind in KINDS:
+        assert f"| `{kind.name}` ({kind.title}) | {'yes' if kind.retryable else 'no'} |" in text
+    assert home.failures.read_text(encoding="utf-8") == text
+    assert not stale_docs(BUILTIN_ROOT, "run docs")
