@@ -142,13 +142,12 @@ KINDS: tuple[FailureKind, ...] = (
         "for `unhandled system error` in containers set NCCL_SHM_DISABLE=1 in the profile's env "
         "(NVIDIA-NeMo/RL#564); NCCL_DEBUG=INFO names the failing link",
         (
-            Signature("ncclRemoteError", source="Megatron-Bridge PR#4480"),
             Signature(
-                "NCCL error",
-                r"NCCL error|ncclSystemError|ncclInternalError|"
-                r"ncclUnhandledCudaError",
-                "NVIDIA-NeMo/RL#564",
+                "Error",
+                r"nccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage)Error",
+                "Megatron-Bridge PR#4480 (ncclRemoteError)",
             ),
+            Signature("NCCL error", source="NVIDIA-NeMo/RL#564"),
         ),
         (),
         ("NVIDIA-NeMo/RL#564", "NVIDIA-NeMo/Megatron-Bridge PR#4480"),

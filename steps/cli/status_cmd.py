@@ -69,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
         state += f": {job['reason']}"
     print(state + ("" if exit_code is None else f", exit code {exit_code}"))
     print(f"log: {job.get('log_path')}")
-    print(f"progress: {progress.line() if progress else f'unavailable ({why})'}", flush=True)
+    if progress is None:
+        print(f"progress: unavailable ({why})", flush=True)
+    elif progress.step is not None or progress.max_steps is not None:  # a training run
+        print(f"progress: {progress.line()}", flush=True)
     if args.watch:
         return _watch(run_dir, data, job, args)
     return code
