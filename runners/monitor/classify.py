@@ -57,6 +57,8 @@ class Evidence:
 
 @dataclass
 class Event:
+    """One error line: its kind, where it is, and what its traceback said (frame, message)."""
+
     kind: str
     path: str
     line: int
