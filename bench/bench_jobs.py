@@ -9,6 +9,8 @@ dirs: half for this machine, half for the same Slurm over ssh (the second host).
 same run, it times the serial refresh (`refresh` of each run in turn, one round trip per run, as
 `jobs` did before) against `refresh_all` (one round trip per host, hosts asked concurrently), and
 the whole `python -m steps jobs` command as a user runs it; it prints medians and the ratio.
+The jobs are PENDING, so `jobs` reads no progress for them (a running run costs two more round
+trips, eight runs at a time; an ended run's progress is read once and kept in run.json).
 """
 
 from __future__ import annotations

@@ -60,22 +60,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+NOT_STARTED = ("PENDING", "SUBMITTING", "NOT_SUBMITTED", "UNKNOWN")
+
+
 def _progress_lines(runs: list, jobs: list[dict]) -> list:
-    """Each run's progress (None when it has none to show), runs read concurrently and each on
-    its own: a run whose files cannot be read shows no progress, the others still do."""
+    """Each run's progress (None when it has none to show). Only runs that can have moved are
+    read (a job not started has none; an ended job's is kept in run.json as `final_progress`
+    the first time), concurrently and each on its own: one unreadable run shows none."""
+    import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
-    from runners.launch.request import UNKNOWN
+    from runners.launch.request import TERMINAL
+    from runners.monitor.progress import Progress
+    from runners.rundir import update_record
     from steps.cli.status_cmd import progress_of
 
     def one(item: tuple) -> object:
         (run_dir, data), job = item
-        if job.get("state") == UNKNOWN or not job.get("job_id"):
+        if job.get("state") in NOT_STARTED or not job.get("job_id"):
             return None
-        try:
-            progress, _ = progress_of(run_dir, data, job, 5.0)
-        except (OSError, ValueError, KeyError, TypeError):  # one odd run must not break the list
-            return None
+        final = data.get("final_progress")
+        progress = None
+        if job.get("state") in TERMINAL and isinstance(final, dict):
+            with contextlib.suppress(TypeError):  # written by another version of Progress
+                progress = Progress(**final)
+        if progress is None:
+            try:
+                progress, _ = progress_of(run_dir, data, job, 5.0)
+            except (OSError, ValueError, KeyError, TypeError):  # one odd run: no progress
+                return None
+            if progress is not None and job.get("state") in TERMINAL:
+                update_record(run_dir, final_progress=progress.to_dict())
         return progress if progress and (progress.step or progress.max_steps) else None
 
     if not runs:
