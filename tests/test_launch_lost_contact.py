@@ -94,12 +94,12 @@ def test_an_ssh_drop_while_following_is_lost_contact_exit_2_and_not_an_end(lab, 
     restart_sshd(pid_file.parent, options)
     res = cli("status", "last", "--json")
     assert res.returncode == 0 and json.loads(res.stdout)["job"]["state"] == "RUNNING"
-    assert cli("cancel", "last").returncode == 0
+    subprocess.run(["scancel", job["job_id"]], env=env, check=True)
 
 
 def test_a_controller_outage_bounds_the_follow_and_only_a_recorded_end_counts(lab, slurm):  # noqa: F811
     root, work, env, cli = lab
-    env.update(STEPS_SILENT_SECONDS="2", STEPS_SLURM_CALL_SECONDS="1")
+    env.update(STEPS_SILENT_SECONDS="1", STEPS_SLURM_CALL_SECONDS="0.5")
     finished = None
     if slurm["accounting"]:  # a job that ends before the outage: only accounting can tell
         write_env_toml(work, root, FAKE_EXIT="3")
@@ -119,7 +119,7 @@ def test_a_controller_outage_bounds_the_follow_and_only_a_recorded_end_counts(la
         assert time.monotonic() - start < 30
         assert "E-REMOTE-LOST lost contact with Slurm on this machine, the job may still run; " \
             "re-attach with `python -m steps logs" in err  # fmt: skip
-        assert "Unable to contact slurm controller" in err or "did not answer within 1 s" in err
+        assert "Unable to contact slurm controller" in err or "did not answer within 0.5 s" in err
         assert "ended:" not in err
         res = cli("status", "last", "--json")
         job = json.loads(res.stdout)["job"]
