@@ -253,44 +253,62 @@ def controller_stopped(slurm: dict):
         )
 
 
-@contextlib.contextmanager
-def answers_lost(upstream: str, request_prefix: bytes):
-    """A TCP relay to `upstream` (http://host:port) that passes every request on but drops
-    the answer to those starting with `request_prefix`: the network losing a reply after the
-    server acted on the request. Yields the relay's URL."""
-    import socketserver
-    import threading
-    from urllib.parse import urlsplit
+class Relay:
+    """A TCP relay to a real server (http://host:port): it passes everything on, except the
+    answers to requests starting with `drop_answers_to` (the network losing a reply after the
+    server acted on the request); `cut()` closes every connection and refuses new ones (the
+    link gone)."""
 
-    target = urlsplit(upstream)
+    def __init__(self, upstream: str, drop_answers_to: bytes | None = None) -> None:
+        import socketserver
+        import threading
+        from urllib.parse import urlsplit
 
-    def pump(src: socket.socket, dst: socket.socket | None) -> None:
-        with contextlib.suppress(OSError):
-            while chunk := src.recv(65536):
-                if dst is not None:
-                    dst.sendall(chunk)
-        if dst is not None:
+        target = urlsplit(upstream)
+        self.sockets: list[socket.socket] = []
+        relay = self
+
+        def pump(src: socket.socket, dst: socket.socket | None) -> None:
             with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
+                while chunk := src.recv(65536):
+                    if dst is not None:
+                        dst.sendall(chunk)
+            if dst is not None:
+                with contextlib.suppress(OSError):
+                    dst.shutdown(socket.SHUT_WR)
 
-    class Relay(socketserver.BaseRequestHandler):
-        def handle(self) -> None:
-            client = self.request
-            with socket.create_connection((target.hostname, target.port)) as server:
-                first = client.recv(65536)
-                server.sendall(first)
-                back = None if first.startswith(request_prefix) else client
-                t = threading.Thread(target=pump, args=(server, back), daemon=True)
-                t.start()
-                pump(client, server)
-                t.join(timeout=30)
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                client = self.request
+                with socket.create_connection((target.hostname, target.port)) as server:
+                    relay.sockets += [client, server]
+                    first = client.recv(65536)
+                    server.sendall(first)
+                    drop = drop_answers_to is not None and first.startswith(drop_answers_to)
+                    back = threading.Thread(
+                        target=pump, args=(server, None if drop else client), daemon=True
+                    )
+                    back.start()
+                    pump(client, server)
+                    back.join(timeout=30)
 
-    class Server(socketserver.ThreadingTCPServer):
-        daemon_threads = True
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
 
-    with Server(("127.0.0.1", 0), Relay) as relay:
-        threading.Thread(target=relay.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{relay.server_address[1]}"
-        finally:
-            relay.shutdown()
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def cut(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cut()

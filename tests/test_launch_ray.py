@@ -23,7 +23,7 @@ import pytest
 from cluster_fixtures import (  # noqa: F401
     PYTHON,
     RAY_SECRET,
-    answers_lost,
+    Relay,
     ray_head,
     stand_in_checkout,
     wait_for,
@@ -263,9 +263,9 @@ def test_a_submission_whose_answer_is_lost_is_found_by_its_id(lab, ray_head):  #
     from runners.launch.profiles import RayProfile
     from runners.launch.ray_jobs import RayBackend
 
-    with answers_lost(ray_head, b"POST /api/jobs/") as relay:
+    with Relay(ray_head, drop_answers_to=b"POST /api/jobs/") as relay:
         env_file = lab.work / "lost.toml"
-        text = profiles(lab.root, relay).replace("record-ok.json", "record-lost.json")
+        text = profiles(lab.root, relay.url).replace("record-ok.json", "record-lost.json")
         env_file.write_text(text, encoding="utf-8")
         lost = Lab(lab.root, lab.work, {**lab.env, "STEPS_SUBMIT_SECONDS": "2"}, lab.inputs)
         start = time.monotonic()
@@ -281,7 +281,37 @@ def test_a_submission_whose_answer_is_lost_is_found_by_its_id(lab, ray_head):  #
         json.loads(p.read_text())["job"] for p in (lab.work / "runs").rglob("run.json")
         if json.loads(p.read_text()).get("job", {}).get("job_id") == sid
     )  # fmt: skip
-    assert record["state"] == "PENDING" and record["address"] == relay
+    assert record["state"] == "PENDING" and record["address"] == relay.url
+
+
+def test_a_dashboard_lost_while_following_is_lost_contact_exit_2(lab, ray_head):  # noqa: F811
+    from runners.launch.profiles import RayProfile
+    from runners.launch.ray_jobs import RayBackend
+
+    with Relay(ray_head) as relay:
+        env_file = lab.work / "cut.toml"
+        env_file.write_text(profiles(lab.root, relay.url), encoding="utf-8")
+        code, out, err = lab.run("--batch", "ticks", "--env-file", str(env_file))
+        assert code == 0, err
+        sid = out.split()[0]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "steps", "logs", sid, "-f"], cwd=lab.work, text=True,
+            env={**lab.env, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("tick 1"):
+                break
+        relay.cut()
+        _, err = proc.communicate(timeout=60)
+    RayBackend("ray", RayProfile(executor="ray", address=ray_head)).client().stop_job(sid)
+    assert proc.returncode == 2, err
+    assert (
+        f"E-REMOTE-LOST lost contact with the Ray dashboard at {relay.url}, the job may still "
+        "run; re-attach with `python -m steps logs" in err
+    )
+    assert "ended:" not in err and "Traceback" not in err
 
 
 def test_a_cluster_ray_other_than_the_checkouts_pin_is_a_warning(lab, ray_head):  # noqa: F811
