@@ -1,10 +1,13 @@
 """Keep secrets out of everything we print or save (run dir, dry-run output, run.json).
 
-A name is secret when one of its words is TOKEN, KEY, SECRET or PASSWORD and it does not read as
-a data field (`input_key`, `max_new_tokens`, `stop_token_ids` are not secrets). For environment
-variables any such word counts (`HF_TOKEN`, `WANDB_API_KEY`); for config keys the LAST word must
-be one (`api_key`, `hf_token`, `password`), so `input_key: problem` stays readable. Any resolved
-string equal to a secret environment variable's value is redacted too, whatever its key.
+A name is secret when one of its WORDS (split at `_`, `-`, `.` and camelCase) is TOKEN, KEY,
+SECRET, PASSWORD, PASS... and it does not read as a data field (`input_key`, `max_new_tokens`,
+`stop_token_ids` are not secrets). Words, not substrings: NCCL_IB_PKEY, TOKENIZERS_PARALLELISM and
+KEYTAB_PATH are settings. For environment variables any such word counts (`HF_TOKEN`,
+`AWS_SECRET_ACCESS_KEY`); for config keys the LAST word must be one (`api_key`, `hf_token`), so
+`input_key: problem` stays readable. A secret-named variable whose value is a switch (`0`, `1`,
+`true`, `no`...) holds no credential (`HF_HUB_DISABLE_TOKEN=1`): it travels as a plain setting.
+Any resolved string equal to a secret environment variable's value is redacted too.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "***"
-SECRET_WORDS = {"token", "key", "secret", "password", "passwd", "apikey", "credentials"}
+SECRET_WORDS = {
+    "token", "key", "secret", "password", "passwd", "pass", "apikey", "credential", "credentials"
+}  # fmt: skip
+# Values a setting has, never a credential: a secret-named variable holding one is a switch.
+SWITCH_VALUES = {"", "0", "1", "true", "false", "yes", "no", "on", "off"}
 # Config-key words that name a data field, not a credential (`input_key`, `prompt_key`).
 _FIELD_KEYS = re.compile(
     r"(input|output|prompt|chosen|rejected|label|text|answer|question|sort|metric|type|"
@@ -32,6 +39,11 @@ def _words(name: str) -> list[str]:
 def is_secret_env(name: str) -> bool:
     """`HF_TOKEN`, `WANDB_API_KEY`, `DB_PASSWORD`: any word of the name is a secret word."""
     return any(w in SECRET_WORDS for w in _words(name))
+
+
+def holds_secret(name: str, value: str) -> bool:
+    """A secret-named variable with a credential in it (`HF_HUB_DISABLE_TOKEN=1` holds none)."""
+    return is_secret_env(name) and value.strip().lower() not in SWITCH_VALUES
 
 
 def is_secret_key(key: str) -> bool:
@@ -58,7 +70,7 @@ def looks_like_secret(value: str) -> bool:
 
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """Value -> variable name for every secret-named environment variable with a real value."""
-    return {v: k for k, v in env.items() if is_secret_env(k) and len(v) >= _MIN_SECRET_LEN}
+    return {v: k for k, v in env.items() if holds_secret(k, v) and len(v) >= _MIN_SECRET_LEN}
 
 
 def redact(obj: Any, values: Mapping[str, str], key: str = "") -> Any:

@@ -49,6 +49,9 @@ class LaunchRequest:
     nodes: int = 1
     gpus_per_node: int | None = None
     uses_ray_sub: bool = False
+    # sbatch --account/--partition: the profile's, else the cluster's default (probed).
+    account: str | None = None
+    partition: str | None = None
 
 
 @dataclass
@@ -62,6 +65,12 @@ class RemoteFacts:
     exists: dict[str, bool] = field(default_factory=dict)  # path -> exists on the cluster
     home: str | None = None
     gres: str | None = None  # `sinfo -p PART -h -o %G`, None when not asked or not reachable
+    partition: str | None = None  # the profile's, else the default (`scontrol show partition`)
+    partitions_read: bool = False  # `scontrol show partition` answered (a default is knowable)
+    account: str | None = None  # the profile's, else the default (`sacctmgr show user`)
+    accounting: str | None = None  # AccountingStorageType; None when not asked
+    node_cpus: int | None = None  # fewest CPUs of a node in the partition (`sinfo -o %c`)
+    ray_sub_cpus: str | None = None  # ray.sub's CPUS_PER_WORKER default: "16" x GPUs | "node"
     ray_version: str | None = None
     cluster_gpus: float | None = None
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)

@@ -4,9 +4,11 @@ ray.sub is submitted from the NeMo-RL checkout (it uses SLURM_SUBMIT_DIR as the 
 workdir, RL#1550) with its documented variables: COMMAND (runs the validated config.yaml from the
 run dir), CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR (the run dir: logs land in
 `<jobid>-logs/`), SETUP_COMMAND. Every run gets a unique --job-name (ray.sub's header has
---dependency=singleton), an explicit --time and --nodes from the config. Secrets reach the job
-by name through sbatch's environment; the submit script carries their values on stdin, and
-secret-named variables the profile does not forward are unset before sbatch.
+--dependency=singleton), an explicit --time and --nodes from the config, and the profile's
+--account/--partition or else the cluster's defaults (ray.sub's header has ACCOUNT/PARTITION
+placeholders). Secrets never enter the job's environment: `job_secrets` writes them to a 0600
+file in the run dir that the driver reads and removes, and every variable holding a secret is
+unset before sbatch.
 
 run.json holds the job's record (with its unique name) before sbatch runs; after any sbatch
 failure the job is looked up by that name before anything is reported. What Slurm says about a
@@ -21,21 +23,19 @@ import shlex
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.launch import slurm_state
+from runners.launch import job_secrets, slurm_state
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
+    TERMINAL,
     LaunchRequest,
     RemoteFacts,
     submitted_now,
 )
 from runners.launch.shell import Shell, exports
-from runners.secrets import SECRET_WORDS
+from runners.launch.slurm_probe import RAY_SUB, probe
 
-RAY_SUB = "ray.sub"
 DRIVER_LOG = "ray-driver.log"
-# Secret-looking variable names (the words of runners.secrets) as a bash `case` pattern.
-_SECRET_GLOB = "|".join(f"*{w.upper()}*" for w in sorted(SECRET_WORDS))
 
 
 def parse_gres_gpus(gres: str) -> int | None:
@@ -60,37 +60,7 @@ class SlurmBackend:
         return f"{self.profile.remote_dir.rstrip('/')}/{step_id}/{run_name}"
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
-        """One round trip: which paths exist there, $HOME, the partition's GPU GRES."""
-        lines = ["set +e"]
-        for p in paths:
-            q = shlex.quote(p)
-            lines.append(f"if [ -e {q} ]; then echo 'E|'{q}; else echo 'M|'{q}; fi")
-        lines.append('echo "H|$HOME"')
-        part = self.profile.partition
-        part_arg = f"-p {shlex.quote(part)} " if part else ""
-        lines.append(
-            f'if command -v sinfo >/dev/null; then echo "G|$(sinfo {part_arg}-h -o %G '
-            '2>/dev/null | head -n 1)"; fi'
-        )
-        lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
-        proc = self.shell.run("\n".join(lines) + "\n", what="the probe (test -e, sinfo)")
-        facts = RemoteFacts(self.name, self.profile, "")
-        for line in proc.stdout.splitlines():
-            tag, _, value = line.partition("|")
-            if tag in ("E", "M"):
-                facts.exists[value] = tag == "E"
-            elif tag == "H":
-                facts.home = value or None
-            elif tag == "G":
-                facts.gres = value.strip() or "(null)"
-            elif tag == "S":
-                raise StepsError(
-                    "E-REMOTE-HOST",
-                    f"sbatch is not available on {self.shell.where}",
-                    fix="set `host` to a Slurm login node, or run from one",
-                    exit_code=2,
-                )
-        return facts
+        return probe(self.shell, self.name, self.profile, paths)
 
     def _batch_script(self, req: LaunchRequest) -> str:
         """The plain (non-ray.sub) job: one srun of the command, in the container if any."""
@@ -102,12 +72,14 @@ class SlurmBackend:
             if p.mounts:
                 srun.append(f"--container-mounts={','.join(p.mounts)}")
         setup = f"{p.setup_command}\n" if p.setup_command else ""
+        names = req.secret_names
+        load = f"{job_secrets.read_and_remove(req.job_dir, names)}\n" if names else ""
         return (
             "#!/bin/bash\n"
             f"# steps: {req.step_id}, run dir {req.job_dir}\n"
             "set -euo pipefail\n"
             "trap 'echo \"steps job exiting (exit_code=$?)\"' EXIT\n"
-            f"cd {shlex.quote(req.cwd)}\n{setup}"
+            f"{load}cd {shlex.quote(req.cwd)}\n{setup}"
             f"{shlex.join([*srun, *req.command])}\n"
         )
 
@@ -115,10 +87,11 @@ class SlurmBackend:
         p = self.profile
         argv = ["sbatch", "--parsable", f"--job-name={job_name}", f"--nodes={req.nodes}"]
         argv += [f"--time={p.time}", f"--output={req.job_dir}/slurm-%j.out", "--export=ALL"]
-        if p.account:
-            argv.append(f"--account={p.account}")
-        if p.partition:
-            argv.append(f"--partition={p.partition}")
+        account, partition = req.account or p.account, req.partition or p.partition
+        if account:
+            argv.append(f"--account={account}")
+        if partition:
+            argv.append(f"--partition={partition}")
         if p.gpus_per_node:
             argv.append(f"--gres=gpu:{p.gpus_per_node}")
         argv += list(p.sbatch_args)
@@ -130,7 +103,7 @@ class SlurmBackend:
         p = self.profile
         out: dict[str, str] = {}
         if req.uses_ray_sub:
-            out["COMMAND"] = shlex.join(req.command)
+            out["COMMAND"] = job_secrets.driver_command(req.job_dir, req.secret_names, req.command)
             out["CONTAINER"] = p.container_image or ""
             out["MOUNTS"] = ",".join(p.mounts)
             out["GPUS_PER_NODE"] = str(req.gpus_per_node or p.gpus_per_node or 8)
@@ -141,18 +114,12 @@ class SlurmBackend:
         return out
 
     def submit_script(self, req: LaunchRequest, job_name: str, secrets: dict[str, str]) -> str:
-        keep = " ".join(sorted(secrets))
-        unset = (
-            "for n in $(compgen -e); do\n"
-            '  case " $KEEP_SECRETS " in *" $n "*) continue ;; esac\n'
-            f'  case "${{n^^}}" in {_SECRET_GLOB}) unset "$n" 2>/dev/null || true ;; esac\n'
-            "done\n"
-        )
+        """Secrets into the run dir's 0600 file, every secret out of sbatch's environment."""
         cwd = req.cwd if req.uses_ray_sub else req.job_dir
+        written = job_secrets.write_file(req.job_dir, secrets) if req.secret_names else ""
         return (
             "set -e\n"
-            f"KEEP_SECRETS={shlex.quote(keep)}\n{unset}unset KEEP_SECRETS\n"
-            f"{exports(self.job_env(req))}{exports(secrets)}"
+            f"{written}{job_secrets.SCRUB}{exports(self.job_env(req))}"
             f"cd {shlex.quote(cwd)}\n"
             f"exec {shlex.join(self.sbatch_argv(req, job_name))}\n"
         )
@@ -178,6 +145,7 @@ class SlurmBackend:
         """The record run.json holds before sbatch runs: the unique job name, no id yet (a
         submission that times out or loses ssh is then still found by its name)."""
         log = f"{req.job_dir}/%j-logs/{DRIVER_LOG}" if req.uses_ray_sub else None
+        unread = {"secrets_file": job_secrets.secrets_path(req.job_dir)} if req.secret_names else {}
         return {
             "executor": "slurm",
             "profile": self.name,
@@ -193,6 +161,7 @@ class SlurmBackend:
             "submitted_utc": submitted_now(),
             "state": SUBMITTING,
             "exit_code": None,
+            **unread,
         }
 
     @staticmethod
@@ -255,11 +224,18 @@ class SlurmBackend:
         """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot
         say); a job never confirmed by sbatch is found by its name."""
         out = slurm_state.refresh_many(self.shell, jobs)
+        for job in out:
+            self._forget_secrets(job)
         return [
             self._identified(new, new["job_id"]) if new.get("job_id") and not old.get("job_id")
             else new
             for old, new in zip(jobs, out, strict=True)
         ]  # fmt: skip
+
+    def _forget_secrets(self, job: dict) -> None:
+        """A job that ended (or was cancelled) before its driver read the secrets file: rm it."""
+        if job.get("state") in TERMINAL and job.get("secrets_file"):
+            self.shell.run(job_secrets.remove_file(job.pop("secrets_file")), what="rm")
 
     def refresh(self, job: dict) -> dict:
         """The job record with its current state and exit code."""
@@ -267,7 +243,9 @@ class SlurmBackend:
 
     def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
         """Print the driver log (as it grows when following); the exit code when done."""
-        return slurm_state.follow(self.shell, job, until_done, follow)
+        code = slurm_state.follow(self.shell, job, until_done, follow)
+        self._forget_secrets(job)
+        return code
 
     def cancel(self, job: dict) -> str:
         """scancel, under the Slurm-call bound (a silent controller makes it retry for long)."""
@@ -286,4 +264,6 @@ class SlurmBackend:
                 "`python -m steps status RUN` shows the job's state",
                 exit_code=2,
             )
+        if job.get("secrets_file"):
+            self.shell.run(job_secrets.remove_file(job["secrets_file"]), what="rm")
         return f"cancel requested for Slurm job {job['job_id']}"

@@ -137,6 +137,7 @@ class ClusterTarget:
         p = self.profile
         env = dict(p.env)
         uses_ray_sub = isinstance(p, SlurmProfile) and plan.runner not in NO_RAY_STEPS
+        facts = getattr(self, "facts", None)
         gpus = dotted_get(plan.resolved, "cluster.gpus_per_node")
         return LaunchRequest(
             step_id=plan.step_id,
@@ -153,6 +154,8 @@ class ClusterTarget:
             else (getattr(p, "nodes", None) or 1),
             gpus_per_node=_int(gpus, 0) or getattr(p, "gpus_per_node", None),
             uses_ray_sub=uses_ray_sub,
+            account=facts.account if facts is not None and uses_ray_sub else None,
+            partition=facts.partition if facts is not None and uses_ray_sub else None,
         )
 
     def record(self) -> dict:

@@ -28,6 +28,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.artifacts",
     "runners.preflight.remote",
     "runners.preflight.interpreter",
+    "runners.preflight.remote_slurm",
     "runners.preflight.rl_prep",
 ]
 RULE_CRASH = "E-RULE-CRASH"

@@ -16,7 +16,7 @@ from pathlib import Path
 from catalog.errors import WARNING, Finding
 from runners.launch.request import NO_RAY_STEPS
 from runners.preflight import PreflightContext, rule
-from runners.secrets import is_secret_env, looks_like_secret
+from runners.secrets import holds_secret, looks_like_secret
 
 ALL = ("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf")
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
@@ -197,7 +197,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
         return
     p = f.profile
     for name, value in p.env.items():
-        if is_secret_env(name) or looks_like_secret(value):
+        if holds_secret(name, value) or looks_like_secret(value):
             yield _finding(
                 ctx,
                 "E-REMOTE-SECRET-INLINE",
@@ -223,7 +223,8 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
 
         text = json.dumps(OmegaConf.to_container(ctx.compiled.config, resolve=False))
     for name in sorted(set(_OC_ENV.findall(text))):
-        if is_secret_env(name) and name not in p.secrets and name not in p.env:
+        value = os.environ.get(name, "(unset: may hold one)")  # a switch here holds none
+        if holds_secret(name, value) and name not in p.secrets and name not in p.env:
             yield _finding(
                 ctx,
                 "E-REMOTE-SECRET-MISSING",

@@ -53,6 +53,9 @@ RULE_VERSIONS: dict[str, str] = {
     "remote_inputs": "all",
     "remote_ray": "all",
     "remote_megatron_bridge": "all",
+    # ray.sub's header and srun steps (runners/preflight/remote_slurm.py), probed in the checkout
+    "remote_cpus": "all",
+    "remote_sbatch_defaults": "all",
     # local launch (runners/preflight/interpreter.py): pins read from the checkout itself
     "local_interpreter": "all",
     # NeMo-RL's convert_dcp_to_hf.py: the same three options in v0.6.0, v0.7.0 and the pin

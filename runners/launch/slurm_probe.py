@@ -1,0 +1,90 @@
+"""One round trip to a Slurm cluster before submitting: what preflight and sbatch need to know.
+
+Which paths exist there, $HOME, the partition (the profile's, else the cluster's default from
+`scontrol show partition`) with its GPU GRES and fewest CPUs per node (`sinfo -o %G/%c`), the
+accounting plugin and the user's default account (`sacctmgr`, when the profile names none: ray.sub's
+header holds ACCOUNT/PARTITION placeholders), and how the checkout's ray.sub sizes its srun steps.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from catalog.errors import StepsError
+from runners.launch.request import RemoteFacts
+from runners.launch.shell import Shell
+
+RAY_SUB = "ray.sub"
+# Probe answers stored as they are: tag -> RemoteFacts field.
+_FACT_TAGS = {"A": "account", "T": "accounting", "R": "ray_sub_cpus"}
+
+
+def _probe_cluster(profile) -> list[str]:
+    """Probe lines: the partition and its nodes, the default account, ray.sub's CPU formula."""
+    lines = [f"P={shlex.quote(profile.partition or '')}"]
+    if not profile.partition:  # the cluster's default partition (ray.sub's header has none)
+        lines.append(
+            "if parts=$(scontrol show partition -o 2>/dev/null); then P=$(printf '%s\\n' "
+            "\"$parts\" | grep -m 1 ' Default=YES ' | sed -n 's/^PartitionName=\\([^ ]*\\).*/"
+            '\\1/p\'); echo "P|$P"; fi'
+        )
+    lines.append(
+        'if command -v sinfo >/dev/null; then echo "G|$(sinfo ${P:+-p "$P"} -h -o %G '
+        '2>/dev/null | head -n 1)"; echo "C|$(sinfo ${P:+-p "$P"} -h -o %c 2>/dev/null '
+        "| tr '\\n' ' ')\"; fi"
+    )
+    if not profile.account:  # the user's default account, when accounting answers
+        lines.append(
+            'echo "T|$(scontrol show config 2>/dev/null | sed -n '
+            "'s/^AccountingStorageType *= *//p')\""
+        )
+        lines.append(
+            'echo "A|$(timeout 10 sacctmgr -nP show user "$(id -un)" format=DefaultAccount '
+            '2>/dev/null | head -n 1)"'
+        )
+    if profile.nemo_rl_dir:
+        q = shlex.quote(f"{profile.nemo_rl_dir}/{RAY_SUB}")
+        lines.append(
+            f"if grep -q 'CPUS_PER_WORKER=$(detect_cpus_per_node)' {q} 2>/dev/null; then "
+            f"echo 'R|node'; elif grep -q 'GPUS_PER_NODE \\* 16' {q} 2>/dev/null; then "
+            "echo 'R|16'; fi"
+        )
+    return lines
+
+
+def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
+    """The probe's answers as RemoteFacts; E-REMOTE-HOST (exit 2) when sbatch is missing there."""
+    lines = ["set +e"]
+    for p in paths:
+        q = shlex.quote(p)
+        lines.append(f"if [ -e {q} ]; then echo 'E|'{q}; else echo 'M|'{q}; fi")
+    lines.append('echo "H|$HOME"')
+    lines += _probe_cluster(profile)
+    lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
+    proc = shell.run("\n".join(lines) + "\n", what="the probe (test -e, scontrol, sinfo)")
+    facts = RemoteFacts(name, profile, "")
+    facts.partition, facts.account = profile.partition, profile.account
+    for line in proc.stdout.splitlines():
+        tag, _, value = line.partition("|")
+        if tag in ("E", "M"):
+            facts.exists[value] = tag == "E"
+        elif tag == "H":
+            facts.home = value or None
+        elif tag == "G":
+            facts.gres = value.strip() or "(null)"
+        elif tag == "P":  # the controller answered: its default partition, if it has one
+            facts.partition, facts.partitions_read = value.strip() or None, True
+        elif tag in _FACT_TAGS:
+            setattr(facts, _FACT_TAGS[tag], value.strip() or None)
+        elif tag == "C":
+            counts = [int(c) for c in re.findall(r"\d+", value)]
+            facts.node_cpus = min(counts) if counts else None
+        elif tag == "S":
+            raise StepsError(
+                "E-REMOTE-HOST",
+                f"sbatch is not available on {shell.where}",
+                fix="set `host` to a Slurm login node, or run from one",
+                exit_code=2,
+            )
+    return facts

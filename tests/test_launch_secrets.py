@@ -1,0 +1,148 @@
+"""How secrets travel to a Slurm job: a 0600 file the driver reads and removes, never the job's env.
+
+Real bash runs the submit side's scrub and the driver side's read; a real one-node Slurm runs the
+jobs (the stand-in ray.sub dumps its whole environment into ray-head.log, as NeMo-RL v0.6.0 does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import slurm, stand_in_checkout, wait_for  # noqa: F401
+from run_fixtures import clean_env, steps_cli
+from test_launch_slurm import write_env_toml
+
+from runners.launch import job_secrets
+from runners.secrets import holds_secret, is_secret_env, secret_values
+
+# name -> (value, holds a secret?)
+NAMES = {
+    "HF_TOKEN": ("hf_0123456789abcdef", True),
+    "WANDB_API_KEY": ("0123456789abcdef0123", True),
+    "AWS_SECRET_ACCESS_KEY": ("abc/def+ghi", True),
+    "NGC_KEY": ("nvapi-xyz", True),
+    "DB_PASS": ("hunter22", True),
+    "apiKey": ("camel-case-value", True),
+    "NCCL_IB_PKEY": ("0x8001", False),  # PKEY is a word of its own
+    "TOKENIZERS_PARALLELISM": ("false", False),
+    "KEYTAB_PATH": ("/etc/krb5.keytab", False),
+    "HF_HUB_DISABLE_TOKEN": ("1", False),  # a switch value: a setting, not a credential
+    "WANDB_DISABLE_KEY_CHECK": (" True ", False),
+    "PATH": ("/usr/bin:/bin", False),
+}
+
+
+def test_secret_names_are_decided_by_word_and_a_switch_value_holds_no_secret():
+    assert {n for n, (v, _) in NAMES.items() if holds_secret(n, v)} == {
+        n for n, (_, secret) in NAMES.items() if secret
+    }
+    assert is_secret_env("HF_HUB_DISABLE_TOKEN") and not holds_secret("HF_HUB_DISABLE_TOKEN", "1")
+    assert "1" not in secret_values({"HF_HUB_DISABLE_TOKEN": "1"})
+
+
+def test_the_submit_scripts_bash_scrub_unsets_exactly_what_holds_secret_names():
+    """The bash mirror of runners.secrets.holds_secret, run by real bash on the same names."""
+    probe = "".join(f'[ -n "${{{n}+x}}" ] && echo {n}\n' for n in NAMES)
+    env = {n: v for n, (v, _) in NAMES.items()}
+    out = subprocess.run(["bash", "-c", job_secrets.SCRUB + probe], env=env, capture_output=True,
+                         text=True, check=False)  # fmt: skip
+    kept = set(out.stdout.split())
+    assert kept == {n for n, (v, _) in NAMES.items() if not holds_secret(n, v)}, out.stderr
+
+
+def test_the_driver_reads_the_0600_file_under_xtrace_without_printing_it_then_removes_it(tmp_path):
+    value = "s3cr3t 'quoted' $HOME \"x\"\nline2"
+    job_dir = str(tmp_path)
+    write = job_secrets.write_file(job_dir, {"WANDB_API_KEY": value})
+    subprocess.run(["bash", "-c", "set -e\n" + write], check=True)
+    path = Path(job_secrets.secrets_path(job_dir))
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    command = job_secrets.driver_command(
+        job_dir,
+        ["WANDB_API_KEY"],
+        ["python3", "-c", "import os; print(os.environ['WANDB_API_KEY'])"],
+    )
+    assert value not in command
+    # ray.sub runs COMMAND under bash; v0.6.0 with `set -x` around it
+    out = subprocess.run(["bash", "-x", "-c", command], capture_output=True, text=True)
+    assert out.stdout == value + "\n" and value not in out.stderr and "line2" not in out.stderr
+    assert not path.exists()
+    again = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
+    assert "no secrets file" in again.stderr and "WANDB_API_KEY not set" in again.stderr
+
+
+@pytest.fixture
+def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
+    """The stand-in checkout on the real Slurm; the submitting shell holds secrets and settings."""
+    stand_in_checkout(tmp_path / "RL")
+    work = tmp_path / "work"
+    work.mkdir()
+    secrets = {
+        "WANDB_API_KEY": "wb-" + os.urandom(12).hex(),
+        "HF_TOKEN": "hf_" + os.urandom(12).hex(),
+    }
+    settings = {n: v for n, (v, s) in NAMES.items() if not s and n != "PATH"}
+    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_POLL_SECONDS="0.3",
+                    STEPS_OUTPUT=str(tmp_path / "out"), **secrets, **settings)  # fmt: skip
+
+    def cli(*argv: str):
+        return steps_cli(monkeypatch, capsys, *argv, cwd=work, env=env)
+
+    return tmp_path, work, cli, secrets, settings
+
+
+def _sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def test_settings_with_secret_substrings_reach_the_job_and_unlisted_secrets_do_not(lab, slurm):  # noqa: F811
+    root, work, cli, secrets, settings = lab
+    write_env_toml(work, root, FAKE_EXPECT_SECRETS="WANDB_API_KEY HF_TOKEN")
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab")
+    assert res.returncode == 0, res.stderr
+    rec = json.loads((root / "record.json").read_text())
+    assert set(settings) <= set(rec["env_names"])
+    # WANDB_API_KEY is listed in the profile's secrets: the driver has it, value intact.
+    assert rec["secrets_present"] == {"WANDB_API_KEY": True, "HF_TOKEN": False}
+    assert rec["secrets_sha256"] == {"WANDB_API_KEY": _sha(secrets["WANDB_API_KEY"])}
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    head = Path(job["job_dir"], f"{job['job_id']}-logs", "ray-head.log").read_text()
+    assert "NCCL_IB_PKEY=0x8001" in head and "HF_HUB_DISABLE_TOKEN=1" in head  # the env dump
+    for folder in (root, Path(slurm["lab"])):  # the run dir, the logs, Slurm's own job state
+        for path in folder.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert not any(v.encode() in data for v in secrets.values()), path
+
+
+def test_the_plain_srun_job_reads_the_secrets_file_and_removes_it(lab):
+    root, work, cli, secrets, _ = lab
+    # The job's command records a digest of what it got (never the value) in place of `steps`.
+    recorder = f"bash -c 'printf %s \\\"$WANDB_API_KEY\\\" | sha256sum > {root}/plain.sha' --"
+    write_env_toml(work, root, extra=f'steps_launcher = "{recorder}"\n', container=False)
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--run", "lab")
+    assert res.returncode == 0, res.stdout + res.stderr
+    digest = hashlib.sha256(secrets["WANDB_API_KEY"].encode()).hexdigest()
+    assert (root / "plain.sha").read_text().split()[0] == digest
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    assert not Path(job_secrets.secrets_path(job["job_dir"])).exists()
+    assert "secrets_file" not in job
+    for path in Path(job["job_dir"]).rglob("*"):  # the batch script, its output, the run dir
+        assert secrets["WANDB_API_KEY"].encode() not in path.read_bytes(), path
+
+
+def test_a_job_cancelled_before_its_driver_ran_leaves_no_secrets_file(lab, slurm):  # noqa: F811
+    root, work, cli, _, _ = lab
+    write_env_toml(work, root, extra='sbatch_args = ["--begin=now+1hour"]\n')
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--json")
+    job = json.loads(res.stdout)["job"]
+    secrets_file = Path(job_secrets.secrets_path(job["job_dir"]))
+    assert oct(secrets_file.stat().st_mode & 0o777) == "0o600"
+    assert cli("cancel", "last").returncode == 0
+    assert not secrets_file.exists()
+    wait_for(lambda: '"CANCELLED"' in cli("status", "last", "--json").stdout, timeout=60)
