@@ -33,6 +33,7 @@ from run_fixtures import REPO, clean_env
 from steps.cli import main
 
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
+OOM_LOG = REPO / "tests" / "data" / "failures" / "gpu_oom_in_get_logprobs" / "ray-driver.log"
 
 
 def profiles(root: Path, url: str) -> str:
@@ -51,6 +52,10 @@ env = {{ FAKE_NEMO_RL_RECORD = "{record}-ok.json", FAKE_EXPECT_SECRETS = "WANDB_
 [fails]
 extends = "ray"
 env = {{ FAKE_EXIT = "3", FAKE_NEMO_RL_RECORD = "{record}-fails.json" }}
+
+[oom]
+extends = "ray"
+env = {{ FAKE_EXIT = "1", FAKE_LOG_FILE = "{OOM_LOG}", FAKE_NEMO_RL_RECORD = "{record}-oom.json" }}
 
 [ticks]
 extends = "ray"
@@ -170,6 +175,16 @@ def test_attached_run_streams_logs_and_returns_the_driver_exit_code(lab):
     failed_out, failed_err = lab.attached_fail.communicate(timeout=120)
     assert lab.attached_fail.returncode == 3, failed_err
     assert "driver done" in failed_out and "ended: FAILED (exit code 3)" in failed_err
+
+
+def test_diagnose_reads_a_ray_jobs_driver_log_from_the_dashboard(lab):
+    code, _out, err = lab.run("--run", "oom")
+    assert code == 1, err
+    _, out, err = lab.cli("diagnose", "last", "--json")
+    doc = json.loads(out)
+    assert doc["kind"] == "gpu_oom" and doc["state"] == "FAILED", err
+    assert doc["method"] == "DTensorPolicyWorkerV2.get_logprobs"
+    assert doc["evidence"][0]["path"] == "driver log (Ray dashboard)"
 
 
 def test_a_secret_is_read_from_the_cluster_and_written_nowhere(lab, ray_head):  # noqa: F811

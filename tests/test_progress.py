@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from runners.launch.observe import JobFacts, run_progress
+from runners.launch.observe import JobFacts, run_jobs, run_progress
 from runners.monitor.progress import Progress, parse_log_tail
 from runners.monitor.tfevents import read_scalars
 
@@ -127,3 +127,12 @@ def test_the_one_line_shows_step_metric_time_eta_and_gpu_hours():
     assert p.line() == "step 94 of 300, reward 0.61, 42s/step, ETA 2.4h, 12.3 GPU-h"
     p.segment = "segment 2 of at most 10"
     assert p.line().startswith("segment 2 of at most 10, step 94 of 300")
+
+
+def test_a_chains_gpu_hours_add_up_every_segment(tmp_path):
+    run_dir, data, _ = _run_dir(tmp_path, "")
+    data["segments"] = [{"job_id": "3", "state": "TIMEOUT"}, {"job_id": "4", "state": "TIMEOUT"}]
+    jobs = run_jobs(data, data["job"])
+    assert [j["job_id"] for j in jobs] == ["3", "4", "5"] and jobs[0]["executor"] == "slurm"
+    facts = {i: JobFacts("TIMEOUT", 0, 3600.0, 2, "sacct") for i in ("3", "4", "5")}
+    assert run_progress(run_dir, data, jobs, facts=facts).gpu_hours == 3 * 2 * 8

@@ -31,10 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def progress_of(run_dir, data: dict, job: dict, stall_factor: float):
     """The run's Progress, or None with the reason when its files cannot be read."""
     from catalog.errors import StepsError
-    from runners.launch.observe import run_progress
+    from runners.launch.observe import run_jobs, run_progress
 
     try:
-        return run_progress(run_dir, {**data, "job": job}, [job], stall_factor), None
+        jobs = run_jobs(data, job)  # a chain: GPU-hours over every segment
+        return run_progress(run_dir, {**data, "job": job}, jobs, stall_factor), None
     except StepsError as exc:
         return None, exc.finding.message
 
