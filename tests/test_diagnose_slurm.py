@@ -1,6 +1,7 @@
 """`diagnose`, `status` and `jobs` on real Slurm jobs (the one-node lab of cluster_fixtures):
 a job whose stand-in driver prints a NeMo-RL log with a GPU OOM and fails, named from its real
-driver log and the scheduler's state; one cancelled mid-way; the same read over ssh."""
+driver log and the scheduler's state; one cancelled mid-way; `status --watch`; logs grepped over
+a real ssh."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 
 from cluster_fixtures import slurm, sshd, wait_for  # noqa: F401
 from test_launch_slurm import lab, write_env_toml  # noqa: F401
+
+from runners.launch.observe import scan_logs
+from runners.monitor.classify import LogClassifier, diagnose
 
 CORPUS = Path(__file__).resolve().parent / "data" / "failures"
 OOM_LOG = CORPUS / "gpu_oom_in_get_logprobs" / "ray-driver.log"
@@ -77,10 +81,17 @@ def test_a_cancelled_job_is_named_cancelled_and_not_retryable(lab):  # noqa: F81
     assert doc["kind"] == "cancelled" and doc["retryable"] is False
 
 
-def test_diagnose_over_ssh_greps_on_the_cluster_side(lab, sshd):  # noqa: F811
-    root, work, _env, cli = lab
+def test_over_ssh_the_logs_are_grepped_on_the_cluster_side(sshd):  # noqa: F811
+    """Only matching lines cross ssh: the same classification as reading the files here."""
     host, options = sshd
-    opts = ", ".join(f'"{o}"' for o in options)
-    job_id = _failed_oom_job(root, work, cli, extra=f'host = "{host}"\nssh_options = [{opts}]\n')
-    doc = json.loads(cli("diagnose", job_id, "--json").stdout)
-    assert doc["kind"] == "gpu_oom" and doc["evidence"][0]["line"] > 1
+    case = CORPUS / "host_oom_killed_by_cgroup"
+    job = {"executor": "slurm", "host": host, "ssh_options": options, "job_id": "5120"}
+    job["log_path"] = str(case / "ray-driver.log")
+    job["batch_output"] = str(case / "slurm-5120.out")
+    remote = LogClassifier()
+    scan_logs(job, remote)
+    local = LogClassifier()
+    scan_logs({**job, "host": None}, local)
+    got = diagnose(remote, "FAILED", 1, "sacct")
+    assert got.kind == "host_oom" and got.evidence[0].path == job["batch_output"]
+    assert got == diagnose(local, "FAILED", 1, "sacct")

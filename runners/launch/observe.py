@@ -5,6 +5,10 @@ login node, or over ssh): the scheduler's facts for every job of a run in one `s
 `scontrol show job`), the driver log's tail and mtime, the latest complete `step_N`, the newest
 TensorBoard file's tail; for `diagnose`, grep of every log with the failure kinds' keywords, so
 only matching lines travel. The reading itself is runners/monitor's (no host there).
+
+For a chain: `diagnose_run(run_dir, data, segment_job)` -> `Diagnosis` (kind, retryable, step,
+evidence) decides a retry; `run_progress(run_dir, data, run_jobs(data, job))` -> `Progress`,
+whose `segment` ("segment k of at most N") the chain fills before rendering `line()`.
 """
 
 from __future__ import annotations
