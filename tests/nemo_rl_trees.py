@@ -143,3 +143,125 @@ def git_commit(root: Path, tag: str | None = None) -> str:
     if tag:
         git("tag", tag)
     return git("rev-parse", "HEAD")
+
+
+READS_POLICY = """\
+from typing import Literal, NotRequired, TypedDict
+
+
+class DTensorConfig(TypedDict):
+    enabled: Literal[True]
+    tensor_parallel_size: int
+    custom_parallel_plan: NotRequired[str | None]
+    clear_cache_every_n_steps: NotRequired[int | None]
+
+
+class DTensorConfigDisabled(TypedDict):
+    enabled: Literal[False]
+
+
+class PolicyConfig(TypedDict):
+    model_name: str
+    dtensor_cfg: DTensorConfig | DTensorConfigDisabled
+    max_grad_norm: NotRequired[float]
+"""
+READS_LM_POLICY = """\
+from nemo_rl.models.policy import PolicyConfig
+
+WORKER = "nemo_rl.models.policy.workers.dtensor_policy_worker.DTensorPolicyWorker"
+
+
+class Policy:
+    def __init__(self, config: PolicyConfig) -> None:
+        self.worker = WORKER
+"""
+READS_WORKER = """\
+from nemo_rl.models.policy import PolicyConfig
+
+
+class DTensorPolicyWorker:
+    def __init__(self, config: PolicyConfig) -> None:
+        self.cfg = config
+        if self.cfg["dtensor_cfg"]["tensor_parallel_size"] > 1:
+            self.clip = self.cfg["max_grad_norm"]
+        every = self.cfg["dtensor_cfg"].get("clear_cache_every_n_steps")
+        self.plan = self.cfg["dtensor_cfg"]["custom_parallel_plan"]
+"""
+READS_CHECKPOINT = """\
+from typing import NotRequired, TypedDict
+
+
+class CheckpointingConfig(TypedDict):
+    enabled: bool
+    keep_top_k: NotRequired[int]
+    model_save_format: NotRequired[str]
+
+
+class CheckpointManager:
+    def __init__(self, config: CheckpointingConfig) -> None:
+        self.keep_top_k = config["keep_top_k"]
+        self.save_format = config.get("model_save_format", "safetensors")
+
+    def remove_old_checkpoints(self) -> None:
+        if self.keep_top_k is None:
+            return
+"""
+READS_DPO = """\
+from typing import TypedDict
+{base_import}
+from nemo_rl.models.policy import PolicyConfig
+from nemo_rl.models.policy.lm_policy import Policy
+from nemo_rl.utils.checkpoint import CheckpointingConfig, CheckpointManager
+
+
+class DPOConfig(TypedDict):
+    max_num_steps: int
+
+
+class MasterConfig({base}):
+    policy: PolicyConfig
+    dpo: DPOConfig
+    checkpointing: CheckpointingConfig
+"""
+READS_EXAMPLE = """\
+dpo:
+  max_num_steps: 3
+checkpointing:
+  enabled: true
+  keep_top_k: 3
+policy:
+  model_name: m
+  dtensor_cfg:
+    enabled: true
+    tensor_parallel_size: 1
+{plan}"""
+
+
+def reads_tree(root: Path, version: str, example_sets_plan: bool = True) -> Path:
+    """A DPO-only NeMo-RL whose DTensor worker reads `custom_parallel_plan` unguarded (and
+    `max_grad_norm` only under an `if`, `clear_cache_every_n_steps` with `.get`), and whose
+    checkpoint manager reads `keep_top_k` unguarded (`model_save_format` with `.get`) and
+    handles `keep_top_k: None`; from "0.7.0" on MasterConfig is a pydantic model (validated),
+    before a TypedDict."""
+    major, minor, patch = version.split(".")
+    validated = (int(major), int(minor)) >= (0, 7)
+    write(root / "nemo_rl/__init__.py", "raise RuntimeError('NeMo-RL must not be imported')\n")
+    write(
+        root / "nemo_rl/package_info.py",
+        f'MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\nPRE_RELEASE = ""\n',
+    )
+    write(root / "nemo_rl/models/policy/__init__.py", READS_POLICY)
+    write(root / "nemo_rl/models/policy/lm_policy.py", READS_LM_POLICY)
+    write(root / "nemo_rl/models/policy/workers/dtensor_policy_worker.py", READS_WORKER)
+    write(root / "nemo_rl/utils/checkpoint.py", READS_CHECKPOINT)
+    base = ("from pydantic import BaseModel", 'BaseModel, extra="allow"')
+    write(
+        root / "nemo_rl/algorithms/dpo.py",
+        READS_DPO.format(
+            base_import=base[0] if validated else "", base=base[1] if validated else "TypedDict"
+        ),
+    )
+    write(root / "examples/run_dpo.py", "raise SystemExit('never run by the tests')\n")
+    plan = "    custom_parallel_plan: null\n" if example_sets_plan else ""
+    write(root / "examples/configs/dpo.yaml", READS_EXAMPLE.format(plan=plan))
+    return root

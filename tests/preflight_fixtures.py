@@ -37,6 +37,8 @@ def _megatron() -> dict:
         "expert_model_parallel_size": 1,
         "apply_rope_fusion": True,
         "bias_activation_fusion": True,
+        "gradient_accumulation_fusion": False,  # NotRequired, but read by megatron/setup.py
+        "use_fused_weighted_squared_relu": False,
         "moe_per_layer_logging": False,
         "moe_enable_deepep": False,
         "moe_token_dispatcher_type": "alltoall",
@@ -110,6 +112,7 @@ def _policy(generation: bool) -> dict:
             "vllm_cfg": {
                 "async_engine": False,
                 "precision": "bfloat16",
+                "enforce_eager": False,  # NotRequired, but the vLLM worker reads it
                 "tensor_parallel_size": 1,
                 "pipeline_parallel_size": 1,
                 "expert_parallel_size": 1,
@@ -133,6 +136,7 @@ def _common(tmp: Path, generation: bool) -> dict:
             "save_period": 10,
             "keep_top_k": 3,
             "save_optimizer": True,
+            "checkpoint_must_save_by": None,  # NotRequired, but grpo_train reads it
         },
         "logger": {
             "log_dir": str(tmp / "logs"),

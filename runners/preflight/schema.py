@@ -1,13 +1,11 @@
 """Check a compiled config against the config schema of the NeMo-RL that will run.
 
-The schema is derived from that NeMo-RL's own TypedDicts and pydantic models
-(`runners.nemo_rl.schema`; cached per commit, shipped for the supported releases) and picked by
-`runners.nemo_rl.schema.store.schema_for` from the run's checkout and version. Typing is lenient
-like pydantic's lax mode ("3" is an int); unknown keys are warnings because NeMo-RL keeps them
-silently, so a typo'd knob does nothing. A key the types do not declare but upstream's example
-configs set at the same dotted path (the schema's "shipped" table) is known: NeMo-RL reads such
-keys with `.get`, so it is accepted without a type check; a null those examples set where the
-type has no None (`shipped_null`, v0.6.0's unvalidated TypedDicts) is accepted likewise.
+The schema is derived from that NeMo-RL's own source (`runners.nemo_rl.schema`; cached per
+commit, shipped for the supported releases). Typing is lenient like pydantic's lax mode ("3" is
+an int); unknown keys are warnings because NeMo-RL keeps them silently. A key the types do not
+declare but upstream's example configs set at that path (`shipped`) is read with `.get`, so it
+is accepted unchecked; a null those examples set (`shipped_null`) or one the reading code
+handles (`none_ok`) is accepted where nothing validates the config (v0.6.0's TypedDicts).
 """
 
 from __future__ import annotations
@@ -132,6 +130,8 @@ class SchemaChecker:
         self.shipped: dict[str, dict[str, str]] = schema.get("shipped", {})
         self.nulls: dict[str, dict[str, str]] = schema.get("shipped_null", {})
         self.version = schema.get("upstream", {}).get("version") or "the pin"
+        self.none_ok: dict[str, dict[str, str]] = schema.get("none_ok", {})
+        self.validated = bool(schema.get("validated"))
         self.ctx = ctx
         self._extras: dict[str, dict] = {}
         self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
@@ -206,6 +206,20 @@ class SchemaChecker:
             f"set {key} to a value of type {describe(t)}",
         )
 
+    def code_null(self, key: str, t: dict, handled: str) -> Iterator[Finding]:
+        """A null the type refuses but the code handles (`none_ok`): fine where nothing
+        validates the config (before 0.7.0), refused where pydantic validates it at load."""
+        if not self.validated or not any(self.check(None, t, key)):
+            return
+        yield self.finding(
+            "E-SCHEMA-TYPE",
+            key,
+            f"expected {describe(t)}, got None: NeMo-RL {self.version} validates its config with "
+            f"pydantic, which refuses None here before {handled} (which handles None) runs",
+            f"set {key} to a value of type {describe(t)} (null is accepted only by NeMo-RL "
+            "versions whose config is not validated, e.g. 0.6.0)",
+        )
+
     def check_union(self, value: Any, options: list[dict], key: str) -> Iterator[Finding]:
         if isinstance(value, dict):
             refs = [o for o in options if o["t"] == "ref" and "enabled" in self._fields(o)]
@@ -270,7 +284,10 @@ class SchemaChecker:
         prefix = f"{key}." if key else ""
         present = [k for k in value if k not in fields]
         for fname, spec in fields.items():
-            if fname in value:
+            handled = self.none_ok.get(name, {}).get(fname)
+            if fname in value and value[fname] is None and handled:
+                yield from self.code_null(prefix + fname, spec["type"], handled)
+            elif fname in value:
                 yield from self.check(value[fname], spec["type"], prefix + fname)
             elif spec["required"] and not self._lenient:
                 yield self.finding(

@@ -3,7 +3,8 @@
 NeMo-RL's schema is its `MasterConfig` (a pydantic model from v0.7.0, a TypedDict before) and the
 TypedDicts it nests. Importing them pulls in torch, ray and transformers, so `derive` reads the
 source with `ast`, follows `from nemo_rl... import` statements, and adds what upstream's example
-configs prove (`shipped`). `runners.nemo_rl.schema.store` caches the result per commit and
+configs prove (`shipped`), and what its code reads (`key_reads`: optional keys it indexes
+unconditionally, nulls it handles). `runners.nemo_rl.schema.store` caches the result per commit and
 ships one per supported release; `runners.preflight.schema` checks configs against it.
 """
 
@@ -15,7 +16,9 @@ from pathlib import Path
 from catalog.errors import StepsError
 from catalog.upstream import NEMO_RL_REPO
 from runners.nemo_rl.schema.builder import SchemaBuilder
-from runners.nemo_rl.schema.shipped import load_examples, shipped_keys
+from runners.nemo_rl.schema.code_reads import CodeReads, reachable
+from runners.nemo_rl.schema.key_reads import key_tables, resolved_example
+from runners.nemo_rl.schema.shipped import load_examples, sections, shipped_keys
 from runners.nemo_rl.schema.source import SourceIndex
 
 ROOTS = {
@@ -61,6 +64,13 @@ def derive(
         builder.add_subclasses()
         classes = dict(sorted(builder.classes.items()))
         shipped, nulls = shipped_keys(checkout, docs, algorithm, classes, root)
+        facts = CodeReads(builder)
+        for name in reachable(index, modname):
+            found = index.module(name)
+            if found is not None:
+                facts.module(found, found.path.relative_to(checkout).as_posix())
+        examples = [resolved_example(p, docs) for p in docs if algorithm in sections(p, docs)]
+        reads, none_ok = key_tables(facts, classes, root, algorithm, examples)
         out[algorithm] = {
             "algorithm": algorithm,
             "root": root,
@@ -74,5 +84,7 @@ def derive(
             "classes": classes,
             "shipped": shipped,
             "shipped_null": nulls,
+            "reads": reads,
+            "none_ok": none_ok,
         }
     return out

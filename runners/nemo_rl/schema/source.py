@@ -20,6 +20,7 @@ class Module:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     aliases: dict[str, ast.expr] = field(default_factory=dict)
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+    tree: ast.Module | None = None  # kept for the code analysis (runners.nemo_rl.schema.code_reads)
 
 
 class SourceIndex:
@@ -28,6 +29,7 @@ class SourceIndex:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.modules: dict[str, Module | None] = {}
+        self.references: dict[str, list[str]] = {}  # module -> modules it names (code_reads)
 
     def module(self, name: str) -> Module | None:
         if name in self.modules:
@@ -43,7 +45,7 @@ class SourceIndex:
         if text is None:
             text = path.read_text(encoding="utf-8")
         tree = ast.parse(text, filename=str(path))
-        mod = Module(name, path)
+        mod = Module(name, path, tree=tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in tree.body:
             if isinstance(node, ast.ClassDef):

@@ -10,7 +10,9 @@ from typing import Any
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
+from runners.nemo_rl.schema.key_reads import missing_reads
 from runners.preflight import PreflightContext, rule
+from runners.preflight.schema import run_schema
 from runners.preflight.topology import (
     UNRESOLVED,
     algorithm,
@@ -119,8 +121,23 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("setup_indexed_keys")
 def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-SETUP-KEY: keys the schema calls optional but setup indexes directly (KeyError)."""
+    """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly
+    (KeyError): derived from the running version's source (the schema's `reads`, with the
+    file:line that reads each), and setup's own list below."""
     algo = algorithm(ctx)
+    found = run_schema(ctx, algo) if algo else None
+    version = (found.doc.get("upstream", {}).get("version") if found else None) or "the pin"
+    derived = dict(missing_reads(found.doc, ctx.config)) if found else {}
+    for key, where in derived.items():
+        yield finding(
+            ctx,
+            "E-SETUP-KEY",
+            key,
+            f"is optional in NeMo-RL's schema but NeMo-RL {version} reads it directly at "
+            f"{where} (a KeyError once that code runs)",
+            f"add {key}, as every NeMo-RL example config that reaches that code does (see the "
+            "step's config/default.yaml)",
+        )
     needed: list[tuple[str, str]] = [
         ("checkpointing.keep_top_k", "checkpoint.py:172"),
         ("checkpointing.save_optimizer", "checkpoint.py:175"),
@@ -135,7 +152,7 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
         if ctx.get("data.use_multiple_dataloader"):
             needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
     for key, where in needed:
-        if _missing(ctx, key):
+        if key not in derived and _missing(ctx, key):
             parent = key.rpartition(".")[0]
             if parent and not isinstance(ctx.get(parent), dict):
                 continue  # the schema rule reports the missing section

@@ -1,0 +1,127 @@
+"""What NeMo-RL's code reads decides beyond its types: keys it indexes unguarded are required
+(with the line that reads them), and a null its code handles is no error where nothing
+validates the config. Derived from NeMo-RL-like source trees, and shipped per release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from nemo_rl_trees import reads_tree
+from preflight_fixtures import context_for, run_rules
+
+from catalog.upstream import NEMO_RL_RELEASES, NEMO_RL_SCHEMA_DIR
+from runners.nemo_rl import checkout as nemo_rl
+from runners.nemo_rl.schema import store
+from runners.preflight import preflight
+
+ROOT = Path(__file__).resolve().parents[1]
+DPO = ROOT / "steps" / "rl" / "nemo_rl" / "dpo"
+SUPPORTED = [*NEMO_RL_RELEASES, "pin"]
+WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPS_CACHE_DIR", str(tmp_path / "cache"))
+    store.cached_schema_for.cache_clear()
+
+
+def _config(dtensor: dict, **checkpointing: object) -> dict:
+    """A DPO config of the tree; the keys setup_indexed_keys' own list requires are set."""
+    policy = {"model_name": "m", "dtensor_cfg": dtensor, "sequence_packing": {"enabled": False}}
+    return {
+        "policy": policy,
+        "dpo": {"max_num_steps": 3},
+        "data": {"num_workers": 1},
+        "checkpointing": {
+            "enabled": True,
+            "keep_top_k": 3,
+            "save_optimizer": True,
+            **checkpointing,
+        },
+    }
+
+
+def _found(tree: Path, config: dict) -> list[tuple[str, str | None, str]]:
+    version = nemo_rl.detect_version(tree)
+    found = run_rules(config, "dpo", nemo_rl_dir=tree, nemo_rl_version=version)
+    return [(f.code, f.key, f.message) for f in found if f.code in {"E-SETUP-KEY", "E-SCHEMA-TYPE"}]
+
+
+@pytest.mark.parametrize("version", ["0.6.0", "0.7.0"])
+def test_a_key_read_unguarded_is_required_with_the_line_that_reads_it(
+    tmp_path: Path, version: str
+) -> None:
+    tree = reads_tree(tmp_path / "rl", version)
+    found = _found(tree, _config({"enabled": True, "tensor_parallel_size": 2}))
+    assert [(code, key) for code, key, _ in found] == [
+        ("E-SETUP-KEY", "policy.dtensor_cfg.custom_parallel_plan")
+    ]  # not max_grad_norm (read under an if) nor clear_cache_every_n_steps (.get)
+    assert f"NeMo-RL {version} reads it directly at {WORKER}:10" in found[0][2]
+    plan = {"enabled": True, "tensor_parallel_size": 2, "custom_parallel_plan": None}
+    assert _found(tree, _config(plan)) == []
+    assert _found(tree, _config({"enabled": False})) == []  # the worker never runs
+
+
+def test_a_read_upstreams_own_examples_leave_out_is_not_required(tmp_path: Path) -> None:
+    tree = reads_tree(tmp_path / "rl", "0.7.0", example_sets_plan=False)
+    assert _found(tree, _config({"enabled": True, "tensor_parallel_size": 1})) == []
+    doc = store.schema_for("dpo", tree, nemo_rl.detect_version(tree)).doc
+    assert "policy.dtensor_cfg" not in doc["reads"]
+    assert doc["reads"]["checkpointing"] == {
+        "keep_top_k": [{"at": "nemo_rl/utils/checkpoint.py:12", "when": {}}]
+    }
+
+
+def test_a_null_the_code_handles_passes_unless_pydantic_validates_the_config(
+    tmp_path: Path,
+) -> None:
+    plan = {"enabled": True, "tensor_parallel_size": 1, "custom_parallel_plan": None}
+    old = reads_tree(tmp_path / "old", "0.6.0")
+    assert _found(old, _config(plan, keep_top_k=None)) == []
+    new = reads_tree(tmp_path / "new", "0.7.0")
+    found = _found(new, _config(plan, keep_top_k=None))
+    assert [(code, key) for code, key, _ in found] == [
+        ("E-SCHEMA-TYPE", "checkpointing.keep_top_k")
+    ]
+    assert "validates its config with pydantic, which refuses None here before" in found[0][2]
+    assert "nemo_rl/utils/checkpoint.py:16 (which handles None)" in found[0][2]
+    assert [key for _, key, _ in _found(old, _config(plan, keep_top_k="three"))] == [
+        "checkpointing.keep_top_k"
+    ]  # only None is what the code handles
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_shipped_schemas_carry_the_reads_the_gpu_run_hit(version: str) -> None:
+    doc = json.loads((NEMO_RL_SCHEMA_DIR / version / "dpo.json").read_text())
+    (plan,) = doc["reads"]["policy.dtensor_cfg"]["custom_parallel_plan"]
+    assert plan["at"].startswith(f"{WORKER}:")
+    assert plan["when"] == {"policy.dtensor_cfg.enabled": True, "policy.dtensor_cfg._v2": False}
+    assert {"keep_top_k", "save_optimizer"} <= set(doc["reads"]["checkpointing"])
+    assert doc["none_ok"]["CheckpointingConfig"]["keep_top_k"].startswith(
+        "nemo_rl/utils/checkpoint.py:"
+    )
+    if version == "0.7.0":  # the line the real v0.7.0 run failed at (KeyError)
+        assert plan["at"] == f"{WORKER}:417"
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_dtensor_without_custom_parallel_plan_is_caught_before_launch(version: str) -> None:
+    ctx = context_for(DPO / "config" / "tiny_dtensor.yaml", DPO, version)
+    del ctx.config["policy"]["dtensor_cfg"]["custom_parallel_plan"]
+    found = [f for f in preflight(ctx) if f.is_error]
+    assert [(f.code, f.key) for f in found] == [
+        ("E-SETUP-KEY", "policy.dtensor_cfg.custom_parallel_plan")
+    ]
+    assert f"reads it directly at {WORKER}:" in found[0].message
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_keep_top_k_null_follows_each_versions_code(version: str) -> None:
+    ctx = context_for(DPO / "config" / "tiny_dtensor.yaml", DPO, version)
+    ctx.config["checkpointing"]["keep_top_k"] = None
+    found = [(f.code, f.key) for f in preflight(ctx) if f.is_error]
+    refused = version != "0.6.0"  # 0.7.0 and the pin validate MasterConfig with pydantic
+    assert found == ([("E-SCHEMA-TYPE", "checkpointing.keep_top_k")] if refused else [])
