@@ -187,6 +187,10 @@ def test_an_sbatch_that_never_answers_leaves_a_record_that_status_looks_up(lab, 
     shown = json.loads(res.stdout)["job"]
     assert res.returncode == 0 and shown["state"] == "SUBMITTING"
     assert f"no job named {job['job_name']} is known to Slurm" in shown["reason"]
+    res = cli("logs", "last")
+    assert res.returncode == 2 and "E-RUN-NO-JOB the submission of" in res.stderr
+    res = cli("cancel", "last")
+    assert res.returncode == 2 and "E-CANCEL no job to cancel" in res.stderr
 
 
 def test_a_refused_sbatch_is_E_SUBMIT_and_recorded_as_not_submitted(lab):  # noqa: F811
