@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import os
 import shlex
+import subprocess
 import sys
 
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
@@ -124,7 +125,7 @@ def _common(shell: Shell) -> dict[str, str]:
         "CALL": f"{shell.seconds('SLURM_CALL'):g}",
         "TERMINAL": " ".join(sorted(TERMINAL)),
         "POLL": os.environ.get("STEPS_POLL_SECONDS", "2"),
-        "SILENT": f"{int(shell.seconds('SILENT'))}",
+        "SILENT": f"{max(1, round(shell.seconds('SILENT')))}",  # bash counts whole seconds
     }
 
 
@@ -224,7 +225,10 @@ def follow(shell: Shell, job: dict, until_done: bool, follow: bool) -> int | Non
             except TimeoutError:
                 raise LostContact(shell.where, f"no word for {quiet:g} s") from None
             if raw is None:
-                code = stream.proc.wait()
+                try:
+                    code = stream.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = None
                 why = stream.stderr_tail() or f"the stream ended (exit status {code})"
                 raise LostContact(shell.where, why)
             text = raw.decode("utf-8", "replace")
