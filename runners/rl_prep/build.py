@@ -65,17 +65,27 @@ class _Workers:
     hashes finished shards there too, while the main process writes the next ones.
 
     At most `depth` chunks are in flight, so memory stays bounded whatever the input size.
+    `multiprocessing.Pool.terminate()` after a bad row once hung for minutes: it kills workers
+    that may hold the task queue's lock, then joins a handler thread waiting for that lock.
+    Here nothing is killed: `close` cancels the queued chunks and lets the running ones end
+    (a dead worker fails its futures instead of hanging them); and workers come from a
+    forkserver (a single-threaded process), not a fork of this one, whose threads (tqdm's
+    monitor, the executor's own) could leave a lock held in a child.
     """
 
     def __init__(self, workers: int) -> None:
-        self.pool = None
+        self.pool: Any = None
         self.depth = 2 * workers + 2
         if workers > 1:
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self.pool = ctx.Pool(workers)
+            forkserver = "forkserver" in multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("forkserver" if forkserver else "spawn")
+            if forkserver:  # the server loads what a worker runs once; each fork starts warm
+                preload = ["concurrent.futures.process", "runners.rl_prep.worker_preload"]
+                ctx.set_forkserver_preload(preload)
+            self.pool = ProcessPoolExecutor(workers, mp_context=ctx)
 
     def ordered(
         self, job: DatasetJob, chunks: Iterator[Chunk]
@@ -86,25 +96,26 @@ class _Workers:
             return
         pending: deque = deque()
         for chunk in chunks:
-            pending.append((chunk, self.pool.apply_async(process_chunk, (job, chunk))))
+            pending.append((chunk, self.pool.submit(process_chunk, job, chunk)))
             if len(pending) >= self.depth:
                 chunk, res = pending.popleft()
-                yield chunk, res.get()
+                yield chunk, res.result()
         while pending:
             chunk, res = pending.popleft()
-            yield chunk, res.get()
+            yield chunk, res.result()
 
     def sha256_later(self, path: str) -> Callable[[], str]:
         """Start hashing a finished shard; the returned call waits for its sha256."""
         if self.pool is None:
             digest = file_sha256(path)
             return lambda: digest
-        return self.pool.apply_async(file_sha256, (path,)).get
+        return self.pool.submit(file_sha256, path).result
 
     def close(self) -> None:
+        """Drop queued chunks, let the few running ones finish (each is one bounded chunk)."""
         if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
 
 
 class _Inputs:

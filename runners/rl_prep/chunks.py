@@ -22,7 +22,7 @@ from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
 from runners.rl_prep.sources import Chunk, canonical_bytes
 from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
-from runners.rl_prep.transforms import KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
+from runners.rl_prep.transforms import COMPATIBLE, KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
 
 JSON_SPACE = b" \t\r\n"
 LONG_FIX = "split the record or drop it"
@@ -100,6 +100,13 @@ def _check_for(output_type: str) -> tuple[RowCheck, Accept | None]:
     if output_type not in _CHECKS:
         _CHECKS[output_type] = row_check(output_type)
     return _CHECKS[output_type]
+
+
+def warm_checks() -> None:
+    """Build every output type's row check now (tens of ms each): a process that forks workers
+    after this hands them the built checks instead of each worker building its own."""
+    for output_type in COMPATIBLE:
+        _check_for(output_type)
 
 
 def _dumps(row: dict) -> bytes:
