@@ -18,10 +18,19 @@ import time
 from pathlib import Path
 
 import pytest
+from run_fixtures import clean_env
 
 HERE = Path(__file__).resolve().parent
 CLUSTER = HERE / "cluster"
 SCRIPTS = ("examples/run_grpo.py", "examples/run_dpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py")
+
+
+def dry_run_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """clean_env with tests/cluster/dry-run-bin first on PATH: its sbatch satisfies the probe's
+    `command -v sbatch` on a machine without Slurm, and fails the test if anything runs it."""
+    env = clean_env(tmp_path, **extra)
+    env["PATH"] = f"{CLUSTER / 'dry-run-bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
 
 
 def free_port() -> int:

@@ -1,7 +1,9 @@
 """env.toml profiles and the remote preflight rules, checked by `run --dry-run` (no cluster needed).
 
 The probe runs for real (`bash -s` on this machine); where a rule needs the partition's GRES the
-test uses the real one-node Slurm.
+test uses the real one-node Slurm. The probe also checks that sbatch exists where the job is
+submitted: these dry runs put tests/cluster/dry-run-bin first on PATH, whose sbatch fails if it
+ever runs, so they pass on a machine without Slurm and prove that a dry run submits nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, slurm, stand_in_checkout  # noqa: F401
+from cluster_fixtures import PYTHON, dry_run_env, slurm, stand_in_checkout  # noqa: F401
 from run_fixtures import REPO, clean_env, steps_cli
 
 from catalog.errors import StepsError
@@ -113,7 +115,7 @@ def dry(tmp_path, monkeypatch, capsys):
     stand_in_checkout(tmp_path / "RL")
     work = tmp_path / "work"
     work.mkdir()
-    env = clean_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
+    env = dry_run_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
 
     def call(profile: str, *overrides: str, step: str = "rl/nemo_rl/dpo", extra_env=None):
         write(
@@ -239,7 +241,7 @@ def test_the_converters_megatron_bridge_is_probed_on_the_cluster(tmp_path, monke
     (tmp_path / "work" / "env.toml").write_text(
         "[lab]\n" + GOOD.replace("{root}", str(tmp_path)).replace("{repo}", str(REPO))
     )
-    env = clean_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
+    env = dry_run_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
     bridge = tmp_path / "bridge"
 
     def codes() -> set[str]:
@@ -255,3 +257,4 @@ def test_the_converters_megatron_bridge_is_probed_on_the_cluster(tmp_path, monke
     script.parent.mkdir(parents=True)
     script.write_text("")
     assert "E-MEGATRON-BRIDGE-NOT-FOUND" not in codes()
+
