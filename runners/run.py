@@ -60,6 +60,7 @@ class RunPlan:
     request: Any = None  # runners.launch.LaunchRequest for a cluster launch
     written: bool = False
     nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
+    env_file: str | None = None  # the env.toml a --run/--batch profile came from
 
     @property
     def ok(self) -> bool:
@@ -77,6 +78,8 @@ class RunPlan:
             "config": self.resolved_redacted,
             "nemo_rl_version": self.nemo_rl_version,
         }
+        if self.env_file is not None:
+            out["env_file"] = self.env_file
         if self.target is not None:
             out["launch"] = self.target.describe(self.request)
         return out
@@ -287,24 +290,27 @@ def plan_run(
     values = secret_values(env)
     extra_env = scrub_config(compiled.config, values)
     redacted = redact(resolved, values)
-    record = run_record(
-        step_id=entry.id,
-        version=manifest.step.version,
-        argv=[redact_override(t, values) for t in (argv if argv is not None else sys.argv)],
-        cwd=cwd,
-        sources=compiled.sources,
-        env_names=[*env, *extra_env],
-        inputs=binding.inputs,
-        outputs=binding.outputs,
-        findings=findings,
-        command=command,
-        command_cwd=command_cwd,
-        nemo_rl_dir=remote_checkout or checkout,
-        values=values,
-        launch=target.record() if target is not None else None,
-        nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
-        config_env=env_pins,
-    )
+
+    def record() -> str:
+        """run.json, with the findings the plan ends with (the launch's refusals included)."""
+        return run_record(
+            step_id=entry.id,
+            version=manifest.step.version,
+            argv=[redact_override(t, values) for t in (argv if argv is not None else sys.argv)],
+            cwd=cwd,
+            sources=compiled.sources,
+            env_names=[*env, *extra_env],
+            inputs=binding.inputs,
+            outputs=binding.outputs,
+            findings=plan.findings,
+            command=command,
+            command_cwd=command_cwd,
+            nemo_rl_dir=remote_checkout or checkout,
+            values=values,
+            launch=target.record() if target is not None else None,
+            nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
+            config_env=env_pins,
+        )
 
     def files() -> dict[str, str]:
         """The run dir's files, rendered only when it is written (a dry run skips the dumps)."""
@@ -314,7 +320,7 @@ def plan_run(
             "resolved.yaml": yaml.dump(
                 redacted, Dumper=dumper, sort_keys=False, allow_unicode=True
             ),
-            "run.json": record,
+            "run.json": record(),
         }
 
     run_env = nemo_rl.exec_env(checkout, env, extra_env) if checkout else {**env, **extra_env}
@@ -340,8 +346,10 @@ def plan_run(
         target=target,
         nemo_rl_version=nrl.describe(manifest.run.algorithm) if nrl else None,
     )
-    if target is not None:
+    if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, extra_env)
+        refused = target.backend.refusals(plan.request, plan.files)
+        plan.findings = sorted([*plan.findings, *refused], key=lambda f: (not f.is_error,))
     return plan
 
 

@@ -9,6 +9,7 @@ ever runs, so they pass on a machine without Slurm and prove that a dry run subm
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,75 @@ def test_the_converters_megatron_bridge_is_probed_on_the_cluster(tmp_path, monke
     script.write_text("")
     assert "E-MEGATRON-BRIDGE-NOT-FOUND" not in codes()
 
+
+def _found_above(tmp_path: Path, text: str = "") -> tuple[Path, Path]:
+    """(env.toml two levels above the project folder, that folder); every folder 0755."""
+    deep = tmp_path / "above" / "proj" / "sub"
+    deep.mkdir(parents=True)
+    for folder in (tmp_path, tmp_path / "above", deep.parent, deep):
+        folder.chmod(0o755)
+    found = write(tmp_path / "above" / "env.toml", text)
+    found.chmod(0o644)
+    return found, deep
+
+
+def _refused(found: Path, cwd: Path) -> StepsError:
+    with pytest.raises(StepsError) as err:
+        find_env_file(None, {"HOME": str(cwd)}, cwd)
+    assert err.value.exit_code == 2 and err.value.finding.path == str(found)
+    assert f"--env-file {found}" in err.value.finding.fix
+    return err.value
+
+
+def test_an_env_toml_found_above_is_used_only_when_no_one_else_can_write_it(tmp_path):
+    found, deep = _found_above(tmp_path)
+    assert find_env_file(None, {"HOME": str(deep)}, deep) == found
+    found.chmod(0o664)
+    err = _refused(found, deep)
+    assert f"not using {found} (found in a parent of {deep}): it is writable by group" in str(err)
+    assert f"chmod go-w {found}" in err.finding.fix
+    found.chmod(0o644)
+    found.parent.chmod(0o757)
+    err = _refused(found, deep)
+    assert "its folder is writable by others" in err.finding.message
+    assert f"chmod go-w {found.parent}" in err.finding.fix
+    # Chosen by name, the same file is used: --env-file and $STEPS_ENV_FILE are your choice.
+    assert find_env_file(str(found), {}, deep) == found
+    assert find_env_file(None, {"STEPS_ENV_FILE": str(found)}, deep) == found
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_an_env_toml_found_above_that_another_user_owns_is_refused(tmp_path):
+    found, deep = _found_above(tmp_path)
+    os.chown(found, 4321, -1)
+    err = _refused(found, deep)
+    assert "is owned by uid 4321, not by you (uid 0)" in err.finding.message
+    os.chown(found, 0, -1)
+    os.chown(found.parent, 4321, -1)
+    assert "its folder is owned by uid 4321" in _refused(found, deep).finding.message
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_planted_env_toml_runs_nothing_in_a_dry_run(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "proxy-command-ran"
+    found, deep = _found_above(
+        tmp_path,
+        '[lab]\nexecutor = "slurm"\nhost = "login"\nremote_dir = "/x"\n'
+        f'ssh_options = ["-o", "ProxyCommand=touch {marker}"]\n',
+    )
+    os.chown(found, 4321, -1)
+    env = clean_env(tmp_path, HOME=str(deep))
+    res = steps_cli(monkeypatch, capsys, "run", "data_prep/rl_prep", "-c", "tiny", "--batch",
+                    "lab", "--dry-run", cwd=deep, env=env)  # fmt: skip
+    assert res.returncode == 2 and f"E-PROFILE not using {found}" in res.stderr
+    assert not marker.exists()
+
+
+def test_the_env_file_used_is_printed_and_in_the_json(dry, tmp_path, monkeypatch, capsys):
+    dry(GOOD)  # writes work/env.toml
+    env = dry_run_env(tmp_path, WANDB_API_KEY="w" * 8, STEPS_OUTPUT=str(tmp_path / "out"))
+    res = steps_cli(monkeypatch, capsys, "run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab",
+                    "--dry-run", "--json", cwd=tmp_path / "work", env=env)  # fmt: skip
+    used = tmp_path / "work" / "env.toml"
+    assert f"profile [lab] from {used}" in res.stderr
+    assert json.loads(res.stdout)["env_file"] == str(used)

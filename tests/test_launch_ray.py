@@ -76,6 +76,16 @@ env = {{ FAKE_NEMO_RL_RECORD = "{record}-upload.json" }}
 [unreachable]
 extends = "ray"
 address = "http://127.0.0.1:9"
+
+[notmounted]
+extends = "ray"
+remote_dir = "{root}/not-mounted/steps-runs"
+shared_dirs = ["{root}/shared"]
+
+[pvc]
+extends = "ray"
+remote_dir = "{root}/shared/steps-runs"
+shared_dirs = ["{root}/shared"]
 """
 
 
@@ -348,3 +358,64 @@ def test_a_cluster_ray_other_than_the_checkouts_pin_is_a_warning(lab, ray_head):
                 )
     finally:
         lock.unlink()
+
+
+def both_ways(lab: Lab, url: str, code: str, *argv: str) -> dict:
+    """`run ... --dry-run` and `run ...` report the same `code` finding; the submit wrote no
+    run dir here and submitted no job. The finding."""
+    from runners.launch.profiles import RayProfile
+    from runners.launch.ray_jobs import RayBackend
+
+    client = RayBackend("ray", RayProfile(executor="ray", address=url)).client()
+    jobs = {j.submission_id for j in client.list_jobs()}
+    runs = set((lab.work / "runs").rglob("run.json"))
+    found = []
+    for extra in (["--dry-run"], []):
+        exit_code, out, err = lab.run(*argv, *extra, "--json")
+        assert exit_code == 1, err
+        found.append({f["code"]: f for f in json.loads(out)["findings"]}[code])
+    assert found[0] == found[1]
+    assert set((lab.work / "runs").rglob("run.json")) == runs
+    assert {j.submission_id for j in client.list_jobs()} == jobs
+    return found[0]
+
+
+def test_a_literal_secret_in_the_config_is_refused_by_the_dry_run_as_by_the_submit(
+    lab,
+    ray_head,  # noqa: F811
+):
+    finding = both_ways(
+        lab,
+        ray_head,
+        "E-REMOTE-SECRET-INLINE",
+        "--batch",
+        "ray",
+        "++logger.password=literal-0123456789",
+    )
+    assert "a Ray job cannot receive secret values from here" in finding["message"]
+    assert "literal-0123456789" not in json.dumps(finding)
+
+
+def test_a_remote_dir_not_mounted_here_is_refused_before_anything_is_copied(
+    lab,
+    ray_head,  # noqa: F811
+):
+    finding = both_ways(lab, ray_head, "E-REMOTE-STAGE", "--batch", "notmounted")
+    assert (
+        f"{lab.root}/not-mounted/steps-runs is not a folder on this machine" in (finding["message"])
+    )
+    assert finding["line"] and finding["path"] == str(lab.work / "env.toml")
+    assert not (lab.root / "not-mounted").exists()
+
+
+def test_paths_under_shared_dirs_are_seen_by_the_cluster(lab):
+    # remote_dir need not exist yet when the shared folder that holds it is mounted here
+    code, out, err = lab.run("--batch", "pvc", "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["launch"]["job_dir"].startswith(f"{lab.root}/shared/steps-runs/")
+    code, out, _ = lab.cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "pvc", "--dry-run",
+                           "--json")  # fmt: skip
+    outside = next(f for f in json.loads(out)["findings"] if f["code"] == "E-REMOTE-PATH")
+    shared = f"{lab.root}/shared/steps-runs or {lab.root}/shared"
+    assert code == 1 and f"is not under {shared}: the Ray cluster" in outside["message"]
+    assert outside["key"] == "shared_dirs"

@@ -1,10 +1,11 @@
 """env.toml launch profiles: where a run goes (this machine, a Slurm cluster, a Ray cluster).
 
 The file is found at `--env-file PATH`, else `$STEPS_ENV_FILE`, else `env.toml` in the current
-directory or a parent, else `~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
+directory or a parent (only when you own it and no one else can write it or its folder), else
+`~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
 Each top-level table is a profile. `extends = "other"` inherits another profile: tables merge
-key by key, `mounts` and `secrets` are appended (parent first), every other value (lists
-included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
+key by key, `mounts`, `secrets` and `shared_dirs` are appended (parent first), every other
+value (lists included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
 E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
 submitting environment, never values.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,11 +28,12 @@ from catalog.tomlfile import load_toml
 
 ENV_FILE_VAR = "STEPS_ENV_FILE"
 ENV_FILE_NAME = "env.toml"
-APPENDED = ("mounts", "secrets")
+APPENDED = ("mounts", "secrets", "shared_dirs")
 DEFAULT_LAUNCHER = "uv run python"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
+AbsPath = Annotated[str, Field(pattern=r"^/")]
 
 
 class _Profile(BaseModel):
@@ -83,11 +87,22 @@ class RayProfile(_Profile):
 
     executor: Literal["ray"]
     address: str = Field(description="Dashboard URL, e.g. http://127.0.0.1:8265.")
-    remote_dir: str | None = Field(None, description="Shared storage; else upload the run dir.")
+    remote_dir: str | None = Field(
+        None, description="Shared storage mounted here and on the cluster; else upload the run dir."
+    )
+    shared_dirs: list[AbsPath] = Field(
+        [], description="More folders every node of the cluster sees (data, outputs, caches)."
+    )
     entrypoint_num_cpus: float | None = Field(None, ge=0)
     entrypoint_num_gpus: float | None = Field(None, ge=0)
     entrypoint_resources: dict[str, float] = {}
     steps_launcher: str = "python3 -m steps"
+
+    def shared(self) -> list[str]:
+        """The folders the cluster sees: remote_dir and shared_dirs."""
+        return list(
+            dict.fromkeys([*([self.remote_dir] if self.remote_dir else []), *self.shared_dirs])
+        )
 
 
 Profile = LocalProfile | SlurmProfile | RayProfile
@@ -112,7 +127,7 @@ def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Pa
         raise _error(f"${ENV_FILE_VAR}={path}: no such file", None, None)
     for folder in (cwd, *cwd.parents):
         if (folder / ENV_FILE_NAME).is_file():
-            return folder / ENV_FILE_NAME
+            return trusted(folder / ENV_FILE_NAME, cwd)
     tried.append(f"{ENV_FILE_NAME} in {cwd} and its parents")
     config_home = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
     user = config_home.expanduser() / "steps" / ENV_FILE_NAME
@@ -126,6 +141,35 @@ def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Pa
         f"or pass --env-file PATH / set ${ENV_FILE_VAR}",
         exit_code=2,
     )
+
+
+def trusted(path: Path, cwd: Path) -> Path:
+    """`path` (an env.toml found by walking up from `cwd`) when it is yours and no one else can
+    write it or its folder, as ssh treats its config: a profile runs ssh options and commands,
+    so a file someone else placed above your project must not choose them. E-PROFILE else."""
+    uid = os.getuid()
+    for what, item in (("", path), ("its folder ", path.parent)):
+        st = item.stat()
+        owners = (uid,) if not what else (uid, 0)  # root can change anything you run anyway
+        if st.st_uid not in owners:
+            problem = f"{what}is owned by uid {st.st_uid}, not by you (uid {uid})"
+        elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            problem = f"{what}is writable by {'group' if st.st_mode & stat.S_IWGRP else 'others'}"
+        else:
+            continue
+        where = "the current directory" if path.parent == cwd else f"a parent of {cwd}"
+        chmod = f"chmod go-w {shlex.quote(str(item))}"
+        raise StepsError(
+            "E-PROFILE",
+            f"not using {path} (found in {where}): it {problem}; an env.toml found by walking "
+            "up is used only when it is yours and no one else can write it",
+            path=str(path),
+            fix=f"if you trust it, pass --env-file {shlex.quote(str(path))}; if it is yours, "
+            + (chmod if "writable" in problem else f"chown {uid} {shlex.quote(str(item))}")
+            + "; else put your own env.toml in your project",
+            exit_code=2,
+        )
+    return path
 
 
 def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProfile:

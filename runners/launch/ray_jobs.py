@@ -19,11 +19,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import StepsError
+from catalog.errors import Finding, StepsError
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -31,6 +32,7 @@ from runners.launch.request import (
     LaunchRequest,
     RemoteFacts,
     submitted_now,
+    under,
     unknown,
 )
 from runners.launch.shell import LostContact, seconds
@@ -38,6 +40,30 @@ from runners.launch.shell import LostContact, seconds
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024
 ADDRESS_VARS = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
+# What the Job SDK imports: Ray's job_submission, and requests/aiohttp from ray[default].
+SDK_MODULES = ("ray", "ray.job_submission", "requests", "aiohttp")
+
+
+def sdk_missing() -> list[str]:
+    """The Job SDK's modules not installed here, found without importing Ray (seconds)."""
+    import importlib.util
+
+    missing = [m for m in SDK_MODULES if "." not in m and importlib.util.find_spec(m) is None]
+    ray = None if "ray" in missing else importlib.util.find_spec("ray")
+    if ray is not None and not any(
+        (Path(d) / "job_submission").is_dir() for d in ray.submodule_search_locations or ()
+    ):
+        missing.append("ray.job_submission")
+    return missing
+
+
+def _sdk_error(missing: list[str]) -> StepsError:
+    return StepsError(
+        "E-RAY-MISSING",
+        f"Ray's Job Submission SDK is not installed here (missing: {', '.join(missing)})",
+        fix="pip install 'nemo-rl-steps[ray]' (ray[default])",
+        exit_code=2,
+    )
 
 
 def _quote(arg: str) -> str:
@@ -75,6 +101,9 @@ class RayBackend:
         dashboard whose job agent hangs would keep us waiting forever)."""
         if self._client is not None:
             return self._client
+        missing = sdk_missing()
+        if missing:
+            raise _sdk_error(missing)
         try:
             import logging
 
@@ -82,13 +111,8 @@ class RayBackend:
 
             for name in ("ray", "ray.dashboard.modules.job.sdk"):
                 logging.getLogger(name).setLevel(logging.WARNING)
-        except ImportError:
-            raise StepsError(
-                "E-RAY-MISSING",
-                "Ray's Job Submission SDK is not installed",
-                fix="pip install 'nemo-rl-steps[ray]' (ray[default])",
-                exit_code=2,
-            ) from None
+        except ImportError as exc:
+            raise _sdk_error([exc.name or str(exc)]) from None
 
         class Bounded(JobSubmissionClient):
             timeout = seconds("COMMAND")
@@ -126,8 +150,13 @@ class RayBackend:
         return UPLOAD_DIR
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
-        """The dashboard answers; its Ray version and the GPUs its alive nodes report."""
+        """The SDK the submit uses is here, the dashboard answers (its Ray version, the GPUs of
+        its alive nodes), and remote_dir can take the run dir from here."""
+        missing = sdk_missing()
+        if missing:
+            raise _sdk_error(missing)
         facts = RemoteFacts(self.name, self.profile, "")
+        facts.stage_problem = self.stage_problem()
         facts.ray_version = self._get("/api/version").get("ray_version")
         try:
             nodes = self._get("/api/v0/nodes")["data"]["result"]["result"]
@@ -136,6 +165,30 @@ class RayBackend:
         except (KeyError, TypeError, StepsError):
             facts.cluster_gpus = None
         return facts
+
+    def stage_problem(self) -> str | None:
+        """Why the run dir cannot be copied into remote_dir from here, or None.
+
+        The copy is a local one: the shared folder that holds remote_dir must be mounted here
+        (else the copy would land on this machine's own disk, unseen by the cluster), and the
+        deepest existing folder on the way to remote_dir must be writable.
+        """
+        remote = self.profile.remote_dir
+        if not remote:
+            return None
+        roots = [d for d in self.profile.shared() if under(remote, d)]
+        root = min(roots, key=len, default=remote)  # the outermost: the mount itself
+        if not os.path.isdir(root):
+            return (
+                f"{root} is not a folder on this machine: the run dir is copied into remote_dir "
+                "from here, so the cluster's shared storage must be mounted here at that path"
+            )
+        folder = Path(remote)
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            return f"{folder} is not a writable folder on this machine"
+        return None
 
     def entrypoint(self, req: LaunchRequest) -> str:
         lines = []
@@ -177,6 +230,41 @@ class RayBackend:
             **self._resources(),
         }
 
+    def refusals(
+        self, req: LaunchRequest, files: Callable[[], Mapping[str, str]] | None = None
+    ) -> list[Finding]:
+        """What submit would refuse, for `run` to report before writing anything (a dry run
+        too). `files` renders the run dir to be written; without it the written one is measured.
+        """
+        out = []
+        if req.config_secrets:
+            out.append(
+                Finding(
+                    "E-REMOTE-SECRET-INLINE",
+                    "the config holds a literal secret (carried as "
+                    f"{', '.join(sorted(req.config_secrets))}); a Ray job cannot receive secret "
+                    "values from here",
+                    fix="set the secret in the Ray cluster's environment and refer to it as "
+                    "${oc.env:NAME} in the config",
+                )
+            )
+        if req.job_dir == UPLOAD_DIR:
+            if files is not None:
+                size = sum(len(text.encode()) for text in files().values())
+            else:
+                size = dir_bytes(req.run_dir)
+            if size > MAX_UPLOAD:
+                out.append(
+                    Finding(
+                        "E-REMOTE-PATH",
+                        f"the run dir is {size / 2**20:.1f} MiB; Ray uploads at most 100 MiB as "
+                        "a job's working_dir",
+                        path=str(req.run_dir),
+                        fix="set remote_dir in the profile to shared storage the cluster sees",
+                    )
+                )
+        return out
+
     def job_record(self, req: LaunchRequest) -> dict:
         """The record before submitting: the submission id is ours, so it is the job id now."""
         sid = self.submission_id(req)
@@ -194,15 +282,11 @@ class RayBackend:
 
     def submit(self, req: LaunchRequest, job: dict) -> dict:
         """Submit under our submission id; after any failure, ask Ray for that id first."""
-        if req.config_secrets:
-            job.update(state=NOT_SUBMITTED, reason="a literal secret in the config")
-            raise StepsError(
-                "E-REMOTE-SECRET-INLINE",
-                f"the config holds a literal secret ({', '.join(sorted(req.config_secrets))} "
-                "would carry it); a Ray job cannot receive secret values from here",
-                fix="set the secret in the Ray cluster's environment and refer to it as "
-                "${oc.env:NAME} in the config",
-            )
+        refused = self.refusals(req)  # `run` reported these before writing: a guard for callers
+        if refused:
+            f = refused[0]
+            job.update(state=NOT_SUBMITTED, reason=f.message)
+            raise StepsError(f.code, f.message, path=f.path, fix=f.fix)
         upload = req.job_dir == UPLOAD_DIR
         try:
             self._stage(req, upload)
@@ -241,17 +325,8 @@ class RayBackend:
         return job  # pragma: no cover - the loop returns or raises
 
     def _stage(self, req: LaunchRequest, upload: bool) -> None:
-        """The run dir where the job reads it: uploaded (size-checked) or copied to remote_dir."""
-        if upload:
-            size = dir_bytes(req.run_dir)
-            if size > MAX_UPLOAD:
-                raise StepsError(
-                    "E-REMOTE-PATH",
-                    f"the run dir is {size / 2**20:.1f} MiB; Ray uploads at most 100 MiB as a "
-                    "job's working_dir",
-                    path=str(req.run_dir),
-                    fix="set remote_dir in the profile to shared storage the cluster sees",
-                )
+        """The run dir where the job reads it: uploaded, or copied to remote_dir."""
+        if upload:  # its size is one of the refusals
             return
         import shutil
 

@@ -74,6 +74,7 @@ class RemoteFacts:
     ray_version: str | None = None
     cluster_gpus: float | None = None
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)
+    stage_problem: str | None = None  # why the run dir cannot be put under remote_dir
 
     @property
     def host(self) -> str | None:
@@ -93,6 +94,10 @@ class Backend(Protocol):
         """The job's record as run.json holds it before submitting (its name, no state yet)."""
         ...
 
+    def refusals(self, request: LaunchRequest, files: Any = None) -> list[Any]:
+        """What submit would refuse, as findings `run` reports before writing anything."""
+        ...
+
     def submit(self, request: LaunchRequest, job: dict) -> dict:
         """Submit, completing `job` in place (also when raising: what is known is recorded)."""
         ...
@@ -110,6 +115,12 @@ class Backend(Protocol):
         ...
 
     def cancel(self, job: dict) -> str: ...
+
+
+def under(path: str, root: str) -> bool:
+    """`path` is `root` or inside it (as strings: paths on the cluster need not exist here)."""
+    root = root.rstrip("/") or "/"
+    return root == "/" or path == root or path.startswith(root + "/")
 
 
 def submitted_now() -> str:

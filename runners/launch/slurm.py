@@ -22,7 +22,7 @@ import re
 import shlex
 from pathlib import Path
 
-from catalog.errors import StepsError
+from catalog.errors import Finding, StepsError
 from runners.launch import job_secrets, slurm_state
 from runners.launch.request import (
     NOT_SUBMITTED,
@@ -61,6 +61,10 @@ class SlurmBackend:
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
         return probe(self.shell, self.name, self.profile, paths)
+
+    def refusals(self, req: LaunchRequest, files: object = None) -> list[Finding]:
+        """Nothing beyond preflight: the probe already asked the cluster what submit needs."""
+        return []
 
     def _batch_script(self, req: LaunchRequest) -> str:
         """The plain (non-ray.sub) job: one srun of the command, in the container if any."""

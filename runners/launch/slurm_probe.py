@@ -3,7 +3,8 @@
 Which paths exist there, $HOME, the partition (the profile's, else the cluster's default from
 `scontrol show partition`) with its GPU GRES and fewest CPUs per node (`sinfo -o %G/%c`), the
 accounting plugin and the user's default account (`sacctmgr`, when the profile names none: ray.sub's
-header holds ACCOUNT/PARTITION placeholders), and how the checkout's ray.sub sizes its srun steps.
+header holds ACCOUNT/PARTITION placeholders), how the checkout's ray.sub sizes its srun steps, and
+whether the run dir can be staged under remote_dir (the deepest existing folder is writable).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
     lines.append('echo "H|$HOME"')
     lines += _probe_cluster(profile)
     lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
+    lines.append(  # submit copies the run dir under remote_dir (mkdir -p, then rsync/cp)
+        f"d={shlex.quote(profile.remote_dir)}\n"
+        'while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done\n'
+        '[ -d "$d" ] && [ -w "$d" ] && [ -x "$d" ] || echo "W|$d"'
+    )
     proc = shell.run("\n".join(lines) + "\n", what="the probe (test -e, scontrol, sinfo)")
     facts = RemoteFacts(name, profile, "")
     facts.partition, facts.account = profile.partition, profile.account
@@ -73,6 +79,8 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
             facts.home = value or None
         elif tag == "G":
             facts.gres = value.strip() or "(null)"
+        elif tag == "W":
+            facts.stage_problem = f"{value} is not a writable folder on {shell.where}"
         elif tag == "P":  # the controller answered: its default partition, if it has one
             facts.partition, facts.partitions_read = value.strip() or None, True
         elif tag in _FACT_TAGS:

@@ -180,9 +180,9 @@ class ClusterTarget:
 
 def cluster_target(
     name: str, env_file: str | None, env: dict[str, str], cwd: Path, attached: bool
-) -> tuple[ClusterTarget | None, Any]:
-    """(target, profile): target is None for `executor = "local"` profiles."""
+) -> tuple[ClusterTarget | None, Any, Path]:
+    """(target, profile, env file): target is None for `executor = "local"` profiles."""
     _, path, profile = resolve_profile(name, env_file, env, cwd)
     if profile.executor == "local":
-        return None, profile
-    return ClusterTarget(name, path, profile, dict(env), attached), profile
+        return None, profile, path
+    return ClusterTarget(name, path, profile, dict(env), attached), profile, path

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
-from runners.launch.request import NO_RAY_STEPS
+from runners.launch.request import NO_RAY_STEPS, under
 from runners.preflight import PreflightContext, rule
 from runners.secrets import holds_secret, looks_like_secret
 
@@ -59,11 +59,6 @@ def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
         out.append(("nemo_rl_dir", f.profile.nemo_rl_dir))
     seen: set[str] = set()
     return [(w, p) for w, p in out if p and os.path.isabs(p) and not (p in seen or seen.add(p))]
-
-
-def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/") or "/"
-    return path == root or path.startswith(root + "/") or root == "/"
 
 
 @rule("remote_allocation", runners=ALL)
@@ -127,7 +122,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
         return
     dests = [m.split(":")[1] if ":" in m else m for m in p.mounts]
     for what, path in job_paths(ctx):
-        if not any(_under(path, d) for d in dests):
+        if not any(under(path, d) for d in dests):
             yield _finding(
                 ctx,
                 "E-REMOTE-MOUNT",
@@ -284,9 +279,28 @@ def pinned_ray(checkout: Path | None) -> str | None:
     return m.group(1) if m else None
 
 
+@rule("remote_stage", runners=ALL)
+def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
+    """The run dir can be put under remote_dir before submitting (probed where it is copied)."""
+    f = ctx.remote
+    if f is None or not f.stage_problem:
+        return
+    yield _finding(
+        ctx,
+        "E-REMOTE-STAGE",
+        f"the run dir cannot be staged under remote_dir {f.profile.remote_dir}: {f.stage_problem}",
+        "remote_dir",
+        "point remote_dir at a writable folder on shared storage"
+        + (
+            " mounted here, or drop it to upload the run dir" if f.profile.executor == "ray" else ""
+        ),
+    )
+
+
 @rule("remote_ray", runners=ALL)
 def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
-    """Ray profiles: paths under remote_dir or the upload, GPUs the cluster has, Ray version."""
+    """Ray profiles: paths under the shared folders (remote_dir, shared_dirs) or the upload, GPUs
+    the cluster has, Ray version."""
     f = ctx.remote
     if f is None or f.profile.executor != "ray":
         return
@@ -323,26 +337,23 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
                 "address",
                 "lower cluster.num_nodes/gpus_per_node or use a larger cluster",
             )
+    shared = p.shared()
+    key = "shared_dirs" if p.shared_dirs else "remote_dir"
     for what, path in job_paths(ctx):
-        if path == f.job_dir or (p.nemo_rl_dir and _under(path, p.nemo_rl_dir)):
+        if path == f.job_dir or (p.nemo_rl_dir and under(path, p.nemo_rl_dir)):
             continue  # the run dir goes with the job; the cluster sees its own checkout
-        if p.remote_dir and not _under(path, p.remote_dir):
-            yield _finding(
-                ctx,
-                "E-REMOTE-PATH",
-                f"{what} {path} is not under remote_dir {p.remote_dir}: the Ray cluster may not "
-                "see it",
-                "remote_dir",
-                "put the data and outputs under remote_dir (shared storage the cluster sees)",
-            )
-        elif not p.remote_dir:
-            yield _finding(
-                ctx,
-                "E-REMOTE-PATH",
-                f"{what} {path} is outside the uploaded run dir and the profile has no remote_dir",
-                "remote_dir",
-                "set remote_dir to shared storage the cluster sees and keep data/outputs under it",
-            )
+        if any(under(path, d) for d in shared):
+            continue
+        where = [] if p.remote_dir else ["the uploaded run dir"]  # remote_dir: no upload
+        yield _finding(
+            ctx,
+            "E-REMOTE-PATH",
+            f"{what} {path} is not under {' or '.join([*where, *shared])}: the Ray cluster may "
+            "not see it",
+            key,
+            "keep data and outputs under remote_dir, or name the shared folder that holds it "
+            'in the profile: shared_dirs = ["/data"]',
+        )
     if not p.remote_dir and f.derived:
         yield _finding(
             ctx,

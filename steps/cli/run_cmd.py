@@ -141,20 +141,22 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
 
     req = request_of(args)
     env = dict(os.environ)
-    target = None
+    target = env_file = None
     profile_name = args.run or args.batch
     if profile_name:
         from runners.launch.target import cluster_target
 
-        target, profile = cluster_target(
+        target, profile, env_file = cluster_target(
             profile_name, args.env_file, env, Path.cwd(), attached=bool(args.run)
         )
+        print(f"profile [{profile_name}] from {env_file}", file=sys.stderr)
         if target is None:  # executor = "local": this machine, with the profile's settings
             req.nemo_rl = req.nemo_rl or profile.nemo_rl_dir
             env.update(profile.env)
             if profile.launcher and not req.launcher:
                 req.launcher, req.launcher_from = profile.launcher, f"profile [{profile_name}]"
     plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=target)
+    plan.env_file = str(env_file) if env_file else None
     if args.dry_run:
         if args.keep:
             write_run_dir_for(plan)
@@ -163,16 +165,16 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
         else:
             print(render_plan(plan, dry_run=True, show_config=args.show_config))
         return 0 if plan.ok else 1
-    write_run_dir_for(plan)
+    if plan.ok or target is None:  # a refused cluster launch leaves nothing, here or there
+        write_run_dir_for(plan)
     if not args.json:
         print(render_plan(plan, dry_run=False, show_config=args.show_config), file=sys.stderr)
     if not plan.ok:
         if args.json:
             print_json(plan.as_json())
         else:
-            print(
-                f"preflight failed: fix the errors above (run dir {plan.run_dir})", file=sys.stderr
-            )
+            where = f"run dir {plan.run_dir}" if plan.written else "nothing written or submitted"
+            print(f"preflight failed: fix the errors above ({where})", file=sys.stderr)
         return 1
     if target is not None:
         from steps.cli.job_follow import submit_and_report
