@@ -77,6 +77,7 @@ KNOWN_ERRORS = {
     "E-REMOTE-ACCOUNT": "remote_sbatch_defaults",
     "E-REMOTE-NEMO-RL": "remote_nemo_rl",
     "E-REMOTE-PATH": "remote_ray",
+    "E-REMOTE-STAGE": "remote_stage",
     "E-MEGATRON-BRIDGE-NOT-FOUND": "remote_megatron_bridge",
     # Local launches (runners/preflight/interpreter.py)
     "E-LAUNCHER": "local_interpreter",

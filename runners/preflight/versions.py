@@ -52,6 +52,7 @@ RULE_VERSIONS: dict[str, str] = {
     "remote_environment": "all",
     "remote_inputs": "all",
     "remote_ray": "all",
+    "remote_stage": "all",
     "remote_megatron_bridge": "all",
     # ray.sub's header and srun steps (runners/preflight/remote_slurm.py), probed in the checkout
     "remote_cpus": "all",
