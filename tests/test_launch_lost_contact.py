@@ -213,9 +213,11 @@ def test_a_run_dir_that_cannot_be_staged_is_E_REMOTE_STAGE_and_nothing_is_queued
     toml = (work / "env.toml").read_text().replace(f'"{root}/shared"', f'"{root}/afile/shared"')
     (work / "env.toml").write_text(toml)
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
-    assert res.returncode == 2 and f"E-REMOTE-STAGE staging the run dir to {host}:" in res.stderr
-    assert "rsync" in res.stderr and "Traceback" not in res.stderr
-    assert saved_job(work)["state"] == "NOT_SUBMITTED"
+    # The probe (over ssh) finds it before anything is written or queued, as a dry run does.
+    assert res.returncode == 1 and "E-REMOTE-STAGE the run dir cannot be staged" in res.stderr
+    assert f"{root}/afile is not a writable folder on {host}" in res.stderr
+    assert "nothing written or submitted" in res.stderr and "Traceback" not in res.stderr
+    assert not (work / "runs").exists()
 
 
 def test_one_unreachable_record_does_not_break_jobs(lab):  # noqa: F811
