@@ -116,6 +116,7 @@ def test_dtensor_without_custom_parallel_plan_is_caught_before_launch(version: s
         ("E-SETUP-KEY", "policy.dtensor_cfg.custom_parallel_plan")
     ]
     assert f"reads it directly at {WORKER}:" in found[0].message
+    assert str(found[0].fix).endswith(": +policy.dtensor_cfg.custom_parallel_plan=null")
 
 
 @pytest.mark.parametrize("version", SUPPORTED)

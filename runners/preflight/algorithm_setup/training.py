@@ -10,9 +10,10 @@ from typing import Any
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
+from catalog.schema_paths import type_at
 from runners.nemo_rl.schema.key_reads import missing_reads
 from runners.preflight import PreflightContext, rule
-from runners.preflight.schema import run_schema
+from runners.preflight.schema import describe, run_schema
 from runners.preflight.topology import (
     UNRESOLVED,
     algorithm,
@@ -135,8 +136,8 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
             key,
             f"is optional in NeMo-RL's schema but NeMo-RL {version} reads it directly at "
             f"{where} (a KeyError once that code runs)",
-            f"add {key}, as every NeMo-RL example config that reaches that code does (see the "
-            "step's config/default.yaml)",
+            f"add it, as every NeMo-RL example config that reaches that code does: "
+            f"{_addition(found.doc, key)}",
         )
     needed: list[tuple[str, str]] = [
         ("checkpointing.keep_top_k", "checkpoint.py:172"),
@@ -163,6 +164,14 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
                 f"is optional in NeMo-RL's schema but {where} reads it directly (KeyError)",
                 f"add {key} (see the step's config/default.yaml)",
             )
+
+
+def _addition(doc: dict, key: str) -> str:
+    """The override that adds a missing key: null where its type takes None."""
+    t = type_at(doc, re.sub(r"\[\d+\]", "[]", key).replace("[]", "")) or {"t": "any"}
+    options = t["options"] if t["t"] == "union" else [t]
+    value = "null" if any(o["t"] in {"none", "any"} for o in options) else f"<{describe(t)}>"
+    return f"+{key}={value}"
 
 
 def _missing(ctx: PreflightContext, dotted: str) -> bool:
