@@ -32,6 +32,7 @@ class RunRequest:
     force: bool = False
     launcher: str | None = None  # what starts NeMo-RL's script (`--launcher`, a profile's)
     launcher_from: str = "--launcher"
+    chain: Any = None  # runners.chain.settings.ChainOptions for --until-done
 
 
 @dataclass
@@ -61,6 +62,7 @@ class RunPlan:
     written: bool = False
     nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
     env_file: str | None = None  # the env.toml a --run/--batch profile came from
+    chain: Any = None  # runners.chain.settings.ChainConfig for --until-done
 
     @property
     def ok(self) -> bool:
@@ -204,6 +206,12 @@ def plan_run(
         checkout = found if found is not None and (found / script).is_file() else None
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
+    chain, chain_findings = None, []
+    if getattr(req, "chain", None) is not None:  # --until-done: its keys set in the config
+        from runners.chain.settings import plan_chain
+
+        chain, chain_findings = plan_chain(req.chain, entry.id, runner, manifest, compiled, nrl,
+                                           target, run_dir)  # fmt: skip
     graph = None
     try:
         from catalog.types import load_catalog_types
@@ -251,7 +259,7 @@ def plan_run(
         nemo_rl_version=nrl.version if nrl else None,
         local_launch=local,
     )
-    findings = preflight(ctx)
+    findings = [*preflight(ctx), *chain_findings]
 
     command, command_cwd, deferred, skip = None, None, None, None
     config_path = f"{job_dir}/config.yaml"
@@ -345,9 +353,14 @@ def plan_run(
         secrets=values,
         target=target,
         nemo_rl_version=nrl.describe(manifest.run.algorithm) if nrl else None,
+        chain=chain,
     )
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, extra_env)
+        if chain is not None:
+            from runners.chain.submit import configure
+
+            configure(plan.request, target)
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = sorted([*plan.findings, *refused], key=lambda f: (not f.is_error,))
     return plan

@@ -20,7 +20,7 @@ RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.pipeline",),
     ("runners.run",),
     ("runners.bind", "runners.check"),
-    ("runners.preflight",),
+    ("runners.preflight", "runners.chain"),
     ("runners.launch", "runners.rl_prep"),
     ("runners.monitor",),
     ("runners.nemo_rl",),

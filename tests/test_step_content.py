@@ -71,6 +71,10 @@ KNOWN_ERRORS = {
     "W-REMOTE-UV-CACHE": "remote_environment",
     "W-REMOTE-UNCHECKED": "remote_inputs",
     "E-REMOTE-NODES": "remote_allocation",
+    # run --until-done (runners/chain/settings.py), when it plans a chain
+    "E-CHAIN-CHECKPOINTING": None,
+    "E-CHAIN-TIME": None,
+    "W-CHAIN-DEADLINE": None,
     "E-REMOTE-GPUS": "remote_allocation",
     "E-REMOTE-CPUS": "remote_cpus",
     "E-REMOTE-PARTITION": "remote_sbatch_defaults",

@@ -78,7 +78,13 @@ class SlurmProfile(_Profile):
     sbatch_args: list[str] = Field([], description="Extra sbatch flags.")
     setup_command: str | None = Field(None, description="ray.sub SETUP_COMMAND (every node).")
     steps_launcher: str = Field(
-        "python3 -m steps", description="How the job starts `steps` (data prep on the cluster)."
+        "python3 -m steps",
+        description="How the job starts `steps` (data prep, a chain's decisions) on the cluster.",
+    )
+    save_margin: str = Field(
+        "00:15:00",
+        description="Chains: time kept at a segment's end for start-up and one save (Slurm "
+        "time format); checkpoint_must_save_by = time - save_margin.",
     )
 
 

@@ -52,6 +52,10 @@ class LaunchRequest:
     # sbatch --account/--partition: the profile's, else the cluster's default (probed).
     account: str | None = None
     partition: str | None = None
+    # A batch script of ours that runs ray.sub inside the allocation (a chain's segment script),
+    # with the sbatch flags it needs before the profile's own (the profile's win).
+    batch_script: str | None = None
+    sbatch_extra: list[str] = field(default_factory=list)
 
 
 @dataclass

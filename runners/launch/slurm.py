@@ -98,8 +98,9 @@ class SlurmBackend:
             argv.append(f"--partition={partition}")
         if p.gpus_per_node:
             argv.append(f"--gres=gpu:{p.gpus_per_node}")
-        argv += list(p.sbatch_args)
-        argv.append(RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/job.sbatch")
+        argv += [*req.sbatch_extra, *p.sbatch_args]
+        script = RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/job.sbatch"
+        argv.append(req.batch_script or script)
         return argv
 
     def job_env(self, req: LaunchRequest) -> dict[str, str]:

@@ -22,6 +22,14 @@ from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
 
 OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
+# Sections NeMo-RL hands whole to a library (WandbLogger: `wandb.init(**cfg)` in 0.6.0, 0.7.0 and
+# the pin): that library's keyword arguments are read though no TypedDict declares them.
+PASSED_ON = {
+    "logger.wandb": frozenset(
+        {"id", "resume", "group", "tags", "notes", "mode", "job_type", "config", "save_code",
+         "resume_from", "fork_from", "settings", "reinit", "allow_val_change"}
+    ),
+}  # fmt: skip
 TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
 FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
 LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items as `[]`
@@ -280,6 +288,7 @@ class SchemaChecker:
             yield self.type_error(key, value, {"t": "ref", "name": name})
             return
         fields: dict = cls["fields"]
+        also_known = also_known | PASSED_ON.get(key, frozenset())
         extra = self.subclass_fields(name)
         prefix = f"{key}." if key else ""
         present = [k for k in value if k not in fields]

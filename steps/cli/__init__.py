@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "diagnose": "steps.cli.diagnose_cmd",
     "logs": "steps.cli.logs_cmd",
     "cancel": "steps.cli.cancel_cmd",
+    "chain-step": "steps.cli.chain_step_cmd",
 }
 PROG = "python -m steps"
 DEBUG_FLAG = "--debug"

@@ -19,6 +19,12 @@ def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run, refresh
 
     run_dir, data = find_run(args.ref, args.runs_dir)
+    if isinstance(data.get("chain"), dict):
+        from runners.chain.follow import cancel_chain, refresh_chain
+
+        print(cancel_chain(data))
+        refresh_chain(run_dir, data)
+        return 0
     job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)
     if not job.get("job_id"):  # sbatch never confirmed it and Slurm knows no such name
         raise StepsError(

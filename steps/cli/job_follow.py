@@ -27,6 +27,10 @@ def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
     became of the submission after, whatever happened: no job is queued without a record."""
     from steps.cli.run_render import print_json
 
+    if plan.chain is not None:  # the segment script and the chain record, before sbatch
+        from runners.chain.submit import prepare_chain
+
+        prepare_chain(plan, target)
     job = target.backend.job_record(plan.request)
     update_record(plan.run_dir, job=job)
     try:

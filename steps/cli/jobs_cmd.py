@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.rundir import runs_root
 
     root = runs_root(args.runs_dir, os.environ, Path.cwd())
-    runs = job_runs(root)
+    runs = [_chain_view(run_dir, data) for run_dir, data in job_runs(root)]
     jobs = refresh_all(runs)
     lines = _progress_lines(runs, jobs)
     rows = [
@@ -36,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     for row, shown in zip(rows, lines, strict=True):
         row.update(progress=shown.to_dict() if shown else None, _line=shown)
+    for row, (_, data) in zip(rows, runs, strict=True):
+        if isinstance(data.get("chain"), dict):
+            from runners.chain.record import ChainRecord
+
+            row["chain"] = ChainRecord.model_validate(data["chain"]).summary()
     if args.json:
         from steps.cli.run_render import print_json
 
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
             f"{r.get('step') or '?':<24} {progress}{r.get('executor')}:{r.get('profile')}@{where}  "
             f"{r['run_dir']}"
         )
+        if r.get("chain"):
+            print(f"{'':<12} {r['chain']}")
     for r in rows:
         if r.get("state") == UNKNOWN:
             print(f"{r['run_dir']}: state unknown: {r.get('reason')}", file=sys.stderr)
@@ -97,3 +104,12 @@ def _progress_lines(runs: list, jobs: list[dict]) -> list:
         return []
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(one, zip(runs, jobs, strict=True)))
+
+
+def _chain_view(run_dir, data: dict) -> tuple:
+    """A chain's run with its record read back and `job` = the segment that runs now."""
+    if not isinstance(data.get("chain"), dict):
+        return run_dir, data
+    from runners.chain.follow import refresh_chain
+
+    return run_dir, refresh_chain(run_dir, data)

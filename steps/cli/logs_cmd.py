@@ -19,6 +19,10 @@ def run(args: argparse.Namespace) -> int:
     from steps.cli.job_follow import follow
 
     run_dir, data = find_run(args.ref, args.runs_dir)
+    if isinstance(data.get("chain"), dict):  # the segment that runs now
+        from runners.chain.follow import refresh_chain
+
+        data = refresh_chain(run_dir, data)
     job = dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
     code = follow(run_dir, job, until_done=args.follow, tail=args.follow)
     return 130 if code == 130 else 0

@@ -80,6 +80,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--batch", metavar="PROFILE", help="submit with env.toml PROFILE and return at once"
     )
     parser.add_argument(
+        "--until-done",
+        action="store_true",
+        help="with --batch: train to the end across Slurm segments (see README 'Long runs')",
+    )
+    parser.add_argument(
+        "--max-segments",
+        type=int,
+        metavar="N",
+        help="with --until-done: stop after N segments (default 20)",
+    )
+    parser.add_argument(
+        "--gpu-hours",
+        type=float,
+        metavar="H",
+        help="with --until-done: stop once the segments used H GPU-hours",
+    )
+    parser.add_argument(
         "--env-file",
         metavar="PATH",
         help="env.toml with the profiles (else $STEPS_ENV_FILE, else ./env.toml or a parent's, "
@@ -122,7 +139,30 @@ def request_of(args: argparse.Namespace):
         catalog=list(args.catalog),
         force=args.force,
         launcher=args.launcher,
+        chain=_chain_options(args),
     )
+
+
+def _chain_options(args: argparse.Namespace):
+    """--until-done's options (None without it); the flags that need it are usage errors."""
+    from catalog.errors import StepsError
+
+    until = getattr(args, "until_done", False)
+    segs, hours = getattr(args, "max_segments", None), getattr(args, "gpu_hours", None)
+    problem = None
+    if not until and (segs is not None or hours is not None):
+        problem = "--max-segments and --gpu-hours go with --until-done"
+    elif until and not getattr(args, "batch", None):
+        problem = "--until-done goes with --batch PROFILE (the chain runs without this process)"
+    elif until and ((segs is not None and segs < 1) or (hours is not None and hours <= 0)):
+        problem = "--max-segments must be >= 1 and --gpu-hours > 0"
+    if problem:
+        raise StepsError("E-USAGE", problem, fix="see `python -m steps run --help`", exit_code=2)
+    if not until:
+        return None
+    from runners.chain.settings import ChainOptions
+
+    return ChainOptions(max_segments=segs or ChainOptions.max_segments, gpu_hours=hours)
 
 
 def run(
@@ -200,12 +240,13 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
 def _tokens(args: argparse.Namespace) -> list[str]:
     """The options argparse already took (before the first override), as tokens again."""
     out: list[str] = []
-    for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file"):
+    for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file",
+                 "max_segments", "gpu_hours"):  # fmt: skip
         value = getattr(args, flag)
         if value is not None:
             out.append(f"--{flag.replace('_', '-')}={value}")
     out += [f"--input={v}" for v in args.input] + [f"--catalog={v}" for v in args.catalog]
-    for flag in ("dry_run", "json", "force", "keep", "show_config"):
+    for flag in ("dry_run", "json", "force", "keep", "show_config", "until_done"):
         if getattr(args, flag):
             out.append(f"--{flag.replace('_', '-')}")
     return out

@@ -46,7 +46,15 @@ def run(args: argparse.Namespace) -> int:
     from runners.launch.request import UNKNOWN
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    job = refresh(run_dir, data)
+    chain = None
+    if isinstance(data.get("chain"), dict):
+        from runners.chain.follow import refresh_chain
+        from runners.chain.record import ChainRecord
+
+        data = refresh_chain(run_dir, data)
+        job, chain = data["job"], ChainRecord.model_validate(data["chain"])
+    else:
+        job = refresh(run_dir, data)
     code = 2 if job.get("state") == UNKNOWN else 0
     if code:  # the cluster cannot be asked: no second wait for its files
         progress, why = None, job.get("reason")
@@ -57,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
         doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": job}
         doc["progress"] = progress.to_dict() if progress else None
-        print_json(doc)
+        print_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
     exit_code = job.get("exit_code")
     print(f"run dir: {run_dir}")
@@ -74,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"progress: unavailable ({why})", flush=True)
     elif progress.step is not None or progress.max_steps is not None:  # a training run
         print(f"progress: {progress.line()}", flush=True)
+    if chain is not None:
+        print(chain.summary())
+        for seg in chain.segments:
+            print(f"  {seg.line()}")
     if args.watch:
         return _watch(run_dir, data, job, args)
     return code

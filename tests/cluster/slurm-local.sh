@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throw-away one-node Slurm cluster for the tests (Debian slurm-wlm 22.05+), no systemd needed.
 #   slurm-local.sh up|down|env      (SLURM_LAB=DIR holds config, state, logs and PID files)
-# Knobs: SLURM_LAB_GPUS=8 (fake gres/gpu: /dev/null symlinks), SLURM_LAB_PARTITIONS="debug",
+# Knobs: SLURM_LAB_GPUS=8 (fake gres/gpu: /dev/null symlinks), SLURM_LAB_PARTITIONS="debug" (plus
+# `urgent`, whose jobs preempt the others' when they need the same resources),
 #        SLURM_LAB_CTLD_PORT=6817, SLURM_LAB_SLURMD_PORT=6818,
 #        SLURM_LAB_ACCOUNTING=auto|0 (auto: slurmdbd + a private MariaDB when both are installed,
 #        so `sacct` answers as on a real cluster; `env` prints SLURM_LAB_ACCOUNTING=1 when on),
@@ -65,6 +66,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 JobAcctGatherType=jobacct_gather/none
 $(if [[ -f $LAB/run/accounting ]]; then
     printf 'AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\nAccountingStoragePort=%s\n' "$DBD_PORT"
@@ -84,6 +87,8 @@ CONF
     if (( first )); then d=YES; first=0; else d=NO; fi
     echo "PartitionName=$p Nodes=ALL Default=$d MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$CONF"
   done
+  # Real preemption: a job in `urgent` that needs what a running job holds (the GPU) preempts it.
+  echo "PartitionName=urgent Nodes=ALL Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4 PriorityTier=10" >> "$CONF"
 }
 
 up() {

@@ -1,0 +1,13 @@
+"""Chains: one run trained to its end across Slurm segments (`run ... --batch P --until-done`).
+
+Every segment is the same batch script on the same run dir and config: it decides from
+training state before NeMo-RL starts and after it exits, and keeps the next segment queued
+behind itself, so a time limit, a preemption or a requeue is followed at once with no process
+of ours outside the allocation.
+
+Owns: `settings` (what --until-done changes in the config), `submit` (the segment script and the
+chain record at submit), `segment` (the in-job `chain-step begin|end`), `decide` (go on or
+stop), `progress` (latest complete checkpoint), `record` (run.json's `chain`), `failures`
+(a failed segment's kind), `follow` (status, cancel and follow from the submitting machine).
+May import: `runners.launch`, `runners.config`, `runners.rundir`, `catalog`.
+"""

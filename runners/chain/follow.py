@@ -1,0 +1,98 @@
+"""A chain seen from the submitting machine: its record read back, its current job, cancel.
+
+The segments keep the chain record in the job dir's run.json (shared storage); `refresh_chain`
+reads it (here or over ssh, one `bash -s`) into the local run.json and points `job` at the
+segment that runs or waits now, so `status`, `logs` and `jobs` follow the chain. `cancel_chain`
+leaves a mark no segment starts past, then cancels every job of the chain by its name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+from pathlib import Path
+
+from catalog.errors import StepsError
+from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord
+from runners.launch.backends import backend_for_job
+from runners.launch.job_secrets import SECRETS_FILE
+from runners.launch.request import TERMINAL
+from runners.launch.shell import Shell
+from runners.launch.slurm import DRIVER_LOG
+from runners.rundir import update_record
+
+_MARKED = "@@steps-chain-cancelled@@"
+
+
+def _shell(job: dict, env: dict[str, str] | None) -> Shell:
+    return Shell(job.get("host"), list(job.get("ssh_options") or []), env)
+
+
+def _segment_job(job: dict, job_id: str, restart: int) -> dict:
+    logs = f"{job_id}-{restart}-logs" if restart else f"{job_id}-logs"
+    return {
+        **job,
+        "job_id": job_id,
+        "log_path": f"{job['job_dir']}/{logs}/{DRIVER_LOG}",
+        "batch_output": f"{job['job_dir']}/slurm-{job_id}.out",
+        "state": "PENDING",
+        "exit_code": None,
+    }
+
+
+def current_job(job: dict, chain: ChainRecord) -> dict:
+    """The job of the segment that runs now, else the one queued, else the last one."""
+    last = chain.segments[-1] if chain.segments else None
+    if last is not None and not last.ended:
+        return _segment_job(job, last.job_id, last.restart)
+    if chain.next_job_id and chain.state in ("queued", "running"):
+        return _segment_job(job, chain.next_job_id, 0)
+    if last is not None:
+        seg = {**_segment_job(job, last.job_id, last.restart), "state": last.state}
+        return {**seg, "exit_code": last.exit_code}
+    return job
+
+
+def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> dict:
+    """run.json with the chain as its segments recorded it and `job` = the current segment."""
+    job = data["job"]
+    local = ChainRecord.model_validate(data["chain"])
+    remote = f"{job['job_dir']}/run.json"
+    mark = f"{job['job_dir']}/{CANCEL_MARK}"
+    script = (
+        f"cat {shlex.quote(remote)}\nif [ -e {shlex.quote(mark)} ]; then echo; echo {_MARKED}; fi\n"
+    )
+    proc = _shell(job, env).run(script, "reading the chain record")
+    text, _, _ = proc.stdout.partition(_MARKED)
+    try:
+        chain = ChainRecord.model_validate(json.loads(text)["chain"])
+    except (ValueError, KeyError, TypeError):
+        chain = local  # not readable now (a segment is rewriting it, or no access): keep ours
+    if _MARKED in proc.stdout or local.state == "cancelled":
+        chain.state = "cancelled"
+        chain.reason = chain.reason or "cancelled by `python -m steps cancel`"
+    now = current_job(job, chain)
+    if now.get("state") not in TERMINAL:
+        with contextlib.suppress(StepsError):  # no answer now: the recorded state stands
+            now = backend_for_job(now, env).refresh(now)
+    data = update_record(run_dir, chain=chain.model_dump(mode="json"), job=now)
+    return data
+
+
+def cancel_chain(data: dict, env: dict[str, str] | None = None) -> str:
+    """Mark the chain cancelled (no segment starts past the mark), then scancel all its jobs."""
+    job = data["job"]
+    chain = ChainRecord.model_validate(data["chain"])
+    mark = shlex.quote(f"{job['job_dir']}/{CANCEL_MARK}")
+    secrets = " ".join(shlex.quote(f"{job['job_dir']}/{n}") for n in (CHAIN_SECRETS, SECRETS_FILE))
+    script = f"touch {mark}\nscancel --name={shlex.quote(chain.job_name)}\nrm -f {secrets}\n"
+    proc = _shell(job, env).run(script, "cancelling the chain (scancel)")
+    if proc.returncode != 0:
+        raise StepsError(
+            "E-CANCEL",
+            f"cancelling chain {chain.job_name} failed: {proc.stderr.strip()}",
+            fix="check with `python -m steps status RUN`, or `scancel --name` it yourself",
+            exit_code=2,
+        )
+    return f"cancel requested for every segment of chain {chain.job_name} (Slurm job name)"

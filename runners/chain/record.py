@@ -1,0 +1,141 @@
+"""The chain record: run.json's `chain`, written by the submitter and then by each segment.
+
+The copy in the job dir (shared storage) is the one the segments keep current; `status` reads it
+back into the local run.json. A segment is one Slurm run of the chain's batch script: a job id
+and, after `scontrol requeue`, the same id again with a higher restart count.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from catalog.atomic_write import write_atomic
+from catalog.errors import StepsError
+
+RECORD = "run.json"
+CANCEL_MARK = "CHAIN_CANCELLED"  # in the job dir: `cancel RUN` was asked; no segment may start
+CHAIN_SECRETS = ".steps-chain-secrets.env"  # the chain's 0600 copy of the run's secrets file
+ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
+
+
+class Failure(BaseModel):
+    """Why a segment ended badly: a failure kind, whether a retry can help, the evidence."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str
+    retryable: bool
+    evidence: str = ""
+
+
+class Segment(BaseModel):
+    """One run of the segment script: what it found, what it trained, how it ended."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    n: int
+    job_id: str
+    restart: int = 0
+    state: str = "RUNNING"  # Slurm's final state once known
+    exit_code: int | None = None
+    steps_before: int = 0
+    steps_after: int | None = None
+    started_utc: str | None = None
+    ended_utc: str | None = None
+    seconds: float | None = None
+    failure: Failure | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_utc is not None
+
+    @property
+    def progressed(self) -> bool:
+        return self.steps_after is not None and self.steps_after > self.steps_before
+
+    def line(self) -> str:
+        """`segment 2 (job 41): COMPLETED exit 0, steps 5 -> 9, 62 s`, and its failure kind."""
+        again = f" restart {self.restart}" if self.restart else ""
+        code = "" if self.exit_code is None else f" exit {self.exit_code}"
+        after = "?" if self.steps_after is None else str(self.steps_after)
+        took = "" if self.seconds is None else f", {self.seconds:.0f} s"
+        why = ""
+        if self.failure is not None:
+            retry = "retryable" if self.failure.retryable else "not retryable"
+            why = f"; {self.failure.kind} ({retry})"
+        return (
+            f"segment {self.n} (job {self.job_id}{again}): {self.state}{code}, "
+            f"steps {self.steps_before} -> {after}{took}{why}"
+        )
+
+
+class ChainRecord(BaseModel):
+    """What a chain needs to decide inside its jobs, and what it decided so far."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    state: ChainState = "queued"
+    reason: str = ""
+    max_segments: int = Field(20, ge=1)
+    gpu_hours: float | None = Field(None, gt=0)
+    gpus: int = Field(1, ge=0)  # nodes x GPUs per node: GPU-hours = seconds x gpus / 3600
+    checkpoint_dir: str  # as the batch host sees it
+    max_steps: int | None = None
+    max_epochs: int | None = None
+    must_save_by: str | None = None
+    must_save_by_from: Literal["chain", "user", "unsupported"] = "chain"
+    wandb_id: str | None = None
+    job_name: str
+    sbatch: list[str]  # the segment's sbatch argv, without a dependency
+    submit_cwd: str
+    log_dir: str  # where ray.sub writes `<job id>[-<restart>]-logs/`
+    next_job_id: str | None = None
+    segments: list[Segment] = []
+
+    @property
+    def gpu_hours_used(self) -> float:
+        return sum((s.seconds or 0.0) for s in self.segments) * self.gpus / 3600.0
+
+    def segment(self, job_id: str, restart: int) -> Segment | None:
+        for seg in self.segments:
+            if seg.job_id == job_id and seg.restart == restart:
+                return seg
+        return None
+
+    def summary(self) -> str:
+        """One line: state, segment k of N, the last known global step, GPU-hours."""
+        step = next((s.steps_after for s in reversed(self.segments) if s.steps_after), None)
+        if step is None:
+            step = self.segments[-1].steps_before if self.segments else 0
+        end = f"/{self.max_steps}" if self.max_steps else ""
+        why = f" ({self.reason})" if self.reason else ""
+        return (
+            f"chain {self.state}{why}: segment {len(self.segments)} of at most "
+            f"{self.max_segments}, step {step}{end}, {self.gpu_hours_used:.2f} GPU-hours"
+        )
+
+
+def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
+    """(run.json, its chain) from a run dir; E-CHAIN-RECORD (exit 2) when there is none."""
+    path = run_dir / RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data, ChainRecord.model_validate(data["chain"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StepsError(
+            "E-CHAIN-RECORD",
+            f"no readable chain record: {exc}",
+            path=str(path),
+            fix="name the job dir of a run submitted with --until-done",
+            exit_code=2,
+        ) from None
+
+
+def write_chain(run_dir: Path, data: dict, chain: ChainRecord) -> None:
+    """Rewrite run.json with this chain, atomically."""
+    data = {**data, "chain": chain.model_dump(mode="json")}
+    write_atomic(run_dir / RECORD, json.dumps(data, indent=2) + "\n")

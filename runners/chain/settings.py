@@ -1,0 +1,200 @@
+"""What `--until-done` changes in the one config every segment runs, decided before submitting.
+
+Each segment should end with a checkpoint, not a kill: Slurm's time limit sends SIGTERM and
+NeMo-RL saves nothing then. So `checkpointing.checkpoint_must_save_by` (DD:HH:MM:SS, counted by
+NeMo-RL after its setup) is set to the profile's `time` minus `save_margin` (start-up and one
+save; NeMo-RL's own default of 3:45 for a 4-hour job is a 15-minute margin), unless the user set
+it. Every supported NeMo-RL (0.6.0, 0.7.0, the pin) has the key; with a NeMo-RL whose schema
+lacks it the chain relies on save_period and says so. With W&B on, every segment logs into one
+W&B run: NeMo-RL passes `logger.wandb` to `wandb.init` whole in each supported version, so a
+stable `id` with `resume: allow` continues the run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from catalog.config_values import as_int, dotted_get
+from catalog.errors import WARNING, Finding, StepsError
+
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+@dataclass
+class ChainOptions:
+    """`--until-done [--max-segments N] [--gpu-hours H]`."""
+
+    max_segments: int = 20
+    gpu_hours: float | None = None
+
+
+@dataclass
+class ChainConfig:
+    """What planning decided for the chain (recorded in run.json's `chain`)."""
+
+    options: ChainOptions
+    must_save_by: str | None
+    must_save_by_from: str  # chain | user | unsupported
+    wandb_id: str | None
+    max_steps: int | None
+    max_epochs: int | None
+    checkpoint_dir: str | None
+
+
+def slurm_seconds(value: str) -> int | None:
+    """Seconds in a Slurm --time value (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S); None if unlimited."""
+    m = _SLURM_TIME.match(value.strip())
+    if not m:
+        return None
+    days, a, b, c = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    if days is not None:  # D-H[:M[:S]]
+        return int(days) * 86400 + a * 3600 + int(b or 0) * 60 + int(c or 0)
+    if c is not None:
+        return a * 3600 + int(b) * 60 + int(c)
+    if b is not None:
+        return a * 60 + int(b)
+    return a * 60
+
+
+def nemo_rl_deadline(seconds: int) -> str:
+    """NeMo-RL's DD:HH:MM:SS (nemo_rl/utils/timer.py convert_to_seconds)."""
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{days:02d}:{hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+def chain_overrides(
+    resolved: dict,
+    algorithm: str,
+    profile: Any,
+    wandb_id: str,
+    has_deadline_key: bool,
+) -> tuple[list[str], list[Finding], str | None, str]:
+    """(override tokens, findings, checkpoint_must_save_by, where it came from)."""
+    findings: list[Finding] = []
+    tokens: list[str] = []
+    if dotted_get(resolved, "checkpointing.enabled") is not True:
+        findings.append(
+            Finding(
+                "E-CHAIN-CHECKPOINTING",
+                "--until-done needs checkpointing.enabled: true (each segment resumes from the "
+                "latest checkpoint in checkpointing.checkpoint_dir)",
+                key="checkpointing.enabled",
+                fix="set checkpointing.enabled=true and a checkpoint_dir on shared storage",
+            )
+        )
+    user = dotted_get(resolved, "checkpointing.checkpoint_must_save_by")
+    deadline, source = (str(user), "user") if user else (None, "chain")
+    if not user and not has_deadline_key:
+        source = "unsupported"
+        findings.append(
+            Finding(
+                "W-CHAIN-DEADLINE",
+                "this NeMo-RL has no checkpointing.checkpoint_must_save_by: a segment saves only "
+                "every checkpointing.save_period steps and loses the steps after the last save "
+                "when Slurm's time limit kills it",
+                key="checkpointing.save_period",
+                fix="use NeMo-RL 0.6.0 or newer, or a save_period short enough to lose little",
+                severity=WARNING,
+            )
+        )
+    elif not user:
+        total = slurm_seconds(profile.time)
+        margin = slurm_seconds(profile.save_margin)
+        if total is None or margin is None or total - margin < 1:
+            findings.append(
+                Finding(
+                    "E-CHAIN-TIME",
+                    f"profile time {profile.time!r} minus save_margin {profile.save_margin!r} "
+                    "leaves no training time in a segment",
+                    key="checkpointing.checkpoint_must_save_by",
+                    fix="raise the profile's time, lower save_margin, or set "
+                    "checkpointing.checkpoint_must_save_by yourself",
+                )
+            )
+        else:
+            deadline = nemo_rl_deadline(total - margin)
+            tokens.append(f"++checkpointing.checkpoint_must_save_by={deadline}")
+    if dotted_get(resolved, "logger.wandb_enabled") is True:
+        if dotted_get(resolved, "logger.wandb.id") is None:
+            tokens.append(f"++logger.wandb.id={wandb_id}")
+        if dotted_get(resolved, "logger.wandb.resume") is None:
+            tokens.append("++logger.wandb.resume=allow")
+    return tokens, findings, deadline, source
+
+
+def has_deadline_key(schema_doc: dict | None) -> bool:
+    """Whether this NeMo-RL's config schema declares checkpoint_must_save_by (unknown: yes)."""
+    if not schema_doc:
+        return True
+    classes = schema_doc.get("classes") or {}
+    return any("checkpoint_must_save_by" in (c.get("fields") or {}) for c in classes.values())
+
+
+def apply_chain(
+    compiled: Any,
+    options: ChainOptions,
+    algorithm: str,
+    profile: Any,
+    wandb_id: str,
+    schema_doc: dict | None,
+) -> tuple[ChainConfig, list[Finding]]:
+    """Set the chain's keys in the compiled config (as overrides, so findings name them)."""
+    from dataclasses import replace
+
+    from runners.config.compiler import apply_overrides
+
+    resolved = compiled.resolved()
+    tokens, findings, deadline, source = chain_overrides(
+        resolved, algorithm, profile, wandb_id, has_deadline_key(schema_doc)
+    )
+    if tokens:
+        apply_overrides(compiled.config, tokens)
+        compiled.overrides = [*compiled.overrides, *tokens]
+    located = []
+    for f in findings:
+        path, line = compiled.locate(f.key) if f.key else (None, None)
+        located.append(replace(f, path=path, line=line))
+    section = resolved.get(algorithm) if isinstance(resolved.get(algorithm), dict) else {}
+    wandb_on = dotted_get(resolved, "logger.wandb_enabled") is True
+    chain = ChainConfig(
+        options=options,
+        must_save_by=deadline,
+        must_save_by_from=source,
+        wandb_id=(dotted_get(resolved, "logger.wandb.id") or wandb_id) if wandb_on else None,
+        max_steps=as_int(section.get("max_num_steps")),
+        max_epochs=as_int(section.get("max_num_epochs")),
+        checkpoint_dir=dotted_get(resolved, "checkpointing.checkpoint_dir"),
+    )
+    return chain, located
+
+
+def plan_chain(
+    options: ChainOptions,
+    step_id: str,
+    runner: str,
+    manifest: Any,
+    compiled: Any,
+    nrl: Any,
+    target: Any,
+    run_dir: Any,
+) -> tuple[ChainConfig | None, list[Finding]]:
+    """--until-done: the chain's keys set in the config (deadline, W&B id) and its findings."""
+    if runner != "nemo_rl" or target is None:
+        raise StepsError(
+            "E-CHAIN-STEP",
+            f"--until-done chains NeMo-RL training on a cluster; {step_id} "
+            + ("is not a NeMo-RL step" if runner != "nemo_rl" else "has no cluster profile"),
+            fix="use --until-done with --batch PROFILE on an rl/nemo_rl step",
+            exit_code=2,
+        )
+    from runners.nemo_rl.schema.store import cached_schema_for
+
+    algorithm = manifest.run.algorithm or ""
+    found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
+    wandb_id = f"steps-{step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
+    doc = found.doc if found else None
+    return apply_chain(compiled, options, algorithm, target.profile, wandb_id, doc)

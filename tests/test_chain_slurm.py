@@ -1,0 +1,393 @@
+"""`run --batch PROFILE --until-done` on a real one-node Slurm: chains that train to the end.
+
+Everything is real except NeMo-RL: slurmctld/slurmd, sbatch dependencies, scancel, `scontrol
+requeue`, bash, the segment script and `chain-step` inside the jobs. The stand-in NeMo-RL
+(tests/cluster/driver.py) trains fake steps as NeMo-RL does (tmp_step_N -> step_N with
+training_info.json, checkpoint_must_save_by, SIGTERM saves nothing, resume from the latest
+step_N, failure on request) and appends every trained step to a ledger.
+
+The chains start together when the module's fixture submits them (each `run --batch` process
+exits at once: nothing of ours stays behind) and run side by side in the lab; each test then
+waits for its own chain. A segment's time limit is its checkpoint_must_save_by deadline: the
+profile's `time` of one minute minus a `save_margin` of 58 s, so a segment trains for 2 s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import PYTHON, slurm, stand_in_checkout, wait_for  # noqa: F401
+from run_fixtures import REPO, clean_env
+
+pytestmark = pytest.mark.slow
+DPO = "rl/nemo_rl/dpo"
+END_MARK = "@@steps-segment-end"  # the segment script's last line
+KEY = "wandb0123456789abcdef0123456789abcdef0123"
+SLOW_DEADLINE = "checkpointing.checkpoint_must_save_by=00:00:00:30"  # set by the user: kept
+# Failure signatures as NeMo-RL's driver log shows them (tests/data corpus of public reports).
+NCCL_TIMEOUT = (
+    "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=12, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."
+)
+HUB_DOWN = (
+    "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it "
+    "in the cached files and it looks like Qwen/Qwen3-0.6B is not the path to a directory."
+)
+GPU_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.11 GiB of which 1.06 GiB is free."
+)
+HELD = {"FAKE_STEP_SECONDS": "0.1", "FAKE_WAIT_AT_STEP": "3"}  # + FAKE_WAIT_FOR=<root>/go
+SCENARIOS: dict[str, tuple[dict[str, str], list[str]]] = {
+    # name: (the stand-in's knobs in the profile's env, overrides)
+    "three_segments": (
+        {"FAKE_STEP_SECONDS": "0.4", "FAKE_EXPECT_SECRETS": "WANDB_API_KEY"},
+        ["dpo.max_num_steps=9"],
+    ),
+    # These three hold before step 3 (2 for cancel) until the test has interrupted them.
+    "preempted": (HELD, ["dpo.max_num_steps=8", "checkpointing.save_period=1", SLOW_DEADLINE]),
+    "requeued": (HELD, ["dpo.max_num_steps=8", "checkpointing.save_period=1", SLOW_DEADLINE]),
+    "deterministic": (
+        {
+            "FAKE_STEP_SECONDS": "0.1",
+            "FAKE_FAIL_AT_STEP": "3",
+            "FAKE_FAIL_LOG": NCCL_TIMEOUT,
+        },
+        ["dpo.max_num_steps=6", "checkpointing.save_period=1", SLOW_DEADLINE],
+    ),
+    "transient": (
+        {"FAKE_STEP_SECONDS": "0.1", "FAKE_FAIL_AT_STEP": "2", "FAKE_FAIL_LOG": HUB_DOWN},
+        ["dpo.max_num_steps=4", "checkpointing.save_period=1", SLOW_DEADLINE],
+    ),
+    "gpu_oom": (
+        {"FAKE_STEP_SECONDS": "0.1", "FAKE_FAIL_AT_STEP": "2", "FAKE_FAIL_LOG": GPU_OOM},
+        ["dpo.max_num_steps=4", "checkpointing.save_period=1", SLOW_DEADLINE],
+    ),
+    "cancelled": ({**HELD, "FAKE_WAIT_AT_STEP": "2"}, ["dpo.max_num_steps=5", SLOW_DEADLINE]),
+}
+
+
+def write_profile(root: Path, knobs: dict[str, str], gpu: bool) -> None:
+    env = {**knobs, "FAKE_LEDGER": f"{root}/ledger", "FAKE_WAIT_FOR": f"{root}/go"}
+    env["FAKE_NEMO_RL_RECORD"] = f"{root}/record.json"
+    if knobs.get("FAKE_FAIL_LOG") == HUB_DOWN:  # the hub is back for the next segment
+        env["FAKE_FAIL_ONCE"] = f"{root}/failed-once"
+    table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+    (root / "work" / "env.toml").write_text(
+        f"""[lab]
+executor = "slurm"
+partition = "debug"
+time = "00:01:00"
+save_margin = "00:00:58"
+container_image = "nvcr.io/nvidia/nemo-rl:v0.7.0"
+mounts = ["{root}:{root}", "{REPO}:{REPO}"]
+remote_dir = "{root}/shared"
+nemo_rl_dir = "{root}/RL"
+launcher = "{PYTHON}"
+steps_launcher = "{PYTHON} -m steps"
+sbatch_args = ["--oversubscribe"]
+{"gpus_per_node = 1" if gpu else ""}
+secrets = ["WANDB_API_KEY"]
+env = {{ {table} }}
+""",
+        encoding="utf-8",
+    )
+
+
+class Chain:
+    """One submitted chain: its folders, environment and what its job dir records."""
+
+    def __init__(self, root: Path, env: dict[str, str], submitted: subprocess.CompletedProcess):
+        self.root, self.env, self.submitted = root, env, submitted
+        self.work = root / "work"
+        self.run_dir = next((self.work / "runs" / DPO).iterdir())
+        self.job_dir = root / "shared" / DPO / self.run_dir.name
+        self.ckpt = root / "out" / "dpo" / "checkpoints"
+
+    def record(self) -> dict:
+        for _ in range(20):  # a segment may be replacing the file this instant
+            try:
+                return json.loads((self.job_dir / "run.json").read_text())["chain"]
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        raise AssertionError(f"unreadable {self.job_dir / 'run.json'}")
+
+    def ended(self, timeout: float = 60) -> dict:
+        wait_for(lambda: self.record()["state"] in ("done", "stopped", "cancelled"), timeout)
+        return self.record()
+
+    def ledger(self) -> list[int]:
+        path = self.root / "ledger"
+        return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+    def steps(self, *argv: str) -> subprocess.CompletedProcess:
+        env = {**self.env, "PYTHONPATH": str(REPO)}
+        return subprocess.run(
+            [PYTHON, "-m", "steps", *argv], cwd=self.work, env=env, capture_output=True,
+            text=True, timeout=60,
+        )  # fmt: skip
+
+    def running_segment(self) -> dict:
+        def live() -> dict | None:
+            segs = self.record()["segments"]
+            return segs[-1] if segs and segs[-1]["ended_utc"] is None else None
+
+        return wait_for(live, timeout=60, step=0.1)
+
+    def queue(self, states: str = "PD,R,CG") -> list[str]:
+        """The chain's Slurm jobs (its job name) in these states: `JOBID STATE` each."""
+        out = subprocess.run(
+            ["squeue", "-h", "-n", self.record()["job_name"], "-t", states, "-o", "%i %T"],
+            env=self.env, capture_output=True, text=True,
+        )  # fmt: skip
+        return out.stdout.split()[::2]
+
+
+def release(chain: Chain, job_id: str) -> bool:
+    """`scontrol update StartTime=now` a requeued job until it runs again (True then), once its
+    first run is gone (a relaunch while slurmd still ends it fails at once)."""
+    line = job_line(chain, job_id)
+    out = (chain.job_dir / f"slurm-{job_id}.out").read_text()
+    if "Restarts=0 " in line or "JobState=COMPLETING" in line or END_MARK not in out:
+        return False  # the requeue is not through yet
+    if "JobState=PENDING" in line:
+        update = ["scontrol", "update", f"jobid={job_id}", "StartTime=now"]
+        subprocess.run(update, env=chain.env, capture_output=True)
+        return False
+    return True
+
+
+def job_line(chain: Chain, job_id: str) -> str:
+    show = ["scontrol", "show", "job", job_id, "-o"]
+    return subprocess.run(show, env=chain.env, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory, slurm):  # noqa: F811
+    """Every scenario's chain, submitted together, each from a `run --batch` that has exited."""
+    base = tmp_path_factory.mktemp("chains")
+    procs = {}
+    for name, (knobs, overrides) in SCENARIOS.items():
+        root = base / name
+        stand_in_checkout(root / "RL")
+        (root / "work").mkdir()
+        write_profile(root, knobs, gpu=name == "preempted")  # the lab's one GPU: preemptible
+        env = clean_env(
+            root, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY
+        )
+        env["PYTHONPATH"] = str(REPO)
+        argv = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab"]
+        procs[name] = (root, env, subprocess.Popen(
+            [*argv, "--until-done", "--max-segments", "6", *overrides], cwd=root / "work",
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))  # fmt: skip
+    out = {}
+    for name, (root, env, proc) in procs.items():
+        stdout, stderr = proc.communicate(timeout=60)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        assert proc.returncode == 0, f"{name}: {stderr}"
+        out[name] = Chain(root, env, done)
+    yield out
+    for chain in out.values():  # nothing of these chains outlives the module
+        name = chain.record()["job_name"]
+        subprocess.run(["scancel", f"--name={name}"], env=chain.env, capture_output=True)
+
+
+def test_a_chain_trains_to_the_end_across_segments_without_training_a_step_twice(chains):
+    chain = chains["three_segments"]
+    record = chain.ended()
+    assert record["state"] == "done", record
+    segs = record["segments"]
+    assert len(segs) >= 3
+    assert chain.ledger() == list(range(1, 10))  # every step once, in order
+    assert [s["steps_before"] for s in segs[1:]] == [s["steps_after"] for s in segs[:-1]]
+    assert segs[-1]["steps_after"] == 9 and segs[0]["steps_before"] == 0
+    assert all(s["state"] == "COMPLETED" and s["exit_code"] == 0 for s in segs)
+    # Every segment ended at its own deadline with a save: checkpoint_must_save_by was set
+    # from the profile's time (1 min) minus save_margin (58 s).
+    assert record["must_save_by"] == "00:00:00:02" and record["must_save_by_from"] == "chain"
+    config = (chain.job_dir / "config.yaml").read_text()
+    assert "checkpoint_must_save_by: 00:00:00:02" in config
+    log = (chain.job_dir / f"{segs[0]['job_id']}-logs" / "ray-driver.log").read_text()
+    assert "Timeout has been reached, stopping training early" in log
+    assert sorted(p.name for p in chain.ckpt.iterdir())[-1] == "step_9"
+    # The last segment's driver had the secret too (each driver reads and removes the run's
+    # secrets file; the chain keeps a 0600 copy until it ends, then removes it).
+    assert json.loads((chain.root / "record.json").read_text())["secrets_present"] == {
+        "WANDB_API_KEY": True
+    }
+    assert not list(chain.job_dir.glob(".steps-*secrets*"))
+    # Nothing is left queued once training reached its end.
+    assert record["next_job_id"] is None
+    wait_for(lambda: chain.queue() == [], timeout=10, step=0.1)
+
+
+def test_the_chain_finishes_after_the_submitting_process_is_gone(chains):
+    chain = chains["three_segments"]
+    job_id, _log = chain.submitted.stdout.split()
+    record = chain.ended()
+    assert record["segments"][0]["job_id"] == job_id
+    # `run --batch` returned before the first segment had trained anything.
+    assert "submitted slurm job" in chain.submitted.stderr and record["state"] == "done"
+    status = chain.steps("status", str(chain.run_dir))
+    assert status.returncode == 0, status.stderr
+    assert "chain done (training reached its end): segment 3 of at most 6, step 9/9" in (
+        status.stdout
+    )
+    jobs = json.loads(chain.steps("jobs", "--json").stdout)["jobs"]
+    assert jobs[0]["job_id"] == record["segments"][-1]["job_id"]
+    assert jobs[0]["chain"].startswith("chain done")
+
+
+def test_a_preempted_segment_is_followed_by_one_that_resumes_from_the_last_step(chains):
+    chain = chains["preempted"]
+    seg = chain.running_segment()
+    wait_for(lambda: chain.ledger() == [1, 2], timeout=60, step=0.1)  # held before step 3
+    # A job of the higher-priority partition needs the GPU the segment holds: Slurm preempts it.
+    urgent = ["sbatch", "-p", "urgent", "--gres=gpu:1", "--output=/dev/null", "--wrap", "true"]
+    subprocess.run(urgent, env=chain.env, check=True, capture_output=True)
+    show = ["scontrol", "show", "job", seg["job_id"]]
+
+    def preempted() -> bool:
+        out = subprocess.run(show, env=chain.env, capture_output=True, text=True).stdout
+        return "JobState=PREEMPTED" in out
+
+    wait_for(preempted, timeout=30, step=0.1)
+    (chain.root / "go").touch()
+    record = chain.ended()
+    assert record["state"] == "done", record
+    first, second = record["segments"][:2]
+    assert first["job_id"] == seg["job_id"] and first["state"] == "PREEMPTED"
+    assert first["failure"]["kind"] == "preemption" and first["failure"]["retryable"] is True
+    assert second["steps_before"] == first["steps_after"] == 2
+    assert chain.ledger() == list(range(1, 9))
+
+
+def test_a_requeued_segment_runs_again_and_never_beside_its_successor(chains):
+    chain = chains["requeued"]
+    seg = chain.running_segment()
+    wait_for(lambda: chain.ledger() == [1, 2], timeout=60, step=0.1)  # held before step 3
+    queued = chain.record()["next_job_id"]
+    subprocess.run(["scontrol", "requeue", seg["job_id"]], env=chain.env, check=True)
+    (chain.root / "go").touch()
+    # A requeued job waits ~2 min before it is eligible again (Slurm's requeue delay): release
+    # it (a release while it still completes is undone, so until it has left the queue).
+    try:
+        wait_for(lambda: release(chain, seg["job_id"]), timeout=60, step=1.0)
+        record = chain.ended(timeout=60)
+    except BaseException:
+        pytest.fail(f"{chain.record()}\n{job_line(chain, seg['job_id'])}")
+    assert record["state"] == "done", record
+    again = [s for s in record["segments"] if s["job_id"] == seg["job_id"]]
+    assert [s["restart"] for s in again] == [0, 1]
+    assert again[0]["state"] == "REQUEUED" and again[1]["steps_before"] == again[0]["steps_after"]
+    assert (chain.job_dir / f"{seg['job_id']}-1-logs" / "ray-driver.log").is_file()
+    # The successor queued behind the first attempt never trained beside the second: Slurm may
+    # start it while the requeued job passes through COMPLETING; it then queues itself again.
+    assert queued not in [s["job_id"] for s in record["segments"][:2]]
+    spans = [(s["started_utc"], s["ended_utc"]) for s in record["segments"]]
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert chain.ledger() == list(range(1, 9))
+
+
+def test_a_deterministic_failure_stops_the_chain_after_two_segments_naming_its_kind(chains):
+    chain = chains["deterministic"]  # an NCCL timeout (retryable) at step 3, every time
+    record = chain.ended()
+    assert record["state"] == "stopped"
+    segs = record["segments"]
+    assert len(segs) == 2 and [s["state"] for s in segs] == ["FAILED", "FAILED"]
+    assert segs[0]["steps_after"] == segs[1]["steps_after"] == 2
+    assert [s["failure"]["kind"] for s in segs] == ["nccl_timeout", "nccl_timeout"]
+    assert segs[1]["failure"]["evidence"].startswith(f"{chain.job_dir}/{segs[1]['job_id']}-logs")
+    assert record["reason"] == "segments 1 and 2 failed the same way (nccl_timeout) at step 2"
+    wait_for(lambda: chain.queue() == [], timeout=10, step=0.1)  # the queued third is cancelled
+
+
+def test_a_transient_failure_is_retried_and_the_chain_finishes(chains):
+    chain = chains["transient"]  # the Hugging Face hub unreachable once
+    record = chain.ended()
+    assert record["state"] == "done", record
+    first, second = record["segments"][:2]
+    assert first["state"] == "FAILED"
+    assert first["failure"]["kind"] == "hf_hub_unreachable" and first["failure"]["retryable"]
+    assert second["steps_before"] == 1 and record["segments"][-1]["steps_after"] == 4
+
+
+def test_a_failure_a_retry_cannot_fix_stops_the_chain_at_once(chains):
+    chain = chains["gpu_oom"]
+    record = chain.ended()
+    assert record["state"] == "stopped" and len(record["segments"]) == 1
+    assert record["segments"][0]["failure"]["kind"] == "gpu_oom"
+    assert record["reason"] == "segment 1 failed with gpu_oom, which a retry cannot fix"
+    wait_for(lambda: chain.queue() == [], timeout=10, step=0.1)
+
+
+def test_cancel_stops_the_running_segment_and_the_queued_one(chains):
+    chain = chains["cancelled"]
+    chain.running_segment()
+    wait_for(lambda: chain.ledger(), timeout=60, step=0.1)  # held before step 2
+    wait_for(lambda: chain.record()["next_job_id"], timeout=30, step=0.1)
+    res = chain.steps("cancel", str(chain.run_dir))
+    assert res.returncode == 0 and "every segment of chain" in res.stdout, res.stderr
+    wait_for(lambda: chain.queue() == [], timeout=30)
+    status = json.loads(chain.steps("status", str(chain.run_dir), "--json").stdout)
+    assert status["chain"]["state"] == "cancelled"
+    assert status["job"]["state"] == "CANCELLED"
+    assert (chain.job_dir / "CHAIN_CANCELLED").exists()
+    assert os.path.exists(chain.job_dir / "run.json")
+
+
+@pytest.fixture
+def planner(tmp_path, slurm):  # noqa: F811
+    """`python -m steps run rl/nemo_rl/dpo -c tiny --batch lab ...` against the lab, as a user."""
+    stand_in_checkout(tmp_path / "RL")
+    (tmp_path / "work").mkdir()
+    write_profile(tmp_path, {"FAKE_STEP_SECONDS": "0.1"}, gpu=False)
+    env = clean_env(
+        tmp_path,
+        SLURM_CONF=slurm["SLURM_CONF"],
+        STEPS_OUTPUT=str(tmp_path / "out"),
+        WANDB_API_KEY=KEY,
+    )
+    env["PYTHONPATH"] = str(REPO)
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        cmd = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab", *argv]
+        return subprocess.run(
+            cmd, cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=60
+        )
+
+    return run
+
+
+def test_a_chain_dry_run_shows_the_segment_script_the_deadline_and_one_wandb_run(planner):
+    res = planner("--until-done", "--dry-run", "--json", "logger.wandb_enabled=true")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    sbatch = doc["launch"]["sbatch"]
+    assert sbatch[-1].endswith("/chain.sbatch") and "--exclusive" in sbatch
+    assert sbatch.index("--exclusive") < sbatch.index("--oversubscribe")  # the profile's win
+    assert doc["config"]["checkpointing"]["checkpoint_must_save_by"] == "00:00:00:02"
+    wandb = doc["config"]["logger"]["wandb"]
+    assert wandb["resume"] == "allow" and wandb["id"].startswith("steps-dpo-")
+    assert "W-SCHEMA-UNKNOWN" not in res.stdout  # NeMo-RL passes logger.wandb to wandb.init
+
+
+def test_a_chain_that_could_not_resume_or_has_no_time_to_train_is_refused(planner, tmp_path):
+    res = planner("--until-done", "--dry-run", "checkpointing.enabled=false")
+    assert res.returncode == 1 and "E-CHAIN-CHECKPOINTING" in res.stdout + res.stderr
+    assert "override 'checkpointing.enabled=false'" in res.stdout + res.stderr
+    env_toml = tmp_path / "work" / "env.toml"
+    env_toml.write_text(env_toml.read_text().replace('"00:00:58"', '"00:01:00"'))
+    res = planner("--until-done", "--dry-run")
+    assert res.returncode == 1 and "E-CHAIN-TIME" in res.stdout + res.stderr
+    res = planner("--max-segments", "3", "--dry-run")
+    assert res.returncode == 2 and "--max-segments and --gpu-hours go with --until-done" in (
+        res.stderr
+    )
