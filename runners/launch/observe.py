@@ -184,7 +184,9 @@ def _progress_script(log: str | None, ckpt: str | None, tb_root: str | None) -> 
 def run_jobs(data: dict, job: dict) -> list[dict]:
     """A run's jobs, oldest first: a chain's segments (run.json `segments`) ending with `job`,
     else `[job]`; a segment record lacking a field takes the current job's (same cluster)."""
-    segments = [s for s in data.get("segments") or [] if isinstance(s, dict) and s.get("job_id")]
+    chain = data.get("chain") if isinstance(data.get("chain"), dict) else {}
+    recorded = data.get("segments") or chain.get("segments") or []  # runners/chain's record
+    segments = [s for s in recorded if isinstance(s, dict) and s.get("job_id")]
     done = [{**job, **s} for s in segments if str(s["job_id"]) != str(job.get("job_id"))]
     return [*done, job]
 
