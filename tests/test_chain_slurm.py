@@ -119,7 +119,11 @@ class Chain:
         raise AssertionError(f"unreadable {self.job_dir / 'run.json'}")
 
     def ended(self, timeout: float = 60) -> dict:
-        wait_for(lambda: self.record()["state"] in ("done", "stopped", "cancelled"), timeout)
+        end = time.monotonic() + timeout
+        while self.record()["state"] not in ("done", "stopped", "cancelled"):
+            if time.monotonic() > end:
+                pytest.fail(f"the chain did not end within {timeout} s: {self.record()}")
+            time.sleep(0.3)
         return self.record()
 
     def ledger(self) -> list[int]:
@@ -263,7 +267,7 @@ def test_a_preempted_segment_is_followed_by_one_that_resumes_from_the_last_step(
     record = chain.ended()
     assert record["state"] == "done", record
     first, second = record["segments"][:2]
-    assert first["job_id"] == seg["job_id"] and first["state"] == "PREEMPTED"
+    assert first["job_id"] == seg["job_id"] and first["state"] == "PREEMPTED", record
     assert first["failure"]["kind"] == "preemption" and first["failure"]["retryable"] is True
     assert second["steps_before"] == first["steps_after"] == 2
     assert chain.ledger() == list(range(1, 9))
