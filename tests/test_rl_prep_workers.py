@@ -2,7 +2,9 @@
 
 `multiprocessing.Pool.terminate()` once hung the suite for 7 minutes after a bad row (its task
 handler thread waited for a queue lock a killed worker held). The runs go in a child process
-with a deadline, so a hang fails this test instead of stalling the suite.
+with a deadline, so a hang fails this test instead of stalling the suite; once with only the
+main thread alive (workers forked from it) and once with tqdm's monitor thread alive, as in the
+run that hung (workers from a forkserver).
 """
 
 from __future__ import annotations
@@ -12,21 +14,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from run_fixtures import REPO
 
 RUNS = 50
 # The child: the same bad row, 50 times over, two workers, tiny chunks (many in flight when
-# the error comes) and a live tqdm monitor thread, as in the run that hung.
+# the error comes), with or without a live tqdm monitor thread.
 CHILD = """
-import io, json, sys, time
+import io, json, sys, threading, time
 from pathlib import Path
 from tqdm import tqdm
 from catalog.errors import StepsError
 from runners.rl_prep import build, run_step
 
-folder, runs = Path(sys.argv[1]), int(sys.argv[2])
+folder, runs, monitor = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "monitor"
 build.CHUNK_BYTES = 1000
-bar = tqdm(total=1, file=io.StringIO(), disable=False)
+if monitor:
+    bar = tqdm(total=1, file=io.StringIO(), disable=False)
+assert threading.active_count() == (2 if monitor else 1)
 config = {"blend_path": str(folder / "blend.json"), "output_dir": str(folder / "out"),
           "output_type": "nemo_gym_jsonl", "train_ratio": 0.98, "val_ratio": 0.01,
           "shard_size": "256MB", "seed": 1, "sample": None, "on_bad_row": "error",
@@ -45,7 +50,8 @@ print(json.dumps(seconds))
 """
 
 
-def test_a_bad_row_with_two_workers_ends_cleanly_fifty_times(tmp_path: Path):
+@pytest.mark.parametrize("threads", ["alone", "monitor"])
+def test_a_bad_row_with_two_workers_ends_cleanly_fifty_times(tmp_path: Path, threads: str):
     rows = [
         {"responses_create_params": {"input": f"question {i}"}, "agent_ref": {"name": "a"}}
         for i in range(60)
@@ -56,7 +62,7 @@ def test_a_bad_row_with_two_workers_ends_cleanly_fifty_times(tmp_path: Path):
         json.dumps({"datasets": [{"name": "a", "path": "a.jsonl"}]})
     )
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path), str(RUNS)],
+        [sys.executable, "-c", CHILD, str(tmp_path), str(RUNS), threads],
         cwd=REPO,
         capture_output=True,
         text=True,

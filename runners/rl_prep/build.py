@@ -8,6 +8,7 @@ same for any number of workers. Memory stays bounded: at most a few chunks are i
 from __future__ import annotations
 
 import sys
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -44,7 +45,10 @@ class _Progress:
     def __init__(self, total: int) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(
+        class Bar(tqdm):
+            monitor_interval = 0  # no monitor thread: the next run's workers may be forked
+
+        self.bar = Bar(
             total=total, unit="B", unit_scale=True, desc="rl_prep", disable=None, file=sys.stderr
         )
         self.pending = 0
@@ -68,9 +72,10 @@ class _Workers:
     `multiprocessing.Pool.terminate()` after a bad row once hung for minutes: it kills workers
     that may hold the task queue's lock, then joins a handler thread waiting for that lock.
     Here nothing is killed: `close` cancels the queued chunks and lets the running ones end
-    (a dead worker fails its futures instead of hanging them); and workers come from a
-    forkserver (a single-threaded process), not a fork of this one, whose threads (tqdm's
-    monitor, the executor's own) could leave a lock held in a child.
+    (a dead worker fails its futures instead of hanging them). Workers are forked from this
+    process only while it has no other thread (a thread holding a lock at the fork leaves it
+    held forever in the child); else they come from a forkserver, a single-threaded process
+    that loads the worker code once (starting it costs a few tenths of a second).
     """
 
     def __init__(self, workers: int) -> None:
@@ -80,9 +85,11 @@ class _Workers:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            forkserver = "forkserver" in multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("forkserver" if forkserver else "spawn")
-            if forkserver:  # the server loads what a worker runs once; each fork starts warm
+            methods = multiprocessing.get_all_start_methods()
+            alone = threading.active_count() == 1  # the executor forks before its own thread
+            method = "fork" if alone and "fork" in methods else "forkserver"
+            ctx = multiprocessing.get_context(method if method in methods else "spawn")
+            if method == "forkserver":  # the server loads what a worker runs once
                 preload = ["concurrent.futures.process", "runners.rl_prep.worker_preload"]
                 ctx.set_forkserver_preload(preload)
             self.pool = ProcessPoolExecutor(workers, mp_context=ctx)
