@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runners.chain.progress import Checkpoint, reached_end
 from runners.chain.record import ChainRecord, ChainState
 
 
@@ -18,6 +19,15 @@ from runners.chain.record import ChainRecord, ChainState
 class Verdict:
     state: ChainState
     reason: str
+
+
+def judge(
+    chain: ChainRecord, ckpt: Checkpoint | None, cancelled: bool, exit_code: int = 0
+) -> Verdict | None:
+    """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
+    and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
+    done = exit_code == 0 and reached_end(ckpt, chain.max_steps, chain.max_epochs)
+    return verdict(chain, done, cancelled)
 
 
 def verdict(chain: ChainRecord, done: bool, cancelled: bool) -> Verdict | None:

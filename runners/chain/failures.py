@@ -22,7 +22,9 @@ def segment_logs(log_dir: str, job_dir: str, job_id: str, restart: int) -> list[
     return [*found, f"{job_dir}/slurm-{job_id}.out"]
 
 
-def classify(state: str, exit_code: int | None, logs: list[str]) -> Failure:
+def classify(
+    state: str, exit_code: int | None, logs: list[str], scheduler: str = "Slurm"
+) -> Failure:
     """The kind of failure that ended a segment (exit code not 0, or killed from outside)."""
     if state == "REQUEUED":  # Slurm put the job back itself (a requeue, a node failure): it reruns
         return Failure(kind="requeued", retryable=True, evidence="Slurm requeued the job")
@@ -34,8 +36,8 @@ def classify(state: str, exit_code: int | None, logs: list[str]) -> Failure:
                     classifier.feed(path, number, line)
         except OSError:
             continue
-    found = diagnose(classifier, state, exit_code, "Slurm")
+    found = diagnose(classifier, state, exit_code, scheduler)
     if found.kind is None:  # exit code not 0 and no error found: nothing says a retry helps
-        return Failure(kind="unknown", retryable=False, evidence=f"Slurm state {state}")
-    evidence = found.evidence[0].render() if found.evidence else f"Slurm state {state}"
+        return Failure(kind="unknown", retryable=False, evidence=f"{scheduler} state {state}")
+    evidence = found.evidence[0].render() if found.evidence else f"{scheduler} state {state}"
     return Failure(kind=found.kind, retryable=found.retryable, evidence=evidence)

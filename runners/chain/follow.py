@@ -3,7 +3,8 @@
 The segments keep the chain record in the job dir's run.json (shared storage); `refresh_chain`
 reads it (here or over ssh, one `bash -s`) into the local run.json and points `job` at the
 segment that runs or waits now, so `status`, `logs` and `jobs` follow the chain. `cancel_chain`
-leaves a mark no segment starts past, then cancels every job of the chain by its name.
+leaves a mark no segment starts past, then cancels every job of the chain by its name. A Ray
+chain's record is already local (its driver is the attached `run`): only `job` is refreshed.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
     """run.json with the chain as its segments recorded it and `job` = the current segment."""
     job = data["job"]
     local = ChainRecord.model_validate(data["chain"])
+    if local.executor == "ray":  # the driver keeps the record here; `job` is its segment
+        if job.get("job_id") and job.get("state") not in TERMINAL:
+            with contextlib.suppress(StepsError):
+                job = backend_for_job(job, env).refresh(job)
+        return update_record(run_dir, job=job)
     remote = f"{job['job_dir']}/run.json"
     mark = f"{job['job_dir']}/{CANCEL_MARK}"
     script = (
@@ -80,10 +86,15 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
     return data
 
 
-def cancel_chain(data: dict, env: dict[str, str] | None = None) -> str:
-    """Mark the chain cancelled (no segment starts past the mark), then scancel all its jobs."""
+def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -> str:
+    """Mark the chain cancelled (no segment starts past the mark), then scancel all its jobs
+    (Ray: the mark is in the local run dir its driver reads, and the running segment stops)."""
     job = data["job"]
     chain = ChainRecord.model_validate(data["chain"])
+    if chain.executor == "ray":
+        (run_dir / CANCEL_MARK).touch()
+        said = backend_for_job(job, env).cancel(job) if job.get("job_id") else "no segment runs"
+        return f"chain {chain.job_name} cancelled: no further segment starts; {said}"
     mark = shlex.quote(f"{job['job_dir']}/{CANCEL_MARK}")
     secrets = " ".join(shlex.quote(f"{job['job_dir']}/{n}") for n in (CHAIN_SECRETS, SECRETS_FILE))
     script = f"touch {mark}\nscancel --name={shlex.quote(chain.job_name)}\nrm -f {secrets}\n"

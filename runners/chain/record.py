@@ -2,12 +2,15 @@
 
 The copy in the job dir (shared storage) is the one the segments keep current; `status` reads it
 back into the local run.json. A segment is one Slurm run of the chain's batch script: a job id
-and, after `scontrol requeue`, the same id again with a higher restart count.
+and, after `scontrol requeue`, the same id again with a higher restart count. A Ray chain's
+record is kept by the attached driver (runners/chain/ray_driver.py) in the local run.json.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +23,19 @@ RECORD = "run.json"
 CANCEL_MARK = "CHAIN_CANCELLED"  # in the job dir: `cancel RUN` was asked; no segment may start
 CHAIN_SECRETS = ".steps-chain-secrets.env"  # the chain's 0600 copy of the run's secrets file
 ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
+_STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def now_utc() -> tuple[str, float]:
+    """(a segment's timestamp as recorded, the same instant in epoch seconds)."""
+    t = time.time()
+    return datetime.fromtimestamp(t, timezone.utc).strftime(_STAMP), t
+
+
+def epoch_of(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return datetime.strptime(stamp, _STAMP).replace(tzinfo=timezone.utc).timestamp()
 
 
 class Failure(BaseModel):
@@ -53,6 +69,14 @@ class Segment(BaseModel):
     def ended(self) -> bool:
         return self.ended_utc is not None
 
+    def close(self, state: str, exit_code: int | None, steps: int, failure: Failure | None):
+        """Record how the segment ended (both executors): state, steps after it, its time."""
+        stamp, now = now_utc()
+        started = epoch_of(self.started_utc)
+        self.state, self.exit_code, self.steps_after, self.ended_utc = state, exit_code, steps, stamp
+        self.seconds = round(now - started, 3) if started else None
+        self.failure = failure
+
     @property
     def progressed(self) -> bool:
         return self.steps_after is not None and self.steps_after > self.steps_before
@@ -78,6 +102,7 @@ class ChainRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    executor: Literal["slurm", "ray"] = "slurm"  # ray: the attached `run --run` drives it
     state: ChainState = "queued"
     reason: str = ""
     max_segments: int = Field(20, ge=1)
@@ -87,12 +112,12 @@ class ChainRecord(BaseModel):
     max_steps: int | None = None
     max_epochs: int | None = None
     must_save_by: str | None = None
-    must_save_by_from: Literal["chain", "user", "unsupported"] = "chain"
+    must_save_by_from: Literal["chain", "user", "unsupported", "none"] = "chain"
     wandb_id: str | None = None
-    job_name: str
-    sbatch: list[str]  # the segment's sbatch argv, without a dependency
-    submit_cwd: str
-    log_dir: str  # where ray.sub writes `<job id>[-<restart>]-logs/`
+    job_name: str  # Slurm: every segment's job name; Ray: the segments' submission id prefix
+    sbatch: list[str] = []  # Slurm: the segment's sbatch argv, without a dependency
+    submit_cwd: str = ""
+    log_dir: str = ""  # Slurm: where ray.sub writes `<job id>[-<restart>]-logs/`
     next_job_id: str | None = None
     segments: list[Segment] = []
 

@@ -16,18 +16,18 @@ import re
 import shlex
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.chain.decide import verdict
+from runners.chain.decide import judge
 from runners.chain.failures import classify, segment_logs
-from runners.chain.progress import latest_checkpoint, reached_end
+from runners.chain.progress import latest_checkpoint
 from runners.chain.record import (
     CANCEL_MARK,
     CHAIN_SECRETS,
     ChainRecord,
     Segment,
+    now_utc,
     read_chain,
     write_chain,
 )
@@ -43,19 +43,6 @@ REQUEUE_RECHECK_S = 60  # a successor that found its predecessor requeued looks 
 _CLEAN_ENV = (
     'for n in $(compgen -e); do case $n in SLURM_CONF) ;; SLURM_*) unset "$n" ;; esac; done\n'
 )
-
-
-def _now() -> tuple[str, float]:
-    t = time.time()
-    stamp = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return stamp, t
-
-
-def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    parsed = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
-    return parsed.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _whoami(env: Mapping[str, str]) -> tuple[str, int]:
@@ -103,12 +90,8 @@ def _close(
     seg: Segment, chain: ChainRecord, job_dir: Path, state: str, code: int | None, steps: int
 ):
     """Fill in a segment that never reached its own `end` (killed, or requeued)."""
-    stamp, now = _now()
-    seg.state, seg.exit_code, seg.steps_after, seg.ended_utc = state, code, steps, stamp
-    started = _epoch(seg.started_utc)
-    seg.seconds = round(now - started, 3) if started else None
     logs = segment_logs(chain.log_dir, str(job_dir), seg.job_id, seg.restart)
-    seg.failure = classify(state, code, logs)
+    seg.close(state, code, steps, classify(state, code, logs))
 
 
 def _submit_next(chain: ChainRecord, after: str, delay: int = 0) -> str:
@@ -162,8 +145,7 @@ def begin(job_dir: Path, env: Mapping[str, str] | None = None) -> str:
             write_chain(job_dir, data, chain)
             return f"{SKIP} (segment {seg.n}, job {seg.job_id}, runs again: queued behind it)"
         _close(seg, chain, job_dir, state, code, steps)
-    done = reached_end(ckpt, chain.max_steps, chain.max_epochs)
-    stop = verdict(chain, done, (job_dir / CANCEL_MARK).exists())
+    stop = judge(chain, ckpt, (job_dir / CANCEL_MARK).exists())
     if stop is not None:
         chain.state, chain.reason = stop.state, stop.reason
         _cancel(chain.next_job_id, me[0])
@@ -171,7 +153,7 @@ def begin(job_dir: Path, env: Mapping[str, str] | None = None) -> str:
         _forget_secrets(job_dir)
         write_chain(job_dir, data, chain)
         return SKIP
-    stamp, _ = _now()
+    stamp, _ = now_utc()
     chain.segments.append(
         Segment(n=len(chain.segments) + 1, job_id=me[0], restart=me[1], steps_before=steps,
                 started_utc=stamp)
@@ -195,17 +177,13 @@ def end(job_dir: Path, exit_code: int, env: Mapping[str, str] | None = None) -> 
     if seg is None:
         return exit_code
     ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
-    stamp, now = _now()
-    started = _epoch(seg.started_utc)
-    seg.steps_after = ckpt.total_steps if ckpt else 0
-    seg.ended_utc, seg.exit_code = stamp, exit_code
-    seg.seconds = round(now - started, 3) if started else None
-    seg.state = "COMPLETED" if exit_code == 0 else "FAILED"
+    failure = None
     if exit_code != 0:
         logs = segment_logs(chain.log_dir, str(job_dir), seg.job_id, seg.restart)
-        seg.failure = classify("FAILED", exit_code, logs)
-    done = exit_code == 0 and reached_end(ckpt, chain.max_steps, chain.max_epochs)
-    stop = verdict(chain, done, (job_dir / CANCEL_MARK).exists())
+        failure = classify("FAILED", exit_code, logs)
+    state = "COMPLETED" if exit_code == 0 else "FAILED"
+    seg.close(state, exit_code, ckpt.total_steps if ckpt else 0, failure)
+    stop = judge(chain, ckpt, (job_dir / CANCEL_MARK).exists(), exit_code)
     if stop is not None:
         chain.state, chain.reason = stop.state, stop.reason
         _cancel(chain.next_job_id, me[0])

@@ -36,7 +36,7 @@ class ChainConfig:
 
     options: ChainOptions
     must_save_by: str | None
-    must_save_by_from: str  # chain | user | unsupported
+    must_save_by_from: str  # chain | user | unsupported | none (Ray: no time limit)
     wandb_id: str | None
     max_steps: int | None
     max_epochs: int | None
@@ -88,7 +88,9 @@ def chain_overrides(
         )
     user = dotted_get(resolved, "checkpointing.checkpoint_must_save_by")
     deadline, source = (str(user), "user") if user else (None, "chain")
-    if not user and not has_deadline_key:
+    if not user and getattr(profile, "time", None) is None:
+        source = "none"  # a Ray job has no time limit: a segment ends at the end or a failure
+    elif not user and not has_deadline_key:
         source = "unsupported"
         findings.append(
             Finding(
@@ -188,7 +190,8 @@ def plan_chain(
             "E-CHAIN-STEP",
             f"--until-done chains NeMo-RL training on a cluster; {step_id} "
             + ("is not a NeMo-RL step" if runner != "nemo_rl" else "has no cluster profile"),
-            fix="use --until-done with --batch PROFILE on an rl/nemo_rl step",
+            fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
+            "rl/nemo_rl step",
             exit_code=2,
         )
     from runners.nemo_rl.schema.store import cached_schema_for

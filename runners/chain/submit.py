@@ -19,6 +19,7 @@ from catalog.errors import StepsError
 from runners.chain.record import CHAIN_SECRETS, ChainRecord
 from runners.chain.settings import ChainConfig
 from runners.launch.job_secrets import secrets_path
+from runners.launch.request import under
 
 SCRIPT = "chain.sbatch"
 START_MARK = "@@steps-segment-start"
@@ -67,37 +68,65 @@ def host_path(path: str, mounts: list[str]) -> str:
 
 
 def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
-    """The record segments decide from: paths as the batch host sees them, the sbatch argv."""
+    """The record segments decide from: paths as the batch host sees them, the sbatch argv.
+
+    On Ray the driver is this process: the checkpoint dir is read here, on the shared storage
+    the profile names (mounted here at the same path, as remote_dir is)."""
     req = plan.request
     profile = target.profile
     ckpt = str(dotted_get(plan.resolved, "checkpointing.checkpoint_dir") or "")
     if not ckpt.startswith("/"):  # relative to the container's workdir: the checkout
         ckpt = f"{req.cwd.rstrip('/')}/{ckpt}"
     backend = target.backend
-    return ChainRecord(
+    common = dict(
         max_segments=chain.options.max_segments,
         gpu_hours=chain.options.gpu_hours,
-        gpus=req.nodes * (req.gpus_per_node or profile.gpus_per_node or 0),
-        checkpoint_dir=host_path(ckpt, list(profile.mounts)),
+        gpus=req.nodes * (req.gpus_per_node or getattr(profile, "gpus_per_node", None) or 0),
         max_steps=chain.max_steps,
         max_epochs=chain.max_epochs,
         must_save_by=chain.must_save_by,
         must_save_by_from=chain.must_save_by_from,
         wandb_id=chain.wandb_id,
+    )
+    if profile.executor == "ray":
+        if not any(under(ckpt, d) for d in profile.shared()):
+            raise StepsError(
+                "E-CHAIN-CHECKPOINTING",
+                f"a Ray chain reads training state from checkpointing.checkpoint_dir ({ckpt}) "
+                "here, but it is under none of the profile's shared folders "
+                f"({', '.join(profile.shared()) or 'none'})",
+                fix="set checkpointing.checkpoint_dir under the profile's remote_dir or "
+                "shared_dirs (mounted here and on the cluster)",
+                exit_code=2,
+            )
+        return ChainRecord(
+            executor="ray", checkpoint_dir=ckpt, job_name=backend.submission_id(req), **common
+        )
+    return ChainRecord(
+        checkpoint_dir=host_path(ckpt, list(profile.mounts)),
         job_name=backend.job_name(req),
         sbatch=backend.sbatch_argv(req, backend.job_name(req)),
         submit_cwd=req.cwd,
         log_dir=host_path(req.job_dir, list(profile.mounts)),
+        **common,
     )
 
 
 def configure(req: Any, target: Any) -> None:
-    """Point the launch request at the segment script (a dry run shows this sbatch too)."""
-    if target.profile.executor != "slurm":
+    """Point the launch request at the segment script (a dry run shows this sbatch too).
+
+    A Slurm chain runs without this process (`--batch`); a Ray cluster has no queue to keep the
+    next segment in, so a Ray chain is driven by the attached process (`--run`)."""
+    executor, attached = target.profile.executor, target.attached
+    if executor == "ray" and attached:
+        return
+    if executor != "slurm" or attached:
+        how = "--run RAY_PROFILE" if executor == "ray" else "--batch SLURM_PROFILE"
         raise StepsError(
             "E-CHAIN-EXECUTOR",
-            f"--until-done needs a Slurm profile; [{target.name}] is {target.profile.executor}",
-            fix="use a Slurm profile (a Ray chain is not supported yet)",
+            f"--until-done with [{target.name}] ({executor}) goes with {how}",
+            fix="a Slurm chain: --batch SLURM_PROFILE --until-done; a Ray chain (this process "
+            "drives it): --run RAY_PROFILE --until-done",
             exit_code=2,
         )
     req.batch_script = f"{req.job_dir}/{SCRIPT}"
@@ -109,9 +138,12 @@ def prepare_chain(plan: Any, target: Any) -> None:
     from runners.rundir import update_record
 
     req = plan.request
+    record = chain_record(plan, target, plan.chain)
+    if record.executor == "ray":  # no segment script: the attached process is the driver
+        update_record(plan.run_dir, chain=record.model_dump(mode="json"))
+        return
     mounts = list(target.profile.mounts)
     ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
     text = segment_script(target.profile.steps_launcher, host_path(req.job_dir, mounts), ray_sub)
     Path(plan.run_dir, SCRIPT).write_text(text, encoding="utf-8")
-    record = chain_record(plan, target, plan.chain)
     update_record(plan.run_dir, chain=record.model_dump(mode="json"))

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(data.get("chain"), dict):
         from runners.chain.follow import cancel_chain, refresh_chain
 
-        print(cancel_chain(data))
+        print(cancel_chain(data, run_dir))
         refresh_chain(run_dir, data)
         return 0
     job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)

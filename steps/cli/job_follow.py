@@ -27,6 +27,11 @@ def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
     became of the submission after, whatever happened: no job is queued without a record."""
     from steps.cli.run_render import print_json
 
+    if plan.chain is not None and target.profile.executor == "ray":
+        code = drive_ray_chain(plan, target, out=sys.stderr if as_json else sys.stdout)
+        if as_json:
+            print_json({**plan.as_json(), "job": plan_job(plan.run_dir)}, plan.secrets)
+        return code
     if plan.chain is not None:  # the segment script and the chain record, before sbatch
         from runners.chain.submit import prepare_chain
 
@@ -101,3 +106,41 @@ def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bo
         )
         return int(code) if code is not None else 1
     return 0
+
+
+def plan_job(run_dir: Path) -> dict:
+    import json
+
+    return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("job") or {}
+
+
+def drive_ray_chain(plan: Any, target: Any, out: Any) -> int:
+    """This process drives a Ray chain (runners/chain/ray_driver.py) until it is done or stops.
+
+    Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
+    running the same command again goes on from the latest complete checkpoint."""
+    from runners.chain.ray_driver import drive
+    from runners.chain.submit import prepare_chain
+
+    prepare_chain(plan, target)
+    try:
+        return drive(plan.run_dir, plan.request, target.backend, out)
+    except KeyboardInterrupt:
+        job = plan_job(plan.run_dir)
+        print(
+            f"\ndetached: segment job {job.get('job_id')} runs on to its end, but the chain stops "
+            "advancing: no further segment starts while this process is not running. To go on, "
+            "run the same command again (it resumes from the latest complete checkpoint);\n"
+            f"{hints(plan.run_dir)}",
+            file=sys.stderr,
+        )
+        return 130
+    except LostContact as lost:
+        raise StepsError(
+            "E-REMOTE-LOST",
+            f"lost contact with {lost.where}; the segment may still run but the chain stops "
+            f"advancing ({lost.detail})",
+            fix="check the connection; run the same command again to go on from the latest "
+            "complete checkpoint",
+            exit_code=2,
+        ) from None

@@ -82,7 +82,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--until-done",
         action="store_true",
-        help="with --batch: train to the end across Slurm segments (see README 'Long runs')",
+        help="with --batch SLURM_PROFILE or --run RAY_PROFILE: train to the end across "
+        "segments (see README 'Long runs')",
     )
     parser.add_argument(
         "--max-segments",
@@ -152,8 +153,11 @@ def _chain_options(args: argparse.Namespace):
     problem = None
     if not until and (segs is not None or hours is not None):
         problem = "--max-segments and --gpu-hours go with --until-done"
-    elif until and not getattr(args, "batch", None):
-        problem = "--until-done goes with --batch PROFILE (the chain runs without this process)"
+    elif until and not (getattr(args, "batch", None) or getattr(args, "run", None)):
+        problem = (
+            "--until-done goes with --batch SLURM_PROFILE (the chain runs without this process) "
+            "or --run RAY_PROFILE (this process drives the chain)"
+        )
     elif until and ((segs is not None and segs < 1) or (hours is not None and hours <= 0)):
         problem = "--max-segments must be >= 1 and --gpu-hours > 0"
     if problem:

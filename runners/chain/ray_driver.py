@@ -1,0 +1,116 @@
+"""A Ray chain's driver: the attached `run ... --run RAY_PROFILE --until-done` process.
+
+A Ray cluster has no queue that would start the next segment when one ends, so this process
+does it, and the chain advances only while it runs. Before each segment it reads the latest
+complete checkpoint (a finished run is never relaunched); it submits the segment as a Ray job
+(the same command, run dir and config, under the chain's submission id and the segment's
+number: NeMo-RL resumes from its latest complete step_N by itself), follows its log into the
+run dir (`segment-K.log`, streamed), and after it ends asks the questions a Slurm segment asks
+(runners/chain/decide). Every segment is recorded in the local run.json's chain record.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from runners.chain.decide import Verdict, judge
+from runners.chain.failures import classify
+from runners.chain.progress import latest_checkpoint
+from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, now_utc, read_chain
+from runners.rundir import update_record
+
+DETACHED = "detached (Ctrl-C): no further segment starts until the chain is run again"
+
+
+class _Tee:
+    """The segment's log to the terminal and to its file in the run dir, as it arrives."""
+
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def _save(run_dir: Path, chain: ChainRecord, job: dict | None = None) -> None:
+    fields: dict[str, Any] = {"chain": chain.model_dump(mode="json")}
+    if job is not None:
+        fields["job"] = job
+    update_record(run_dir, **fields)
+
+
+def _stop(run_dir: Path, chain: ChainRecord, stop: Verdict, out: TextIO) -> int:
+    chain.state, chain.reason = stop.state, stop.reason
+    _save(run_dir, chain)
+    print(chain.summary(), file=out, flush=True)
+    if stop.state == "done":
+        return 0
+    last = next((s.exit_code for s in reversed(chain.segments) if s.exit_code), None)
+    return last or 1
+
+
+def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Any, out: TextIO) -> None:
+    """Submit the next segment, follow it to its end, record how it ended."""
+    ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
+    n = len(chain.segments) + 1
+    job = backend.job_record(req)
+    job["job_id"] = f"{chain.job_name}-{n}"
+    job["log_path"] = f"ray job logs {job['job_id']} (address {job['address']})"
+    seg = Segment(
+        n=n, job_id=job["job_id"], steps_before=ckpt.total_steps if ckpt else 0,
+        started_utc=now_utc()[0],
+    )  # fmt: skip
+    chain.segments.append(seg)
+    chain.state, chain.reason = "running", ""
+    _save(run_dir, chain, job)
+    try:
+        backend.submit(req, job)
+    finally:
+        _save(run_dir, chain, job)
+    print(f"segment {n}: Ray job {job['job_id']} (from step {seg.steps_before})", file=out)
+    log = run_dir / f"segment-{n}.log"
+    stdout = sys.stdout
+    try:
+        with log.open("w", encoding="utf-8") as fh:
+            sys.stdout = _Tee(out, fh)  # type: ignore[assignment]
+            code = backend.follow(job, until_done=True)
+    except KeyboardInterrupt:
+        chain.state, chain.reason = "stopped", DETACHED
+        _save(run_dir, chain, job)
+        raise
+    finally:
+        sys.stdout = stdout
+    code = 1 if code is None else int(code)
+    after = latest_checkpoint(Path(chain.checkpoint_dir))
+    state = str(job.get("state"))
+    failure = classify(state, code, [str(log)], "Ray") if code != 0 else None
+    seg.close(state, code, after.total_steps if after else 0, failure)
+    _save(run_dir, chain, job)
+    print(seg.line(), file=out, flush=True)
+
+
+def drive(run_dir: Path, req: Any, backend: Any, out: TextIO) -> int:
+    """Run segments until the chain is done or must stop: 0 done, else the last exit code or 1.
+
+    KeyboardInterrupt and LostContact pass through (the caller says how to go on), after the
+    record says the chain is detached."""
+    _, chain = read_chain(run_dir)
+    while True:
+        ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
+        stop = judge(chain, ckpt, (run_dir / CANCEL_MARK).exists())
+        if stop is not None:
+            return _stop(run_dir, chain, stop, out)
+        _segment(run_dir, chain, req, backend, out)
+        last = chain.segments[-1]
+        stop = judge(chain, latest_checkpoint(Path(chain.checkpoint_dir)),
+                     (run_dir / CANCEL_MARK).exists(), last.exit_code or 0)  # fmt: skip
+        if stop is not None:
+            return _stop(run_dir, chain, stop, out)

@@ -1,0 +1,141 @@
+"""`run --run RAY_PROFILE --until-done` on a real local Ray head: this process drives the chain.
+
+Real: the Ray head, its Jobs API, Ray's Job SDK. NeMo-RL is the stand-in (tests/cluster/driver.py)
+that trains fake steps as NeMo-RL does (tmp_step_N -> step_N with training_info.json, stops at
+checkpoint_must_save_by with exit 0, resumes from the latest step_N, fails on request) and
+appends every trained step to a ledger. A Ray job has no time limit: the user's
+checkpoint_must_save_by of one second ends each segment. The two chains start together as child
+processes when the module's fixture runs; each test then reads its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import PYTHON, ray_head, stand_in_checkout  # noqa: F401
+from run_fixtures import REPO, clean_env
+
+DPO = "rl/nemo_rl/dpo"
+DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
+DEADLINE = "checkpointing.checkpoint_must_save_by=00:00:00:01"
+NCCL_TIMEOUT = (
+    "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=12, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."
+)
+CHAINS = {  # name: (the stand-in's knobs, overrides)
+    "completes": ({"FAKE_STEP_SECONDS": "0.3"}, ["dpo.max_num_steps=6"]),
+    "deterministic": (
+        {"FAKE_STEP_SECONDS": "0.1", "FAKE_FAIL_AT_STEP": "2", "FAKE_FAIL_LOG": NCCL_TIMEOUT},
+        ["dpo.max_num_steps=6", "checkpointing.save_period=1"],
+    ),
+}
+
+
+def profiles(root: Path, url: str) -> str:
+    tables = []
+    for name, (knobs, _) in CHAINS.items():
+        env = {**knobs, "FAKE_LEDGER": f"{root}/shared/{name}.ledger"}
+        table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+        tables.append(
+            f'[{name}]\nexecutor = "ray"\naddress = "{url}"\nnemo_rl_dir = "{root}/RL"\n'
+            f'launcher = "{PYTHON}"\nentrypoint_num_cpus = 0\nremote_dir = "{root}/shared"\n'
+            f"env = {{ {table} }}\n"
+        )
+    return "\n".join(tables)
+
+
+class Chains:
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = root, env
+        self.work = root / "work"
+        self.ended: dict[str, subprocess.CompletedProcess] = {}
+
+    def argv(self, name: str) -> list[str]:
+        data = self.root / "shared" / "data"
+        return [
+            sys.executable, "-m", "steps", "run", DPO, "-c", "tiny", "--run", name, "--until-done",
+            "--input", f"train={data}/tiny_train.jsonl",
+            "--input", f"validation={data}/tiny_val.jsonl",
+            f"checkpointing.checkpoint_dir={self.root}/shared/{name}-ckpt", DEADLINE,
+            *CHAINS[name][1],
+        ]  # fmt: skip
+
+    def start(self, name: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            self.argv(name), cwd=self.work, env={**self.env, "PYTHONPATH": str(REPO)},
+            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+    def ledger(self, name: str) -> list[int]:
+        path = self.root / "shared" / f"{name}.ledger"
+        return [int(s) for s in path.read_text().split()] if path.exists() else []
+
+    def runs(self) -> list[Path]:
+        return sorted((self.work / "runs" / DPO).iterdir())
+
+    def chain_of(self, name: str) -> dict:
+        """The chain record of this profile's newest run."""
+        found = []
+        for run in self.runs():
+            data = json.loads((run / "run.json").read_text())
+            if data.get("job", {}).get("profile") == name or data.get("chain_profile") == name:
+                found.append(data)
+        return found[-1]["chain"]
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory, ray_head):  # noqa: F811
+    root = tmp_path_factory.mktemp("raychain")
+    stand_in_checkout(root / "RL")
+    (root / "work").mkdir()
+    (root / "shared" / "data").mkdir(parents=True)
+    for name in ("tiny_train.jsonl", "tiny_val.jsonl"):
+        (root / "shared" / "data" / name).write_text((DATA / name).read_text())
+    (root / "work" / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
+    lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out")))
+    procs = {name: lab.start(name) for name in CHAINS}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        lab.ended[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return lab
+
+
+def test_a_chain_completes_across_segments_with_no_step_trained_twice(chains):
+    done = chains.ended["completes"]
+    assert done.returncode == 0, done.stderr
+    chain = chains.chain_of("completes")
+    assert chain["executor"] == "ray" and chain["state"] == "done", chain
+    segments = chain["segments"]
+    assert len(segments) >= 2
+    assert [s["steps_before"] for s in segments[1:]] == [s["steps_after"] for s in segments[:-1]]
+    assert segments[-1]["steps_after"] == 6 and all(s["exit_code"] == 0 for s in segments)
+    assert chains.ledger("completes") == [1, 2, 3, 4, 5, 6]
+    assert "chain done (training reached its end)" in done.stdout
+
+
+def test_a_deterministic_failure_stops_after_two_segments_with_its_kind_named(chains):
+    failed = chains.ended["deterministic"]
+    chain = chains.chain_of("deterministic")
+    assert failed.returncode == 1, failed.stderr
+    assert chain["state"] == "stopped" and len(chain["segments"]) == 2, chain
+    assert "failed the same way (nccl_timeout) at step 1" in chain["reason"]
+    assert [s["failure"]["kind"] for s in chain["segments"]] == ["nccl_timeout"] * 2
+    assert "nccl_timeout" in failed.stdout
+
+
+def test_a_finished_run_is_not_relaunched(chains):
+    before = len(chains.runs())
+    again = subprocess.run(
+        chains.argv("completes"), cwd=chains.work, env={**chains.env, "PYTHONPATH": str(REPO)},
+        text=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "chain done (training reached its end): segment 0 of at most 20" in again.stdout
+    assert chains.ledger("completes") == [1, 2, 3, 4, 5, 6]
+    assert len(chains.runs()) == before + 1
+    new = chains.runs()
+    assert any(not json.loads((r / "run.json").read_text()).get("job") for r in new)
