@@ -8,6 +8,8 @@ of ours outside the allocation.
 Owns: `settings` (what --until-done changes in the config), `submit` (the segment script and the
 chain record at submit), `segment` (the in-job `chain-step begin|end`), `decide` (go on or
 stop), `progress` (latest complete checkpoint), `record` (run.json's `chain`), `failures`
-(a failed segment's kind), `follow` (status, cancel and follow from the submitting machine).
+(a failed segment's kind), `follow` (status, cancel and follow from the submitting machine),
+`ray_driver` (a Ray chain: the attached `run --run RAY_PROFILE --until-done` submits each segment
+as a Ray job and decides with the same `decide`).
 May import: `runners.launch`, `runners.config`, `runners.rundir`, `catalog`.
 """

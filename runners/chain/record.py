@@ -73,7 +73,8 @@ class Segment(BaseModel):
         """Record how the segment ended (both executors): state, steps after it, its time."""
         stamp, now = now_utc()
         started = epoch_of(self.started_utc)
-        self.state, self.exit_code, self.steps_after, self.ended_utc = state, exit_code, steps, stamp
+        self.state, self.exit_code, self.steps_after = state, exit_code, steps
+        self.ended_utc = stamp
         self.seconds = round(now - started, 3) if started else None
         self.failure = failure
 
