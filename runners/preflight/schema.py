@@ -19,6 +19,7 @@ from catalog.errors import WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
 from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
+from runners.preflight.schema_types import as_bool, describe, lax_ok, literal_ok, shape_matches
 from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
 
 OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
@@ -30,8 +31,6 @@ PASSED_ON = {
          "resume_from", "fork_from", "settings", "reinit", "allow_val_change"}
     ),
 }  # fmt: skip
-TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
-FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
 LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items as `[]`
 GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
     "vllm": ("VllmConfig", "all"),
@@ -63,70 +62,6 @@ def close(word: str, choices: Iterable[str]) -> list[str]:
 def _hint(word: str, choices: Iterable[str]) -> str:
     near = close(word, choices)
     return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
-
-
-def describe(t: dict) -> str:
-    kind = t["t"]
-    if kind == "ref":
-        return t["name"]
-    if kind == "literal":
-        return " | ".join(repr(v) for v in t["values"])
-    if kind == "union":
-        return " | ".join(describe(o) for o in t["options"])
-    if kind == "list":
-        return f"list[{describe(t['item'])}]"
-    if kind == "dict":
-        return "dict"
-    return "null" if kind == "none" else kind
-
-
-def lax_ok(value: Any, kind: str) -> bool:
-    """Whether pydantic's lax mode accepts `value` for a basic type."""
-    if kind == "any":
-        return True
-    if kind == "none":
-        return value is None
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        if isinstance(value, bool):
-            return True
-        if isinstance(value, int):
-            return value in (0, 1)
-        return isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS
-    if kind == "int":
-        if isinstance(value, (bool, int)):
-            return True
-        if isinstance(value, float):
-            return value.is_integer()
-        if isinstance(value, str):
-            try:
-                int(value.strip())
-            except ValueError:
-                return False
-            return True
-        return False
-    if kind == "float":
-        if isinstance(value, (bool, int, float)):
-            return True
-        if isinstance(value, str):
-            try:
-                float(value.strip())
-            except ValueError:
-                return False
-            return True
-        return False
-    return False
-
-
-def _literal_ok(value: Any, values: list) -> bool:
-    for v in values:
-        if isinstance(v, bool):
-            if isinstance(value, bool) and value is v:
-                return True
-        elif value == v and not isinstance(value, bool):
-            return True
-    return False
 
 
 class SchemaChecker:
@@ -184,7 +119,7 @@ class SchemaChecker:
         elif kind == "union":
             yield from self.check_union(value, t["options"], key)
         elif kind == "literal":
-            if not _literal_ok(value, t["values"]):
+            if not literal_ok(value, t["values"]):
                 yield self.type_error(key, value, t)
         elif kind == "list":
             if not isinstance(value, (list, tuple)):
@@ -242,8 +177,8 @@ class SchemaChecker:
                     return
                 for o in refs:
                     lit = self._fields(o)["enabled"]["type"]
-                    if lit["t"] != "literal" or _literal_ok(
-                        _as_bool(value["enabled"]), lit["values"]
+                    if lit["t"] != "literal" or literal_ok(
+                        as_bool(value["enabled"]), lit["values"]
                     ):
                         # keys of the enabled branch left under enabled: false are fine
                         known = {k for r in refs for k in self._fields(r)}
@@ -260,7 +195,7 @@ class SchemaChecker:
         if best is not None:
             yield from best
             return
-        shaped = [o for o in options if _shape_matches(value, o)]
+        shaped = [o for o in options if shape_matches(value, o)]
         if len(shaped) == 1:
             yield from self.check(value, shaped[0], key)
         else:
@@ -325,23 +260,6 @@ class SchemaChecker:
                 "fix the spelling, or remove the key",
                 warn=True,
             )
-
-
-def _as_bool(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS:
-        return value.strip().lower() in TRUE_STRINGS
-    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-        return bool(value)
-    return value
-
-
-def _shape_matches(value: Any, t: dict) -> bool:
-    kind = t["t"]
-    if kind in {"ref", "dict"}:
-        return isinstance(value, dict)
-    if kind == "list":
-        return isinstance(value, (list, tuple))
-    return False
 
 
 def schema_missing(algo: str) -> Finding:

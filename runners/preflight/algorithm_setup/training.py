@@ -13,7 +13,8 @@ from catalog.errors import Finding
 from catalog.schema_paths import type_at
 from runners.nemo_rl.schema.key_reads import missing_reads
 from runners.preflight import PreflightContext, rule
-from runners.preflight.schema import describe, run_schema
+from runners.preflight.schema import run_schema
+from runners.preflight.schema_types import describe
 from runners.preflight.topology import (
     UNRESOLVED,
     algorithm,
