@@ -11,12 +11,13 @@ processes when the module's fixture runs; each test then reads its own.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, ray_head, stand_in_checkout  # noqa: F401
+from cluster_fixtures import PYTHON, ray_head, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import REPO, clean_env
 
 DPO = "rl/nemo_rl/dpo"
@@ -32,6 +33,8 @@ CHAINS = {  # name: (the stand-in's knobs, overrides)
         {"FAKE_STEP_SECONDS": "0.1", "FAKE_FAIL_AT_STEP": "2", "FAKE_FAIL_LOG": NCCL_TIMEOUT},
         ["dpo.max_num_steps=6", "checkpointing.save_period=1"],
     ),
+    # Holds before step 2 until the test has pressed Ctrl-C on the driver.
+    "detached": ({"FAKE_STEP_SECONDS": "0.1", "FAKE_WAIT_AT_STEP": "2"}, ["dpo.max_num_steps=4"]),
 }
 
 
@@ -39,6 +42,7 @@ def profiles(root: Path, url: str) -> str:
     tables = []
     for name, (knobs, _) in CHAINS.items():
         env = {**knobs, "FAKE_LEDGER": f"{root}/shared/{name}.ledger"}
+        env["FAKE_WAIT_FOR"] = f"{root}/shared/go"
         table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
         tables.append(
             f'[{name}]\nexecutor = "ray"\naddress = "{url}"\nnemo_rl_dir = "{root}/RL"\n'
@@ -98,6 +102,8 @@ def chains(tmp_path_factory, ray_head):  # noqa: F811
     (root / "work" / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
     lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out")))
     procs = {name: lab.start(name) for name in CHAINS}
+    wait_for(lambda: lab.ledger("detached") == [1], timeout=90)
+    procs["detached"].send_signal(signal.SIGINT)
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
         lab.ended[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -139,3 +145,30 @@ def test_a_finished_run_is_not_relaunched(chains):
     assert len(chains.runs()) == before + 1
     new = chains.runs()
     assert any(not json.loads((r / "run.json").read_text()).get("job") for r in new)
+
+
+def test_ctrl_c_detaches_and_the_chain_stops_advancing_until_run_again(chains):
+    detached = chains.ended["detached"]
+    assert detached.returncode == 130, detached.stderr
+    assert "the chain stops advancing" in detached.stderr
+    assert "run the same command again" in detached.stderr
+    chain = chains.chain_of("detached")
+    assert chain["state"] == "stopped" and chain["reason"].startswith("detached"), chain
+    assert len(chain["segments"]) == 1 and chain["segments"][0]["ended_utc"] is None
+    run = next(r for r in chains.runs() if "detached" in (r / "run.json").read_text())
+    env = {**chains.env, "PYTHONPATH": str(REPO)}
+    status = subprocess.run([sys.executable, "-m", "steps", "status", str(run)], cwd=chains.work,
+                            env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
+    assert "chain stopped (detached" in status.stdout, status.stdout + status.stderr
+    cancel = subprocess.run([sys.executable, "-m", "steps", "cancel", str(run)], cwd=chains.work,
+                            env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
+    assert cancel.returncode == 0 and "no further segment starts" in cancel.stdout, cancel.stderr
+    assert (run / "CHAIN_CANCELLED").exists()
+
+
+def test_until_done_with_batch_on_a_ray_profile_is_refused(chains):
+    argv = [a if a != "--run" else "--batch" for a in chains.argv("completes")]
+    refused = subprocess.run(argv, cwd=chains.work, env={**chains.env, "PYTHONPATH": str(REPO)},
+                             text=True, capture_output=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 2
+    assert "E-CHAIN-EXECUTOR" in refused.stderr and "--run RAY_PROFILE" in refused.stderr
