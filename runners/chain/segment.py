@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.chain.decide import judge
+from runners.chain.decide import Verdict, judge
 from runners.chain.failures import classify, segment_logs
 from runners.chain.progress import latest_checkpoint
 from runners.chain.record import (
@@ -145,12 +145,7 @@ def begin(job_dir: Path, env: Mapping[str, str] | None = None) -> str:
             write_chain(job_dir, data, chain)
             return f"{SKIP} (segment {seg.n}, job {seg.job_id}, runs again: queued behind it)"
         _close(seg, chain, job_dir, state, code, steps)
-    stop = judge(chain, ckpt, (job_dir / CANCEL_MARK).exists())
-    if stop is not None:
-        chain.state, chain.reason = stop.state, stop.reason
-        _cancel(chain.next_job_id, me[0])
-        chain.next_job_id = None
-        _forget_secrets(job_dir)
+    if _stopped(chain, judge(chain, ckpt, (job_dir / CANCEL_MARK).exists()), job_dir, me[0]):
         write_chain(job_dir, data, chain)
         return SKIP
     stamp, _ = now_utc()
@@ -168,6 +163,17 @@ def begin(job_dir: Path, env: Mapping[str, str] | None = None) -> str:
     return RUN
 
 
+def _stopped(chain: ChainRecord, stop: Verdict | None, job_dir: Path, me: str) -> bool:
+    """Apply a stop verdict: record why, cancel the queued successor, drop the kept secrets."""
+    if stop is None:
+        return False
+    chain.state, chain.reason = stop.state, stop.reason
+    _cancel(chain.next_job_id, me)
+    chain.next_job_id = None
+    _forget_secrets(job_dir)
+    return True
+
+
 def end(job_dir: Path, exit_code: int, env: Mapping[str, str] | None = None) -> int:
     """Record how this segment ended; cancel the successor when the chain must not go on."""
     env = os.environ if env is None else env
@@ -183,11 +189,6 @@ def end(job_dir: Path, exit_code: int, env: Mapping[str, str] | None = None) -> 
         failure = classify("FAILED", exit_code, logs)
     state = "COMPLETED" if exit_code == 0 else "FAILED"
     seg.close(state, exit_code, ckpt.total_steps if ckpt else 0, failure)
-    stop = judge(chain, ckpt, (job_dir / CANCEL_MARK).exists(), exit_code)
-    if stop is not None:
-        chain.state, chain.reason = stop.state, stop.reason
-        _cancel(chain.next_job_id, me[0])
-        chain.next_job_id = None
-        _forget_secrets(job_dir)
+    _stopped(chain, judge(chain, ckpt, (job_dir / CANCEL_MARK).exists(), exit_code), job_dir, me[0])
     write_chain(job_dir, data, chain)
     return exit_code

@@ -20,11 +20,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import Finding, StepsError
+from runners.launch.ray_sdk import profile_address_only, sdk_error, sdk_missing
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -39,31 +39,6 @@ from runners.launch.shell import LostContact, seconds
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024
-ADDRESS_VARS = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
-# What the Job SDK imports: Ray's job_submission, and requests/aiohttp from ray[default].
-SDK_MODULES = ("ray", "ray.job_submission", "requests", "aiohttp")
-
-
-def sdk_missing() -> list[str]:
-    """The Job SDK's modules not installed here, found without importing Ray (seconds)."""
-    import importlib.util
-
-    missing = [m for m in SDK_MODULES if "." not in m and importlib.util.find_spec(m) is None]
-    ray = None if "ray" in missing else importlib.util.find_spec("ray")
-    if ray is not None and not any(
-        (Path(d) / "job_submission").is_dir() for d in ray.submodule_search_locations or ()
-    ):
-        missing.append("ray.job_submission")
-    return missing
-
-
-def _sdk_error(missing: list[str]) -> StepsError:
-    return StepsError(
-        "E-RAY-MISSING",
-        f"Ray's Job Submission SDK is not installed here (missing: {', '.join(missing)})",
-        fix="pip install 'nemo-rl-steps[ray]' (ray[default])",
-        exit_code=2,
-    )
 
 
 def _quote(arg: str) -> str:
@@ -75,16 +50,6 @@ def _quote(arg: str) -> str:
 
 def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-@contextmanager
-def _profile_address_only():
-    """Hide RAY_ADDRESS/RAY_API_SERVER_ADDRESS while the client resolves its address."""
-    saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
 
 
 class RayBackend:
@@ -103,7 +68,7 @@ class RayBackend:
             return self._client
         missing = sdk_missing()
         if missing:
-            raise _sdk_error(missing)
+            raise sdk_error(missing)
         try:
             import logging
 
@@ -112,7 +77,7 @@ class RayBackend:
             for name in ("ray", "ray.dashboard.modules.job.sdk"):
                 logging.getLogger(name).setLevel(logging.WARNING)
         except ImportError as exc:
-            raise _sdk_error([exc.name or str(exc)]) from None
+            raise sdk_error([exc.name or str(exc)]) from None
 
         class Bounded(JobSubmissionClient):
             timeout = seconds("COMMAND")
@@ -122,7 +87,7 @@ class RayBackend:
                 return super()._do_request(method, endpoint, **kwargs)
 
         try:
-            with _profile_address_only():
+            with profile_address_only():
                 self._client = Bounded(self.address)
         except Exception as exc:  # requests' ConnectionError/Timeout, Ray's RuntimeError
             raise self._unreachable(str(exc).splitlines()[0]) from None
@@ -154,7 +119,7 @@ class RayBackend:
         its alive nodes), and remote_dir can take the run dir from here."""
         missing = sdk_missing()
         if missing:
-            raise _sdk_error(missing)
+            raise sdk_error(missing)
         facts = RemoteFacts(self.name, self.profile, "")
         facts.stage_problem = self.stage_problem()
         facts.ray_version = self._get("/api/version").get("ray_version")
