@@ -8,7 +8,9 @@
 #        so `sacct` answers as on a real cluster; `env` prints SLURM_LAB_ACCOUNTING=1 when on),
 #        SLURM_LAB_DBD_PORT=6819, SLURM_LAB_DB_PORT=3307.
 # auth/none when the plugin exists (Debian ships it), else munge with a private key and socket.
-set -euo pipefail
+set -Eeuo pipefail
+# A step that fails says which, with the logs that say why (set -e alone exits without a word).
+trap 'rc=$?; echo "slurm-local: line $LINENO: \"$BASH_COMMAND\" exited $rc" >&2; tail -n 15 "$LAB"/log/*.log >&2 2>/dev/null || true; exit $rc' ERR
 LAB=${SLURM_LAB:?set SLURM_LAB}
 GPUS=${SLURM_LAB_GPUS:-8}
 PARTITIONS=${SLURM_LAB_PARTITIONS:-debug}
@@ -16,7 +18,7 @@ CONF=$LAB/etc/slurm.conf
 NODE=$(hostname -s)
 export SLURM_CONF=$CONF
 
-ours() { case $(ps -o comm= -p "$1" 2>/dev/null) in slurmctld|slurmd|munged|slurmdbd|mariadbd|mysqld) return 0 ;; *) return 1 ;; esac; }
+ours() { case $(ps -o comm= -p "$1" 2>/dev/null || true) in slurmctld|slurmd|munged|slurmdbd|mariadbd|mysqld) return 0 ;; *) return 1 ;; esac; }
 DB_PORT=${SLURM_LAB_DB_PORT:-3307}
 DBD_PORT=${SLURM_LAB_DBD_PORT:-6819}
 
@@ -124,10 +126,12 @@ up() {
 # that stores this lab's jobs in it; the cluster is registered before slurmctld starts.
 start_accounting() {
   local db=$LAB/mysql i auth=$(cat "$LAB/run/auth_mode")
-  mkdir -p "$db"
-  mariadb-install-db --no-defaults --user=root --datadir="$db/data" --auth-root-authentication-method=normal \
-    --skip-test-db >"$LAB/log/mariadb-install.log" 2>&1
-  "$(command -v mariadbd || echo /usr/sbin/mariadbd)" --no-defaults --user=root --datadir="$db/data" \
+  # Its own tmpdir: labs started side by side (one per pytest worker) crash each other's Aria
+  # temporary tables when they share /tmp.
+  mkdir -p "$db/tmp"
+  mariadb-install-db --no-defaults --user=root --datadir="$db/data" --tmpdir="$db/tmp" \
+    --auth-root-authentication-method=normal --skip-test-db >"$LAB/log/mariadb-install.log" 2>&1
+  "$(command -v mariadbd || echo /usr/sbin/mariadbd)" --no-defaults --user=root --datadir="$db/data" --tmpdir="$db/tmp" \
     --bind-address=127.0.0.1 --port="$DB_PORT" --socket="$db/mysqld.sock" --skip-name-resolve \
     --pid-file="$LAB/run/mariadbd.pid" --log-error="$LAB/log/mariadbd.log" \
     --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --skip-log-bin &
