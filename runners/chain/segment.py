@@ -37,6 +37,8 @@ from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 
 RUN, SKIP = "run", "skip"
+KILLED = {"PREEMPTED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE"}
+REQUEUING = {"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PENDING"}
 SETTLE_POLLS = 60  # x 0.5 s: how long a killed segment's job may stay COMPLETING
 REQUEUE_RECHECK_S = 60  # a successor that found its predecessor requeued looks again this late
 # What sbatch inside a job must not inherit: the running job's own SLURM_* variables.
@@ -78,12 +80,18 @@ def _slurm_end(seg: Segment, job_dir: Path) -> tuple[str, int | None]:
     return new.get("state") or "UNKNOWN", new.get("exit_code")
 
 
+def _controller_view(job_id: str) -> tuple[str | None, int]:
+    """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller)."""
+    script = f"scontrol show job {shlex.quote(job_id)} -o 2>/dev/null\n"
+    out = Shell().run(script, "asking Slurm for a job's state").stdout
+    state = re.search(r"\bJobState=(\w+)", out)
+    restarts = re.search(r"\bRestarts=(\d+)", out)
+    return (state.group(1) if state else None), (int(restarts.group(1)) if restarts else 0)
+
+
 def _restarts(job_id: str) -> int:
     """How often Slurm restarted a job (scontrol's Restarts=; 0 once it left the controller)."""
-    script = f"scontrol show job {shlex.quote(job_id)} -o 2>/dev/null\n"
-    proc = Shell().run(script, "asking Slurm for a job's restarts")
-    found = re.search(r"\bRestarts=(\d+)", proc.stdout)
-    return int(found.group(1)) if found else 0
+    return _controller_view(job_id)[1]
 
 
 def _close(
@@ -183,11 +191,17 @@ def end(job_dir: Path, exit_code: int, env: Mapping[str, str] | None = None) -> 
     if seg is None:
         return exit_code
     ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
-    failure = None
+    failure, state = None, "COMPLETED" if exit_code == 0 else "FAILED"
     if exit_code != 0:
+        # ray.sub may exit in the seconds Slurm gives a job it kills (preemption, time limit,
+        # scancel, requeue): the controller already knows, and its state is the segment's.
+        now, restarts = _controller_view(me[0])
+        if restarts > seg.restart or now in REQUEUING:
+            return exit_code  # it runs again: its next `begin` closes this segment as REQUEUED
+        if now in KILLED:
+            state = now
         logs = segment_logs(chain.log_dir, str(job_dir), seg.job_id, seg.restart)
-        failure = classify("FAILED", exit_code, logs)
-    state = "COMPLETED" if exit_code == 0 else "FAILED"
+        failure = classify(state, exit_code, logs)
     seg.close(state, exit_code, ckpt.total_steps if ckpt else 0, failure)
     _stopped(chain, judge(chain, ckpt, (job_dir / CANCEL_MARK).exists(), exit_code), job_dir, me[0])
     write_chain(job_dir, data, chain)
