@@ -9,8 +9,11 @@ contract, tests/cluster/driver.py stands in for the example scripts and records 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -182,12 +185,49 @@ RAY_SECRET = "raysecret0123456789abcdef0123456789abcd"
 def ray_head(tmp_path_factory):
     """A real local Ray head (1 CPU, 2 fake GPUs, the Jobs API); yields its dashboard URL.
 
-    The head's own environment holds WANDB_API_KEY: a Ray job reads secrets from the cluster.
+    One head serves every xdist worker that asks (a head costs ~8 CPU-seconds to start on these
+    two cores): the first starts it, the last to finish stops it. The head's own environment
+    holds WANDB_API_KEY: a Ray job reads secrets from the cluster.
     """
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip("ray is not installed: pip install -e '.[ray]'")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    state = shared / "ray-head.json"
+    with _locked(shared / "ray-head.lock"):
+        head = json.loads(state.read_text()) if state.exists() else None
+        if head is None or not _running(head["pid"]):
+            head = _start_ray_head(ray_bin) | {"users": 0}
+        head["users"] += 1
+        state.write_text(json.dumps(head))
+    try:
+        yield head["url"]
+    finally:
+        with _locked(shared / "ray-head.lock"):
+            head = json.loads(state.read_text())
+            head["users"] -= 1
+            if head["users"] > 0:
+                state.write_text(json.dumps(head))
+            else:
+                state.unlink()
+                _stop_ray_head(head)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _start_ray_head(ray_bin: Path) -> dict:
+    """`ray start --head --block` in a session of its own; {url, pid, dir} once it is ready."""
     import tempfile
+    import urllib.request
 
     # Ray's socket paths must stay under 107 bytes: a short folder, not pytest's deep tmp.
     d = Path(tempfile.mkdtemp(prefix="steps-ray-", dir="/tmp"))
@@ -201,27 +241,24 @@ def ray_head(tmp_path_factory):
     }
     for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
         env.pop(name, None)
-    log = (d / "head.log").open("w")
-    proc = subprocess.Popen(
-        [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-         f"--port={free_port()}", "--num-cpus=1", "--num-gpus=2", "--include-dashboard=true",
-         "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--disable-usage-stats",
-         # Every port Ray would otherwise take by default: another head may hold it.
-         f"--dashboard-agent-listen-port={free_port()}",
-         f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
-         f"--runtime-env-agent-port={free_port()}", f"--ray-client-server-port={free_port()}",
-         f"--temp-dir={d / 'tmp'}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    with (d / "head.log").open("w") as log:
+        proc = subprocess.Popen(
+            [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={free_port()}", "--num-cpus=1", "--num-gpus=2", "--include-dashboard=true",
+             "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--disable-usage-stats",
+             # Every port Ray would otherwise take by default: another head may hold it.
+             f"--dashboard-agent-listen-port={free_port()}",
+             f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+             f"--runtime-env-agent-port={free_port()}", f"--ray-client-server-port={free_port()}",
+             f"--temp-dir={d / 'tmp'}"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    head = {"url": f"http://127.0.0.1:{port}", "pid": proc.pid, "dir": str(d)}
 
     def ready() -> bool:
         """The Jobs API answers and the head node is registered with its GPUs."""
-        import json
-        import urllib.request
-
         try:
-            body = urllib.request.urlopen(f"{url}/api/v0/nodes", timeout=2).read()
+            body = urllib.request.urlopen(f"{head['url']}/api/v0/nodes", timeout=2).read()
             nodes = json.loads(body)["data"]["result"]["result"]
             return any(n["state"] == "ALIVE" and n["resources_total"].get("GPU") for n in nodes)
         except (OSError, ValueError, KeyError):
@@ -229,17 +266,41 @@ def ray_head(tmp_path_factory):
 
     try:
         wait_for(ready, timeout=90, step=0.2)
-        if proc.poll() is not None:
-            pytest.fail("the Ray head exited: " + (d / "head.log").read_text()[-2000:])
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-        log.close()
+    except BaseException:
+        _stop_ray_head(head)
+        raise
+    if proc.poll() is not None:
+        log_text = (d / "head.log").read_text()[-2000:]
         shutil.rmtree(d, ignore_errors=True)
+        pytest.fail("the Ray head exited: " + log_text)
+    return head
+
+
+def _stop_ray_head(head: dict) -> None:
+    """SIGTERM to `ray start --block` (it stops what it started), SIGKILL to its session after
+    30 s; the process may belong to another worker, so it is watched through /proc."""
+    pid = head["pid"]
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and _running(pid):
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    shutil.rmtree(head["dir"], ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a worker's own exited child stays a zombie until reaped)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -12,8 +12,10 @@ test module is imported.
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -47,6 +49,23 @@ UNSET = (
     "COLUMNS",  # text output wraps at 80 columns, as on any non-terminal
 )
 
+REPO = Path(__file__).resolve().parent.parent
+# Files whose tests wait on real daemons (Slurm, Ray, sshd) the longest, longest first: xdist
+# hands them out before the rest, so their waits overlap the CPU-bound files instead of
+# trailing at the end (`--dist loadfile` gives whole files in collection order).
+LONGEST_FIRST = (
+    "test_launch_raysub_real.py",
+    "test_chain_ray.py",
+    "test_launch_ray.py",
+    "test_launch_lost_contact.py",
+    "test_chain_slurm.py",
+    "test_launch_slurm.py",
+    "test_diagnose_slurm.py",
+    "test_launch_secrets.py",
+    "test_launch_slurm_defaults.py",
+    "test_pipeline_run.py",
+)
+
 _saved: dict[str, str | None] = {}
 _session_dir: Path | None = None
 
@@ -60,13 +79,29 @@ def pytest_configure(config) -> None:
     """Before collection: module-level code of test files sees a session sandbox too."""
     global _session_dir
     _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
-    for var in (*SANDBOXED, RUNS_DIR, *UNSET):
+    _bytecode(config)
+    for var in (*SANDBOXED, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE"):
         _saved[var] = os.environ.get(var)
         os.environ.pop(var, None)
     os.environ.update(sandbox_env(_session_dir))
     os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
     _hypothesis_home(_session_dir / "hypothesis")
+
+
+def _bytecode(config) -> None:
+    """Bytecode caches on, and the project compiled once before any worker starts: with
+    PYTHONDONTWRITEBYTECODE set (as in some CI images) every xdist worker would rewrite every
+    test module again and every `python -m steps` child would compile the same sources."""
+    sys.dont_write_bytecode = False
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        for name in ("steps", "runners", "catalog"):
+            compileall.compile_dir(REPO / name, quiet=1)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def _hypothesis_home(path: Path) -> None:

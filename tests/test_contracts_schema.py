@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
@@ -39,9 +40,15 @@ ranked = _optional({"context": messages, "completions": st.lists(completion, max
 prompts = _optional({"input": answer, "output": answer, "messages": messages})
 
 
-def agree(contract: str, row: dict, cross_field_ok: bool = True) -> None:
+@functools.cache
+def validator(contract: str) -> jsonschema.Draft202012Validator:
+    """The shipped JSON Schema of a contract, read and compiled once per session."""
     schema = json.loads((SCHEMAS / f"{contract}.schema.json").read_text())
-    schema_ok = jsonschema.Draft202012Validator(schema).is_valid(row)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def agree(contract: str, row: dict, cross_field_ok: bool = True) -> None:
+    schema_ok = validator(contract).is_valid(row)
     fast_ok = not get_row_contract(contract)(row)
     if schema_ok and not cross_field_ok:
         assert not fast_ok  # the rule JSON Schema cannot state

@@ -10,7 +10,6 @@ import pytest
 from pipeline_toys import REPO, stand_ins, steps_cli
 
 pytestmark = pytest.mark.slow  # `pipeline run` runs each stage in a child process
-pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
 BLOCK = 32768
 
@@ -35,6 +34,7 @@ def offline_records(path: Path) -> list:
             pending += chunk
         elif kind == 4:
             out.append(pending + chunk)
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     records = []
     for raw in out:
         rec = pb.Record()
