@@ -331,3 +331,29 @@ def test_the_env_file_used_is_printed_and_in_the_json(dry, tmp_path, monkeypatch
     used = tmp_path / "work" / "env.toml"
     assert f"profile [lab] from {used}" in res.stderr
     assert json.loads(res.stdout)["env_file"] == str(used)
+
+
+@pytest.mark.parametrize(
+    ("cluster_gpus", "expected"),
+    [(0, "W-REMOTE-GPUS"), (1, "E-REMOTE-GPUS"), (4, None)],
+)
+def test_a_ray_cluster_without_gpus_warns_and_one_too_small_stops_the_run(cluster_gpus, expected):
+    """0 GPUs on a Ray cluster may be an autoscaler's cluster: a warning; fewer than the config
+    needs (2 nodes x 1 GPU) is an error; enough is silent."""
+    from preflight_fixtures import manifest
+
+    from runners.launch.profiles import RayProfile
+    from runners.preflight.remote import remote_ray
+
+    ctx = PreflightContext(
+        step_id="rl/test/dpo", manifest=manifest("dpo"), config={
+            "cluster": {"num_nodes": 2, "gpus_per_node": 1}},
+        remote=RemoteFacts("ray", RayProfile(executor="ray", address="http://127.0.0.1:8265"),
+                           "/shared/run", cluster_gpus=cluster_gpus),
+    )  # fmt: skip
+    found = {f.code: f for f in remote_ray(ctx) if f.code.endswith("REMOTE-GPUS")}
+    assert list(found) == ([expected] if expected else [])
+    if expected == "W-REMOTE-GPUS":
+        assert not found[expected].is_error and "ray status" in found[expected].fix
+    if expected == "E-REMOTE-GPUS":
+        assert found[expected].is_error and "needs 2 GPUs" in found[expected].message
