@@ -395,3 +395,60 @@ def test_a_chain_that_could_not_resume_or_has_no_time_to_train_is_refused(planne
     assert res.returncode == 2 and "--max-segments and --gpu-hours go with --until-done" in (
         res.stderr
     )
+
+
+@pytest.fixture
+def killed_job(tmp_path, slurm):  # noqa: F811
+    """A real lab job (`sleep`) with a one-segment chain record whose segment is that job."""
+    from runners.chain.record import ChainRecord, Segment, now_utc, write_chain
+
+    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"])
+    env["PYTHONPATH"] = str(REPO)
+    sbatch = ["sbatch", "--parsable", "--requeue", "--output=/dev/null", "--wrap", "sleep 300"]
+    job_id = subprocess.run(sbatch, env=env, capture_output=True, text=True, check=True)
+    job_id = job_id.stdout.strip().split(";")[0]
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    chain = ChainRecord(
+        state="running", checkpoint_dir=str(tmp_path / "ckpt"), job_name="steps-killed",
+        log_dir=str(job_dir), segments=[Segment(n=1, job_id=job_id, started_utc=now_utc()[0])],
+    )  # fmt: skip
+    write_chain(job_dir, {}, chain)
+    try:
+        yield job_id, job_dir, env
+    finally:
+        subprocess.run(["scancel", job_id], env=env, capture_output=True)
+
+
+def _end(job_dir: Path, env: dict, job_id: str, code: int) -> dict:
+    """`chain-step end` as the segment script runs it after ray.sub exited with `code`."""
+    argv = [PYTHON, "-m", "steps", "chain-step", "end", str(job_dir), "--exit-code", str(code)]
+    env = {**env, "SLURM_JOB_ID": job_id, "SLURM_RESTART_COUNT": "0"}
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads((job_dir / "run.json").read_text())["chain"]["segments"][0]
+
+
+def test_a_segment_slurm_is_killing_gets_slurms_state_not_failed(killed_job):
+    # ray.sub may exit (143) in the seconds Slurm gives a job it kills, and `end` then runs:
+    # the controller already says why the job ends, and that is the segment's state.
+    job_id, job_dir, env = killed_job
+    subprocess.run(["scancel", job_id], env=env, check=True)
+    wait_for(lambda: "JobState=CANCELLED" in _job_line(env, job_id), timeout=30, step=0.1)
+    seg = _end(job_dir, env, job_id, 143)
+    assert (seg["state"], seg["exit_code"]) == ("CANCELLED", 143), seg
+    assert seg["failure"]["kind"] == "cancelled" and seg["ended_utc"]
+
+
+def test_a_segment_being_requeued_is_left_for_its_rerun_to_close(killed_job):
+    job_id, job_dir, env = killed_job
+    wait_for(lambda: "JobState=RUNNING" in _job_line(env, job_id), timeout=30, step=0.1)
+    subprocess.run(["scontrol", "requeue", job_id], env=env, check=True)
+    wait_for(lambda: "Restarts=1" in _job_line(env, job_id), timeout=30, step=0.1)
+    seg = _end(job_dir, env, job_id, 143)
+    assert seg["ended_utc"] is None and seg["state"] == "RUNNING", seg  # `begin` closes it
+
+
+def _job_line(env: dict, job_id: str) -> str:
+    show = ["scontrol", "show", "job", job_id, "-o"]
+    return subprocess.run(show, env=env, capture_output=True, text=True).stdout
