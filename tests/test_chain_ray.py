@@ -14,6 +14,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ CHAINS = {  # name: (the stand-in's knobs, overrides)
     ),
     # Holds before step 2 until the test has pressed Ctrl-C on the driver.
     "detached": ({"FAKE_STEP_SECONDS": "0.1", "FAKE_WAIT_AT_STEP": "2"}, ["dpo.max_num_steps=4"]),
+    # Detached like the one above, then run again while its segment still holds.
+    "resumed": ({"FAKE_STEP_SECONDS": "0.1", "FAKE_WAIT_AT_STEP": "2"}, ["dpo.max_num_steps=4"]),
 }
 
 
@@ -42,7 +45,7 @@ def profiles(root: Path, url: str) -> str:
     tables = []
     for name, (knobs, _) in CHAINS.items():
         env = {**knobs, "FAKE_LEDGER": f"{root}/shared/{name}.ledger"}
-        env["FAKE_WAIT_FOR"] = f"{root}/shared/go"
+        env["FAKE_WAIT_FOR"] = f"{root}/shared/{name}.go"
         table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
         tables.append(
             f'[{name}]\nexecutor = "ray"\naddress = "{url}"\nnemo_rl_dir = "{root}/RL"\n'
@@ -81,14 +84,18 @@ class Chains:
     def runs(self) -> list[Path]:
         return sorted((self.work / "runs" / DPO).iterdir())
 
-    def chain_of(self, name: str) -> dict:
-        """The chain record of this profile's newest run."""
+    def run_of(self, name: str) -> Path:
+        """This profile's newest run dir."""
         found = []
         for run in self.runs():
             data = json.loads((run / "run.json").read_text())
             if data.get("job", {}).get("profile") == name or data.get("chain_profile") == name:
-                found.append(data)
-        return found[-1]["chain"]
+                found.append(run)
+        return found[-1]
+
+    def chain_of(self, name: str) -> dict:
+        """The chain record of this profile's newest run."""
+        return json.loads((self.run_of(name) / "run.json").read_text())["chain"]
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +109,14 @@ def chains(tmp_path_factory, ray_head):  # noqa: F811
     (root / "work" / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
     lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out")))
     procs = {name: lab.start(name) for name in CHAINS}
-    wait_for(lambda: lab.ledger("detached") == [1], timeout=90)
-    procs["detached"].send_signal(signal.SIGINT)
+    for name in ("detached", "resumed"):
+        wait_for(lambda n=name: lab.ledger(n) == [1], timeout=90)
+        if name == "resumed":  # the same command while its driver runs: refused, not a 2nd driver
+            lab.ended["busy"] = subprocess.run(
+                lab.argv(name), cwd=lab.work, env={**lab.env, "PYTHONPATH": str(REPO)},
+                text=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+        procs[name].send_signal(signal.SIGINT)
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
         lab.ended[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -155,7 +168,7 @@ def test_ctrl_c_detaches_and_the_chain_stops_advancing_until_run_again(chains):
     chain = chains.chain_of("detached")
     assert chain["state"] == "stopped" and chain["reason"].startswith("detached"), chain
     assert len(chain["segments"]) == 1 and chain["segments"][0]["ended_utc"] is None
-    run = next(r for r in chains.runs() if "detached" in (r / "run.json").read_text())
+    run = chains.run_of("detached")
     env = {**chains.env, "PYTHONPATH": str(REPO)}
     status = subprocess.run([sys.executable, "-m", "steps", "status", str(run)], cwd=chains.work,
                             env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
@@ -172,3 +185,32 @@ def test_until_done_with_batch_on_a_ray_profile_is_refused(chains):
                              text=True, capture_output=True, timeout=60)  # fmt: skip
     assert refused.returncode == 2
     assert "E-CHAIN-EXECUTOR" in refused.stderr and "--run RAY_PROFILE" in refused.stderr
+
+
+def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(chains):
+    busy = chains.ended["busy"]
+    assert busy.returncode == 2 and "E-CHAIN-BUSY" in busy.stderr, busy.stderr
+    assert chains.ended["resumed"].returncode == 130
+    first = chains.run_of("resumed")
+    before = chains.chain_of("resumed")
+    held = before["segments"][0]  # Ray job still training (held before step 2), no driver
+    assert before["reason"].startswith("detached") and held["ended_utc"] is None
+    runs = len(chains.runs())
+    again = chains.start("resumed")
+    wait_for(lambda: len(chains.runs()) > runs and "chain" in (chains.runs()[-1] / "run.json")
+             .read_text(), timeout=60)  # fmt: skip
+    time.sleep(1.5)  # a second driver would have started a segment beside the held one by now
+    assert chains.ledger("resumed") == [1]
+    (chains.root / "shared" / "resumed.go").touch()
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert f"carrying on the chain of {first}: segment 1 (Ray job {held['job_id']})" in out
+    chain = chains.chain_of("resumed")
+    assert chain["state"] == "done" and chain["continues"], chain
+    segs = chain["segments"]
+    assert [s["n"] for s in segs] == list(range(1, len(segs) + 1)) and len(segs) >= 2
+    assert segs[0]["job_id"] == held["job_id"] and segs[0]["state"] == "SUCCEEDED"
+    assert [s["steps_before"] for s in segs[1:]] == [s["steps_after"] for s in segs[:-1]]
+    assert chains.ledger("resumed") == [1, 2, 3, 4]  # no step trained twice, none beside another
+    old = json.loads((Path(chain["continues"]) / "run.json").read_text())["chain"]
+    assert old["state"] == "stopped" and old["reason"].startswith("continued by run")

@@ -6,7 +6,8 @@ complete checkpoint (a finished run is never relaunched); it submits the segment
 (the same command, run dir and config, under the chain's submission id and the segment's
 number: NeMo-RL resumes from its latest complete step_N by itself), follows its log into the
 run dir (`segment-K.log`, streamed), and after it ends asks the questions a Slurm segment asks
-(runners/chain/decide). Every segment is recorded in the local run.json's chain record.
+(runners/chain/decide). Every segment is recorded in the local run.json's chain record. Run
+again after a detach, it first carries on the chain it left (runners/chain/ray_resume.py).
 """
 
 from __future__ import annotations
@@ -18,26 +19,9 @@ from typing import Any, TextIO
 from runners.chain.decide import Verdict, judge
 from runners.chain.failures import classify
 from runners.chain.progress import latest_checkpoint
+from runners.chain.ray_resume import DETACHED, Tee, carry_on, this_driver
 from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, now_utc, read_chain
 from runners.rundir import update_record
-
-DETACHED = "detached (Ctrl-C): no further segment starts until the chain is run again"
-
-
-class _Tee:
-    """The segment's log to the terminal and to its file in the run dir, as it arrives."""
-
-    def __init__(self, *streams: TextIO) -> None:
-        self.streams = streams
-
-    def write(self, text: str) -> int:
-        for stream in self.streams:
-            stream.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for stream in self.streams:
-            stream.flush()
 
 
 def _save(run_dir: Path, chain: ChainRecord, job: dict | None = None) -> None:
@@ -80,7 +64,7 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Any, out: Tex
     stdout = sys.stdout
     try:
         with log.open("w", encoding="utf-8") as fh:
-            sys.stdout = _Tee(out, fh)  # type: ignore[assignment]
+            sys.stdout = Tee(out, fh)  # type: ignore[assignment]
             code = backend.follow(job, until_done=True)
     except KeyboardInterrupt:
         chain.state, chain.reason = "stopped", DETACHED
@@ -103,6 +87,8 @@ def drive(run_dir: Path, req: Any, backend: Any, out: TextIO) -> int:
     KeyboardInterrupt and LostContact pass through (the caller says how to go on), after the
     record says the chain is detached."""
     _, chain = read_chain(run_dir)
+    chain.driver = this_driver()
+    _save(run_dir, chain, carry_on(run_dir, chain, backend, out))
     while True:
         ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
         stop = judge(chain, ckpt, (run_dir / CANCEL_MARK).exists())

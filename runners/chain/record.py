@@ -120,6 +120,8 @@ class ChainRecord(BaseModel):
     submit_cwd: str = ""
     log_dir: str = ""  # Slurm: where ray.sub writes `<job id>[-<restart>]-logs/`
     next_job_id: str | None = None
+    driver: str = ""  # Ray: `host:pid` of the attached process that drives the chain
+    continues: str = ""  # Ray: the earlier run dir whose unfinished chain this one carries on
     segments: list[Segment] = []
 
     @property

@@ -118,7 +118,7 @@ def drive_ray_chain(plan: Any, target: Any, out: Any) -> int:
     """This process drives a Ray chain (runners/chain/ray_driver.py) until it is done or stops.
 
     Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
-    running the same command again goes on from the latest complete checkpoint."""
+    running the same command again carries the chain on (runners/chain/ray_resume.py)."""
     from runners.chain.ray_driver import drive
     from runners.chain.submit import prepare_chain
 
@@ -130,7 +130,8 @@ def drive_ray_chain(plan: Any, target: Any, out: Any) -> int:
         print(
             f"\ndetached: segment job {job.get('job_id')} runs on to its end, but the chain stops "
             "advancing: no further segment starts while this process is not running. To go on, "
-            "run the same command again (it resumes from the latest complete checkpoint);\n"
+            "run the same command again (it waits for this segment's end and carries the chain "
+            "on from the latest complete checkpoint);\n"
             f"{hints(plan.run_dir)}",
             file=sys.stderr,
         )

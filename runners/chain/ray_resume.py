@@ -1,0 +1,139 @@
+"""A Ray chain run again carries on the chain its earlier driver left.
+
+Ctrl-C (or a lost connection, or a closed laptop) leaves a Ray chain's segment training on the
+cluster with no driver. Running the same command again makes a new run dir on the same
+checkpoint dir; before its first segment this module finds the newest earlier run dir of the
+step whose Ray chain trains that checkpoint dir and did not end (`running`, or `stopped` as
+detached), waits for its open segment to end (two segments never train one checkpoint dir at
+once), records how it ended, and takes its segments over: segment numbers, `--max-segments`,
+`--gpu-hours` and the same-failure and no-progress rules then see the whole history. The earlier
+record says which run continued it. A chain whose driver still runs on this host is not taken
+over (E-CHAIN-BUSY).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from catalog.errors import StepsError
+from runners.chain.failures import classify
+from runners.chain.progress import latest_checkpoint
+from runners.chain.record import CANCEL_MARK, ChainRecord, read_chain, write_chain
+from runners.launch.request import TERMINAL
+
+DETACHED = "detached (Ctrl-C): no further segment starts until the chain is run again"
+
+
+def this_driver() -> str:
+    """`host:pid` of the process that drives a Ray chain (recorded in its chain record)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(driver: str) -> bool:
+    """The recorded driver still runs here (another host's process cannot be seen: not alive)."""
+    host, _, pid = driver.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainRecord] | None:
+    """The newest earlier Ray chain of this step on the same checkpoint dir, if it did not end."""
+    for other in sorted(run_dir.parent.iterdir(), reverse=True):
+        if other == run_dir or not (other / "run.json").is_file():
+            continue
+        try:
+            data, earlier = read_chain(other)
+        except StepsError:
+            continue
+        if earlier.executor != "ray" or earlier.checkpoint_dir != chain.checkpoint_dir:
+            continue
+        if earlier.state == "queued" and not earlier.segments:
+            continue  # never drove a segment (a dry run kept, a refused start)
+        if (other / CANCEL_MARK).exists():
+            return None  # `cancel RUN` ended it
+        if earlier.state == "running" or earlier.reason == DETACHED:
+            if _alive(earlier.driver):
+                raise StepsError(
+                    "E-CHAIN-BUSY",
+                    f"the chain of {other} is still driven by process {earlier.driver}",
+                    fix="let that process go on, or stop it (Ctrl-C) and run this again",
+                    exit_code=2,
+                )
+            return other, data, earlier
+        return None  # the newest chain on this checkpoint dir ended: start afresh
+    return None
+
+
+def carry_on(run_dir: Path, chain: ChainRecord, backend: Any, out: TextIO) -> dict | None:
+    """Take over an unfinished earlier chain (its open segment followed to its end first);
+    the job record of its last segment, or None when there was nothing to carry on."""
+    found = unfinished(run_dir, chain)
+    if found is None:
+        return None
+    old_dir, data, old = found
+    job = data.get("job") or {}
+    for seg in old.segments:
+        if seg.ended:
+            continue
+        print(
+            f"carrying on the chain of {old_dir}: segment {seg.n} (Ray job {seg.job_id}) "
+            "trains on; waiting for its end before the next one",
+            file=out,
+            flush=True,
+        )
+        job = _wait(backend, {**job, "job_id": seg.job_id}, old_dir / f"segment-{seg.n}.log", out)
+        code = job.get("exit_code")
+        code = 1 if code is None else int(code)
+        log = [str(old_dir / f"segment-{seg.n}.log")]
+        failure = classify(str(job.get("state")), code, log, "Ray") if code != 0 else None
+        after = latest_checkpoint(Path(chain.checkpoint_dir))
+        seg.close(str(job.get("state")), code, after.total_steps if after else 0, failure)
+        print(seg.line(), file=out, flush=True)
+    chain.segments = [*old.segments, *chain.segments]
+    chain.continues = str(old_dir)
+    old.state, old.reason = "stopped", f"continued by run {run_dir}"
+    write_chain(old_dir, {**data, "job": job}, old)
+    return job
+
+
+def _wait(backend: Any, job: dict, log: Path, out: TextIO) -> dict:
+    """Follow a segment still running on the cluster (its log appended to its file) until it
+    ends; its final record."""
+    job = backend.refresh(job)
+    if job.get("state") not in TERMINAL:
+        stdout = sys.stdout
+        try:
+            with log.open("a", encoding="utf-8") as fh:
+                sys.stdout = Tee(out, fh)  # type: ignore[assignment]
+                backend.follow(job, until_done=True)
+        finally:
+            sys.stdout = stdout
+        job = backend.refresh(job)
+    return job
+
+
+class Tee:
+    """Text to the terminal and to a segment's log file in the run dir, as it arrives."""
+
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
