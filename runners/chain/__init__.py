@@ -10,6 +10,7 @@ chain record at submit), `segment` (the in-job `chain-step begin|end`), `decide`
 stop), `progress` (latest complete checkpoint), `record` (run.json's `chain`), `failures`
 (a failed segment's kind), `follow` (status, cancel and follow from the submitting machine),
 `ray_driver` (a Ray chain: the attached `run --run RAY_PROFILE --until-done` submits each segment
-as a Ray job and decides with the same `decide`).
+as a Ray job and decides with the same `decide`), `ray_resume` (the same command run again
+carries on the Ray chain a detached driver left).
 May import: `runners.launch`, `runners.config`, `runners.rundir`, `catalog`.
 """
