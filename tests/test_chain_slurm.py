@@ -332,6 +332,17 @@ def test_a_failure_a_retry_cannot_fix_stops_the_chain_at_once(chains):
     wait_for(lambda: chain.queue() == [], timeout=10, step=0.1)
 
 
+def test_a_second_chain_on_the_checkpoint_dir_a_live_chain_trains_is_refused(chains):
+    chain = chains["cancelled"]  # held before step 2 (until the next test cancels it)
+    chain.running_segment()
+    again = ["run", DPO, "-c", "tiny", "--batch", "lab", "--until-done", *SCENARIOS["cancelled"][1]]
+    res = chain.steps(*again)
+    assert res.returncode == 2 and "E-CHAIN-BUSY" in res.stderr, res.stderr
+    assert f"python -m steps cancel {chain.run_dir}" in res.stderr
+    queued = [chain.running_segment()["job_id"], chain.record()["next_job_id"]]
+    assert sorted(chain.queue("PD,R")) == sorted(queued)  # nothing of a second chain
+
+
 def test_cancel_stops_the_running_segment_and_the_queued_one(chains):
     chain = chains["cancelled"]
     chain.running_segment()

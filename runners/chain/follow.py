@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord
+from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, read_chain
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
 from runners.launch.request import TERMINAL
@@ -107,3 +107,40 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
             exit_code=2,
         )
     return f"cancel requested for every segment of chain {chain.job_name} (Slurm job name)"
+
+
+def refuse_if_live(run_dir: Path, chain: ChainRecord, host: str | None, env=None) -> None:
+    """E-CHAIN-BUSY when an earlier Slurm chain of this step trains the same checkpoint dir and
+    still has a job in the queue (one `squeue` by the chain names): a second chain would train
+    the same checkpoints beside it. A queue that cannot be read does not stop the submit."""
+    names: dict[str, Path] = {}
+    seen: dict = {}
+    for other in sorted(run_dir.parent.iterdir()):
+        if other == run_dir or not (other / "run.json").is_file():
+            continue
+        try:
+            data, earlier = read_chain(other)
+        except StepsError:
+            continue
+        job = data.get("job") or {}
+        if (
+            earlier.executor == "slurm"
+            and earlier.checkpoint_dir == chain.checkpoint_dir
+            and earlier.state not in ("done", "stopped", "cancelled")
+            and job.get("host") == host
+        ):
+            names[earlier.job_name], seen = other, job
+    if not names:
+        return
+    script = f"squeue -h --name={shlex.quote(','.join(names))} -o %j\n"
+    proc = _shell(seen, env).run(script, "looking for earlier chains' jobs in the queue")
+    live = [names[n] for n in proc.stdout.split() if n in names]
+    if proc.returncode == 0 and live:
+        raise StepsError(
+            "E-CHAIN-BUSY",
+            f"the chain of {live[0]} still has a job in the queue, training "
+            f"{chain.checkpoint_dir}: a second chain would train the same checkpoints beside it",
+            fix=f"let it go on (`python -m steps status {live[0]}`), or cancel it first "
+            f"(`python -m steps cancel {live[0]}`); NeMo-RL resumes from its latest step",
+            exit_code=2,
+        )

@@ -16,6 +16,7 @@ from typing import Any
 
 from catalog.config_values import dotted_get
 from catalog.errors import StepsError
+from runners.chain.follow import refuse_if_live
 from runners.chain.record import CHAIN_SECRETS, ChainRecord
 from runners.chain.settings import ChainConfig
 from runners.launch.job_secrets import secrets_path
@@ -142,6 +143,7 @@ def prepare_chain(plan: Any, target: Any) -> None:
     if record.executor == "ray":  # no segment script: the attached process is the driver
         update_record(plan.run_dir, chain=record.model_dump(mode="json"))
         return
+    refuse_if_live(plan.run_dir, record, getattr(target.profile, "host", None))
     mounts = list(target.profile.mounts)
     ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
     text = segment_script(target.profile.steps_launcher, host_path(req.job_dir, mounts), ray_sub)
