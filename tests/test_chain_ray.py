@@ -197,8 +197,12 @@ def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(c
     assert before["reason"].startswith("detached") and held["ended_utc"] is None
     runs = len(chains.runs())
     again = chains.start("resumed")
-    wait_for(lambda: len(chains.runs()) > runs and "chain" in (chains.runs()[-1] / "run.json")
-             .read_text(), timeout=60)  # fmt: skip
+
+    def planned() -> bool:  # the new run dir holds its chain record: its driver is deciding
+        record = chains.runs()[-1] / "run.json"
+        return len(chains.runs()) > runs and record.is_file() and "chain" in record.read_text()
+
+    wait_for(planned, timeout=60)
     time.sleep(1.5)  # a second driver would have started a segment beside the held one by now
     assert chains.ledger("resumed") == [1]
     (chains.root / "shared" / "resumed.go").touch()
