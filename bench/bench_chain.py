@@ -17,9 +17,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,15 +25,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CLUSTER = REPO / "tests" / "cluster"
+from slurm_lab import REPO, slurm_lab, stand_in_nemo_rl, steps_env
+
 START, END = "@@steps-segment-start", "@@steps-segment-end"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def epoch(stamp: str) -> float:
@@ -121,45 +112,27 @@ def main() -> int:
     p.add_argument("--segments", type=int, default=6, help="segments per chain (about)")
     p.add_argument("--repeat", type=int, default=5, help="trivial-job baseline pairs")
     args = p.parse_args()
-    if shutil.which("slurmctld") is None:
-        sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
-    with tempfile.TemporaryDirectory() as tmp:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        slurm_lab(Path(tmp), SLURM_LAB_ACCOUNTING="0") as lab,
+    ):
         root = Path(tmp)
-        lab_env = {
-            **os.environ, "SLURM_LAB": str(root / "slurm"), "SLURM_LAB_GPUS": "1",
-            "SLURM_LAB_ACCOUNTING": "0", "SLURM_LAB_CTLD_PORT": str(free_port()),
-            "SLURM_LAB_SLURMD_PORT": str(free_port()),
-        }  # fmt: skip
-        script = str(CLUSTER / "slurm-local.sh")
-        subprocess.run(["bash", script, "up"], env=lab_env, check=True)
-        try:
-            rl = root / "RL"
-            (rl / "examples").mkdir(parents=True)
-            shutil.copy(CLUSTER / "ray.sub", rl / "ray.sub")
-            shutil.copy(CLUSTER / "driver.py", rl / "examples" / "run_dpo.py")
-            work = root / "work"
-            work.mkdir()
-            (work / "env.toml").write_text(
-                f'[lab]\nexecutor = "slurm"\npartition = "debug"\ntime = "00:01:00"\n'
-                f'save_margin = "00:00:59"\ncontainer_image = "img"\n'
-                f'mounts = ["{root}:{root}", "{REPO}:{REPO}"]\nremote_dir = "{root}/shared"\n'
-                f'nemo_rl_dir = "{rl}"\nlauncher = "{sys.executable}"\n'
-                f'steps_launcher = "{sys.executable} -m steps"\n'
-                'env = { FAKE_STEP_SECONDS = "0.2" }\n',
-                encoding="utf-8",
-            )
-            drop = ("STEPS_PATH", "NEMO_RL_HOME", "PYTHONDONTWRITEBYTECODE", "STEPS_RUNS_DIR")
-            env = {k: v for k, v in os.environ.items() if k not in drop}
-            env.update(
-                PYTHONPATH=str(REPO),
-                SLURM_CONF=str(root / "slurm" / "etc" / "slurm.conf"),
-                STEPS_OUTPUT=str(root / "out"),
-            )
-            (root / "marks").mkdir()
-            slurm_gaps, plain_starts = slurm_gap(env, root / "marks", args.repeat)
-            gaps, decide = run_chain(env, root, work, args.segments)
-        finally:
-            subprocess.run(["bash", script, "down"], env=lab_env, check=False)
+        rl = stand_in_nemo_rl(root)
+        work = root / "work"
+        work.mkdir()
+        (work / "env.toml").write_text(
+            f'[lab]\nexecutor = "slurm"\npartition = "debug"\ntime = "00:01:00"\n'
+            f'save_margin = "00:00:59"\ncontainer_image = "img"\n'
+            f'mounts = ["{root}:{root}", "{REPO}:{REPO}"]\nremote_dir = "{root}/shared"\n'
+            f'nemo_rl_dir = "{rl}"\nlauncher = "{sys.executable}"\n'
+            f'steps_launcher = "{sys.executable} -m steps"\n'
+            'env = { FAKE_STEP_SECONDS = "0.2" }\n',
+            encoding="utf-8",
+        )
+        env = steps_env(root, lab, "STEPS_RUNS_DIR")
+        (root / "marks").mkdir()
+        slurm_gaps, plain_starts = slurm_gap(env, root / "marks", args.repeat)
+        gaps, decide = run_chain(env, root, work, args.segments)
     gap, floor = statistics.median(gaps), statistics.median(slurm_gaps)
     start = statistics.median(plain_starts)
     print(f"chain: {len(gaps) + 1} segments, gaps end->start (s): "

@@ -25,25 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+from slurm_lab import REPO, slurm_lab
+
 TARGET_S = 2.0
-
-
-def lab_up(root: Path) -> dict[str, str]:
-    from cluster_fixtures import free_port
-
-    env = {
-        **os.environ,
-        "SLURM_LAB": str(root / "slurm"),
-        "SLURM_LAB_GPUS": "1",
-        "SLURM_LAB_CTLD_PORT": str(free_port()),
-        "SLURM_LAB_SLURMD_PORT": str(free_port()),
-        "SLURM_LAB_DBD_PORT": str(free_port()),
-        "SLURM_LAB_DB_PORT": str(free_port()),
-    }
-    subprocess.run(["bash", str(REPO / "tests/cluster/slurm-local.sh"), "up"], env=env, check=True)
-    return env
 
 
 def write_runs(work: Path, env: dict, hosts: list[tuple[str | None, list[str]]], n: int) -> None:
@@ -80,19 +64,14 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    import shutil
-
-    if shutil.which("slurmctld") is None:
-        sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
     from cluster_fixtures import start_sshd, stop_sshd
 
     from runners.launch.backends import backend_for_job
     from runners.launch.jobs import job_runs, refresh_all
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
         root = Path(tmp)
-        lab_env = lab_up(root)
-        conf = str(root / "slurm" / "etc" / "slurm.conf")
+        conf = lab["SLURM_CONF"]
         os.environ["SLURM_CONF"] = conf
         pid_file = None
         try:
@@ -124,9 +103,6 @@ def main() -> int:
         finally:
             if pid_file is not None:
                 stop_sshd(pid_file)
-            subprocess.run(
-                ["bash", str(REPO / "tests/cluster/slurm-local.sh"), "down"], env=lab_env
-            )
     s, c, w = (statistics.median(t) for t in (serial_t, conc_t, cli_t))
     print(f"{args.runs} runs on 2 hosts (this machine + ssh), median of {args.repeat}:")
     print(f"  serial refresh (one round trip per run): {s:.3f} s")

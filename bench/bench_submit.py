@@ -12,8 +12,6 @@ preflight, the cluster probe, run dir staged under remote_dir, sbatch of ray.sub
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -21,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CLUSTER = REPO / "tests" / "cluster"
+from slurm_lab import REPO, slurm_lab, stand_in_nemo_rl, steps_env
+
 TARGET_S = 0.5
 
 
@@ -39,44 +37,27 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=7)
     args = p.parse_args()
-    if shutil.which("slurmctld") is None:
-        sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
         root = Path(tmp)
-        lab_env = {**os.environ, "SLURM_LAB": str(root / "slurm"), "SLURM_LAB_GPUS": "1"}
-        script = str(CLUSTER / "slurm-local.sh")
-        subprocess.run(["bash", script, "up"], env=lab_env, check=True)
-        try:
-            rl = root / "RL"
-            (rl / "examples").mkdir(parents=True)
-            shutil.copy(CLUSTER / "ray.sub", rl / "ray.sub")
-            shutil.copy(CLUSTER / "driver.py", rl / "examples" / "run_dpo.py")
-            work = root / "work"
-            work.mkdir()
-            (work / "env.toml").write_text(
-                f'[lab]\nexecutor = "slurm"\npartition = "debug"\ngpus_per_node = 1\n'
-                f'container_image = "img"\nmounts = ["{root}:{root}", "{REPO}:{REPO}"]\n'
-                f'remote_dir = "{root}/shared"\nnemo_rl_dir = "{rl}"\n'
-                f'launcher = "{sys.executable}"\n',
-                encoding="utf-8",
-            )
-            drop = ("STEPS_PATH", "NEMO_RL_HOME", "PYTHONDONTWRITEBYTECODE")
-            env = {k: v for k, v in os.environ.items() if k not in drop}
-            env.update(
-                PYTHONPATH=str(REPO),
-                SLURM_CONF=str(root / "slurm" / "etc" / "slurm.conf"),
-                STEPS_OUTPUT=str(root / "out"),
-            )
-            ours = [sys.executable, "-m", "steps", "run", "rl/nemo_rl/dpo", "-c", "tiny"]
-            ours += ["--batch", "lab"]
-            bare = ["sbatch", "--parsable", "--partition=debug", "--wrap", "true"]
-            wall(ours, env, work)  # warm caches (catalog manifest cache, page cache)
-            steps_t, sbatch_t = [], []
-            for _ in range(args.repeat):
-                steps_t.append(wall(ours, env, work))
-                sbatch_t.append(wall(bare, env, work))
-        finally:
-            subprocess.run(["bash", script, "down"], env=lab_env, check=False)
+        rl = stand_in_nemo_rl(root)
+        work = root / "work"
+        work.mkdir()
+        (work / "env.toml").write_text(
+            f'[lab]\nexecutor = "slurm"\npartition = "debug"\ngpus_per_node = 1\n'
+            f'container_image = "img"\nmounts = ["{root}:{root}", "{REPO}:{REPO}"]\n'
+            f'remote_dir = "{root}/shared"\nnemo_rl_dir = "{rl}"\n'
+            f'launcher = "{sys.executable}"\n',
+            encoding="utf-8",
+        )
+        env = steps_env(root, lab)
+        ours = [sys.executable, "-m", "steps", "run", "rl/nemo_rl/dpo", "-c", "tiny"]
+        ours += ["--batch", "lab"]
+        bare = ["sbatch", "--parsable", "--partition=debug", "--wrap", "true"]
+        wall(ours, env, work)  # warm caches (catalog manifest cache, page cache)
+        steps_t, sbatch_t = [], []
+        for _ in range(args.repeat):
+            steps_t.append(wall(ours, env, work))
+            sbatch_t.append(wall(bare, env, work))
     s, b = statistics.median(steps_t), statistics.median(sbatch_t)
     print(f"steps run --batch: median {s:.3f} s over {args.repeat} (min {min(steps_t):.3f})")
     print(f"sbatch --wrap true: median {b:.3f} s (min {min(sbatch_t):.3f})")
