@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from catalog.errors import StepsError
-from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, read_chain
+from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, sibling_chains
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
 from runners.launch.request import TERMINAL
@@ -115,20 +115,9 @@ def refuse_if_live(run_dir: Path, chain: ChainRecord, host: str | None, env=None
     the same checkpoints beside it. A queue that cannot be read does not stop the submit."""
     names: dict[str, Path] = {}
     seen: dict = {}
-    for other in sorted(run_dir.parent.iterdir()):
-        if other == run_dir or not (other / "run.json").is_file():
-            continue
-        try:
-            data, earlier = read_chain(other)
-        except StepsError:
-            continue
+    for other, data, earlier in sibling_chains(run_dir, chain):
         job = data.get("job") or {}
-        if (
-            earlier.executor == "slurm"
-            and earlier.checkpoint_dir == chain.checkpoint_dir
-            and earlier.state not in ("done", "stopped", "cancelled")
-            and job.get("host") == host
-        ):
+        if earlier.state not in ("done", "stopped", "cancelled") and job.get("host") == host:
             names[earlier.job_name], seen = other, job
     if not names:
         return

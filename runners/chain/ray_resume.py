@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from catalog.errors import StepsError
 from runners.chain.failures import classify
 from runners.chain.progress import latest_checkpoint
-from runners.chain.record import CANCEL_MARK, ChainRecord, read_chain, write_chain
+from runners.chain.record import CANCEL_MARK, ChainRecord, sibling_chains, write_chain
 from runners.launch.request import TERMINAL
 
 DETACHED = "detached (Ctrl-C): no further segment starts until the chain is run again"
@@ -49,15 +49,7 @@ def _alive(driver: str) -> bool:
 
 def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainRecord] | None:
     """The newest earlier Ray chain of this step on the same checkpoint dir, if it did not end."""
-    for other in sorted(run_dir.parent.iterdir(), reverse=True):
-        if other == run_dir or not (other / "run.json").is_file():
-            continue
-        try:
-            data, earlier = read_chain(other)
-        except StepsError:
-            continue
-        if earlier.executor != "ray" or earlier.checkpoint_dir != chain.checkpoint_dir:
-            continue
+    for other, data, earlier in sibling_chains(run_dir, chain):
         if earlier.state == "queued" and not earlier.segments:
             continue  # never drove a segment (a dry run kept, a refused start)
         if (other / CANCEL_MARK).exists():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -161,6 +162,20 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
             fix="name the job dir of a run submitted with --until-done",
             exit_code=2,
         ) from None
+
+
+def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, dict, ChainRecord]]:
+    """The other run dirs of this step whose chain has the same executor and checkpoint dir,
+    newest first, with their run.json and chain (run dirs without a readable chain are passed)."""
+    for other in sorted(run_dir.parent.iterdir(), reverse=True):
+        if other == run_dir or not (other / RECORD).is_file():
+            continue
+        try:
+            data, earlier = read_chain(other)
+        except StepsError:
+            continue
+        if earlier.executor == chain.executor and earlier.checkpoint_dir == chain.checkpoint_dir:
+            yield other, data, earlier
 
 
 def write_chain(run_dir: Path, data: dict, chain: ChainRecord) -> None:
