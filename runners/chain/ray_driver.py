@@ -6,7 +6,7 @@ complete checkpoint (a finished run is never relaunched); it submits the segment
 (the same command, run dir and config, under the chain's submission id and the segment's
 number: NeMo-RL resumes from its latest complete step_N by itself), follows its log into the
 run dir (`segment-K.log`, streamed), and after it ends asks the questions a Slurm segment asks
-(runners/chain/decide). Every segment is recorded in the local run.json's chain record. Run
+(runners/chain/decide.py). Every segment is recorded in the local run.json's chain record. Run
 again after a detach, it first carries on the chain it left (runners/chain/ray_resume.py).
 """
 

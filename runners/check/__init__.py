@@ -7,6 +7,7 @@ generated docs. Each problem is a `Finding`; nothing here raises on bad input.
 
 Modules: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml); this one runs them over every root.
+May import: `runners.config` (a config is compiled as `run` compiles it), `catalog`.
 """
 
 from __future__ import annotations

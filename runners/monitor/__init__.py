@@ -3,4 +3,5 @@
 `logscan` streams logs through the failure kinds' literal prefilter, `classify` names the first
 failure, `progress` reads how far training got, `tfevents` reads TensorBoard event files. They
 take bytes and lines, not hosts: `runners/launch/observe.py` fetches them here or over ssh.
+May import: `catalog` only (the failure kinds are `catalog.failures`' data).
 """
