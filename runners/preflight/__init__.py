@@ -6,9 +6,10 @@ beside this file and register on import (`RULE_MODULES`). A rule that cannot be 
 crash inside a rule is an error (E-RULE-CRASH naming the rule), never a traceback and never a
 pass: preflight fails closed, so a bug in a rule cannot silently let a launch through.
 
-Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`, `data_files`, `gym`,
-`parallelism`, `backend_sections`, `interpreter`, `versions`, `algorithm_setup/`, `remote*`: what
-a cluster submission will meet), `topology` (GPUs and nodes from the config).
+Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
+`data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
+`algorithm_setup/`, `remote*`: what a cluster submission will meet), `topology` (GPUs and nodes
+from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `catalog`. Only `run`
 and the CLI import it.
