@@ -170,3 +170,23 @@ def test_no_module_in_the_top_of_runners_belongs_to_a_package():
     packages = sorted(p.name for p in (ROOT / "runners").iterdir() if (p / "__init__.py").exists())
     assert [m for m in loose if any(m.startswith(pkg) for pkg in packages)] == []
     assert loose == ["bind", "convert", "digest", "run", "rundir", "secrets"]
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted(m for m, p in MODULES.items() if p.name == "__init__.py" and m.count(".") == 1),
+)
+def test_a_runners_packages_docstring_names_every_unit_it_imports(package):
+    if not package.startswith("runners."):
+        pytest.skip("the floors are runners' own")
+    doc = ast.get_docstring(ast.parse(MODULES[package].read_text())) or ""
+    assert "Owns:" in doc and "May import:" in doc, f"{package}: say what it owns and may import"
+    allowed = doc.split("May import:", 1)[1]
+    used = {
+        _unit(dep)
+        for module, deps in graph().items()
+        if _unit(module) == package
+        for dep in deps
+        if dep.startswith("runners.") and _unit(dep) != package
+    }
+    assert sorted(u for u in used if f"`{u}`" not in allowed) == [], package

@@ -12,5 +12,6 @@ stop), `progress` (latest complete checkpoint), `record` (run.json's `chain`), `
 `ray_driver` (a Ray chain: the attached `run --run RAY_PROFILE --until-done` submits each segment
 as a Ray job and decides with the same `decide`), `ray_resume` (the same command run again
 carries on the Ray chain a detached driver left).
-May import: `runners.launch`, `runners.config`, `runners.rundir`, `catalog`.
+May import: `runners.launch`, `runners.monitor` (a failed segment's kind), `runners.config`,
+`runners.nemo_rl` (which keys the running version knows), `runners.rundir`, `catalog`.
 """

@@ -5,9 +5,10 @@ default config (NeMo-RL's own `load_config` semantics, via `runners.config.compi
 of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
 generated docs. Each problem is a `Finding`; nothing here raises on bad input.
 
-Modules: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
+Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml); this one runs them over every root.
-May import: `runners.config` (a config is compiled as `run` compiles it), `catalog`.
+May import: `runners.config` (a config is compiled as `run` compiles it), `runners.preflight`
+(the rule names a manifest's errors cite), `catalog`.
 """
 
 from __future__ import annotations

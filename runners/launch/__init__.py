@@ -11,6 +11,8 @@ Owns: `request` (the request and the Backend protocol), `backends` (which backen
 recorded job selects), `profiles` (env.toml), `target` (request from a compiled run), `shell`
 (commands here or over ssh), `local` (the launcher that starts NeMo-RL here, and one cached probe
 of its interpreter), `slurm`, `ray_jobs`, `jobs` (run.json job records).
-May import: `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
+Also `observe` (a job's files and scheduler facts, read through `runners.monitor`).
+May import: `runners.monitor`, `runners.nemo_rl` and `runners.convert` (a converter step's
+command), `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
 `runners.preflight` (preflight judges a submission; the launch layer does not judge itself).
 """
