@@ -358,9 +358,10 @@ def plan_run(
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, extra_env)
         if chain is not None:
-            from runners.chain.submit import configure
+            from runners.chain.submit import configure, refuse_busy
 
             configure(plan.request, target)
+            refuse_busy(plan, target)
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = sorted([*plan.findings, *refused], key=lambda f: (not f.is_error,))
     return plan

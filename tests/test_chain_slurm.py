@@ -336,9 +336,11 @@ def test_a_second_chain_on_the_checkpoint_dir_a_live_chain_trains_is_refused(cha
     chain = chains["cancelled"]  # held before step 2 (until the next test cancels it)
     chain.running_segment()
     again = ["run", DPO, "-c", "tiny", "--batch", "lab", "--until-done", *SCENARIOS["cancelled"][1]]
-    res = chain.steps(*again)
-    assert res.returncode == 2 and "E-CHAIN-BUSY" in res.stderr, res.stderr
-    assert f"python -m steps cancel {chain.run_dir}" in res.stderr
+    runs = sorted(chain.run_dir.parent.iterdir())
+    for res in (chain.steps(*again, "--dry-run"), chain.steps(*again)):  # the dry run says it too
+        assert res.returncode == 2 and "E-CHAIN-BUSY" in res.stderr, res.stderr
+        assert f"python -m steps cancel {chain.run_dir}" in res.stderr
+    assert sorted(chain.run_dir.parent.iterdir()) == runs  # refused before a run dir is written
     queued = [chain.running_segment()["job_id"], chain.record()["next_job_id"]]
     assert sorted(chain.queue("PD,R")) == sorted(queued)  # nothing of a second chain
 

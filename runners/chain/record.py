@@ -167,6 +167,8 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
 def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, dict, ChainRecord]]:
     """The other run dirs of this step whose chain has the same executor and checkpoint dir,
     newest first, with their run.json and chain (run dirs without a readable chain are passed)."""
+    if not run_dir.parent.is_dir():  # the step's first run
+        return
     for other in sorted(run_dir.parent.iterdir(), reverse=True):
         if other == run_dir or not (other / RECORD).is_file():
             continue

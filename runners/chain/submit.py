@@ -134,6 +134,19 @@ def configure(req: Any, target: Any) -> None:
     req.sbatch_extra = ["--exclusive", "--open-mode=append"]
 
 
+def refuse_busy(plan: Any, target: Any) -> None:
+    """While planning (a dry run says it too): E-CHAIN-BUSY when an earlier chain of this step
+    still trains the same checkpoint dir (Slurm: a job of it in the queue; Ray: its driver still
+    runs here), and the record's own refusals (a Ray checkpoint dir the driver cannot read)."""
+    record = chain_record(plan, target, plan.chain)
+    if record.executor == "ray":
+        from runners.chain.ray_resume import unfinished
+
+        unfinished(plan.run_dir, record)
+    else:
+        refuse_if_live(plan.run_dir, record, getattr(target.profile, "host", None))
+
+
 def prepare_chain(plan: Any, target: Any) -> None:
     """Write the segment script and the chain record into the run dir (staged with it)."""
     from runners.rundir import update_record
@@ -143,7 +156,6 @@ def prepare_chain(plan: Any, target: Any) -> None:
     if record.executor == "ray":  # no segment script: the attached process is the driver
         update_record(plan.run_dir, chain=record.model_dump(mode="json"))
         return
-    refuse_if_live(plan.run_dir, record, getattr(target.profile, "host", None))
     mounts = list(target.profile.mounts)
     ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
     text = segment_script(target.profile.steps_launcher, host_path(req.job_dir, mounts), ray_sub)
