@@ -107,6 +107,27 @@ def test_the_account_is_the_profiles_else_the_default_else_left_to_a_cluster_wit
     assert "--account=proj" in doc["launch"]["sbatch"]
 
 
+def test_a_user_without_a_default_account_is_a_finding_before_submit(lab, slurm):  # noqa: F811
+    if not slurm["accounting"]:
+        pytest.skip("the lab runs without slurmdbd (apt-get install slurmdbd mariadb-server)")
+    env = {**os.environ, "SLURM_CONF": slurm["SLURM_CONF"]}
+    user = getpass.getuser()
+    sacctmgr = ["sacctmgr", "-i"]
+    subprocess.run([*sacctmgr, "delete", "user", f"name={user}"], env=env, capture_output=True)
+    try:  # slurmdbd answers, but knows no account of this user: ray.sub's ACCOUNT would go
+        code, findings, _ = lab()
+    finally:
+        subprocess.run(
+            [*sacctmgr, "add", "user", user, f"account={user}", "adminlevel=Administrator"],
+            env=env, capture_output=True, check=True,
+        )  # fmt: skip
+    assert code == 1 and "E-REMOTE-ACCOUNT" in findings, findings
+    assert findings["E-REMOTE-ACCOUNT"]["path"].endswith("env.toml")
+    assert 'account = "NAME"' in findings["E-REMOTE-ACCOUNT"]["fix"]
+    code, findings, doc = lab('account = "proj"\n')
+    assert "E-REMOTE-ACCOUNT" not in findings and "--account=proj" in doc["launch"]["sbatch"]
+
+
 def _lab_cpus(conf: str) -> int:
     out = subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True,
                          env={**os.environ, "SLURM_CONF": conf}).stdout  # fmt: skip
