@@ -220,6 +220,29 @@ def test_a_run_dir_that_cannot_be_staged_is_E_REMOTE_STAGE_and_nothing_is_queued
     assert not (work / "runs").exists()
 
 
+def test_without_rsync_here_an_ssh_profile_is_refused_by_the_dry_run_as_by_the_submit(
+    lab,  # noqa: F811
+    sshd,  # noqa: F811
+    tmp_path,
+):
+    root, work, env, cli = lab
+    host, options = sshd
+    write_env_toml(work, root, extra=ssh_extra(host, options))
+    bare = tmp_path / "bin-without-rsync"  # this machine's PATH, rsync left out
+    bare.mkdir()
+    for folder in env["PATH"].split(os.pathsep):
+        for tool in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            if tool.name != "rsync" and not (bare / tool.name).exists():
+                (bare / tool.name).symlink_to(tool)
+    env["PATH"] = str(bare)
+    for dry in (("--dry-run",), ()):
+        res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", *dry)
+        said = res.stdout + res.stderr
+        assert res.returncode == 1 and "E-REMOTE-STAGE" in said, said
+        assert "rsync is not installed here" in said and "Fix: install rsync here" in said
+    assert not (work / "runs").exists() and not (root / "shared").exists()
+
+
 def test_one_unreachable_record_does_not_break_jobs(lab):  # noqa: F811
     _root, work, _env, cli = lab
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")

@@ -79,6 +79,7 @@ class RemoteFacts:
     cluster_gpus: float | None = None
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)
     stage_problem: str | None = None  # why the run dir cannot be put under remote_dir
+    stage_fix: str | None = None  # its fix, when not "a writable remote_dir"
 
     @property
     def host(self) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 
 from catalog.errors import StepsError
 from runners.launch.request import RemoteFacts
@@ -63,6 +64,8 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
     lines.append('echo "H|$HOME"')
     lines += _probe_cluster(profile)
     lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
+    if shell.host:  # the run dir is staged with rsync over ssh: both ends run rsync
+        lines.append("command -v rsync >/dev/null || echo 'Y|missing'")
     lines.append(  # submit copies the run dir under remote_dir (mkdir -p, then rsync/cp)
         f"d={shlex.quote(profile.remote_dir)}\n"
         'while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done\n'
@@ -88,6 +91,10 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
         elif tag == "C":
             counts = [int(c) for c in re.findall(r"\d+", value)]
             facts.node_cpus = min(counts) if counts else None
+        elif tag == "Y":
+            facts.stage_problem = f"rsync is not installed on {shell.where} (run dirs are staged "
+            "with rsync over ssh)"
+            facts.stage_fix = f"install rsync on {shell.where}"
         elif tag == "S":
             raise StepsError(
                 "E-REMOTE-HOST",
@@ -95,4 +102,7 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
                 fix="set `host` to a Slurm login node, or run from one",
                 exit_code=2,
             )
+    if shell.host and shutil.which("rsync") is None:
+        facts.stage_problem = "rsync is not installed here (run dirs are staged with rsync over ssh)"
+        facts.stage_fix = "install rsync here (apt-get install rsync)"
     return facts

@@ -290,7 +290,8 @@ def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
         "E-REMOTE-STAGE",
         f"the run dir cannot be staged under remote_dir {f.profile.remote_dir}: {f.stage_problem}",
         "remote_dir",
-        "point remote_dir at a writable folder on shared storage"
+        f.stage_fix
+        or "point remote_dir at a writable folder on shared storage"
         + (
             " mounted here, or drop it to upload the run dir" if f.profile.executor == "ray" else ""
         ),
