@@ -103,6 +103,6 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
                 exit_code=2,
             )
     if shell.host and shutil.which("rsync") is None:
-        facts.stage_problem = "rsync is not installed here (run dirs are staged with rsync over ssh)"
+        facts.stage_problem = "rsync is not installed here (run dirs go over ssh with rsync)"
         facts.stage_fix = "install rsync here (apt-get install rsync)"
     return facts
