@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import sys
 import venv
@@ -58,9 +59,10 @@ vllm = [
 override-dependencies = ["torch==2.11.0"]
 """  # noqa: E501 (upstream's requirement lines, as written)
 NEMO_RL_PYTHON = ">=3.13.13,<3.14"  # what v0.7.0 asks for; nothing here provides it
+ANY_PYTHON = ">=3.10"  # what every interpreter that runs these tests satisfies
 
 
-def _setup(tmp_path: Path, python: str = NEMO_RL_PYTHON, pinned: bool = False):
+def _setup(tmp_path: Path, python: str = ANY_PYTHON, pinned: bool = False):
     """A step, a stand-in checkout with uv.lock and a pyproject asking for `python` (and, when
     `pinned`, NeMo-RL's package pins), a working folder and a clean environment."""
     catalog = tmp_path / "catalog"
@@ -116,7 +118,7 @@ def _findings(stdout: str) -> dict[str, list[dict]]:
 
 @needs_uv
 def test_a_uv_that_cannot_find_nemo_rls_python_stops_the_run_before_exec(tmp_path):
-    catalog, checkout, work, env = _setup(tmp_path)
+    catalog, checkout, work, env = _setup(tmp_path, python=NEMO_RL_PYTHON)
     env = _offline_uv(tmp_path, env)
     dry = steps_run(*_args(catalog, checkout, tmp_path, "--dry-run", "--json"), cwd=work, env=env)
     assert dry.returncode == 1, dry.stderr
@@ -149,6 +151,27 @@ def test_launcher_flag_chooses_the_interpreter_over_uv_lock(tmp_path):
         "--config",
         str(config_yaml),
     ]
+
+
+def test_a_launcher_whose_python_the_checkout_does_not_accept_stops_the_run(tmp_path):
+    # v0.7.0 asks for Python >=3.13.13: an interpreter outside requires-python fails at import.
+    catalog, checkout, work, env = _setup(tmp_path, python=NEMO_RL_PYTHON)
+    argv = _args(catalog, checkout, tmp_path, "--launcher", sys.executable, "--dry-run", "--json")
+    dry = steps_run(*argv, cwd=work, env=env)
+    assert dry.returncode == 1, dry.stderr
+    (finding,) = _findings(dry.stdout)["E-LAUNCHER"]
+    here = platform.python_version()
+    assert finding["message"] == (
+        f"launcher `{sys.executable}` starts Python {here} ({sys.executable}); the checkout's "
+        'pyproject.toml asks for `requires-python = ">=3.13.13,<3.14"`'
+    )
+    assert finding["location"] == f"{checkout / 'pyproject.toml'}:4"
+    assert "--launcher" in finding["fix"] and "a Python >=3.13.13,<3.14" in finding["fix"]
+    real = steps_run(
+        *_args(catalog, checkout, tmp_path, "--launcher", sys.executable), cwd=work, env=env
+    )
+    assert real.returncode == 1 and "E-LAUNCHER" in real.stderr
+    assert not (tmp_path / "record.json").exists()  # the script never started
 
 
 def test_a_local_profile_launcher_is_the_launcher(tmp_path, monkeypatch, capsys):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,6 +34,7 @@ class _Loose(BaseModel):
 
 
 class _Project(_Loose):
+    requires_python: str | None = Field(None, alias="requires-python")
     dependencies: list[str] = []
     optional_dependencies: dict[str, list[str]] = Field({}, alias="optional-dependencies")
 
@@ -150,6 +151,22 @@ def _pins_in(
         if name in packages and spec is not None and _applies(req, markers):
             out.append(Pin(name, spec, text, path, _line(lines, text, section)))
     return out
+
+
+def python_pin(checkout: Path) -> Pin | None:
+    """The checkout's `requires-python` (0.7.0: `>=3.13.13,<3.14`), None when it names none."""
+    read = read_pyproject(checkout)
+    if read is None or not read[0].project.requires_python:
+        return None
+    doc, path = read
+    text = doc.project.requires_python
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+    lines = _lines(path)
+    line = next((i + 1 for i, t in enumerate(lines) if t.startswith("requires-python")), None)
+    return Pin("python", spec, f"python{text}", path, line)
 
 
 def pins(

@@ -48,9 +48,28 @@ def local_interpreter(ctx: PreflightContext) -> Iterator[Finding]:
             fix=fix,
         )
         return
+    yield from _python_finding(launch.checkout, found, launcher.text)
     if launcher.syncs(launch.env):
         return  # uv installs the checkout's own uv.lock before the script starts
     yield from _package_findings(ctx, found, launcher.text)
+
+
+def _python_finding(checkout: Any, found: Any, launcher: str) -> Iterator[Finding]:
+    """E-LAUNCHER: the launcher starts a Python outside the checkout's `requires-python`."""
+    from runners.nemo_rl.pins import python_pin
+
+    pin = python_pin(checkout)
+    if pin is None or pin.allows(found.version):
+        return
+    wanted = pin.text.removeprefix("python")
+    yield Finding(
+        "E-LAUNCHER",
+        f"launcher `{launcher}` starts Python {found.version} ({found.executable}); the "
+        f'checkout\'s pyproject.toml asks for `requires-python = "{wanted}"`',
+        path=str(pin.path),
+        line=pin.line,
+        fix=_FIX_LAUNCHER.replace("NeMo-RL's Python", f"a Python {wanted}"),
+    )
 
 
 def _package_findings(ctx: PreflightContext, found: Any, launcher: str) -> Iterator[Finding]:
