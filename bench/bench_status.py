@@ -7,9 +7,10 @@ itself (and so its children: bash, grep) to one CPU first.
 
 status: a run dir whose config, 20 checkpoints (`step_N` + a `tmp_step_*` leftover), a 64 MB
 driver log of the current segment and a TensorBoard file sit in a temp dir, with 20 job records
-(the segments). Times `python -m steps status RUN` (a fresh process, as a user runs it; no
-scheduler is reachable, so sacct/scontrol answer nothing at once) against `python -c pass`, and
-the progress read alone (`run_progress`, in process).
+(the segments); the current segment is a real job running on the tests' one-node Slurm
+(bench/slurm_lab.py, started before the pinning), so `status` makes its real scheduler round trip.
+Times `python -m steps status RUN` (a fresh process, as a user runs it) against `python -c pass`,
+and the progress read alone (`run_progress`, in process).
 
 diagnose: a generated NeMo-RL GRPO driver log (step banners, metrics, vLLM request lines, Ray
 actor prefixes, `Generation KL Error` lines that mention "Error") with a GPU OOM traceback and
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from runners.launch.observe import log_files, run_progress, scan_logs  # noqa: E402
 from runners.monitor.classify import LogClassifier, diagnose  # noqa: E402
@@ -129,7 +130,7 @@ def run(cmd: list[str], **kw) -> None:
     subprocess.run(cmd, check=True, capture_output=True, **kw)
 
 
-def bench_status(root: Path, repeat: int) -> None:
+def bench_status(root: Path, repeat: int, lab: dict[str, str], job_id: str) -> None:
     run_dir = root / "runs" / "rl" / "nemo_rl" / "rlvr" / "20261124T000000Z-abcd1234"
     run_dir.mkdir(parents=True)
     ckpt, logs, shared = root / "ckpt", root / "logs", root / "shared"
@@ -157,7 +158,7 @@ def bench_status(root: Path, repeat: int) -> None:
                 "submitted_utc": f"2026-11-24T00:{seg:02d}:00.000000Z", "exit_code": 143,
             }
         )  # fmt: skip
-    jobs[-1]["state"] = "RUNNING"
+    jobs[-1].update(state="RUNNING", job_id=job_id)
     steps = write_log(Path(jobs[-1]["log_path"]), 64 << 20, fail=False)
     config = {
         "grpo": {"max_num_steps": 20000, "max_num_epochs": 1},
@@ -172,8 +173,7 @@ def bench_status(root: Path, repeat: int) -> None:
     progress = run_progress(run_dir, data, jobs)
     cpu: list[float] = []
     in_process = median_wall(lambda: run_progress(run_dir, data, jobs), repeat, cpu)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("SLURM_CONF", None)
+    env = {**lab, "PYTHONPATH": str(REPO)}
     cli = [sys.executable, "-m", "steps", "status", str(run_dir)]
     run(cli, env=env, cwd=root)
     status = median_wall(lambda: run(cli, env=env, cwd=root), repeat, cpu)
@@ -247,11 +247,22 @@ def main() -> int:
     p.add_argument("--gb", type=float, default=1.0, help="size of the generated log")
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    with tempfile.TemporaryDirectory() as tmp:
-        bench_status(Path(tmp) / "status", args.repeat)
-        bench_diagnose(Path(tmp) / "diagnose", args.gb, args.repeat)
+    from slurm_lab import slurm_lab
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        slurm_lab(Path(tmp), SLURM_LAB_ACCOUNTING="0") as lab,
+    ):
+        sbatch = ["sbatch", "--parsable", "--wrap", "sleep 600", f"--output={tmp}/slurm-%j.out"]
+        job_id = subprocess.run(sbatch, env=lab, check=True, capture_output=True, text=True)
+        job_id = job_id.stdout.strip().split(";")[0]
+        if hasattr(os, "sched_setaffinity"):  # the lab's daemons stay on every core
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        try:
+            bench_status(Path(tmp) / "status", args.repeat, lab, job_id)
+            bench_diagnose(Path(tmp) / "diagnose", args.gb, args.repeat)
+        finally:
+            subprocess.run(["scancel", job_id], env=lab, check=False)
     return 0
 
 
