@@ -180,3 +180,17 @@ def test_a_chain_without_checkpoints_cannot_resume():
     off["checkpointing"]["enabled"] = False
     _, findings, _, _ = chain_overrides(off, "dpo", _slurm(), "w1", True)
     assert [f.code for f in findings] == ["E-CHAIN-CHECKPOINTING"]
+
+
+def test_a_deadline_of_the_users_later_than_the_time_limit_is_kept_with_a_warning():
+    late = _config(checkpoint_must_save_by="00:05:00:00")  # a 4-hour job would be killed first
+    tokens, findings, deadline, source = chain_overrides(late, "dpo", _slurm(), "w1", True)
+    assert (deadline, source) == ("00:05:00:00", "user")
+    assert not [t for t in tokens if "checkpoint_must_save_by" in t]
+    (warning,) = findings
+    assert (warning.code, warning.key) == (
+        "W-CHAIN-DEADLINE",
+        "checkpointing.checkpoint_must_save_by",
+    )
+    assert not warning.is_error and "Slurm kills each segment" in warning.message
+    assert warning.fix.startswith("set it to 00:03:45:00 or less")

@@ -66,6 +66,36 @@ def nemo_rl_deadline(seconds: int) -> str:
     return f"{days:02d}:{hours:02d}:{minutes:02d}:{secs:02d}"
 
 
+def deadline_seconds(value: str) -> int | None:
+    """Seconds in NeMo-RL's DD:HH:MM:SS (None when it is not that shape)."""
+    parts = str(value).strip().split(":")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return None
+    days, hours, minutes, secs = map(int, parts)
+    return ((days * 24 + hours) * 60 + minutes) * 60 + secs
+
+
+def _late_deadline(user: str, profile: Any) -> Finding | None:
+    """W-CHAIN-DEADLINE: the user's deadline falls after the segment's time limit minus the
+    margin, so Slurm kills each segment (SIGTERM saves nothing) before NeMo-RL saves."""
+    total = slurm_seconds(getattr(profile, "time", None) or "")
+    margin = slurm_seconds(getattr(profile, "save_margin", None) or "0")
+    asked = deadline_seconds(user)
+    if total is None or margin is None or asked is None or asked <= total - margin:
+        return None
+    fits = nemo_rl_deadline(max(total - margin, 1))
+    return Finding(
+        "W-CHAIN-DEADLINE",
+        f"checkpointing.checkpoint_must_save_by={user} (yours, kept) is later than the "
+        f"profile's time {profile.time} minus save_margin {profile.save_margin}: Slurm kills "
+        "each segment at its time limit before NeMo-RL saves, and the steps since the last "
+        "save are trained again",
+        key="checkpointing.checkpoint_must_save_by",
+        fix=f"set it to {fits} or less, or drop it and --until-done sets it",
+        severity=WARNING,
+    )
+
+
 def chain_overrides(
     resolved: dict,
     algorithm: str,
@@ -88,6 +118,8 @@ def chain_overrides(
         )
     user = dotted_get(resolved, "checkpointing.checkpoint_must_save_by")
     deadline, source = (str(user), "user") if user else (None, "chain")
+    if user and (late := _late_deadline(str(user), profile)) is not None:
+        findings.append(late)
     if not user and getattr(profile, "time", None) is None:
         source = "none"  # a Ray job has no time limit: a segment ends at the end or a failure
     elif not user and not has_deadline_key:
