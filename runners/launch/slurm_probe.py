@@ -38,12 +38,18 @@ def _probe_cluster(profile) -> list[str]:
     )
     if not profile.account:  # the user's default account, when accounting answers
         lines.append(
-            'echo "T|$(scontrol show config 2>/dev/null | sed -n '
-            "'s/^AccountingStorageType *= *//p')\""
+            "T=$(scontrol show config 2>/dev/null | sed -n 's/^AccountingStorageType *= *//p')\n"
+            'echo "T|$T"'
         )
+        # slurmctld's association cache answers in milliseconds; sacctmgr asks slurmdbd (~0.2 s)
+        # and is asked only when the cache has no default account (or is private to admins).
         lines.append(
-            'echo "A|$(timeout 10 sacctmgr -nP show user "$(id -un)" format=DefaultAccount '
-            '2>/dev/null | head -n 1)"'
+            'A=""; case $T in ""|*none) ;; *)\n'
+            'A=$(scontrol show assoc_mgr users="$(id -un)" flags=users 2>/dev/null | sed -n '
+            "'s/.* DefAccount=\\([^ ]*\\).*/\\1/p' | head -n 1)\n"
+            '[ -n "$A" ] || A=$(timeout 10 sacctmgr -nP show user "$(id -un)" '
+            "format=DefaultAccount 2>/dev/null | head -n 1) ;;\nesac\n"
+            'echo "A|$A"'
         )
     if profile.nemo_rl_dir:
         q = shlex.quote(f"{profile.nemo_rl_dir}/{RAY_SUB}")
