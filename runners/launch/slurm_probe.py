@@ -2,9 +2,10 @@
 
 Which paths exist there, $HOME, the partition (the profile's, else the cluster's default from
 `scontrol show partition`) with its GPU GRES and fewest CPUs per node (`sinfo -o %G/%c`), the
-accounting plugin and the user's default account (`sacctmgr`, when the profile names none: ray.sub's
-header holds ACCOUNT/PARTITION placeholders), how the checkout's ray.sub sizes its srun steps, and
-whether the run dir can be staged under remote_dir (the deepest existing folder is writable).
+accounting plugin and the user's default account (slurmctld's association cache, else `sacctmgr`,
+when the profile names none: ray.sub's header holds ACCOUNT/PARTITION placeholders), how the
+checkout's ray.sub sizes its srun steps, and whether the run dir can be staged under remote_dir
+(the deepest existing folder is writable; over ssh, rsync on both ends).
 """
 
 from __future__ import annotations
