@@ -109,7 +109,8 @@ up() {
   slurmctld -i -f "$CONF"
   slurmd -f "$CONF" -N "$NODE"
   local i state=""
-  for ((i = 0; i < 150; i++)); do
+  # Bounds are generous: labs, MariaDBs and Ray heads may all be starting on two busy cores.
+  for ((i = 0; i < 300; i++)); do
     state=$(sinfo -h -n "$NODE" -o '%t' 2>/dev/null | head -1 || true)
     case $state in
       idle) return 0 ;;
@@ -151,9 +152,9 @@ StorageUser=root
 StorageLoc=slurm_acct_db
 DBD
   chmod 600 "$LAB/etc/slurmdbd.conf"
-  for ((i = 0; i < 150; i++)); do [[ -S $db/mysqld.sock ]] && break; sleep 0.1; done
+  for ((i = 0; i < 600; i++)); do [[ -S $db/mysqld.sock ]] && break; sleep 0.1; done
   SLURM_CONF=$CONF slurmdbd 2>>"$LAB/log/slurmdbd.log"  # reads slurmdbd.conf beside slurm.conf
-  for ((i = 0; i < 150; i++)); do
+  for ((i = 0; i < 300; i++)); do
     sacctmgr -i add cluster stepslab >/dev/null 2>&1 && return 0
     sacctmgr -n list cluster format=cluster 2>/dev/null | grep -q stepslab && return 0
     sleep 0.2
