@@ -7,14 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
-SCRIPT = str(REPO / "tests" / "cluster" / "slurm-local.sh")
 
 
 @contextlib.contextmanager
@@ -23,17 +21,13 @@ def slurm_lab(root: Path, **knobs: str) -> Iterator[dict[str, str]]:
     environment its clients need (SLURM_CONF set). Exits with the reason when Slurm is missing."""
     if shutil.which("slurmctld") is None:
         sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
-    from cluster_fixtures import free_port
+    from cluster_fixtures import lab_down, lab_up
 
-    env = {**os.environ, "SLURM_LAB": str(root / "slurm"), "SLURM_LAB_GPUS": "1"}
-    for name in ("CTLD", "SLURMD", "DBD", "DB"):
-        env[f"SLURM_LAB_{name}_PORT"] = str(free_port())
-    env.update(knobs)
-    subprocess.run(["bash", SCRIPT, "up"], env=env, check=True)
+    env = lab_up(root / "slurm", **{"SLURM_LAB_GPUS": "1", **knobs})
     try:
         yield {**env, "SLURM_CONF": str(root / "slurm" / "etc" / "slurm.conf")}
     finally:
-        subprocess.run(["bash", SCRIPT, "down"], env=env, check=False)
+        lab_down(env)
 
 
 def stand_in_nemo_rl(root: Path) -> Path:

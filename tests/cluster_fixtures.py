@@ -63,23 +63,7 @@ def slurm(tmp_path_factory):
             "slurmctld slurmd slurm-client"
         )
     lab = tmp_path_factory.mktemp("slurm")
-    script = str(CLUSTER / "slurm-local.sh")
-    for attempt in (1, 2):  # once more from scratch (fresh ports too): a daemon may miss its
-        env = {  # start on busy cores, or another process take a port between choice and bind
-            **os.environ,
-            "SLURM_LAB": str(lab),
-            "SLURM_LAB_GPUS": "1",
-            "SLURM_LAB_CTLD_PORT": str(free_port()),
-            "SLURM_LAB_SLURMD_PORT": str(free_port()),
-            "SLURM_LAB_DBD_PORT": str(free_port()),
-            "SLURM_LAB_DB_PORT": str(free_port()),
-        }
-        up = subprocess.run(["bash", script, "up"], env=env, capture_output=True, text=True)
-        if up.returncode == 0:
-            break
-        subprocess.run(["bash", script, "down"], env=env, capture_output=True)
-        if attempt == 2:
-            pytest.fail(f"Slurm did not come up twice: {(up.stderr + up.stdout)[-3000:]}")
+    env = lab_up(lab, SLURM_LAB_GPUS="1")
     try:
         yield {
             "SLURM_CONF": str(lab / "etc" / "slurm.conf"),
@@ -88,7 +72,32 @@ def slurm(tmp_path_factory):
             "accounting": (lab / "run" / "accounting").exists(),
         }
     finally:
-        subprocess.run(["bash", script, "down"], env=env, capture_output=True, timeout=60)
+        lab_down(env)
+
+
+LAB_SCRIPT = str(CLUSTER / "slurm-local.sh")
+
+
+def lab_up(lab: Path, **knobs: str) -> dict[str, str]:
+    """tests/cluster/slurm-local.sh up in `lab` on free ports (SLURM_LAB_* knobs on top); the
+    environment `lab_down` takes. Tried once more from scratch on fresh ports before failing:
+    a daemon may miss its start on busy cores, or another process take a port first."""
+    for attempt in (1, 2):
+        env = {**os.environ, "SLURM_LAB": str(lab)}
+        for name in ("CTLD", "SLURMD", "DBD", "DB"):
+            env[f"SLURM_LAB_{name}_PORT"] = str(free_port())
+        env.update(knobs)
+        up = subprocess.run(["bash", LAB_SCRIPT, "up"], env=env, capture_output=True, text=True)
+        if up.returncode == 0:
+            return env
+        lab_down(env)
+        if attempt == 2:
+            pytest.fail(f"Slurm did not come up twice: {(up.stderr + up.stdout)[-3000:]}")
+    raise AssertionError("unreachable")
+
+
+def lab_down(env: dict[str, str]) -> None:
+    subprocess.run(["bash", LAB_SCRIPT, "down"], env=env, capture_output=True, timeout=60)
 
 
 def start_sshd(d: Path, slurm_conf: str) -> tuple[str, list[str], Path]:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import CLUSTER, PYTHON, free_port, stand_in_checkout, wait_for
+from cluster_fixtures import CLUSTER, PYTHON, lab_down, lab_up, stand_in_checkout, wait_for
 from run_fixtures import REPO, clean_env, steps_cli
 
 # Upstream's files stay outside this repo: the shared fixtures, or $STEPS_RAY_SUB_FIXTURES.
@@ -125,15 +125,11 @@ def slurm(tmp_path_factory):
     if missing or os.geteuid() != 0:
         pytest.skip(f"needs root and {', '.join(missing)} (ray.sub fixtures: {FIXTURES})")
     lab = tmp_path_factory.mktemp("slurm-nogres")
-    env = {**os.environ, "SLURM_LAB": str(lab), "SLURM_LAB_GPUS": "0", "SLURM_LAB_ACCOUNTING": "0"}
-    env |= {"SLURM_LAB_CTLD_PORT": str(free_port()), "SLURM_LAB_SLURMD_PORT": str(free_port())}
-    script = str(CLUSTER / "slurm-local.sh")
-    up = subprocess.run(["bash", script, "up"], env=env, capture_output=True, text=True)
+    env = lab_up(lab, SLURM_LAB_GPUS="0", SLURM_LAB_ACCOUNTING="0")
     try:
-        assert up.returncode == 0, f"Slurm did not come up: {up.stderr[-2000:]}"
         yield {"SLURM_CONF": str(lab / "etc" / "slurm.conf"), "lab": str(lab)}
     finally:
-        subprocess.run(["bash", script, "down"], env=env, capture_output=True, timeout=60)
+        lab_down(env)
 
 
 @pytest.fixture
