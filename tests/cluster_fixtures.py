@@ -100,9 +100,10 @@ def lab_down(env: dict[str, str]) -> None:
     subprocess.run(["bash", LAB_SCRIPT, "down"], env=env, capture_output=True, timeout=60)
 
 
-def start_sshd(d: Path, slurm_conf: str) -> tuple[str, list[str], Path]:
-    """A real sshd on 127.0.0.1 with a throwaway key, configured in `d`; (host, ssh options,
-    its pid file). Skips when OpenSSH is missing or sshd will not start here."""
+def start_sshd(d: Path, slurm_conf: str, extra: str = "") -> tuple[str, list[str], Path]:
+    """A real sshd on 127.0.0.1 with a throwaway key, configured in `d` (plus `extra` lines of
+    sshd_config); (host, ssh options, its pid file). Skips when OpenSSH is missing or sshd will
+    not start here."""
     sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     if not Path(sshd_bin).exists() or shutil.which("ssh") is None:
         pytest.skip("OpenSSH server/client not installed: apt-get install openssh-server")
@@ -118,7 +119,7 @@ def start_sshd(d: Path, slurm_conf: str) -> tuple[str, list[str], Path]:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'hostkey'}\n"
         f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
         f"PasswordAuthentication no\nPidFile {d / 'sshd.pid'}\nStrictModes no\nUsePAM no\n"
-        "AcceptEnv SLURM_CONF\n",
+        f"AcceptEnv SLURM_CONF\n{extra}",
         encoding="utf-8",
     )
     options = [

@@ -243,6 +243,31 @@ def test_without_rsync_here_an_ssh_profile_is_refused_by_the_dry_run_as_by_the_s
     assert not (work / "runs").exists() and not (root / "shared").exists()
 
 
+def test_without_rsync_on_the_host_an_ssh_profile_is_refused_before_anything_is_written(
+    lab,  # noqa: F811
+    slurm,  # noqa: F811
+    tmp_path,
+):
+    root, work, _env, cli = lab
+    bare = tmp_path / "host-bin"  # the host's PATH: Slurm's clients, bash, coreutils; no rsync
+    bare.mkdir()
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in Path(folder).glob("*"):
+            if tool.name != "rsync" and not (bare / tool.name).exists():
+                (bare / tool.name).symlink_to(tool)
+    host, options, pid_file = start_sshd(
+        tmp_path / "sshd", slurm["SLURM_CONF"], extra=f"SetEnv PATH={bare}\n"
+    )
+    try:
+        write_env_toml(work, root, extra=ssh_extra(host, options))
+        res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run")
+    finally:
+        stop_sshd(pid_file)
+    said = res.stdout + res.stderr
+    assert res.returncode == 1 and f"rsync is not installed on {host}" in said, said
+    assert f"Fix: install rsync on {host}" in said
+
+
 def test_one_unreachable_record_does_not_break_jobs(lab):  # noqa: F811
     _root, work, _env, cli = lab
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
