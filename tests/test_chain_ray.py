@@ -112,10 +112,12 @@ def chains(tmp_path_factory, ray_head):  # noqa: F811
     for name in ("detached", "resumed"):
         wait_for(lambda n=name: lab.ledger(n) == [1], timeout=90)
         if name == "resumed":  # the same command while its driver runs: refused, not a 2nd driver
-            lab.ended["busy"] = subprocess.run(
-                lab.argv(name), cwd=lab.work, env={**lab.env, "PYTHONPATH": str(REPO)},
-                text=True, capture_output=True, timeout=60,
-            )  # fmt: skip
+            for key, dry in (("busy", []), ("busy_dry_run", ["--dry-run"])):
+                lab.ended[key] = subprocess.run(
+                    [*lab.argv(name), *dry], cwd=lab.work,
+                    env={**lab.env, "PYTHONPATH": str(REPO)}, text=True, capture_output=True,
+                    timeout=60,
+                )  # fmt: skip
         procs[name].send_signal(signal.SIGINT)
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
@@ -188,8 +190,9 @@ def test_until_done_with_batch_on_a_ray_profile_is_refused(chains):
 
 
 def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(chains):
-    busy = chains.ended["busy"]
-    assert busy.returncode == 2 and "E-CHAIN-BUSY" in busy.stderr, busy.stderr
+    for key in ("busy", "busy_dry_run"):  # the dry run says what the run says
+        busy = chains.ended[key]
+        assert busy.returncode == 2 and "E-CHAIN-BUSY" in busy.stderr, busy.stderr
     assert chains.ended["resumed"].returncode == 130
     first = chains.run_of("resumed")
     before = chains.chain_of("resumed")
