@@ -11,6 +11,7 @@ requirement on that package; else `[project] dependencies` plus the named extras
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,14 +78,22 @@ class Pin:
             return False
 
 
-def read_pyproject(checkout: Path) -> tuple[PyProject, Path] | None:
-    """The checkout's pyproject.toml (None when it has none)."""
+def read_pyproject(checkout: Path) -> tuple[PyProject, Path, list[str]] | None:
+    """The checkout's pyproject.toml, its path and lines (None when it has none): read once
+    while the file is unchanged, for the package pins and requires-python alike."""
     path = checkout / "pyproject.toml"
-    if not path.is_file():
+    try:
+        st = path.stat()
+    except OSError:
         return None
+    return _read_pyproject(path, st.st_mtime_ns, st.st_size) if path.is_file() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _read_pyproject(path: Path, mtime_ns: int, size: int) -> tuple[PyProject, Path, list[str]]:
     data = load_toml(path, code="E-PACKAGE-VERSION")
     try:
-        return PyProject.model_validate(data), path
+        return PyProject.model_validate(data), path, _lines(path)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise StepsError(
@@ -158,15 +167,14 @@ def python_pin(checkout: Path) -> Pin | None:
     read = read_pyproject(checkout)
     if read is None or not read[0].project.requires_python:
         return None
-    doc, path = read
+    doc, path, lines = read
     text = doc.project.requires_python
     try:
         spec = SpecifierSet(text)
     except InvalidSpecifier:
         return None
-    lines = _lines(path)
     line = next((i + 1 for i, t in enumerate(lines) if t.startswith("requires-python")), None)
-    return Pin("python", spec, f"python{text}", path, line)
+    return Pin("python", spec, text, path, line)
 
 
 def pins(
@@ -180,8 +188,7 @@ def pins(
     read = read_pyproject(checkout)
     if read is None:
         return {}
-    doc, path = read
-    lines = _lines(path)
+    doc, path, lines = read
     wanted = {canonicalize_name(p) for p in packages}
     overrides = _pins_in(
         doc.tool.uv.override_dependencies, "override-dependencies", wanted, path, lines, markers

@@ -61,7 +61,7 @@ def _python_finding(checkout: Any, found: Any, launcher: str) -> Iterator[Findin
     pin = python_pin(checkout)
     if pin is None or pin.allows(found.version):
         return
-    wanted = pin.text.removeprefix("python")
+    wanted = pin.text  # as the pyproject writes it
     yield Finding(
         "E-LAUNCHER",
         f"launcher `{launcher}` starts Python {found.version} ({found.executable}); the "
