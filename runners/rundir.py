@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from catalog.atomic_write import write_atomic
+from catalog.folder_faults import existing_folder, make_folders, writing
 from runners.secrets import is_secret_key, redact_text
 
 RUNS_DIR_VAR = "STEPS_RUNS_DIR"
 SECRET_VAR_PREFIX = "STEPS_SECRET_"
+RUNS_ELSEWHERE = f"pass --runs-dir (or set ${RUNS_DIR_VAR})"
 
 
 def runs_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) -> Path:
@@ -95,19 +97,23 @@ def write_run_dir(
     files: Mapping[str, str],
     materialize: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write every file (and derived data) into a hidden temp folder, then rename it into place."""
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = run_dir.parent / f".{run_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        if materialize is not None:
-            materialize(staging)
-        for name, text in files.items():
-            (staging / name).write_text(text, encoding="utf-8")
-        os.replace(staging, run_dir)
-    finally:
+    """Write every file (and derived data) into a hidden temp folder, then rename it into place.
+
+    A full disk or a folder that cannot be written is E-RUN-DIR (exit 2), and the folders this
+    call created (`runs/<step>/`) are removed again."""
+    with writing(existing_folder(run_dir), "E-RUN-DIR", "the run dir", RUNS_ELSEWHERE) as made:
+        made += make_folders(run_dir.parent)
+        staging = run_dir.parent / f".{run_dir.name}.tmp-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            if materialize is not None:
+                materialize(staging)
+            for name, text in files.items():
+                (staging / name).write_text(text, encoding="utf-8")
+            os.replace(staging, run_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return run_dir
 
 
@@ -188,5 +194,6 @@ def update_record(run_dir: Path, **changes: Any) -> dict:
     """Rewrite run.json with `changes` merged in, atomically (never half-written)."""
     record = read_record(run_dir)
     record.update(changes)
-    write_atomic(run_dir / RECORD, json.dumps(record, indent=2, default=str) + "\n")
+    with writing(run_dir, "E-RUN-DIR", "the run record", RUNS_ELSEWHERE):
+        write_atomic(run_dir / RECORD, json.dumps(record, indent=2, default=str) + "\n")
     return record

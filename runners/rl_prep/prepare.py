@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from catalog.errors import StepsError
+from catalog.folder_faults import existing_folder, make_folders, writing
 from runners.rl_prep.blend import Blend, load_blend
 from runners.rl_prep.build import PlannedDataset, build
 from runners.rl_prep.options import Options, config_path, read_options
@@ -105,16 +106,18 @@ def prepare(config: dict, *, config_dir: Path, force: bool = False) -> dict:
         manifest = up_to_date(output_dir, key)
         if manifest is not None:
             return _summary(output_dir, manifest, reused=True)
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    elsewhere = clean_stale(output_dir)
-    staging = work_dir(output_dir, "partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        manifest = build(staging, blend, opts, planned, key)
-        publish(staging, output_dir)
-    finally:
+    where = existing_folder(output_dir.parent)
+    with writing(where, "E-OUTPUT-DIR", f"rl_prep's output {output_dir}", "set output_dir") as made:
+        made += make_folders(output_dir.parent)
+        elsewhere = clean_stale(output_dir)
+        staging = work_dir(output_dir, "partial")
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            manifest = build(staging, blend, opts, planned, key)
+            publish(staging, output_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     summary = _summary(output_dir, manifest, reused=False)
     if elsewhere:
         summary["work_left_for_other_hosts"] = elsewhere
