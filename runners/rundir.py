@@ -21,7 +21,7 @@ from typing import Any
 
 from catalog.atomic_write import write_atomic
 from catalog.folder_faults import existing_folder, make_folders, writing
-from runners.secrets import is_secret_key, redact_text
+from runners.secrets import has_token, is_secret_key, is_switch, redact_text
 
 RUNS_DIR_VAR = "STEPS_RUNS_DIR"
 SECRET_VAR_PREFIX = "STEPS_SECRET_"
@@ -50,45 +50,54 @@ def plan_run_dir(root: Path, step_id: str) -> Path:
 def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
     """Replace literal secrets in a DictConfig by env references; returns the env to pass.
 
-    A secret-named key with a literal value becomes `${oc.env:STEPS_SECRET_<KEY>}`; a literal
-    secret value anywhere becomes `${oc.env:<its variable>}`. NeMo-RL resolves both as before.
+    Every literal scalar at or under a secret-named key (a string, a number, the items of a list
+    or mapping; not a bool, null or switch value) and every token-shaped string becomes
+    `${oc.env:STEPS_SECRET_<DOTTED_KEY>}` (a number `${oc.decode:${oc.env:...}}`, so it keeps
+    its type); a secret variable's value anywhere becomes `${oc.env:<its variable>}`.
+    NeMo-RL resolves them all as before.
     """
     from omegaconf import DictConfig, ListConfig
 
     extra: dict[str, str] = {}
 
-    def walk(node: Any, path: str) -> None:
+    def lift(node: Any, k: Any, dotted: str, raw: Any) -> None:
+        var = SECRET_VAR_PREFIX + "".join(c if c.isalnum() else "_" for c in dotted).upper()
+        extra[var] = str(raw)
+        ref = "${oc.env:" + var + "}"
+        node[k] = ref if isinstance(raw, str) else "${oc.decode:" + ref + "}"
+
+    def walk(node: Any, path: str, secret: bool) -> None:
         items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
         for k, _ in list(items):
             child = node._get_node(k)
             dotted = f"{path}.{k}" if path else str(k)
+            under = secret or (isinstance(node, DictConfig) and is_secret_key(str(k)))
             if isinstance(child, (DictConfig, ListConfig)):
                 if (
                     not child._is_none()
                     and not child._is_missing()
                     and not child._is_interpolation()
                 ):
-                    walk(child, dotted)
+                    walk(child, dotted, under)
                 continue
             raw = child._value()
-            if not isinstance(raw, str) or child._is_interpolation() or raw == "???":
+            if child._is_interpolation() or raw is None or isinstance(raw, bool) or raw == "???":
                 continue
-            if raw in values:  # the value of a secret variable: refer to that variable
+            if isinstance(raw, str) and raw in values:  # a secret variable's value: refer to it
                 node[k] = "${oc.env:" + values[raw] + "}"
-                continue
-            if isinstance(node, DictConfig) and is_secret_key(str(k)) and raw:
-                var = SECRET_VAR_PREFIX + "".join(c if c.isalnum() else "_" for c in dotted).upper()
-                extra[var] = raw
-                node[k] = "${oc.env:" + var + "}"
-                continue
-            new = raw
-            for secret in sorted(values, key=len, reverse=True):
-                if secret in new:
-                    new = new.replace(secret, "${oc.env:" + values[secret] + "}")
-            if new != raw:
-                node[k] = new
+            elif (under and (secret or not is_switch(raw))) or (
+                isinstance(raw, str) and has_token(raw)
+            ):
+                lift(node, k, dotted, raw)
+            elif isinstance(raw, str):
+                new = raw
+                for value in sorted(values, key=len, reverse=True):
+                    if value in new:
+                        new = new.replace(value, "${oc.env:" + values[value] + "}")
+                if new != raw:
+                    node[k] = new
 
-    walk(cfg, "")
+    walk(cfg, "", False)
     return extra
 
 

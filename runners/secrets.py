@@ -1,13 +1,23 @@
-"""Keep secrets out of everything we print or save (run dir, dry-run output, run.json).
+"""Keep secrets out of everything we print or save (run dir, dry-run output, run.json, errors).
 
-A name is secret when one of its WORDS (split at `_`, `-`, `.` and camelCase) is TOKEN, KEY,
-SECRET, PASSWORD, PASS... and it does not read as a data field (`input_key`, `max_new_tokens`,
-`stop_token_ids` are not secrets). Words, not substrings: NCCL_IB_PKEY, TOKENIZERS_PARALLELISM and
-KEYTAB_PATH are settings. For environment variables any such word counts (`HF_TOKEN`,
-`AWS_SECRET_ACCESS_KEY`); for config keys the LAST word must be one (`api_key`, `hf_token`), so
-`input_key: problem` stays readable. A secret-named variable whose value is a switch (`0`, `1`,
-`true`, `no`...) holds no credential (`HF_HUB_DISABLE_TOKEN=1`): it travels as a plain setting.
-Any resolved string equal to a secret environment variable's value is redacted too.
+Environment variables: a name is secret when any of its WORDS (split at `_`, `-`, `.` and
+camelCase) is TOKEN, KEY, SECRET, PASSWORD, PASS... (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`); words,
+not substrings, so NCCL_IB_PKEY, TOKENIZERS_PARALLELISM and KEYTAB_PATH are settings.
+
+Config keys are stricter, since NeMo-RL's configs are full of `*_key` and `*_token` data fields
+(`input_key`, `pad_token`, `num_keys`, `key_prefix`): a key is secret when its name ENDS in a
+credential name: `token`, `api_key`/`apikey`, `secret(s)`, `password`, `passwd`, `passphrase`,
+`credential(s)`, `auth`, or `access_key`/`secret_key`/`private_key`/`ssh_key`/... (so `hf_token`,
+`wandb_api_key`, `client_secret`, `db.password`, `apiKey` are; `cache_key`, `my_new_key`,
+`stop_token_ids`, `http_refit_api_key_env_var` are not), and `<word>_token` is not when the word
+names a tokenizer's special token (`pad_token`, `eos_token`). Any key under a secret key is
+secret too (`credentials.aws`), and a secret key's value is redacted whatever its type: every
+scalar in it, in lists and mappings too, becomes `***`. A secret-named value that is a switch
+(`0`, `1`, `true`, `no`..., a bool) holds no credential (`HF_HUB_DISABLE_TOKEN=1`,
+`use_auth_token: true`): it stays plain. No key in any upstream NeMo-RL config is secret.
+
+Values: a string shaped like a real token (`hf_`+34, `ghp_`, `sk-`, `nvapi-`, `AKIA`...) is
+redacted under any name, and any string equal to a secret environment variable's value too.
 """
 
 from __future__ import annotations
@@ -22,13 +32,30 @@ SECRET_WORDS = {
 }  # fmt: skip
 # Values a setting has, never a credential: a secret-named variable holding one is a switch.
 SWITCH_VALUES = {"", "0", "1", "true", "false", "yes", "no", "on", "off"}
-# Config-key words that name a data field, not a credential (`input_key`, `prompt_key`).
-_FIELD_KEYS = re.compile(
-    r"(input|output|prompt|chosen|rejected|label|text|answer|question|sort|metric|type|"
-    r"dataset|column|message|image|video|audio|response|reference|env|name|cache|primary)_key$",
-    re.IGNORECASE,
-)
 _MIN_SECRET_LEN = 4  # shorter values (`1`, `yes`) would redact ordinary strings
+
+# Config keys: a credential as the name's last word, or `<qualifier>_key` for the key kinds.
+_CREDENTIAL_WORDS = {
+    "token", "apikey", "secret", "secrets", "password", "passwd", "passphrase", "credential",
+    "credentials", "auth",
+}  # fmt: skip
+_KEY_QUALIFIERS = {
+    "api", "access", "secret", "private", "ssh", "signing", "encryption", "license", "client",
+    "account", "service", "master", "auth",
+}  # fmt: skip
+# `<word>_token` names a tokenizer's special token, not a credential.
+_TOKENIZER_WORDS = {
+    "pad", "eos", "bos", "unk", "mask", "sep", "cls", "stop", "start", "end", "image", "video",
+    "audio", "think", "eot", "eom", "special", "placeholder", "boi", "eoi", "vision", "tool",
+    "chat", "begin", "system", "user", "assistant", "response", "prompt", "default", "first",
+    "last", "next", "max", "min", "num", "per",
+}  # fmt: skip
+# Real credentials' shapes (Hugging Face, GitHub, OpenAI-style, NGC, AWS, Slack, GitLab).
+_TOKEN_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[0-9A-Za-z-]{10,}"
+    r"|glpat-[0-9A-Za-z_-]{20,})(?![A-Za-z0-9_-])"
+)
 
 
 def _words(name: str) -> list[str]:
@@ -47,13 +74,35 @@ def holds_secret(name: str, value: str) -> bool:
 
 
 def is_secret_key(key: str) -> bool:
-    """A config key whose last word names a credential (`api_key`, `hf_token`, `password`)."""
-    leaf = str(key).rsplit(".", 1)[-1]
-    words = _words(leaf)
-    return bool(words) and words[-1] in SECRET_WORDS and not _FIELD_KEYS.search(leaf)
+    """A config key (its last dotted part) named for a credential (`api_key`, `hf_token`)."""
+    words = _words(str(key).rsplit(".", 1)[-1])
+    if not words:
+        return False
+    last, before = words[-1], (words[-2] if len(words) > 1 else "")
+    if last == "key":
+        return before in _KEY_QUALIFIERS
+    if last == "token":
+        return before not in _TOKENIZER_WORDS
+    return last in _CREDENTIAL_WORDS
 
 
-_TOKEN_PREFIXES = ("hf_", "ghp_", "gho_", "github_pat_", "sk-", "xoxb-", "xoxp-", "AKIA", "nvapi-")
+def is_secret_path(dotted: str) -> bool:
+    """A dotted key at or under a secret key (`credentials.aws`, `logger.wandb.api_key`)."""
+    return any(is_secret_key(part) for part in re.split(r"[.\[\]]+", str(dotted)) if part)
+
+
+def is_switch(value: Any) -> bool:
+    """No credential: unset, `???`, a bool, or a switch value (`0`, `1`, `true`, `no`...)."""
+    if value is None or isinstance(value, bool):
+        return True
+    return str(value).strip().lower() in SWITCH_VALUES or value == "???"
+
+
+def has_token(value: str) -> bool:
+    """The string holds something shaped like a real credential (`hf_...`, `ghp_...`, `sk-...`)."""
+    return bool(_TOKEN_SHAPE.search(value))
+
+
 _OPAQUE = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
 
 
@@ -61,9 +110,11 @@ def looks_like_secret(value: str) -> bool:
     """A value shaped like a credential: a known token prefix, or a long opaque string
     (a W&B key is 40 hex characters); paths, URLs and words are not."""
     v = value.strip()
+    if has_token(v):
+        return True
     if len(v) < 12 or any(c in v for c in "/ :.,"):
         return False
-    if v.startswith(_TOKEN_PREFIXES):
+    if v.startswith(("hf_", "ghp_", "gho_", "github_pat_", "sk-", "xoxb-", "xoxp-", "AKIA")):
         return True
     return bool(_OPAQUE.match(v)) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
 
@@ -73,36 +124,41 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     return {v: k for k, v in env.items() if holds_secret(k, v) and len(v) >= _MIN_SECRET_LEN}
 
 
-def redact(obj: Any, values: Mapping[str, str], key: str = "") -> Any:
-    """A copy of a plain container with secret keys and secret values replaced by `***`."""
+def mask(value: Any, top: bool = True) -> Any:
+    """A secret key's value with every scalar replaced by `***`, but bools and nulls (and a
+    switch value such as `1` when it is the whole value: `HF_HUB_DISABLE_TOKEN=1`)."""
+    if isinstance(value, dict):
+        return {k: mask(v, False) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask(v, False) for v in value]
+    if value is None or isinstance(value, bool) or (top and is_switch(value)):
+        return value
+    return REDACTED
+
+
+def redact(obj: Any, values: Mapping[str, str]) -> Any:
+    """A copy of a plain container with secret keys' values and secret values replaced by `***`."""
     if isinstance(obj, dict):
-        return {
-            k: (REDACTED if is_secret_key(str(k)) and _set(v) else redact(v, values, str(k)))
-            for k, v in obj.items()
-        }
-    if isinstance(obj, list):
-        return [redact(v, values, key) for v in obj]
+        return {k: mask(v) if is_secret_key(str(k)) else redact(v, values) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact(v, values) for v in obj]
     if isinstance(obj, str):
         return redact_text(obj, values)
     return obj
 
 
-def _set(value: Any) -> bool:
-    return value not in (None, "", "???") and not isinstance(value, (dict, list, bool))
-
-
 def redact_text(text: str, values: Mapping[str, str]) -> str:
-    """Replace every occurrence of a secret value inside a string."""
+    """Replace every occurrence of a secret value, and anything token-shaped, inside a string."""
     for secret in sorted(values, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return text
+    return _TOKEN_SHAPE.sub(REDACTED, text)
 
 
-def redact_override(token: str, values: Mapping[str, str]) -> str:
-    """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***` (and secret values inside)."""
-    if "=" in token:
-        head, _, value = token.partition("=")
-        if is_secret_key(head.lstrip("+~")) and value not in ("", "null"):
-            return f"{head}={REDACTED}"
-    return redact_text(token, values)
+def redact_override(token: str, values: Mapping[str, str] | None = None) -> str:
+    """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***`, whatever the value's form
+    (`[..]`, `{..}`, a number, broken syntax); also for keys under a secret key."""
+    head, sep, value = token.partition("=")
+    if sep and is_secret_path(head.lstrip("+~").strip()) and value.strip() not in ("", "null"):
+        return f"{head}={REDACTED}"
+    return redact_text(token, values or {})
