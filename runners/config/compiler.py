@@ -292,14 +292,14 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.errors import HydraException
 
-    from runners.config.overrides import parse_overrides
+    from runners.config.overrides import parse_overrides, redacted
 
     parsed = parse_overrides(overrides)
     keys = all_keys(cfg)
     for ov in parsed:
         key = ov.key_or_group
         exists = has_key(cfg, key)
-        token = ov.input_line
+        token = redacted(ov.input_line)[0]
         if ov.is_add() and exists:
             raise StepsError(
                 "E-OVERRIDE-KEY",
@@ -333,9 +333,10 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
                     else "a dict value merges into an existing section and cannot add keys to "
                     "it; to replace a section use `~key +key={...}`"
                 )
+                shown, detail = redacted(ov.input_line, _first_line(exc))
                 raise StepsError(
                     "E-OVERRIDE-APPLY",
-                    f"cannot apply override '{ov.input_line}': {_first_line(exc)}",
+                    f"cannot apply override '{shown}': {detail}",
                     key=ov.key_or_group,
                     fix=fix,
                     exit_code=2,

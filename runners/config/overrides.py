@@ -8,6 +8,7 @@ planning all ask here which key a token touches, so `a.b='x=y'` means one thing 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,21 @@ SYNTAX_FIX = (
     "use key=value, +key=value, ++key=value or ~key; quote values that contain "
     "'=', ',', brackets, braces or '$' (e.g. key='a=b')"
 )
+
+
+def redacted(token: str, detail: str = "") -> tuple[str, str]:
+    """The token as a message may quote it (a secret key's value as `***`), and `detail` (a
+    parser's or OmegaConf's message about it) with no part of that value left in it."""
+    from runners.secrets import redact_override
+
+    shown = redact_override(token)
+    if shown == token:
+        return token, detail
+    detail = detail.replace(token, shown)
+    parts = re.findall(r"[A-Za-z0-9_\-]{4,}", token.partition("=")[2])
+    if any(part in detail for part in parts):
+        detail = "(the details quote the secret value; not shown)"
+    return shown, detail
 
 
 @functools.cache
@@ -34,9 +50,10 @@ def _parse_one(token: str) -> Any:
         return _parser().parse_overrides(overrides=[token])[0]
     except HydraException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        shown, first = redacted(token, first)
         raise StepsError(
             "E-OVERRIDE-SYNTAX",
-            f"cannot parse override '{token}': {first}",
+            f"cannot parse override '{shown}': {first}",
             fix=SYNTAX_FIX,
             exit_code=2,
         ) from None
