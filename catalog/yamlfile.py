@@ -4,11 +4,19 @@ points at `file:line` (configs, pipeline files, blends, pattern frontmatter).
 
 Key paths are tuples of mapping keys (strings) and list indexes (ints); lines are 1-based file
 lines. A file that cannot be read, is not UTF-8 or is not YAML is exit 2 (a setup problem).
+
+What is read is bounded, because a config or blend may come from someone else: only regular
+files (a device or FIFO never ends), at most `MAX_YAML_BYTES`, and at most `MAX_ALIAS_NODES`
+nodes added by aliases (a "billion laughs" file is a few hundred bytes whose anchors expand to
+billions of nodes in whatever walks the data). A repeated key is refused, as OmegaConf does.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +24,17 @@ from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 
 Lines = dict[tuple, int]
+
+MAX_YAML_BYTES = 16 << 20  # configs and blends are kilobytes: a bigger file is not one
+MAX_ALIAS_NODES = 100_000  # a shared block is tens of nodes; a bomb is billions
+_SIZE_CAP = 1 << 62  # expanded sizes stop growing here (a chain of anchors doubles them)
+_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
 
 
 def compose(text: str) -> Any:
@@ -96,7 +115,7 @@ def _file_node(path: str, mtime_ns: int, size: int) -> Any:
     import yaml
 
     try:
-        return compose(Path(path).read_text(encoding="utf-8"))
+        return compose(read_capped(Path(path)).decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
 
@@ -110,10 +129,26 @@ def line_of(lines: Lines, *keys: Any) -> int | None:
     return None
 
 
+def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit` of them; anything else is an `OSError` whose
+    `strerror` says why (a device, FIFO or socket is refused before it is read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    with os.fdopen(fd, "rb") as fh:
+        kind = _KINDS.get(stat.S_IFMT(os.fstat(fd).st_mode))
+        if kind is not None:
+            code = errno.EISDIR if kind == "a directory" else errno.EINVAL
+            raise OSError(code, f"is {kind}, not a regular file", str(path))
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"is larger than {limit >> 20} MiB, the most read", str(path))
+    return data
+
+
 def read_bytes(path: Path, code: str, what: str, fix: str) -> bytes:
-    """The file's bytes; missing, a folder or unreadable is `code` with exit 2."""
+    """The file's bytes (`read_capped`); missing, not a file, too big or unreadable is `code`
+    with exit 2."""
     try:
-        return path.read_bytes()
+        return read_capped(path)
     except OSError as exc:
         reason = "does not exist" if isinstance(exc, FileNotFoundError) else None
         if isinstance(exc, IsADirectoryError):
@@ -125,6 +160,87 @@ def read_bytes(path: Path, code: str, what: str, fix: str) -> bytes:
             fix=fix,
             exit_code=2,
         ) from None
+
+
+def check_tree(node: Any) -> None:
+    """Refuse a node tree that aliases would expand past `MAX_ALIAS_NODES` nodes (or without
+    end) or that repeats a key; raises `yaml.YAMLError` at the line to blame. Each distinct
+    node is visited once, so the check costs what the file holds, not what it expands to."""
+    import yaml
+
+    size: dict[int, int] = {}  # id -> nodes it expands to (capped), once finished
+    uses: dict[int, int] = {}  # id -> how often it is referenced
+    nodes: dict[int, Any] = {}
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        children = _children(item)
+        if done:
+            total = 1 + sum(size[id(c)] for c in children)
+            size[key] = min(total, _SIZE_CAP)
+            continue
+        uses[key] = uses.get(key, 0) + 1
+        if key in nodes:
+            if key not in size:  # still open: an alias to a node that holds it
+                raise _tree_error(item, "an alias refers to a node that holds it, so it never ends")
+            continue
+        nodes[key] = item
+        if isinstance(item, yaml.MappingNode):
+            _no_repeated_key(item)
+        stack.append((item, True))
+        stack.extend((c, False) for c in reversed(children))
+    if size[id(node)] - len(nodes) > MAX_ALIAS_NODES:
+        worst = max((k for k in nodes if uses[k] > 1), key=lambda k: (uses[k] - 1) * size[k])
+        raise _tree_error(
+            nodes[worst],
+            f"aliases expand the file to more than {MAX_ALIAS_NODES} nodes (the anchor at this "
+            f"line to {size[worst]:,}, used {uses[worst]} times); a billion-laughs file? "
+            "write the values out instead",
+        )
+
+
+def _children(node: Any) -> list:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _no_repeated_key(node: Any) -> None:
+    seen: dict[str, Any] = {}
+    for k, _ in node.value:
+        name = getattr(k, "value", None)
+        if not isinstance(name, str) or name == "<<":  # merge keys may repeat
+            continue
+        if name in seen:
+            first = seen[name].start_mark.line + 1
+            raise _tree_error(k, f"found duplicate key `{name}` (first at line {first})")
+        seen[name] = k
+
+
+def _tree_error(node: Any, problem: str) -> Exception:
+    import yaml
+
+    return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+def parse(text: str, loader: Any = None) -> tuple[Any, Any]:
+    """(node tree, data) of one YAML document, checked by `check_tree` before the data is
+    built; `loader` defaults to the safe loader (libyaml's when PyYAML has it)."""
+    import yaml
+
+    cls = loader or getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    reader = cls(text)
+    try:
+        node = reader.get_single_node()
+        if node is None:
+            return None, None
+        check_tree(node)
+        return node, reader.construct_document(node)
+    finally:
+        reader.dispose()
 
 
 def load_yaml(
@@ -147,8 +263,7 @@ def load_yaml(
             exit_code=2,
         ) from None
     try:
-        node = compose(text)
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        node, data = parse(text)
     except yaml.YAMLError as exc:
         raise yaml_error(exc, path, syntax_code) from None
     return data, key_lines(node), raw

@@ -107,7 +107,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             fix="name a YAML file (a step's configs are in its config/ folder)",
             exit_code=2,
         )
-    if not path.is_file():
+    if not path.exists():  # a device or FIFO is refused by the read below, with its kind
         raise StepsError(
             "E-CONFIG-DEFAULTS" if chain else "E-CONFIG-NOT-FOUND",
             f"config file not found: {path}" + (f" (inherited via {via})" if via else ""),
@@ -126,7 +126,9 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             f"cannot read the config file: {exc.strerror or exc}"
             + (f" (inherited via {via})" if via else ""),
             path=str(path),
-            fix="make the file readable by this user",
+            fix="make the file readable by this user"
+            if isinstance(exc, PermissionError)
+            else "name a regular YAML file of at most 16 MiB",
             exit_code=2,
         ) from None
     except UnicodeDecodeError:

@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from catalog.yamlfile import parse, read_capped
+
 
 class ReuseCache:
     """Pristine copies of values asked for more than once (callers copy what they get)."""
@@ -45,12 +47,13 @@ _FILES = ReuseCache()
 
 def load_yaml_file(path: Path) -> DictConfig | ListConfig:
     """`OmegaConf.load(path)`; raises what it raises (OSError, yaml.YAMLError, decode errors),
-    except that a top-level scalar comes back as an empty list for the caller to reject."""
-    content = path.read_bytes()
+    except that a top-level scalar comes back as an empty list for the caller to reject, and
+    that the read and the aliases are bounded (`catalog.yamlfile.read_capped`, `check_tree`)."""
+    content = read_capped(path)
     kept = _FILES.get(content)
     if kept is not None:
         return copy.deepcopy(kept)
-    data = yaml.load(content.decode("utf-8"), Loader=_omegaconf_loader())
+    _, data = parse(content.decode("utf-8"), _omegaconf_loader())
     cfg = (
         OmegaConf.create()
         if data is None
