@@ -1,21 +1,26 @@
 """Secrets in Hydra overrides (`++hf_token=...` in a pipeline stage): kept off command lines.
 
 `runners.secrets` decides what is secret and redacts what we print or save; this module applies
-it to override tokens that must reach a child process. A secret-named key's literal value is
-moved into the child's environment (`key=${oc.env:STEPS_SECRET_<KEY>}` on the command line), and
-the value of a secret environment variable inside an override becomes `${oc.env:<VAR>}`, so
-`ps`, logs and records only ever show the reference. NeMo-RL resolves both as before.
+it to override tokens that must reach a child process. The literal value of a key at or under a
+secret-named key (`hf_token`, `credentials.aws`), or a token-shaped value under any key, is
+moved into the child's environment: `key=${oc.env:STEPS_SECRET_<KEY>}` on the command line for
+a string, `key='${oc.decode:${oc.env:...}}'` (quoted for Hydra's parser) for a list, mapping
+or number, which keeps its type. The value of a secret environment variable inside an override
+becomes `${oc.env:<VAR>}`. So `ps`, logs and records only ever show the reference; NeMo-RL
+resolves them all as before.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from runners.rundir import SECRET_VAR_PREFIX
-from runners.secrets import is_secret_key, secret_values
+from runners.secrets import has_token, is_secret_path, is_switch, secret_values
 
 _MIN_LEN = 4  # as runners.secrets: shorter values would redact ordinary text
+_NUMBER = re.compile(r"^[-+]?(\d[\d_]*)?\.?\d[\d_]*([eE][-+]?\d+)?$")
 
 
 def _split(token: str) -> tuple[str, str, str] | None:
@@ -35,21 +40,57 @@ def _literal(value: str) -> str | None:
     return value
 
 
+def _secret(key: str, value: str) -> tuple[str, bool] | None:
+    """(what travels in the environment, whether the child decodes it) for a value to move:
+    a secret key's literal that is not a switch, or a token-shaped literal; else None."""
+    raw = value.strip()
+    if "${" in raw:
+        return None
+    literal = _literal(raw)
+    if is_secret_path(key) and not is_switch(literal if literal is not None else raw):
+        if literal is None or (literal == raw and _NUMBER.match(raw)):
+            return (raw, True) if raw not in ("", "null") else None
+        return literal, False
+    return (literal, False) if literal is not None and has_token(literal) else None
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
 def secret_var(key: str) -> str:
     """The environment variable a secret override's value travels in."""
     return SECRET_VAR_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", key).upper()
 
 
 def override_secrets(overrides: Iterable[str]) -> dict[str, str]:
-    """Secret value -> a name for it, for every secret-named override with a literal value
-    (what `redact_text` needs to find the value wherever else it appears)."""
+    """Secret value -> a name for it, for every value a secret override holds (the items of a
+    list or mapping too): what `redact_text` needs to find them wherever else they appear."""
+    from catalog.errors import StepsError
+    from runners.config.overrides import parse_overrides
+
     out: dict[str, str] = {}
     for token in overrides:
         parts = _split(token)
-        if parts and is_secret_key(parts[1]):
-            value = _literal(parts[2])
-            if value is not None and len(value) >= _MIN_LEN:
-                out[value] = secret_var(parts[1])
+        moved = _secret(parts[1], parts[2]) if parts else None
+        if moved is None:
+            continue
+        leaves = [moved[0]]
+        if moved[1]:
+            try:
+                leaves = list(_leaves(parse_overrides([token])[0].value()))
+            except (StepsError, ValueError):
+                leaves = []  # a syntax error's message is redacted where it is raised
+        for leaf in leaves:
+            if len(leaf) >= _MIN_LEN:
+                out[leaf] = secret_var(parts[1])
     return out
 
 
@@ -69,11 +110,12 @@ def move_secrets(overrides: Iterable[str], env: Mapping[str, str]) -> tuple[list
             safe.append(token)
             continue
         head, key, value = parts
-        literal = _literal(value)
-        if is_secret_key(key) and literal:
+        moved = _secret(key, value)
+        if moved is not None:
             var = secret_var(key)
-            extra[var] = literal
-            safe.append(f"{head}=${{oc.env:{var}}}")
+            extra[var] = moved[0]
+            ref = f"${{oc.env:{var}}}"
+            safe.append(f"{head}='${{oc.decode:{ref}}}'" if moved[1] else f"{head}={ref}")
             continue
         for secret in sorted(values, key=len, reverse=True):
             if secret in value:
