@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -186,6 +187,27 @@ def wait_for(predicate, timeout: float = 60, step: float = 0.3):
             return value
         time.sleep(step)
     pytest.fail(f"condition not met within {timeout} s")
+
+
+def read_until(stream, marker: str, timeout: float = 60) -> str:
+    """What a child wrote on a pipe up to (at least) the first `marker`: the event a test waits
+    on instead of sleeping. Reads the raw fd, as `communicate()` does for the rest."""
+    got = bytearray()
+    seen = threading.Event()
+
+    def pump() -> None:
+        while marker.encode() not in got:
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                break
+            got.extend(chunk)
+        seen.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    text = got.decode(errors="replace") if seen.wait(timeout) else ""
+    if marker not in text:
+        pytest.fail(f"{marker!r} not printed within {timeout} s; printed: {bytes(got)!r}")
+    return text
 
 
 PYTHON = sys.executable

@@ -103,9 +103,18 @@ def _bytecode(config) -> None:
             compileall.compile_dir(REPO / name, quiet=1)
 
 
+# What makes a test a `lab` test: it needs a real daemon (Slurm, sshd, a Ray head), through a
+# fixture or by starting its own. `pytest -m "not lab"` is the edit loop's fast tier.
+LAB_FIXTURES = {"slurm", "sshd", "ray_head"}
+LAB_FILES = {"test_launch_lost_contact.py", "test_launch_raysub_real.py"}
+
+
 def pytest_collection_modifyitems(items) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        if item.path.name in LAB_FILES or LAB_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.lab)
 
 
 def _hypothesis_home(path: Path) -> None:

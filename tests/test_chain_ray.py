@@ -14,11 +14,16 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, ray_head, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import (  # noqa: F401
+    PYTHON,
+    ray_head,
+    read_until,
+    stand_in_checkout,
+    wait_for,
+)
 from run_fixtures import REPO, clean_env
 
 DPO = "rl/nemo_rl/dpo"
@@ -201,15 +206,13 @@ def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(c
     runs = len(chains.runs())
     again = chains.start("resumed")
 
-    def planned() -> bool:  # the new run dir holds its chain record: its driver is deciding
-        record = chains.runs()[-1] / "run.json"
-        return len(chains.runs()) > runs and record.is_file() and "chain" in record.read_text()
-
-    wait_for(planned, timeout=60)
-    time.sleep(1.5)  # a second driver would have started a segment beside the held one by now
+    # The driver says it waits for the held segment: from then on it starts nothing beside it.
+    head = read_until(again.stdout, "carrying on the chain of", timeout=60)
+    assert len(chains.runs()) == runs + 1
     assert chains.ledger("resumed") == [1]
     (chains.root / "shared" / "resumed.go").touch()
     out, err = again.communicate(timeout=120)
+    out = head + out
     assert again.returncode == 0, err
     assert f"carrying on the chain of {first}: segment 1 (Ray job {held['job_id']})" in out
     chain = chains.chain_of("resumed")

@@ -123,6 +123,7 @@ def bent_row(draw) -> dict:
 row = bent_row()
 
 
+@pytest.mark.slow  # 600 generated rows
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(row=row, options=st.sampled_from(OPTIONS))
 def test_an_accepted_line_is_a_row_the_contract_passes(row, options):

@@ -500,6 +500,7 @@ def _single_faults(value):
                 yield lambda k=key: value.__setitem__(k, []), lambda k=key: value.pop(k)
 
 
+@pytest.mark.slow  # every single fault of a full row: about 1,500 jsonschema validations
 def test_nemo_gym_schema_and_fast_validator_agree_on_every_single_fault():
     schema = jsonschema.Draft202012Validator(
         json.loads((SCHEMAS / "nemo_gym_rows.schema.json").read_text())
