@@ -91,6 +91,14 @@ def is_secret_path(dotted: str) -> bool:
     return any(is_secret_key(part) for part in re.split(r"[.\[\]]+", str(dotted)) if part)
 
 
+_INLINE_KEY = re.compile(r"[{,]\s*['\"]?([A-Za-z0-9_\-]+)['\"]?\s*:")
+
+
+def names_secret_key(value: str) -> bool:
+    """An override value that is a mapping with a secret key in it (`{api_key: abc}`)."""
+    return any(is_secret_key(k) for k in _INLINE_KEY.findall(value))
+
+
 def is_switch(value: Any) -> bool:
     """No credential: unset, `???`, a bool, or a switch value (`0`, `1`, `true`, `no`...)."""
     if value is None or isinstance(value, bool):
@@ -157,8 +165,10 @@ def redact_text(text: str, values: Mapping[str, str]) -> str:
 
 def redact_override(token: str, values: Mapping[str, str] | None = None) -> str:
     """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***`, whatever the value's form
-    (`[..]`, `{..}`, a number, broken syntax); also for keys under a secret key."""
+    (`[..]`, `{..}`, a number, broken syntax); also for keys under a secret key and for a
+    mapping that holds one (`logger.wandb={api_key: abc}`)."""
     head, sep, value = token.partition("=")
-    if sep and is_secret_path(head.lstrip("+~").strip()) and value.strip() not in ("", "null"):
+    secret = is_secret_path(head.lstrip("+~").strip()) or names_secret_key(value)
+    if sep and secret and value.strip() not in ("", "null"):
         return f"{head}={REDACTED}"
     return redact_text(token, values or {})

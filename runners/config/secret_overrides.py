@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runners.rundir import SECRET_VAR_PREFIX
-from runners.secrets import has_token, is_secret_path, is_switch, secret_values
+from runners.secrets import (
+    has_token,
+    is_secret_key,
+    is_secret_path,
+    is_switch,
+    names_secret_key,
+    secret_values,
+)
 
 _MIN_LEN = 4  # as runners.secrets: shorter values would redact ordinary text
 _NUMBER = re.compile(r"^[-+]?(\d[\d_]*)?\.?\d[\d_]*([eE][-+]?\d+)?$")
@@ -54,14 +61,15 @@ def _secret(key: str, value: str) -> tuple[str, bool] | None:
     return (literal, False) if literal is not None and has_token(literal) else None
 
 
-def _leaves(value: Any) -> Iterable[str]:
+def _leaves(value: Any, secret: bool) -> Iterable[str]:
+    """The scalars at or under a secret key in a parsed override value."""
     if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
+        for k, v in value.items():
+            yield from _leaves(v, secret or is_secret_key(str(k)))
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _leaves(v)
-    elif value is not None and not isinstance(value, bool):
+            yield from _leaves(v, secret)
+    elif secret and value is not None and not isinstance(value, bool):
         yield str(value)
 
 
@@ -72,20 +80,24 @@ def secret_var(key: str) -> str:
 
 def override_secrets(overrides: Iterable[str]) -> dict[str, str]:
     """Secret value -> a name for it, for every value a secret override holds (the items of a
-    list or mapping too): what `redact_text` needs to find them wherever else they appear."""
+    list or mapping too, and a secret key's inside a mapping: `logger.wandb={api_key: ..}`):
+    what `redact_text` needs to find them wherever else they appear."""
     from catalog.errors import StepsError
     from runners.config.overrides import parse_overrides
 
     out: dict[str, str] = {}
     for token in overrides:
         parts = _split(token)
-        moved = _secret(parts[1], parts[2]) if parts else None
-        if moved is None:
+        if parts is None:
             continue
-        leaves = [moved[0]]
-        if moved[1]:
+        moved = _secret(parts[1], parts[2])
+        leaves = [moved[0]] if moved is not None and not moved[1] else []
+        if (moved is not None and moved[1]) or (
+            "${" not in parts[2] and names_secret_key(parts[2])
+        ):
             try:
-                leaves = list(_leaves(parse_overrides([token])[0].value()))
+                parsed = parse_overrides([token])[0].value()
+                leaves = list(_leaves(parsed, is_secret_path(parts[1])))
             except (StepsError, ValueError):
                 leaves = []  # a syntax error's message is redacted where it is raised
         for leaf in leaves:
