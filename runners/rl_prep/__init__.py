@@ -2,9 +2,10 @@
 
 Runs in-process (CPU work, no NeMo-RL). Owns: `spec` (the dataset spec both the blend and its
 options read), `blend` (the blend file), `options` and `transforms` (per-dataset settings),
-`sources` and `hub` (reading local files, Parquet and the Hub), `split` (the seeded per-row
-split), `rowcheck` (each row against its contract), `chunks`, `build` and `worker_preload` (the
-worker pool), `shards` and `output` (atomic sharded output and its manifest), `prepare` (the step).
+`sources`, `columnar` and `hub` (reading local files, Parquet and Arrow, the Hub), `split` (the
+seeded per-row split), `rowcheck` (each row against its contract), `chunks`, `build` and
+`worker_preload` (the worker pool), `shards` and `output` (atomic sharded output and its
+manifest), `prepare` (the step).
 May import: `runners.digest`, `catalog`. Imported by `run` (the step) and by preflight (its dry
 checks).
 """

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from catalog.contracts import jsonl
-from catalog.errors import StepsError
+from catalog.errors import WARNING, Finding, StepsError
 from runners.digest import file_sha256
 from runners.rl_prep.blend import Blend
 from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
-from runners.rl_prep.options import Options
+from runners.rl_prep.options import Options, usable_cpus
 from runners.rl_prep.output import MANIFEST, MANIFEST_VERSION, tool_version, write_json
 from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter
@@ -253,13 +253,41 @@ def _prepare_dataset(
     }
 
 
+def _no_rows(blend: Blend, plan: PlannedDataset) -> StepsError:
+    """An empty dataset is a mistake (a wrong glob, an empty export), never 0 rows written."""
+    files = plan.files
+    where = str(files[0].path) if len(files) == 1 else f"{len(files)} files"
+    return StepsError(
+        "E-BLEND",
+        f"dataset `{plan.spec.name}` has no rows ({where})",
+        path=str(blend.path),
+        line=plan.spec.line,
+        fix="point the dataset's path at files that hold rows, or remove the dataset",
+    )
+
+
+def _capped(asked: int, count: int) -> None:
+    warning = Finding(
+        "W-WORKERS-CAPPED",
+        f"workers={asked} but this process may use {usable_cpus()} CPU(s): running {count} "
+        "worker(s) (more would only compete for the CPUs and each holds its own memory)",
+        key="workers",
+        fix=f"set workers={count} or less, or null for one per CPU",
+        severity=WARNING,
+    )
+    print(warning.render(), file=sys.stderr)
+
+
 def build(
     staging: Path, blend: Blend, opts: Options, planned: list[PlannedDataset], key: str
 ) -> dict:
     """Write every dataset's splits and then the manifest into `staging`; the manifest."""
     row_check(opts.output_type)  # fail here, before any worker starts, if it cannot be built
     total = sum(f.path.stat().st_size for p in planned for f in p.files)
-    workers = _Workers(opts.workers_for(total))
+    count = opts.workers_for(total)
+    if opts.workers is not None and count < opts.workers:
+        _capped(opts.workers, count)
+    workers = _Workers(count)
     writers = {
         name: SplitWriter(staging, name, opts.shard_size, workers.sha256_later) for name in SPLITS
     }
@@ -268,9 +296,10 @@ def build(
     datasets: dict[str, dict] = {}
     try:
         for plan in planned:
-            datasets[plan.spec.name] = _prepare_dataset(
-                plan, opts, writers, workers, inputs, progress
-            )
+            counts = _prepare_dataset(plan, opts, writers, workers, inputs, progress)
+            if counts["read"] == 0:
+                raise _no_rows(blend, plan)
+            datasets[plan.spec.name] = counts
         splits = {name: w.close() for name, w in writers.items()}
     finally:
         workers.close()

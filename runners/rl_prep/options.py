@@ -21,6 +21,7 @@ from runners.rl_prep.transforms import COMPATIBLE
 
 UNSET = "???"
 PARALLEL_FROM_BYTES = 64 << 20  # below this, worker start-up costs more than it saves
+MAX_WORKERS = 1024  # more is a typo: each worker is a process (the run also caps at the CPUs)
 OUTPUT_TYPES = tuple(COMPATIBLE)
 PATH_KEYS = ("blend_path", "output_dir")
 
@@ -38,7 +39,8 @@ FIXES = {
     "sample": "a positive row count, e.g. sample=1000, or null to read every row",
     "on_bad_row": "on_bad_row=error (stop at the first bad row) or on_bad_row=skip",
     "force": "force=true or force=false",
-    "workers": "a positive process count, e.g. workers=2, or null (one per CPU for big inputs)",
+    "workers": f"a process count from 1 to {MAX_WORKERS}, e.g. workers=2, or null (one per "
+    "CPU for big inputs); more than the CPUs this process may use runs as many as it may use",
 }
 
 
@@ -57,7 +59,16 @@ class RlPrepConfig(BaseModel):
     sample: PositiveInt | None = None
     on_bad_row: Literal["error", "skip"]
     force: bool = False
-    workers: PositiveInt | None = None
+    workers: Annotated[int, Field(ge=1, le=MAX_WORKERS)] | None = None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a Slurm allocation, `taskset`), which
+    can be far fewer than the machine has."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -121,10 +132,11 @@ class Options:
     workers: int | None = None
 
     def workers_for(self, input_bytes: int) -> int:
-        """Worker processes: as configured, else one per CPU for inputs worth it, else none."""
+        """Worker processes: as configured but at most one per usable CPU (more only compete
+        for them and each holds its own memory), else one per CPU for inputs worth it."""
         if self.workers is not None:
-            return self.workers
-        return (os.cpu_count() or 1) if input_bytes >= PARALLEL_FROM_BYTES else 1
+            return min(self.workers, usable_cpus())
+        return usable_cpus() if input_bytes >= PARALLEL_FROM_BYTES else 1
 
     def key_fields(self) -> dict:
         """The options that change the output (and so belong in the run key)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from catalog.errors import StepsError
 from runners.rl_prep.blend import Blend
+from runners.rl_prep.columnar import arrow_batches, parquet_batches
 from runners.rl_prep.hub import HF_PREFIX, resolve_hf, save_to_disk_files
 from runners.rl_prep.spec import DatasetSpec
 
@@ -124,42 +125,6 @@ def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
             start = end
 
 
-def _parquet_batches(path: Path) -> Iterator[list]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise StepsError(
-            "E-BLEND",
-            "reading Parquet needs pyarrow, which is not installed",
-            path=str(path),
-            fix="pip install 'nemo-rl-steps[parquet]' (or pip install pyarrow)",
-        ) from None
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-        yield batch.to_pylist()
-
-
-def _arrow_batches(path: Path) -> Iterator[list]:
-    try:
-        import pyarrow as pa
-    except ImportError:
-        raise StepsError(
-            "E-BLEND",
-            "reading Arrow files needs pyarrow, which is not installed",
-            path=str(path),
-            fix="pip install 'nemo-rl-steps[hf]' (or pip install pyarrow)",
-        ) from None
-    with pa.memory_map(str(path)) as source:
-        try:
-            reader = pa.ipc.open_stream(source)
-            batches: Iterator = iter(reader)
-        except pa.ArrowInvalid:
-            source.seek(0)
-            file_reader = pa.ipc.open_file(source)
-            batches = (file_reader.get_batch(i) for i in range(file_reader.num_record_batches))
-        for batch in batches:
-            yield batch.to_pylist()
-
-
 def _first_rows(data: bytes, n: int) -> tuple[int, int]:
     """The length of the prefix of `data` holding its first `n` non-blank lines, and how many
     it holds."""
@@ -200,7 +165,10 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
                     if left == 0:
                         return
             continue
-        batches = _parquet_batches(src.path) if src.kind == "parquet" else _arrow_batches(src.path)
+        if src.kind == "parquet":
+            batches = parquet_batches(src.path, BATCH_ROWS)
+        else:
+            batches = arrow_batches(src.path)
         for rows in batches:
             if left is not None:
                 rows = rows[:left]
