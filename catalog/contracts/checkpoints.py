@@ -10,13 +10,13 @@ no `metadata.json`) is what NeMo-RL's DTensor policy writes: not Megatron
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.artifact_paths import HUB_ID
+from catalog.contracts.json_text import read_json_file
 from catalog.errors import WARNING, Finding
 
 HF = "E-HF-CHECKPOINT"
@@ -58,7 +58,7 @@ def _safetensors_ok(path: Path) -> str | None:
 
 def _check_index(res: CheckpointResult, folder: Path, index: Path, suffix: str) -> None:
     try:
-        weight_map = json.loads(index.read_bytes())["weight_map"]
+        weight_map = read_json_file(index)["weight_map"]
         named = set(weight_map.values())
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         res.error(HF, f"{index.name} is not a valid weight index ({exc})", index)
@@ -107,7 +107,7 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
         res.error(HF, "config.json is missing", path, fix="save with model.save_pretrained()")
     else:
         try:
-            if not isinstance(json.loads(config.read_bytes()), dict):
+            if not isinstance(read_json_file(config), dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             res.error(HF, f"config.json is not valid JSON ({exc})", config)
@@ -178,7 +178,7 @@ def _check_iter(res: CheckpointResult, it: Path) -> None:
         )
         return
     try:
-        backend = json.loads(meta.read_bytes()).get("sharded_backend")
+        backend = read_json_file(meta).get("sharded_backend")
     except (OSError, ValueError, AttributeError) as exc:
         res.error(MEGATRON, f"metadata.json is not valid JSON ({exc})", meta)
         return

@@ -159,7 +159,7 @@ def gym_accept(
         return None
     decode = msgspec.json.Decoder(_Row if default_agent_ref is None else _RowDefaultAgent).decode
     names = frozenset(agent_names) if agent_names is not None else None
-    failure = (msgspec.DecodeError, ValueError)  # ValueError: bytes that are not UTF-8
+    failure = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
 
     def accept(line: bytes) -> bool:
         # msgspec skips the fields it does not check without reading their UTF-8

@@ -15,17 +15,27 @@ rl_prep manifest: `splits.<name>.shards[].path`, relative to the manifest's fold
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
+from catalog.contracts.input_access import DENIED_FIX, input_problem, stat_problem
+from catalog.contracts.json_text import (
+    FAST_ERRORS,
+    fast_decode,
+    loads,
+    read_head,
+    read_json_file,
+    stdlib_may_accept,
+    strict_loads,
+    surely_not_object,
+)
 from catalog.errors import WARNING, Finding
+
+# rl_prep and the tests read lines through these
+__all__ = ["input_problem", "loads", "strict_loads"]
 
 CODE = "E-JSONL"
 MAX_LINE_BYTES = 64 << 20
@@ -34,44 +44,11 @@ PARALLEL_MIN_BYTES = 64 << 20
 MANIFEST = "manifest.json"
 INPUT_FIX = "check the path, and that this user may read it"
 
-_decode = msgspec.json.Decoder().decode
-
 
 def too_long(max_line: int) -> str:
     """How a line over the cap is described (rl_prep words the rows it refuses the same)."""
     size = f"{max_line >> 20} MiB" if max_line >= 1 << 20 else f"{max_line} bytes"
     return f"line too long (over {size})"
-
-
-_raw_decode = json.JSONDecoder().raw_decode
-
-
-def strict_loads(line: bytes) -> Any:
-    """The standard library's reading of one line: it decides validity and words the error."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"not UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}"
-        ) from None
-    text = text.strip(" \t\r\n")
-    try:
-        row, end = _raw_decode(text)
-    except ValueError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
-    if end != len(text):
-        raise ValueError(f"invalid JSON: extra data after the value at column {end + 1}")
-    return row
-
-
-def loads(line: bytes) -> Any:
-    """One JSONL line as a value: msgspec's decoder (about 3x faster), and the standard library
-    for any line msgspec refuses, so the lines accepted and their values are the same either way
-    (NaN and lone surrogates included)."""
-    try:
-        return _decode(line)
-    except (msgspec.DecodeError, ValueError):
-        return strict_loads(line)
 
 
 @dataclass
@@ -94,6 +71,16 @@ class ScanResult:
     bad_by_code: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     errors: int = 0  # every error found, reported or not
+
+    def refuse(self, code: str, max_errors: int) -> bool:
+        """Count one bad row of `code`; False (and the error counted) past `max_errors`, when
+        no finding is to be built for it."""
+        self.bad_rows += 1
+        self.bad_by_code[code] = self.bad_by_code.get(code, 0) + 1
+        if self.errors >= max_errors:
+            self.errors += 1
+            return False
+        return True
 
     def add(self, f: Finding, max_errors: int) -> None:
         if f.is_error:
@@ -123,34 +110,13 @@ def _finding(code: str, message: str, path: Any, line: int | None = None, **kw: 
     return Finding(code, message, str(path), line, **kw)
 
 
-def _stat_problem(path: Path) -> str | None:
-    """Why `path` cannot be read (missing, a symlink loop, no permission), or None."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symlink loop"
-        if exc.errno == errno.ENOENT:
-            return "is a dangling symlink" if os.path.islink(path) else "does not exist"
-        return f"cannot be read ({exc.strerror})"
-    return None
-
-
-def input_problem(path: Path) -> str | None:
-    """Why an input path cannot be read at all (missing, a symlink loop, a file without read
-    permission), or None. Setup problems: `validate` exits 2 on them."""
-    problem = _stat_problem(path)
-    if problem is None and not path.is_dir():
-        try:
-            os.close(os.open(path, os.O_RDONLY))
-        except OSError as exc:
-            problem = f"cannot be read ({exc.strerror})"
-    return problem
-
-
 def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
     def onerror(exc: OSError) -> None:
-        findings.append(_finding(CODE, f"cannot list folder ({exc.strerror})", exc.filename))
+        if isinstance(exc, PermissionError):
+            message, fix = "cannot list folder: permission denied", DENIED_FIX
+        else:
+            message, fix = f"cannot list folder ({exc.strerror})", None
+        findings.append(_finding(CODE, message, exc.filename, fix=fix))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -158,7 +124,7 @@ def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
             if name.startswith(".") or not name.endswith(".jsonl"):
                 continue
             path = Path(dirpath) / name
-            problem = _stat_problem(path)
+            problem = stat_problem(path)
             if problem:
                 findings.append(_finding(CODE, f"shard {problem}", path))
             else:
@@ -167,7 +133,7 @@ def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
 
 def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
     try:
-        data = json.loads(manifest.read_bytes())
+        data = read_json_file(manifest)
         splits = data["splits"]
         items = [(name, s) for name, split in splits.items() for s in split["shards"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -187,7 +153,7 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
             findings.append(_finding(CODE, f"split {split!r}: a shard has no path", manifest))
             continue
         path = manifest.parent / rel
-        problem = _stat_problem(path)
+        problem = stat_problem(path)
         if problem:
             findings.append(
                 _finding(
@@ -246,8 +212,10 @@ def scan_range(
     """Read the lines that start in [start, end) of one file; line numbers count from `start`.
 
     `accept(line)` True skips parsing and `check` (a contract's fast pre-filter); lines over
-    `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks. A blank line is
-    a warning, or an error when the rows' reader fails on it (`blank_is_error`)."""
+    `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks. A blank line or
+    a byte order mark is a warning, or an error when the rows' reader fails on it
+    (`blank_is_error`: a line-by-line `json.loads` reader). Past `max_errors` errors, bad rows
+    are only counted: no message is built for them."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
@@ -259,8 +227,16 @@ def scan_range(
             f.seek(start - 1)
             if f.read(1) != b"\n":  # the previous range owns the line we landed in
                 pos = start + _skip_line(f, max_line)
+        else:
+            head, skipped = read_head(f, where, CODE, blank_is_error)
+            if head is not None:
+                res.add(head, max_errors)
+            if skipped is None:
+                return res
+            pos = skipped
         readline = f.readline
         last_tick = pos
+        counting = max_errors <= 0  # past max_errors: count bad rows, build no findings
         while end is None or pos < end:
             line = readline(max_line + 1)
             if not line:
@@ -269,50 +245,60 @@ def scan_range(
             n = len(line)
             if n > max_line and not line.endswith(b"\n"):
                 n += _skip_line(f, max_line)
-                res.bad_rows += 1
-                bad[CODE] = bad.get(CODE, 0) + 1
-                res.add(
-                    _finding(
-                        CODE,
-                        f"{too_long(max_line)}; not read",
-                        where,
-                        lineno,
-                        fix="split the record or drop it",
-                    ),
-                    max_errors,
-                )
+                if res.refuse(CODE, max_errors):
+                    res.add(
+                        _finding(
+                            CODE,
+                            f"{too_long(max_line)}; not read",
+                            where,
+                            lineno,
+                            fix="split the record or drop it",
+                        ),
+                        max_errors,
+                    )
                 pos += n
+                counting = res.errors >= max_errors
                 continue
             pos += n
             if progress is not None and pos - last_tick >= 8 << 20:
                 progress(pos - last_tick)
                 last_tick = pos
+            if counting and surely_not_object(line):
+                res.refuse(CODE, max_errors)
+                continue
             if accept is not None and accept(line):
                 continue
             try:
-                row = loads(line)
-            except ValueError as exc:
+                row = fast_decode(line)
+            except FAST_ERRORS as fast_exc:
                 if not line.strip():
                     res.blank += 1
                     res.add(_blank_line(where, lineno, blank_is_error), max_errors)
+                    counting = res.errors >= max_errors
                     continue
-                res.bad_rows += 1
-                bad[CODE] = bad.get(CODE, 0) + 1
-                res.add(_finding(CODE, f"{exc}.", where, lineno), max_errors)
-                continue
+                if counting and not stdlib_may_accept(line, fast_exc):
+                    res.refuse(CODE, max_errors)
+                    continue
+                try:
+                    row = strict_loads(line)
+                except ValueError as exc:
+                    if res.refuse(CODE, max_errors):
+                        res.add(_finding(CODE, f"{exc}.", where, lineno), max_errors)
+                    counting = res.errors >= max_errors
+                    continue
             if type(row) is not dict:
-                res.bad_rows += 1
-                bad[CODE] = bad.get(CODE, 0) + 1
-                res.add(
-                    _finding(
-                        CODE,
-                        f"a row must be a JSON object, got {type(row).__name__}.",
-                        where,
-                        lineno,
-                        fix="write one JSON object per line",
-                    ),
-                    max_errors,
-                )
+                if res.refuse(CODE, max_errors):
+                    res.add(
+                        _finding(
+                            CODE,
+                            f"a row must be a JSON object, got {type(row).__name__}.",
+                            where,
+                            lineno,
+                            fix="write one JSON object per line",
+                        ),
+                        max_errors,
+                    )
+                counting = res.errors >= max_errors
                 continue
             if check is None:
                 continue
@@ -321,12 +307,16 @@ def scan_range(
                 res.bad_rows += 1
                 for code in {v.code for v in violations}:
                     bad[code] = bad.get(code, 0) + 1
+                if counting:
+                    res.errors += len(violations)
+                    continue
                 for v in violations:
                     msg = f"{v.field}: {v.message}." if v.field else f"{v.message}."
                     res.add(
                         _finding(v.code, msg, where, lineno, fix=v.fix, key=v.field or None),
                         max_errors,
                     )
+                counting = res.errors >= max_errors
         res.lines = lineno
         res.rows = lineno - res.blank
         res.bytes = pos - start

@@ -14,7 +14,6 @@ refuses the other one with the reason.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from catalog.contracts.checkpoints import (
@@ -25,6 +24,7 @@ from catalog.contracts.checkpoints import (
     dcp_folder,
     numbered,
 )
+from catalog.contracts.json_text import read_json_file
 
 MEGATRON, DCP = "megatron", "dcp"
 CONVERTERS = {MEGATRON: "convert/megatron_to_hf", DCP: "convert/dcp_to_hf"}
@@ -79,7 +79,7 @@ def check_nemo_rl(path: Path, backend: str | None = None) -> CheckpointResult:
         res.error(NEMO_RL, "training_info.json is missing", step)
     else:
         try:
-            if not isinstance(json.loads(info.read_bytes()), dict):
+            if not isinstance(read_json_file(info), dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             res.error(NEMO_RL, f"training_info.json is not valid JSON ({exc})", info)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from catalog.contracts.input_access import denied
+from catalog.contracts.json_text import compressed
 from catalog.contracts.jsonl import (
     PARALLEL_MIN_BYTES,
     ScanResult,
@@ -102,19 +104,28 @@ def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any, bool]:
 def _units(
     sources: list[Source], workers: int, chunk_bytes: int | None = None
 ) -> list[tuple[Path, int, int | None]]:
-    """Byte ranges of about total/(4 x workers), never below 8 MiB; small files whole."""
+    """Byte ranges of about total/(4 x workers), never below 8 MiB; small files whole, and
+    compressed ones (their first range reports them, the others would be noise)."""
     total = sum(_size(s.path) for s in sources)
     target = chunk_bytes or max(8 << 20, total // max(1, workers * 4))
     out: list[tuple[Path, int, int | None]] = []
     for s in sources:
         size = _size(s.path)
-        if size <= target:
+        if size <= target or _compressed(s.path):
             out.append((s.path, 0, None))
             continue
         starts = list(range(0, size, target))
         for i, start in enumerate(starts):
             out.append((s.path, start, starts[i + 1] if i + 1 < len(starts) else None))
     return out
+
+
+def _compressed(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return compressed(f.read(8)) is not None
+    except OSError:
+        return False
 
 
 def _size(path: Path) -> int:
@@ -211,6 +222,33 @@ def validate_artifact(
     the row count an rl_prep manifest records for a single shard file."""
     contract = resolve_contract(type_name, graph)
     path = Path(path)
+    try:
+        return _validate(
+            type_name,
+            contract,
+            path,
+            options,
+            max_errors,
+            progress,
+            allow_hub_id,
+            workers,
+            expected_rows,
+        )
+    except PermissionError as exc:  # a folder on the way that this user may not search
+        raise denied(Path(exc.filename or path)) from None
+
+
+def _validate(
+    type_name: str,
+    contract: str,
+    path: Path,
+    options: dict[str, Any] | None,
+    max_errors: int,
+    progress: Callable[[int], None] | None,
+    allow_hub_id: bool,
+    workers: int | None,
+    expected_rows: int | None,
+) -> ValidationReport:
     report = ValidationReport(type_name, contract, str(path))
     options = {k: v for k, v in (options or {}).items() if v is not None}
     if contract in ROW_CONTRACTS:

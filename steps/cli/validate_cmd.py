@@ -131,13 +131,19 @@ def _summary(report) -> str:
 
 
 def _require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
-    """A missing or unreadable input is a setup error (exit 2), not a finding in the data."""
+    """A missing or unreadable input is a setup error (exit 2), not a finding in the data. A
+    FIFO or device is not opened here: the scan is its one reader."""
+    import errno
     import os
 
-    from catalog.contracts import ROW_CONTRACTS
+    from catalog.contracts.input_access import denied
     from catalog.errors import StepsError
 
-    if not os.path.lexists(path):
+    try:
+        os.lstat(path)
+    except OSError as exc:
+        if exc.errno == errno.EACCES:
+            raise denied(path) from None
         if allow_hub_id and contract == "hf_checkpoint":
             return  # a hub id: the contract decides
         raise StepsError(
@@ -147,7 +153,24 @@ def _require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             fix="check the path"
             + (" (or pass --allow-hub-id)" if contract == "hf_checkpoint" else ""),
             exit_code=2,
-        )
+        ) from None
+    try:
+        _require_readable(path, contract)
+    except PermissionError as exc:  # a folder on the way that this user may not search
+        raise denied(Path(exc.filename or path)) from None
+
+
+def _require_readable(path: Path, contract: str) -> None:
+    """Each file the input stands for can be opened (regular files only: see above)."""
+    import os
+    import stat
+
+    from catalog.contracts import ROW_CONTRACTS
+    from catalog.contracts.input_access import denied, folder_problem
+    from catalog.errors import StepsError
+
+    if path.is_dir() and folder_problem(path):
+        raise denied(path, path)
     files = [path]
     if contract in ROW_CONTRACTS and path.is_dir():
         from catalog.contracts.jsonl import resolve_sources
@@ -158,7 +181,7 @@ def _require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             if f.is_dir():
                 with os.scandir(f):
                     pass
-            else:
+            elif stat.S_ISREG(os.stat(f).st_mode):
                 with open(f, "rb"):
                     pass
         except OSError as exc:
