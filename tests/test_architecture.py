@@ -1,7 +1,7 @@
 """The house: imports flow CLI -> runners -> catalog, runners' packages form layers, no circles.
 
 Read from the modules' own source (every `import`, lazy and TYPE_CHECKING ones included), so the
-map in README.md's Layout section cannot drift from the code without this file failing.
+map in docs/layout.md (checked against RUNNERS_FLOORS by test_readme.py) cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_runners_never_import_the_cli():
 
 def test_every_runners_unit_has_a_floor():
     units = {_unit(m) for m in MODULES if m.startswith("runners.")}
-    assert sorted(units - set(FLOOR)) == [], "place the new unit in RUNNERS_FLOORS and README"
+    assert sorted(units - set(FLOOR)) == [], "add the unit to RUNNERS_FLOORS and docs/layout.md"
     assert sorted(set(FLOOR) - units) == []
 
 

@@ -83,7 +83,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--until-done",
         action="store_true",
         help="with --batch SLURM_PROFILE or --run RAY_PROFILE: train to the end across "
-        "segments (see README 'Long runs')",
+        "segments (see docs/chains.md)",
     )
     parser.add_argument(
         "--max-segments",
