@@ -13,11 +13,13 @@ import contextlib
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import StepsError
 from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, sibling_chains
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
+from runners.launch.records import located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
@@ -27,6 +29,8 @@ _MARKED = "@@steps-chain-cancelled@@"
 
 
 def _shell(job: dict, env: dict[str, str] | None) -> Shell:
+    """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
+    located(job)
     return Shell(job.get("host"), list(job.get("ssh_options") or []), env)
 
 
@@ -109,20 +113,22 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
     return f"cancel requested for every segment of chain {chain.job_name} (Slurm job name)"
 
 
-def refuse_if_live(run_dir: Path, chain: ChainRecord, host: str | None, env=None) -> None:
+def refuse_if_live(run_dir: Path, chain: ChainRecord, profile: Any, env=None) -> None:
     """E-CHAIN-BUSY when an earlier Slurm chain of this step trains the same checkpoint dir and
-    still has a job in the queue (one `squeue` by the chain names): a second chain would train
-    the same checkpoints beside it. A queue that cannot be read does not stop the submit."""
+    still has a job in the queue (one `squeue` by the chain names, asked where `profile` says):
+    a second chain would train the same checkpoints beside it. A queue that cannot be read does
+    not stop the submit."""
+    host = getattr(profile, "host", None)
     names: dict[str, Path] = {}
-    seen: dict = {}
     for other, data, earlier in sibling_chains(run_dir, chain):
         job = data.get("job") or {}
         if earlier.state not in ("done", "stopped", "cancelled") and job.get("host") == host:
-            names[earlier.job_name], seen = other, job
+            names[earlier.job_name] = other
     if not names:
         return
     script = f"squeue -h --name={shlex.quote(','.join(names))} -o %j\n"
-    proc = _shell(seen, env).run(script, "looking for earlier chains' jobs in the queue")
+    shell = Shell(host, list(getattr(profile, "ssh_options", [])), env)
+    proc = shell.run(script, "looking for earlier chains' jobs in the queue")
     live = [names[n] for n in proc.stdout.split() if n in names]
     if proc.returncode == 0 and live:
         raise StepsError(

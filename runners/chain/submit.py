@@ -144,7 +144,7 @@ def refuse_busy(plan: Any, target: Any) -> None:
 
         unfinished(plan.run_dir, record)
     else:
-        refuse_if_live(plan.run_dir, record, getattr(target.profile, "host", None))
+        refuse_if_live(plan.run_dir, record, target.profile)
 
 
 def prepare_chain(plan: Any, target: Any) -> None:

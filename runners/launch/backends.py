@@ -25,7 +25,7 @@ def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> B
 @dataclass(frozen=True)
 class RecordedProfile:
     """What following, checking or cancelling a recorded job needs of its profile: where the
-    job is. Built from run.json without env.toml or pydantic (`status` and `jobs` stay fast)."""
+    job is, as runners/launch/records.py located it by its profile (never the record's own)."""
 
     executor: str
     host: str | None = None
@@ -35,7 +35,10 @@ class RecordedProfile:
 
 
 def backend_for_job(job: dict, env: dict[str, str] | None = None) -> Backend:
-    """The backend for a recorded job (run.json `job`), without reading env.toml again."""
+    """The backend for a recorded job (run.json `job`, located by runners/launch/records.py)."""
+    from runners.launch.records import located
+
+    located(job)
     if job["executor"] == "slurm":
         profile = RecordedProfile(
             "slurm", job.get("host"), tuple(job.get("ssh_options", [])), job.get("remote_dir", "/")

@@ -2,6 +2,7 @@
 
 A cluster run's run.json carries `job` (executor, profile, host, job id, log path, submitted
 time, state, exit code); `refresh` asks the job's backend for its live state and writes it back.
+Every record is read through runners/launch/records.py: only yours, and located by its profile.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from pathlib import Path
 
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
+from runners.launch.records import UNLOCATED, locate, located, read_job_run, untrusted
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.rundir import RECORD, read_record, runs_root, update_record
 
 
-def job_runs(root: Path) -> list[tuple[Path, dict]]:
-    """(run dir, record) for every run with a job record, newest first."""
-    found: list[tuple[Path, dict]] = []
+def _records(root: Path) -> list[tuple[Path, dict, StepsError | None]]:
+    """(run dir, run.json, why it is not to be used) for every run with a job, newest first."""
+    found: list[tuple[Path, dict, StepsError | None]] = []
     if not root.is_dir():
         return found
     for record in root.glob(f"**/{RECORD}"):
@@ -30,41 +32,66 @@ def job_runs(root: Path) -> list[tuple[Path, dict]]:
         except StepsError:
             continue
         if isinstance(data.get("job"), dict):
-            found.append((run_dir, data))
-    found.sort(key=lambda item: item[1]["job"].get("submitted_utc", ""), reverse=True)
+            found.append((run_dir, data, untrusted(run_dir, root)))
+    found.sort(key=lambda item: str(item[1]["job"].get("submitted_utc") or ""), reverse=True)
     return found
+
+
+def job_runs(
+    root: Path,
+    skipped: list[StepsError] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> list[tuple[Path, dict]]:
+    """(run dir, record) for every run with a job record you alone could have written, newest
+    first, each job located by its profile (runners/launch/records.py); the others are left
+    out and added to `skipped`."""
+    runs = []
+    for run_dir, data, refused in _records(root):
+        if refused is not None:
+            if skipped is not None:
+                skipped.append(refused)
+            continue
+        runs.append((run_dir, locate(data, env, cwd)))
+    return runs
 
 
 def find_run(
     ref: str, runs_dir: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> tuple[Path, dict]:
-    """RUN = a run dir, a job id (Slurm id or Ray submission id), or `last`."""
+    """RUN = a run dir, a job id (Slurm id or Ray submission id), or `last`; its job located by
+    its profile. A record not yours alone is E-RECORD-UNTRUSTED, one whose cluster is unknown
+    E-RECORD-PROFILE (both exit 2)."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
+    root = runs_root(runs_dir, env, cwd)
     path = (cwd / ref).resolve()
     if (path / RECORD).is_file():
-        data = read_record(path)
-        if not isinstance(data.get("job"), dict):
-            raise StepsError(
-                "E-RUN-NO-JOB",
-                f"{path} was not launched on a cluster (no job in run.json)",
-                fix="name a run launched with --run/--batch (see `python -m steps jobs`)",
-                exit_code=2,
-            )
+        data = locate(read_job_run(path, root.resolve()), env, cwd)
+        located(data["job"])
         return path, data
-    root = runs_root(runs_dir, env, cwd)
-    runs = job_runs(root)
-    if ref == "last" and runs:
-        return runs[0]
-    for run_dir, data in runs:
-        if data["job"].get("job_id") is not None and str(data["job"]["job_id"]) == ref:
-            return run_dir, data
-    raise StepsError(
-        "E-RUN-UNKNOWN",
-        f"no run '{ref}' under {root}",
-        fix="pass a run dir, a job id or `last`; `python -m steps jobs` lists them",
-        exit_code=2,
-    )
+    runs = _records(root)
+    chosen = runs[:1] if ref == "last" else []
+    chosen = chosen or [r for r in runs if r[2] is None and _job_id(r[1]) == ref]
+    chosen = chosen or [r for r in runs if _job_id(r[1]) == ref]
+    if not chosen:
+        raise StepsError(
+            "E-RUN-UNKNOWN",
+            f"no run '{ref}' under {root}",
+            fix="pass a run dir, a job id or `last`; `python -m steps jobs` lists them",
+            exit_code=2,
+        )
+    run_dir, data, refused = chosen[0]
+    if refused is not None:
+        raise refused
+    data = locate(data, env, cwd)
+    located(data["job"])
+    return run_dir, data
+
+
+def _job_id(data: dict) -> str | None:
+    job_id = data["job"].get("job_id")
+    return None if job_id is None else str(job_id)
 
 
 def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> dict:
@@ -101,7 +128,9 @@ def refresh_all(runs: list[tuple[Path, dict]], env: dict[str, str] | None = None
     out: list[dict] = [dict(data["job"]) for _, data in runs]
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(out):
-        if job.get("state") not in TERMINAL:
+        if job.get(UNLOCATED):  # no cluster to ask: never a command from the record
+            out[i] = unknown(job, job[UNLOCATED]["message"])
+        elif job.get("state") not in TERMINAL:
             groups.setdefault(_group_key(job), []).append(i)
     if groups:
         with ThreadPoolExecutor(max_workers=min(8, len(groups))) as pool:
@@ -114,7 +143,7 @@ def refresh_all(runs: list[tuple[Path, dict]], env: dict[str, str] | None = None
                     out[i] = new
     for (run_dir, data), new in zip(runs, out, strict=True):
         saved = _saved(new)
-        if saved != data["job"]:
+        if saved != data["job"] and not new.get(UNLOCATED):
             update_record(run_dir, job=saved)
     return out
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from catalog.config_values import dotted_get
+from runners.launch.records import located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
@@ -83,6 +84,8 @@ def _seconds(text: str) -> float | None:
 
 
 def _shell(job: dict) -> Shell:
+    """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
+    located(job)
     return Shell(job.get("host"), list(job.get("ssh_options", [])))
 
 

@@ -24,8 +24,8 @@ from catalog.failures import (
     kind_for_state,
     oom_fix,
 )
+from runners.monitor.logscan import terminal_safe
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 PREFIX = re.compile(r"^\(([^()]{1,160})\)\s")
 EXCEPTION = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Exit))"
@@ -126,9 +126,7 @@ class LogClassifier:
             if raw.lstrip()[:3] == _BULLET:  # NeMo-RL's metric prints ("Generation KL Error")
                 return
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if "\x1b" in text:
-            text = ANSI.sub("", text)
-        text = text.rstrip("\r\n")
+        text = terminal_safe(text.rstrip("\r\n"), cr=" ")
         scan = self._file(path)
         if scan.terminated is not None:
             return

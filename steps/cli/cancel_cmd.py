@@ -17,12 +17,13 @@ def run(args: argparse.Namespace) -> int:
     from catalog.errors import StepsError
     from runners.launch.backends import backend_for_job
     from runners.launch.jobs import find_run, refresh
+    from steps.cli.status_cmd import say
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     if isinstance(data.get("chain"), dict):
         from runners.chain.follow import cancel_chain, refresh_chain
 
-        print(cancel_chain(data, run_dir))
+        say(cancel_chain(data, run_dir))
         refresh_chain(run_dir, data)
         return 0
     job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)
@@ -33,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
             fix="`python -m steps status RUN` shows what became of the submission",
             exit_code=2,
         )
-    print(backend_for_job(job).cancel(job))
+    say(backend_for_job(job).cancel(job))
     return 0

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run, refresh
     from runners.launch.observe import diagnose_run
+    from steps.cli.status_cmd import say  # log lines: control sequences removed
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     job = refresh(run_dir, data)
@@ -27,27 +28,27 @@ def run(args: argparse.Namespace) -> int:
 
         print_json({"run_dir": str(run_dir), "job_id": job.get("job_id"), **result.to_dict()})
         return 0
-    print(f"run dir: {run_dir}")
+    say(f"run dir: {run_dir}")
     code = "" if result.exit_code is None else f", exit code {result.exit_code}"
-    print(f"job: {job['executor']} {job['job_id']} ({result.state or 'state unknown'}{code})")
+    say(f"job: {job['executor']} {job['job_id']} ({result.state or 'state unknown'}{code})")
     if result.kind is None:
-        print(result.title)
+        say(result.title)
         return 0
     retry = "yes" if result.retryable else "no"
-    print(f"failure: {result.kind} ({result.title}); a retry can help: {retry}")
+    say(f"failure: {result.kind} ({result.title}); a retry can help: {retry}")
     if result.step is not None:
-        print(f"training step reached: {result.step}")
+        say(f"training step reached: {result.step}")
     if result.method:
-        print(f"in: {result.method}")
+        say(f"in: {result.method}")
     if result.message:
-        print(f"message: {result.message}")
+        say(f"message: {result.message}")
     if result.evidence:
-        print("evidence:")
+        say("evidence:")
         for ev in result.evidence:
-            print(f"  {ev.render()}")
+            say(f"  {ev.render()}")
     if result.note:
-        print(f"note: {result.note}")
+        say(f"note: {result.note}")
     if result.later:
-        print("later (consequences): " + "; ".join(result.later))
-    print(f"fix: {result.fix}")
+        say("later (consequences): " + "; ".join(result.later))
+    say(f"fix: {result.fix}")
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
 from runners.launch.shell import LostContact
+from runners.monitor.logscan import terminal_safe
 from runners.rundir import update_record
 
 
@@ -40,8 +41,8 @@ def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
     update_record(plan.run_dir, job=job)
     try:
         target.backend.submit(plan.request, job)
-    finally:
-        update_record(plan.run_dir, job=job)
+    finally:  # a submission refused for certain leaves no run dir
+        target.settle(plan.run_dir, job)
     if job.get("submit_note"):
         print(f"note: {job['submit_note']}", file=sys.stderr)
     where = f" on {job['host']}" if job.get("host") else ""
@@ -78,26 +79,25 @@ def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bo
             exit_code=2,
         )
     backend = backend_for_job(job)
-    stdout = sys.stdout
-    if out is not None:
-        sys.stdout = out
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(stdout if out is None else out), TerminalSafe(stderr)
     try:
         code = backend.follow(job, until_done=until_done, follow=tail)
     except KeyboardInterrupt:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr
         print(f"\ndetached: job {job['job_id']} keeps running\n{hints(run_dir)}", file=sys.stderr)
         return 130
     except LostContact as lost:
         raise StepsError(
             "E-REMOTE-LOST",
             f"lost contact with {lost.where}, the job may still run; re-attach with "
-            f"`python -m steps logs {run_dir} -f` ({lost.detail})",
+            f"`python -m steps logs {run_dir} -f` ({terminal_safe(lost.detail)})",
             fix=f"check the connection (or that Slurm answers there); `python -m steps status "
             f"{run_dir}` shows the job's state",
             exit_code=2,
         ) from None
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr
     if until_done:
         update_record(run_dir, job=job)
         print(
@@ -106,6 +106,20 @@ def follow(run_dir: Path, job: dict, until_done: bool, out: Any = None, tail: bo
         )
         return int(code) if code is not None else 1
     return 0
+
+
+class TerminalSafe:
+    """A text stream for a job's log: what is written reaches `stream` with every terminal
+    control sequence removed (the log's writer must not retitle or clear your terminal)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(terminal_safe(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def plan_job(run_dir: Path) -> dict:

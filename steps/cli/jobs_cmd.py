@@ -17,17 +17,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Every run's live state, hosts asked concurrently; a run whose cluster cannot say is
-    listed as UNKNOWN with why (stderr), the others as their clusters say."""
+    listed as UNKNOWN with why (stderr), the others as their clusters say. A run.json someone
+    else could have written is left out with one warning line (runners/launch/records.py)."""
     import os
-    import sys
     from pathlib import Path
 
     from runners.launch.jobs import job_runs, refresh_all
     from runners.launch.request import UNKNOWN
     from runners.rundir import runs_root
+    from steps.cli.status_cmd import say
 
     root = runs_root(args.runs_dir, os.environ, Path.cwd())
-    runs = [_chain_view(run_dir, data) for run_dir, data in job_runs(root)]
+    skipped: list = []  # records someone else could have written: never used, one warning each
+    runs = [_chain_view(run_dir, data) for run_dir, data in job_runs(root, skipped)]
+    for refused in skipped:
+        finding = refused.finding
+        say(f"warning: {finding.code} {finding.message} (fix: {finding.fix})", err=True)
     jobs = refresh_all(runs)
     lines = _progress_lines(runs, jobs)
     rows = [
@@ -45,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         from steps.cli.run_render import print_json
 
         jobs = [{k: v for k, v in r.items() if k != "_line"} for r in rows]
-        print_json({"runs_root": str(root), "jobs": jobs})
+        skips = [refused.finding.to_dict() for refused in skipped]
+        print_json({"runs_root": str(root), "jobs": jobs, "skipped": skips})
         return 0
     if not rows:
         print(f"no cluster jobs under {root}")
@@ -54,16 +60,16 @@ def run(args: argparse.Namespace) -> int:
         code = "" if r.get("exit_code") is None else f" exit {r['exit_code']}"
         where = r.get("host") or r.get("address") or "local"
         progress = f"{r['_line'].line()}  " if r["_line"] else ""
-        print(
+        say(
             f"{r.get('job_id') or '-':<12} {r.get('state') or '?':<10}{code:<8} "
             f"{r.get('step') or '?':<24} {progress}{r.get('executor')}:{r.get('profile')}@{where}  "
             f"{r['run_dir']}"
         )
         if r.get("chain"):
-            print(f"{'':<12} {r['chain']}")
+            say(f"{'':<12} {r['chain']}")
     for r in rows:
         if r.get("state") == UNKNOWN:
-            print(f"{r['run_dir']}: state unknown: {r.get('reason')}", file=sys.stderr)
+            say(f"{r['run_dir']}: state unknown: {r.get('reason')}", err=True)
     return 0
 
 
@@ -107,8 +113,11 @@ def _progress_lines(runs: list, jobs: list[dict]) -> list:
 
 
 def _chain_view(run_dir, data: dict) -> tuple:
-    """A chain's run with its record read back and `job` = the segment that runs now."""
-    if not isinstance(data.get("chain"), dict):
+    """A chain's run with its record read back and `job` = the segment that runs now (a job
+    whose cluster is unknown is not asked: runners/launch/records.py)."""
+    from runners.launch.records import UNLOCATED
+
+    if not isinstance(data.get("chain"), dict) or data["job"].get(UNLOCATED):
         return run_dir, data
     from runners.chain.follow import refresh_chain
 

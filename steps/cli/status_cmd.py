@@ -28,6 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def say(text: str, err: bool = False) -> None:
+    """Print a line that may hold text from a job's log or a remote, control sequences removed."""
+    import sys
+
+    from runners.monitor.logscan import terminal_safe
+
+    print(terminal_safe(text), file=sys.stderr if err else sys.stdout, flush=True)
+
+
 def progress_of(run_dir, data: dict, job: dict, stall_factor: float):
     """The run's Progress, or None with the reason when its files cannot be read."""
     from catalog.errors import StepsError
@@ -68,24 +77,24 @@ def run(args: argparse.Namespace) -> int:
         print_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
     exit_code = job.get("exit_code")
-    print(f"run dir: {run_dir}")
-    print(f"step: {data.get('step')}")
-    print(f"job: {job['executor']} {job.get('job_id') or '-'} (profile {job.get('profile')})")
+    say(f"run dir: {run_dir}")
+    say(f"step: {data.get('step')}")
+    say(f"job: {job['executor']} {job.get('job_id') or '-'} (profile {job.get('profile')})")
     state = f"state: {job.get('state')}"
     if job.get("state") == UNKNOWN:
         state += f" (last known {job.get('last_known_state')}): {job.get('reason')}"
     elif job.get("reason"):
         state += f": {job['reason']}"
-    print(state + ("" if exit_code is None else f", exit code {exit_code}"))
-    print(f"log: {job.get('log_path')}")
+    say(state + ("" if exit_code is None else f", exit code {exit_code}"))
+    say(f"log: {job.get('log_path')}")
     if progress is None:
-        print(f"progress: unavailable ({why})", flush=True)
+        say(f"progress: unavailable ({why})")
     elif progress.step is not None or progress.max_steps is not None:  # a training run
-        print(f"progress: {progress.line()}", flush=True)
+        say(f"progress: {progress.line()}")
     if chain is not None:
-        print(chain.summary())
+        say(chain.summary())
         for seg in chain.segments:
-            print(f"  {seg.line()}")
+            say(f"  {seg.line()}")
     if args.watch:
         return _watch(run_dir, data, job, args)
     return code
@@ -107,7 +116,7 @@ def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
         job = refresh(run_dir, data)
         stamp = time.strftime("%H:%M:%S")
         if job.get("state") == UNKNOWN:
-            print(f"{stamp} UNKNOWN: {job.get('reason')}", flush=True)
+            say(f"{stamp} UNKNOWN: {job.get('reason')}")
             silent_since = silent_since or time.monotonic()
             if time.monotonic() - silent_since >= seconds("SILENT"):
                 return 2
@@ -116,5 +125,5 @@ def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
         silent_since = None
         progress, why = progress_of(run_dir, data, job, args.stall_factor)
         line = progress.line() if progress else f"unavailable ({why})"
-        print(f"{stamp} {job.get('state')}: {line}", flush=True)
+        say(f"{stamp} {job.get('state')}: {line}")
     return 0

@@ -1,0 +1,183 @@
+"""Job records (run.json `job`) as `jobs`, `status`, `logs`, `cancel` and `diagnose` may use them.
+
+A record is data, never a source of commands. Whoever can write a run.json (another user, a
+shared or cloned runs/ folder) would otherwise choose the ssh options those commands run. So:
+a record is read only when it is yours and no one else can write it or a folder between it and
+the runs root (E-RECORD-UNTRUSTED; env.toml is held to the same rule), and where its job runs
+(ssh host and options, remote dir, Ray address) is taken each time from its profile in a trusted
+env.toml, never from the record. A record whose host or address is not its profile's is not
+asked about: the same job id on another cluster is another job.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import StepsError
+from runners.rundir import RECORD, read_record
+
+UNLOCATED = "unlocated"  # in a job: why its cluster is unknown ({message, fix}); never asked
+LOCATION = ("host", "ssh_options", "remote_dir", "address")
+_FIX_LOCATE = (
+    "restore the profile the job was launched with (its name and host or address), or pass "
+    "its env.toml in $STEPS_ENV_FILE"
+)
+
+
+@lru_cache(maxsize=64)
+def _private_group(gid: int, uid: int) -> bool:
+    """The owner's own group (user private groups, umask 002): no one else is in it."""
+    import grp
+    import pwd
+
+    try:
+        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+
+
+def _problem(item: Path, folder: bool) -> str | None:
+    """Why no one but you may have written `item`, or None when only you (or root) could."""
+    st = item.stat()
+    uid = os.getuid()
+    if st.st_uid not in ((uid, 0) if folder else (uid,)):  # root can change anything you run
+        return f"is owned by uid {st.st_uid}, not by you (uid {uid})"
+    if st.st_mode & stat.S_IWOTH:
+        return "is writable by others"
+    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_gid, st.st_uid):
+        return f"is writable by its group (gid {st.st_gid})"
+    return None
+
+
+def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
+    """E-RECORD-UNTRUSTED (exit 2) when run_dir's run.json is not yours alone: it, the run dir
+    or a folder up to the runs root `root` is another user's or writable by others."""
+    items = [(run_dir / RECORD, False), (run_dir, True)]
+    if root is not None and run_dir.is_relative_to(root):
+        items += [(p, True) for p in run_dir.parents if p.is_relative_to(root)]
+    for item, folder in items:
+        try:
+            problem = _problem(item, folder)
+        except OSError as exc:
+            problem = f"cannot be checked ({exc.strerror})"
+        if problem is None:
+            continue
+        what = "its folder " + str(item) if folder else "it"
+        if "owned" in problem:
+            fix = f"if it is yours, `chown {os.getuid()} {shlex.quote(str(item))}`"
+        else:
+            fix = f"if it is yours, `chmod go-w {shlex.quote(str(item))}`"
+        return StepsError(
+            "E-RECORD-UNTRUSTED",
+            f"not using {run_dir / RECORD}: {what} {problem}; a job record is used only when it "
+            "is yours and no one else can write it or its folders",
+            path=str(run_dir / RECORD),
+            fix=f"{fix}; else delete the run dir (`rm -r {shlex.quote(str(run_dir))}`)",
+            exit_code=2,
+        )
+    return None
+
+
+def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
+    """run.json of a cluster run, once it passed the trust check (E-RECORD-UNTRUSTED, exit 2)."""
+    refused = untrusted(run_dir, root)
+    if refused is not None:
+        raise refused
+    data = read_record(run_dir)
+    if not isinstance(data.get("job"), dict):
+        raise StepsError(
+            "E-RUN-NO-JOB",
+            f"{run_dir} was not launched on a cluster (no job in run.json)",
+            fix="name a run launched with --run/--batch (see `python -m steps jobs`)",
+            exit_code=2,
+        )
+    return data
+
+
+@lru_cache(maxsize=32)
+def _profile(path: str, stamp: tuple[int, int], name: str) -> Any:
+    from runners.launch.profiles import load_profile
+
+    return load_profile(Path(path), name)
+
+
+def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
+    """The env.toml the run was launched with when it is still there and yours alone, else the
+    one `run` would find now."""
+    from runners.launch.profiles import find_env_file
+
+    launch = data.get("launch") if isinstance(data.get("launch"), dict) else {}
+    recorded = launch.get("env_file")
+    if isinstance(recorded, str) and recorded:
+        path = Path(recorded)
+        try:
+            if path.is_file() and not _problem(path, False) and not _problem(path.parent, True):
+                return path
+        except OSError:
+            pass
+    return find_env_file(None, env, cwd)
+
+
+def _locate(data: dict, env: Mapping[str, str], cwd: Path) -> dict:
+    """The job with host, ssh options, remote dir or address from its profile."""
+    job = data["job"]
+    name = job.get("profile")
+    path = _env_file(data, env, cwd)
+    st = path.stat()
+    profile = _profile(str(path), (st.st_mtime_ns, st.st_size), str(name))
+    executor = job.get("executor")
+    said, now = job.get("host"), getattr(profile, "host", None)
+    if executor == "ray":
+        said, now = job.get("address"), getattr(profile, "address", None)
+    if profile.executor != executor or said != now:
+        recorded = f"{executor} on {said or 'this machine'}"
+        raise StepsError(
+            "E-RECORD-PROFILE",
+            f"the job ran with profile [{name}] as {recorded}, but [{name}] in {path} is now "
+            f"{profile.executor} on {now or 'this machine'}; not asking another cluster about "
+            "its job id",
+            path=str(path),
+            fix=_FIX_LOCATE,
+            exit_code=2,
+        )
+    if executor == "ray":
+        return {**job, "address": profile.address}
+    located = {**job, "host": profile.host, "ssh_options": list(profile.ssh_options)}
+    located["remote_dir"] = profile.remote_dir
+    if located.get("secrets_file") and job.get("job_dir"):  # never a path the record chose
+        from runners.launch.job_secrets import secrets_path
+
+        located["secrets_file"] = secrets_path(str(job["job_dir"]))
+    return located
+
+
+def locate(data: dict, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict:
+    """run.json with its job located by its profile; a job that cannot be keeps no location
+    and says why in `unlocated` (nothing is asked about it: `located` raises that)."""
+    env = os.environ if env is None else env
+    job = {k: v for k, v in data["job"].items() if k not in (*LOCATION, UNLOCATED)}
+    try:
+        job = _locate(data, env, cwd or Path.cwd())
+    except StepsError as exc:
+        job[UNLOCATED] = {"message": exc.finding.message, "fix": exc.finding.fix}
+    return {**data, "job": job}
+
+
+def located(job: dict) -> dict:
+    """`job`, when its cluster is known; E-RECORD-PROFILE (exit 2) else."""
+    why = job.get(UNLOCATED)
+    if why:
+        raise StepsError(
+            "E-RECORD-PROFILE",
+            f"where job {job.get('job_id') or '-'} runs is unknown: {why['message']}",
+            fix=why.get("fix") or _FIX_LOCATE,
+            exit_code=2,
+        )
+    return job
