@@ -6,18 +6,20 @@ not substrings, so NCCL_IB_PKEY, TOKENIZERS_PARALLELISM and KEYTAB_PATH are sett
 
 Config keys are stricter, since NeMo-RL's configs are full of `*_key` and `*_token` data fields
 (`input_key`, `pad_token`, `num_keys`, `key_prefix`): a key is secret when its name ENDS in a
-credential name: `token`, `api_key`/`apikey`, `secret(s)`, `password`, `passwd`, `passphrase`,
-`credential(s)`, `auth`, or `access_key`/`secret_key`/`private_key`/`ssh_key`/... (so `hf_token`,
-`wandb_api_key`, `client_secret`, `db.password`, `apiKey` are; `cache_key`, `my_new_key`,
-`stop_token_ids`, `http_refit_api_key_env_var` are not), and `<word>_token` is not when the word
-names a tokenizer's special token (`pad_token`, `eos_token`). Any key under a secret key is
-secret too (`credentials.aws`), and a secret key's value is redacted whatever its type: every
-scalar in it, in lists and mappings too, becomes `***`. A secret-named value that is a switch
-(`0`, `1`, `true`, `no`..., a bool) holds no credential (`HF_HUB_DISABLE_TOKEN=1`,
-`use_auth_token: true`): it stays plain. No key in any upstream NeMo-RL config is secret.
+credential name: `token`, `apikey`, `secret(s)`, `password`, `passwd`, `passphrase`,
+`credential(s)`, `auth`, or `<kind>_key` for the kinds api/access/secret/private/ssh/signing/
+encryption/license/client/account/service/master/auth. So `hf_token`, `wandb_api_key`,
+`client_secret`, `db.password`, `apiKey` are secret; `key`, `cache_key`, `my_new_key`,
+`stop_token_ids`, `http_refit_api_key_env_var` are not, nor `<word>_token` when the word names a
+tokenizer's special token (`pad_token`, `eos_token`). No key of any upstream NeMo-RL config is.
+Every key under a secret key is secret too (`credentials.aws`), and a secret key's value is
+redacted whatever its type: every string and number in it, in lists and mappings too, becomes
+`***` (bools and nulls stay). A secret key whose whole value is a switch (`0`, `1`, `true`,
+`no`..., a bool) holds no credential (`HF_HUB_DISABLE_TOKEN=1`, `use_auth_token: true`).
 
-Values: a string shaped like a real token (`hf_`+34, `ghp_`, `sk-`, `nvapi-`, `AKIA`...) is
-redacted under any name, and any string equal to a secret environment variable's value too.
+Values: a string shaped like a real credential (`hf_` + 30 or more letters and digits, `ghp_`,
+`github_pat_`, `sk-`, `nvapi-`, `AKIA`, `xoxb-`, `glpat-`) is redacted under any name, and any
+string equal to a secret environment variable's value too.
 """
 
 from __future__ import annotations
