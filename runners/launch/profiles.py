@@ -143,7 +143,7 @@ def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Pa
     raise StepsError(
         "E-PROFILE",
         "no env.toml found (tried " + "; ".join(tried) + ")",
-        fix="write an env.toml with your cluster profile (see README 'Run on a cluster') "
+        fix="write an env.toml with your cluster profile (see docs/cluster.md) "
         f"or pass --env-file PATH / set ${ENV_FILE_VAR}",
         exit_code=2,
     )
@@ -204,7 +204,7 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
         if err["type"] == "extra_forbidden":
             near = close_matches(loc[-1], sorted(_FIELDS), n=1)
             msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
-            fix = "remove or rename it; the keys are listed in README 'Run on a cluster'"
+            fix = "remove or rename it; the keys are listed in docs/cluster.md"
             key = loc[-1]
         else:
             msg, fix = f"{'.'.join(loc)}: {err['msg']}", "correct the value"
@@ -283,7 +283,7 @@ def _error(msg: str, path: Path | None, line: int | None, fix: str | None = None
         msg,
         path=str(path) if path else None,
         line=line,
-        fix=fix or "correct env.toml (see README 'Run on a cluster')",
+        fix=fix or "correct env.toml (see docs/cluster.md)",
         exit_code=2,
     )
 
