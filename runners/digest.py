@@ -1,18 +1,81 @@
-"""The sha256 of a file, read in fixed blocks (flat memory whatever the size)."""
+"""File digests, and a memo that makes a file's content digest cost one `stat` while unchanged.
+
+The memo maps (device, inode, size, mtime_ns, ctime_ns) to the file's xxh3_128. The kernel sets
+ctime to now on every write, rename onto or chmod of the file, and nothing (`touch -d`, `cp -p`,
+`rsync -a`, `tar x`) can set it back: an edit that restores size and mtime still misses the
+memo and the content is read again. It lives in the user's cache folder (never in an output,
+which stays byte-identical run to run); a memo that cannot be read or written is only slower.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import json
 import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
 
-BLOCK = 1 << 20
+from catalog.atomic_write import write_atomic
+from catalog.file_digest import SHA256, XXH3, file_digests
+
+MAX_ENTRIES = 50_000  # about 5 MB of memo; the least recently used entries go first
+SETTLED_NS = 2_000_000_000  # a file changed this recently may still be written: not memoized
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    sha = hashlib.sha256()
-    block = bytearray(BLOCK)
-    view = memoryview(block)
-    with open(path, "rb", buffering=0) as fh:
-        while n := fh.readinto(block):
-            sha.update(view[:n])
-    return sha.hexdigest()
+    return file_digests(path, (SHA256,))[SHA256]
+
+
+def memo_file(env: Mapping[str, str] | None = None) -> Path:
+    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/digests.json`."""
+    from catalog.discovery import CACHE_VAR
+
+    env = os.environ if env is None else env
+    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "nemo-rl-steps" / "digests.json"
+
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+class DigestMemo:
+    """xxh3_128 of files, read again only when their stat says they may have changed."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else memo_file()
+        self.entries: dict[str, str] = {}
+        self.changed = False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                self.entries = {k: v for k, v in data.items() if isinstance(v, str)}
+        except (OSError, ValueError):
+            pass
+
+    def digest(self, path: str | os.PathLike[str]) -> str:
+        """The file's xxh3_128: from the memo while its stat is unchanged, else read."""
+        key = _stat_key(os.stat(path))
+        known = self.entries.pop(key, None)
+        if known is None:
+            known = file_digests(path, (XXH3,))[XXH3]
+            after = os.stat(path)
+            if _stat_key(after) != key or time.time_ns() - after.st_ctime_ns < SETTLED_NS:
+                return known
+            self.changed = True
+        self.entries[key] = known  # most recently used last
+        return known
+
+    def remember(self, path: str | os.PathLike[str], digest: str) -> None:
+        """Record the digest of a file this process wrote and no one else writes."""
+        self.entries[_stat_key(os.stat(path))] = digest
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        keep = dict(list(self.entries.items())[-MAX_ENTRIES:])
+        with contextlib.suppress(OSError):
+            write_atomic(self.path, json.dumps(keep, separators=(",", ":")) + "\n")
+        self.changed = False

@@ -18,6 +18,7 @@ from catalog.contracts.jsonl import (
     scan_range,
 )
 from catalog.contracts.registry import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, get_row_contract
+from catalog.contracts.shard_digests import shard_digest_findings
 from catalog.errors import Finding, StepsError
 
 
@@ -259,6 +260,7 @@ def _validate(
         scan = scan_jsonl(
             sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
         )
+        found += shard_digest_findings(path)
         findings = found + scan.findings
         report.errors = sum(1 for f in found if f.is_error) + scan.errors
         report.findings = findings

@@ -17,7 +17,7 @@ from typing import Any
 
 from catalog.contracts import jsonl
 from catalog.errors import WARNING, Finding, StepsError
-from runners.digest import file_sha256
+from catalog.file_digest import SHA256, XXH3, file_digests
 from runners.rl_prep.blend import Blend
 from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.options import Options, usable_cpus
@@ -29,6 +29,7 @@ from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
 
 CHUNK_BYTES = 4 << 20
+SHARD_DIGESTS = (SHA256, XXH3)
 
 
 @dataclass(frozen=True)
@@ -111,12 +112,13 @@ class _Workers:
             chunk, res = pending.popleft()
             yield chunk, res.result()
 
-    def sha256_later(self, path: str) -> Callable[[], str]:
-        """Start hashing a finished shard; the returned call waits for its sha256."""
+    def digests_later(self, path: str) -> Callable[[], dict[str, str]]:
+        """Start hashing a finished shard; the returned call waits for its sha256 and xxh3_128
+        (one read: the published checksum and the fast one reuse and validate check)."""
         if self.pool is None:
-            digest = file_sha256(path)
-            return lambda: digest
-        return self.pool.submit(file_sha256, path).result
+            digests = file_digests(path, SHARD_DIGESTS)
+            return lambda: digests
+        return self.pool.submit(file_digests, path, SHARD_DIGESTS).result
 
     def close(self) -> None:
         """Drop queued chunks, let the few running ones finish (each is one bounded chunk)."""
@@ -194,7 +196,7 @@ def _prepare_dataset(
         jsonl.MAX_LINE_BYTES,  # read now: the output must pass `validate`'s line cap
     )
     chunks = iter_chunks(plan.files, CHUNK_BYTES, plan.sample)
-    identities = [f.identity() for f in plan.files]
+    identities = [f.stat_identity() for f in plan.files]
     lines: Counter = Counter()  # lines of each file's chunks so far
     written: Counter = Counter()
     skipped: Counter = Counter()
@@ -229,7 +231,7 @@ def _prepare_dataset(
                 written[TRAIN] += _write_train(writers[TRAIN], res.candidate)
         for writer in writers.values():
             writer.flush()  # before `source` is overwritten by the next chunk
-    if [f.identity() for f in plan.files] != identities:
+    if [f.stat_identity() for f in plan.files] != identities:
         raise StepsError(
             "E-BLEND",
             f"dataset `{spec.name}`: an input file changed while rl_prep read it",
@@ -289,7 +291,7 @@ def build(
         _capped(opts.workers, count)
     workers = _Workers(count)
     writers = {
-        name: SplitWriter(staging, name, opts.shard_size, workers.sha256_later) for name in SPLITS
+        name: SplitWriter(staging, name, opts.shard_size, workers.digests_later) for name in SPLITS
     }
     inputs = _Inputs()
     progress = _Progress(total)

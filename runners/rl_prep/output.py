@@ -19,6 +19,8 @@ from pathlib import Path
 
 from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
+from catalog.file_digest import XXH3
+from runners.digest import DigestMemo
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -76,16 +78,21 @@ def check_ours(output_dir: Path) -> None:
         )
 
 
-def up_to_date(output_dir: Path, key: str) -> dict | None:
-    """The existing manifest if it has this run key and every shard it lists is intact."""
+def shards(manifest: dict) -> list[dict]:
+    return [shard for split in manifest["splits"].values() for shard in split["shards"]]
+
+
+def up_to_date(output_dir: Path, key: str, memo: DigestMemo) -> dict | None:
+    """The existing manifest if it has this run key and every shard it lists is intact: its
+    size and xxh3_128 as recorded (read again only when the shard's stat changed since)."""
     manifest = read_manifest(output_dir)
     if manifest is None or manifest.get("run_key") != key:
         return None
     try:
-        for split in manifest["splits"].values():
-            for shard in split["shards"]:
-                if (output_dir / shard["path"]).stat().st_size != shard["bytes"]:
-                    return None
+        for shard in shards(manifest):
+            path = output_dir / shard["path"]
+            if path.stat().st_size != shard["bytes"] or memo.digest(path) != shard[XXH3]:
+                return None
     except (OSError, KeyError, TypeError, AttributeError):
         return None
     return manifest

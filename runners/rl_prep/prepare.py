@@ -2,8 +2,9 @@
 
 `prepare` checks the config and blend (`options`, `blend`), resolves every input file, and
 either reuses an up-to-date output or builds a new one in a hidden work folder (`build`) and
-swaps it into place (`output`). A run key (blend hash, each input file's path/size/mtime, the
-options) decides whether an existing output is up to date. It returns a summary and prints
+swaps it into place (`output`). A run key (blend hash, each input file's path, size and content
+digest, the options) decides whether an existing output is up to date, and its shards must
+still hold the digests the manifest records. It returns a summary and prints
 nothing; `run_step` is the runner entry that also tells the user on stderr.
 """
 
@@ -16,7 +17,9 @@ import sys
 from pathlib import Path
 
 from catalog.errors import StepsError
+from catalog.file_digest import XXH3
 from catalog.folder_faults import existing_folder, make_folders, writing
+from runners.digest import DigestMemo
 from runners.rl_prep.blend import Blend, load_blend
 from runners.rl_prep.build import PlannedDataset, build
 from runners.rl_prep.options import Options, config_path, read_options
@@ -25,6 +28,7 @@ from runners.rl_prep.output import (
     check_ours,
     clean_stale,
     publish,
+    shards,
     tool_version,
     up_to_date,
     work_dir,
@@ -63,12 +67,12 @@ def load_and_plan(
     return blend, opts, plan_datasets(blend, opts)
 
 
-def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset]) -> str:
+def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset], memo: DigestMemo) -> str:
     material = {
         "tool": tool_version(),
         "blend": blend.sha256,
         "options": opts.key_fields(),
-        "inputs": {p.spec.name: [f.identity() for f in p.files] for p in planned},
+        "inputs": {p.spec.name: [f.identity(memo) for f in p.files] for p in planned},
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
@@ -100,12 +104,29 @@ def prepare(config: dict, *, config_dir: Path, force: bool = False) -> dict:
     """Prepare the blend named by `config`; reuse an up-to-date output unless forced."""
     blend, opts, planned = load_and_plan(config, Path(config_dir), force)
     output_dir = opts.output_dir.resolve()
-    key = run_key(blend, opts, planned)
-    check_ours(output_dir)
-    if not opts.force:
-        manifest = up_to_date(output_dir, key)
-        if manifest is not None:
-            return _summary(output_dir, manifest, reused=True)
+    memo = DigestMemo()
+    try:
+        key = run_key(blend, opts, planned, memo)
+        check_ours(output_dir)
+        if not opts.force:
+            manifest = up_to_date(output_dir, key, memo)
+            if manifest is not None:
+                return _summary(output_dir, manifest, reused=True)
+        return _build_into(output_dir, blend, opts, planned, key, memo)
+    finally:
+        memo.save()
+
+
+def _build_into(
+    output_dir: Path,
+    blend: Blend,
+    opts: Options,
+    planned: list[PlannedDataset],
+    key: str,
+    memo: DigestMemo,
+) -> dict:
+    """Build in a hidden work folder and swap it into place; a folder that cannot take the
+    write is E-OUTPUT-DIR (exit 2) with nothing of this run left."""
     where = existing_folder(output_dir.parent)
     with writing(where, "E-OUTPUT-DIR", f"rl_prep's output {output_dir}", "set output_dir") as made:
         made += make_folders(output_dir.parent)
@@ -118,6 +139,8 @@ def prepare(config: dict, *, config_dir: Path, force: bool = False) -> dict:
             publish(staging, output_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    for shard in shards(manifest):  # the next reuse check then costs a stat per shard
+        memo.remember(output_dir / shard["path"], shard[XXH3])
     summary = _summary(output_dir, manifest, reused=False)
     if elsewhere:
         summary["work_left_for_other_hosts"] = elsewhere

@@ -15,7 +15,7 @@ from pathlib import Path
 IOV_MAX = 1024  # buffers per writev (the POSIX minimum of IOV_MAX is 16, Linux has 1024)
 
 
-ShardDone = Callable[[str], Callable[[], str]]  # shard path -> a call returning its sha256
+ShardDone = Callable[[str], Callable[[], dict]]  # shard path -> a call returning its digests
 
 
 class SplitWriter:
@@ -27,7 +27,7 @@ class SplitWriter:
         self.shard_size = shard_size
         self.on_shard = on_shard
         self.shards: list[dict] = []
-        self.digests: list[Callable[[], str]] = []
+        self.digests: list[Callable[[], dict]] = []
         self.rows = 0
         self._fd = -1
         self._queue: list[bytes | memoryview] = []
@@ -100,10 +100,10 @@ class SplitWriter:
         self.shards.append({"path": rel})
 
     def close(self) -> dict:
-        """Finish the last shard and wait for every shard's sha256; the split's manifest entry."""
+        """Finish the last shard and wait for every shard's digests; the split's manifest entry."""
         self._finish_shard()
         for shard, digest in zip(self.shards, self.digests, strict=True):
-            shard["sha256"] = digest()
+            shard.update(digest())
         return {
             "rows": self.rows,
             "bytes": sum(s["bytes"] for s in self.shards),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
+from runners.digest import DigestMemo
 from runners.rl_prep.blend import Blend
 from runners.rl_prep.columnar import arrow_batches, parquet_batches
 from runners.rl_prep.hub import HF_PREFIX, resolve_hf, save_to_disk_files
@@ -29,7 +30,7 @@ BATCH_ROWS = 1024
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One input file and its identity (what the run key hashes to notice changes)."""
+    """One input file and its identities (what the run key hashes to notice changes)."""
 
     path: Path
 
@@ -38,9 +39,15 @@ class SourceFile:
         suffix = self.path.suffix.lower()
         return suffix.lstrip(".") if suffix in COLUMNAR_SUFFIXES else "jsonl"
 
-    def identity(self) -> list:
+    def identity(self, memo: DigestMemo) -> list:
+        """Path, size and content digest: an edit that keeps size and mtime (`cp -p`,
+        `rsync -a`) is noticed; a `touch` or a copy with the same bytes is not a change."""
+        return [str(self.path), self.path.stat().st_size, memo.digest(self.path)]
+
+    def stat_identity(self) -> list:
+        """Free to take; changes on any write to the file (ctime cannot be set back)."""
         st = self.path.stat()
-        return [str(self.path), st.st_size, st.st_mtime_ns]
+        return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _missing(blend: Blend, spec: DatasetSpec, what: str) -> StepsError:
