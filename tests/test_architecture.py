@@ -20,6 +20,7 @@ PACKAGES = ("steps", "runners", "catalog")
 RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.pipeline",),
     ("runners.run",),
+    ("runners.kinds",),
     ("runners.bind", "runners.check"),
     ("runners.preflight", "runners.chain"),
     ("runners.launch", "runners.rl_prep"),

@@ -1,0 +1,54 @@
+"""Runner kinds: what a step's `run.runner` (step.toml) means, one module per kind.
+
+A kind answers what differs between steps that run differently: how its config compiles (against
+a NeMo-RL checkout or alone), the command it runs here and in a cluster job, the resources that
+job needs, and whether it runs in this process. `runners.run.plan_run` is the same pipeline for
+every kind. A new kind is a new module here (exporting `KIND`) plus its step folder.
+
+Owns: `base` (what a kind answers) and one module per kind (`nemo_rl`, `dcp_to_hf`,
+`megatron_to_hf`, `rl_prep`).
+May import: `runners.bind`, `runners.launch`, `runners.rl_prep`, `runners.nemo_rl`,
+`runners.config`, `runners.convert`, catalog.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import TYPE_CHECKING
+
+from catalog.errors import StepsError
+
+if TYPE_CHECKING:
+    from runners.kinds.base import RunnerKind
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def kind_for(name: str) -> RunnerKind:
+    """The kind named `name` (its module is imported on first use only)."""
+    module = None
+    if _NAME.match(name or "") and name != "base":
+        try:
+            module = importlib.import_module(f"runners.kinds.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"runners.kinds.{name}":
+                raise
+    kind = getattr(module, "KIND", None)
+    if kind is None:
+        raise StepsError(
+            "E-RUNNER-KIND",
+            f"no runner kind '{name}' (step.toml run.runner)",
+            fix=f"use one of: {', '.join(known())}",
+            exit_code=2,
+        )
+    return kind
+
+
+def known() -> list[str]:
+    """The kinds' names: the modules of this package, read from its folder."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    names = (p.stem for p in here.glob("*.py"))
+    return sorted(n for n in names if not n.startswith("_") and n != "base")

@@ -1,0 +1,141 @@
+"""What every runner kind answers, with the defaults the kinds share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from catalog.errors import Finding, StepsError
+
+if TYPE_CHECKING:
+    from catalog.manifest import StepManifest
+    from runners.config.compiler import CompiledConfig
+    from runners.launch.local import LocalLaunch
+    from runners.launch.profiles import RayProfile, SlurmProfile
+    from runners.launch.target import ClusterTarget
+    from runners.nemo_rl.checkout import Target
+
+
+@dataclass
+class Setting:
+    """What a kind is asked about: the user's overrides and NeMo-RL choice, the step, where."""
+
+    step_id: str
+    manifest: StepManifest
+    config_file: Path
+    overrides: list[str]
+    env: dict[str, str]
+    cwd: Path
+    nemo_rl: str | None = None  # --nemo-rl
+    launcher: str | None = None  # --launcher (or a profile's)
+    force: bool = False
+    target: ClusterTarget | None = None
+
+    @property
+    def nemo_rl_hint(self) -> str | None:
+        """--nemo-rl, else the profile's checkout when this machine sees it."""
+        if self.nemo_rl:
+            return self.nemo_rl
+        return self.target.local_checkout() if self.target is not None else None
+
+
+@dataclass
+class Prepared:
+    """A kind's compiled config and, for NeMo-RL's programs, the checkout that will run it."""
+
+    compiled: CompiledConfig
+    nrl: Target | None = None  # the NeMo-RL checked against (schema, overlays, rules)
+    checkout: Path | None = None  # the checkout holding `script`, when found here
+    script: str | None = None
+
+
+@dataclass
+class Command:
+    """What a local run does: argv and cwd, or in-process (argv None), or nothing (skip)."""
+
+    argv: list[str] | None = None
+    cwd: Path | str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    skip: str | None = None  # why nothing runs (the output is there already)
+    deferred: StepsError | None = None  # raised at launch (NeMo-RL not found here)
+
+
+class RunnerKind:
+    """A kind's defaults: compiled alone, exec'd locally, one node in a plain job."""
+
+    name: ClassVar[str]
+    uses_ray_sub: ClassVar[bool] = False  # a Slurm job through NeMo-RL's ray.sub (else sbatch)
+    can_chain: ClassVar[bool] = False  # --until-done: trained to the end across segments
+    compiles_with_nemo_rl: ClassVar[bool] = False  # the config depends on the checkout
+    in_process: ClassVar[str | None] = None  # what runs in this process, for people
+
+    def prepare(self, s: Setting) -> Prepared:
+        from runners.config.compiler import compile_config
+
+        return Prepared(compile_config(s.config_file, list(s.overrides)))
+
+    def local_command(
+        self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
+    ) -> Command:
+        return Command(cwd=s.cwd)
+
+    def job_command(
+        self, s: Setting, p: Prepared, resolved: dict, config: str
+    ) -> tuple[list[str], str]:
+        raise NotImplementedError(f"{self.name} has no cluster command")
+
+    def nodes(self, resolved: Mapping[str, Any], profile: SlurmProfile | RayProfile) -> int:
+        return getattr(profile, "nodes", None) or 1
+
+    def launch(self, run: LocalRun) -> dict | None:
+        """Exec into the command (never returns); an in-process kind returns its summary."""
+        from runners.nemo_rl.checkout import exec_command
+
+        exec_command(list(run.argv or []), Path(str(run.cwd)), run.env)
+        return None  # pragma: no cover - exec does not return
+
+
+@dataclass
+class LocalRun:
+    """What a local launch hands over: the planned command and what an in-process kind reads."""
+
+    argv: list[str] | None
+    cwd: Path | str | None
+    env: Mapping[str, str]
+    resolved: dict
+    config_dir: Path
+    findings: list[Finding]
+    force: bool = False
+
+
+def not_found(s: Setting, script: str) -> Command:
+    """No checkout here holds `script`: everything else is checked, launching needs it."""
+    from catalog.errors import WARNING
+    from runners.nemo_rl.checkout import not_found as missing
+
+    deferred = missing(script, s.nemo_rl, s.env)
+    warning = Finding(
+        "W-NEMO-RL-NOT-FOUND",
+        deferred.finding.message + " (checked everything else; launching needs it)",
+        fix=deferred.finding.fix,
+        severity=WARNING,
+    )
+    return Command(findings=[warning], deferred=deferred)
+
+
+def cluster_checkout(s: Setting) -> str:
+    """The profile's NeMo-RL checkout as the job sees it (a NeMo-RL program needs one)."""
+    target = s.target
+    assert target is not None
+    if not target.profile.nemo_rl_dir:
+        raise StepsError(
+            "E-PROFILE",
+            f"profile [{target.name}] has no nemo_rl_dir: the cluster's NeMo-RL checkout "
+            "is needed to run a NeMo-RL step",
+            path=str(target.env_file),
+            fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
+            exit_code=2,
+        )
+    return target.profile.nemo_rl_dir

@@ -1,0 +1,40 @@
+"""`megatron_to_hf`: Megatron-Bridge's conversion worker exports a Megatron checkpoint
+(`runners.convert` builds its command); a plain job on Slurm (no Ray)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runners.kinds.base import Command, LocalRun, Prepared, RunnerKind, Setting
+
+if TYPE_CHECKING:
+    from runners.launch.local import LocalLaunch
+
+
+class MegatronToHf(RunnerKind):
+    name = "megatron_to_hf"
+
+    def local_command(
+        self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
+    ) -> Command:
+        from runners import convert
+
+        argv, cwd, more, skip = convert.plan(resolved, s.force)
+        return Command(argv, cwd, more, skip)
+
+    def job_command(
+        self, s: Setting, p: Prepared, resolved: dict, config: str
+    ) -> tuple[list[str], str]:
+        from runners import convert
+
+        argv, cwd, _, _ = convert.plan(resolved, force=True)
+        return list(argv or []), str(cwd)
+
+    def launch(self, run: LocalRun) -> dict | None:
+        from runners.convert import require_bridge
+
+        require_bridge(run.findings)
+        return super().launch(run)
+
+
+KIND = MegatronToHf()

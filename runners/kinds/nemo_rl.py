@@ -1,0 +1,60 @@
+"""`nemo_rl`: one of NeMo-RL's example scripts (GRPO, DPO...) on the compiled config.
+
+The config compiles against the NeMo-RL that will run (its defaults, overlays and schema); the
+script is chosen by algorithm, version and NeMo-Gym use; on Slurm the job goes through NeMo-RL's
+own ray.sub, on as many nodes as the cluster section (plus Gym's GPU nodes) asks.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from runners.kinds.base import Command, Prepared, RunnerKind, Setting, cluster_checkout, not_found
+
+if TYPE_CHECKING:
+    from runners.launch.local import LocalLaunch
+
+
+class NemoRL(RunnerKind):
+    name = "nemo_rl"
+    uses_ray_sub = True
+    can_chain = True
+    compiles_with_nemo_rl = True
+
+    def prepare(self, s: Setting) -> Prepared:
+        from runners.bind import _resolved
+        from runners.nemo_rl import checkout as nemo_rl
+
+        named = getattr(getattr(s.target, "profile", None), "nemo_rl_version", None)
+        nrl = nemo_rl.resolve_target(s.nemo_rl_hint, s.env, named)
+        algorithm = s.manifest.run.algorithm
+        compiled = nemo_rl.compile_for(nrl, algorithm, s.config_file, list(s.overrides))
+        gym = _resolved(compiled.config, "env.should_use_nemo_gym") is True
+        flag = {"env": {"should_use_nemo_gym": gym}}
+        script = nemo_rl.choose_script(s.manifest.run, flag, nrl.version)
+        return Prepared(compiled, nrl, nrl.with_script(script), script)
+
+    def local_command(
+        self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
+    ) -> Command:
+        if p.checkout is None or local is None:
+            return not_found(s, str(p.script))
+        return Command(local.command(str(p.script), config), p.checkout)
+
+    def job_command(
+        self, s: Setting, p: Prepared, resolved: dict, config: str
+    ) -> tuple[list[str], str]:
+        root = cluster_checkout(s)
+        assert s.target is not None
+        launcher = s.launcher or s.target.profile.launcher
+        return [*shlex.split(launcher), str(p.script), "--config", config], root
+
+    def nodes(self, resolved: Mapping[str, Any], profile: Any) -> int:
+        from runners.launch.target import nodes_needed
+
+        return nodes_needed(dict(resolved), profile.env)
+
+
+KIND = NemoRL()

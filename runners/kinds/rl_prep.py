@@ -1,0 +1,29 @@
+"""`rl_prep`: a blend prepared into NeMo-Gym JSONL shards on the CPU, in this process locally
+and as `steps run` in a plain job on a cluster (no Ray, no GPUs)."""
+
+from __future__ import annotations
+
+import shlex
+
+from runners.kinds.base import LocalRun, Prepared, RunnerKind, Setting
+
+
+class RlPrep(RunnerKind):
+    name = "rl_prep"
+    in_process = "runners.rl_prep.run_step"
+
+    def job_command(
+        self, s: Setting, p: Prepared, resolved: dict, config: str
+    ) -> tuple[list[str], str]:
+        assert s.target is not None
+        job_dir = config.rsplit("/", 1)[0]
+        launcher = shlex.split(s.target.profile.steps_launcher)
+        return [*launcher, "run", s.step_id, "-c", config], job_dir
+
+    def launch(self, run: LocalRun) -> dict | None:
+        from runners.rl_prep import run_step
+
+        return run_step(run.resolved, config_dir=run.config_dir, force=run.force)
+
+
+KIND = RlPrep()
