@@ -20,6 +20,7 @@ from runners.secrets import is_secret_key, redact
 
 DROP = ("NEMO_RL_HOME", "STEPS_RUNS_DIR")
 RL_PREP = ("run", "data_prep/rl_prep", "-c", "tiny", "--dry-run", "--keep", "--show-config")
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 RLVR = ("run", "rl/nemo_rl/rlvr", "-c", "tiny", "--dry-run")
 
 
@@ -43,7 +44,7 @@ def all_keys(files: list[Path]) -> set[str]:
                 walk(v)
 
     for path in files:
-        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+        walk(yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER))
     return keys
 
 
