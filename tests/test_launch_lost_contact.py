@@ -193,16 +193,15 @@ def test_an_sbatch_that_never_answers_leaves_a_record_that_status_looks_up(lab, 
     assert res.returncode == 2 and "E-CANCEL no job to cancel" in res.stderr
 
 
-def test_a_refused_sbatch_is_E_SUBMIT_and_recorded_as_not_submitted(lab):  # noqa: F811
+def test_a_refused_sbatch_is_E_SUBMIT_and_leaves_no_run_dir(lab):  # noqa: F811
     root, work, _env, cli = lab
-    write_env_toml(work, root, extra='sbatch_args = ["--partition=nosuch"]\n')
+    # A constraint only the controller can judge: preflight passes, sbatch refuses.
+    write_env_toml(work, root, extra='sbatch_args = ["--constraint=nosuchfeature"]\n')
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
-    assert res.returncode == 2
+    assert res.returncode == 2, res.stderr
     assert "E-SUBMIT sbatch on this machine refused the job: sbatch: error:" in res.stderr
-    job = saved_job(work)
-    assert job["state"] == "NOT_SUBMITTED" and "sbatch: error:" in job["reason"]
-    rows = json.loads(cli("jobs", "--json").stdout)["jobs"]
-    assert [r["state"] for r in rows] == ["NOT_SUBMITTED"]
+    assert not (work / "runs").exists() and not list((root / "shared").rglob("*.env"))
+    assert json.loads(cli("jobs", "--json").stdout)["jobs"] == []
 
 
 def test_a_run_dir_that_cannot_be_staged_is_E_REMOTE_STAGE_and_nothing_is_queued(lab, sshd):  # noqa: F811

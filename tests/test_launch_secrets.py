@@ -146,3 +146,31 @@ def test_a_job_cancelled_before_its_driver_ran_leaves_no_secrets_file(lab, slurm
     assert cli("cancel", "last").returncode == 0
     assert not secrets_file.exists()
     wait_for(lambda: '"CANCELLED"' in cli("status", "last", "--json").stdout, timeout=60)
+
+
+def test_setup_command_never_sees_a_secret_and_the_plain_jobs_program_does(lab):
+    root, work, cli, secrets, _ = lab
+    recorder = f"bash -c 'printf %s \\\"$HF_TOKEN\\\" | sha256sum > {root}/plain.sha' --"
+    # setup counts the secret-named variables it holds and tries to read them with xtrace on
+    setup = (
+        f"env | grep -c -e ^WANDB_API_KEY= -e ^HF_TOKEN= > {root}/setup.count || true; "
+        f"set -x; echo ${{HF_TOKEN:-unset}} > {root}/setup.seen; set +x"
+    )
+    extra = f'steps_launcher = "{recorder}"\nsetup_command = "{setup}"\n'
+    write_env_toml(work, root, extra=extra, container=False)
+    toml = (
+        (work / "env.toml")
+        .read_text()
+        .replace('secrets = ["WANDB_API_KEY"]', 'secrets = ["WANDB_API_KEY", "HF_TOKEN"]')
+    )
+    (work / "env.toml").write_text(toml)  # fmt: skip
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--run", "lab")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (root / "setup.count").read_text() == "0\n"
+    assert (root / "setup.seen").read_text() == "unset\n"
+    digest = hashlib.sha256(secrets["HF_TOKEN"].encode()).hexdigest()
+    assert (root / "plain.sha").read_text().split()[0] == digest
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    assert not Path(job_secrets.secrets_path(job["job_dir"])).exists()
+    for path in Path(job["job_dir"]).rglob("*"):  # slurm-N.out holds setup's xtrace
+        assert not any(v.encode() in path.read_bytes() for v in secrets.values()), path

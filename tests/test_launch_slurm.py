@@ -216,3 +216,29 @@ def test_an_unreachable_host_is_one_clear_error_exit_2(lab):
     assert res.returncode == 2
     assert "E-REMOTE-HOST cannot reach root@127.0.0.1" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_submit_sbatch_refuses_leaves_no_run_dir_here_or_under_remote_dir(lab):
+    root, work, _env, cli = lab
+    # Only the controller knows its features: the dry run passes, sbatch refuses.
+    write_env_toml(work, root, extra='sbatch_args = ["--constraint=nosuchfeature"]\n')
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "E-SUBMIT sbatch on this machine refused the job: sbatch: error:" in res.stderr
+    assert not (work / "runs").exists()  # README: a refused submit writes no run dir
+    assert [p for p in (root / "shared").rglob("*") if p.is_file()] == []  # nor its secrets
+
+
+def test_an_output_dir_that_is_a_file_is_refused_by_the_dry_run_as_by_the_submit(lab):
+    root, work, _env, cli = lab
+    blocker = root / "a-file"
+    blocker.write_text("not a folder\n")
+    argv = ["run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={blocker}", "--batch", "lab"]
+    dry, submit = cli(*argv, "--dry-run", "--json"), cli(*argv, "--json")
+    found = [
+        {f["code"]: f for f in json.loads(r.stdout)["findings"]}["E-OUTPUT-DIR"]
+        for r in (dry, submit)
+    ]
+    assert dry.returncode == submit.returncode == 1 and found[0] == found[1]
+    assert "exists and is a file" in found[0]["message"]
+    assert not (work / "runs").exists() and blocker.read_text() == "not a folder\n"

@@ -7,8 +7,9 @@ all: the submit script (read by `bash -s`, over ssh's channel when remote) write
 0600 file in the run dir with the `printf` builtin (no command line, no heredoc temp file),
 unsets every variable holding a secret (the word test of `runners.secrets`, mirrored in bash
 here), and only then runs sbatch. The driver's command sources the file with xtrace off and
-removes it before exec'ing the program; the plain srun job's batch script does the same before
-its srun. Slurm's stored submit environment and ray.sub's dumps never see a value.
+removes it before exec'ing the program; the plain srun job's batch script does the same after
+its setup_command, in a subshell that execs srun (setup never holds a value). Slurm's stored
+submit environment and ray.sub's dumps never see a value.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Each top-level table is a profile. `extends = "other"` inherits another profile:
 key by key, `mounts`, `secrets` and `shared_dirs` are appended (parent first), every other
 value (lists included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
 E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
-submitting environment, never values.
+submitting environment, never values. What a value may hold (no control characters, no leading
+`-` in a name, Slurm's time formats, ...) is `profile_values`: E-PROFILE at the value's line.
 """
 
 from __future__ import annotations
@@ -20,11 +21,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.tomlfile import load_toml
+from runners.launch.profile_values import (
+    PROFILE_VALUE,
+    AbsDir,
+    Host,
+    Mounts,
+    Name,
+    SbatchArgs,
+    SlurmTime,
+    no_control,
+)
 
 ENV_FILE_VAR = "STEPS_ENV_FILE"
 ENV_FILE_NAME = "env.toml"
@@ -33,7 +44,6 @@ DEFAULT_LAUNCHER = "uv run python"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
-AbsPath = Annotated[str, Field(pattern=r"^/")]
 
 
 class _Profile(BaseModel):
@@ -45,9 +55,15 @@ class _Profile(BaseModel):
     secrets: list[EnvName] = Field(
         [], description="NAMES of variables forwarded from the submitting environment."
     )
-    nemo_rl_dir: str | None = Field(None, description="The NeMo-RL checkout as the job sees it.")
+    nemo_rl_dir: Name | None = Field(None, description="The NeMo-RL checkout as the job sees it.")
     nemo_rl_version: str | None = Field(None, description="NeMo-RL version on the cluster.")
     launcher: str = Field(DEFAULT_LAUNCHER, description="Runs NeMo-RL's example script.")
+
+    @field_validator("*")
+    @classmethod
+    def _no_control(cls, value: Any, info: ValidationInfo) -> Any:
+        """No value holds a control character (profile_values says why)."""
+        return no_control(value, info.field_name or "")
 
 
 class LocalProfile(_Profile):
@@ -65,23 +81,23 @@ class SlurmProfile(_Profile):
     """`executor = "slurm"`: sbatch NeMo-RL's own ray.sub (or a plain srun job)."""
 
     executor: Literal["slurm"]
-    host: str | None = Field(None, description="Submit over ssh to this host (ssh config name).")
+    host: Host | None = Field(None, description="Submit over ssh to this host (ssh config name).")
     ssh_options: list[str] = Field([], description="Extra ssh arguments (-p, -i, -F, -o ...).")
-    account: str | None = None
-    partition: str | None = None
-    time: str = Field("01:00:00", description="Wall-time limit passed to sbatch --time.")
+    account: Name | None = None
+    partition: Name | None = None
+    time: SlurmTime = Field("01:00:00", description="Wall-time limit passed to sbatch --time.")
     nodes: int | None = Field(None, ge=1, description="Must agree with what the config needs.")
     gpus_per_node: int | None = Field(None, ge=0, description="sbatch --gres=gpu:N.")
-    container_image: str | None = Field(None, description="pyxis image or .sqsh path.")
-    mounts: list[str] = Field([], description='Container mounts, "src:dst[:ro]".')
-    remote_dir: str = Field(description="Shared-filesystem folder for run dirs and logs.")
-    sbatch_args: list[str] = Field([], description="Extra sbatch flags.")
+    container_image: Name | None = Field(None, description="pyxis image or .sqsh path.")
+    mounts: Mounts = Field([], description='Container mounts, "src:dst[:ro]".')
+    remote_dir: AbsDir = Field(description="Shared-filesystem folder for run dirs and logs.")
+    sbatch_args: SbatchArgs = Field([], description="Extra sbatch flags (not those steps sets).")
     setup_command: str | None = Field(None, description="ray.sub SETUP_COMMAND (every node).")
     steps_launcher: str = Field(
         "python3 -m steps",
         description="How the job starts `steps` (data prep, a chain's decisions) on the cluster.",
     )
-    save_margin: str = Field(
+    save_margin: SlurmTime = Field(
         "00:15:00",
         description="Chains: time kept at a segment's end for start-up and one save (Slurm "
         "time format); checkpoint_must_save_by = time - save_margin.",
@@ -93,10 +109,10 @@ class RayProfile(_Profile):
 
     executor: Literal["ray"]
     address: str = Field(description="Dashboard URL, e.g. http://127.0.0.1:8265.")
-    remote_dir: str | None = Field(
+    remote_dir: AbsDir | None = Field(
         None, description="Shared storage mounted here and on the cluster; else upload the run dir."
     )
-    shared_dirs: list[AbsPath] = Field(
+    shared_dirs: list[AbsDir] = Field(
         [], description="More folders every node of the cluster sees (data, outputs, caches)."
     )
     entrypoint_num_cpus: float | None = Field(None, ge=0)
@@ -206,6 +222,8 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
             msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
             fix = "remove or rename it; the keys are listed in docs/cluster.md"
             key = loc[-1]
+        elif err["type"] == PROFILE_VALUE:
+            msg, fix = f"{'.'.join(loc)}: {err['ctx']['message']}", err["ctx"]["fix"]
         else:
             msg, fix = f"{'.'.join(loc)}: {err['msg']}", "correct the value"
         raise _error(f"profile [{name}] {msg}", path, profile_line(path, key, name), fix) from None

@@ -71,6 +71,7 @@ class RemoteFacts:
     gres: str | None = None  # `sinfo -p PART -h -o %G`, None when not asked or not reachable
     partition: str | None = None  # the profile's, else the default (`scontrol show partition`)
     partitions_read: bool = False  # `scontrol show partition` answered (a default is knowable)
+    partitions: list[str] | None = None  # every partition `scontrol -a` lists; None: not read
     account: str | None = None  # the profile's, else the default (`sacctmgr show user`)
     accounting: str | None = None  # AccountingStorageType; None when not asked
     node_cpus: int | None = None  # fewest CPUs of a node in the partition (`sinfo -o %c`)

@@ -109,7 +109,8 @@ class Shell:
     def argv(self) -> list[str]:
         if self.host is None:
             return ["bash", "-s"]
-        return ["ssh", *SSH_BASE, *self.ssh_options, self.host, "bash -s"]
+        # `--`: nothing after the options is read as one, whatever the host is called
+        return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, "bash -s"]
 
     def _env(self) -> dict[str, str]:
         return dict(os.environ if self.env is None else self.env)
@@ -210,6 +211,7 @@ class Shell:
             f"mkdir -p {parent} && rsync",
             "-e",
             ssh,
+            "--",
             f"{local}/",
             f"{self.host}:{remote}/",
         ]

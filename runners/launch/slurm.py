@@ -17,6 +17,7 @@ job (state, lookup, the follow stream) is `slurm_state`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -67,7 +68,9 @@ class SlurmBackend:
         return []
 
     def _batch_script(self, req: LaunchRequest) -> str:
-        """The plain (non-ray.sub) job: one srun of the command, in the container if any."""
+        """The plain (non-ray.sub) job: setup, then one srun of the command, in the container if
+        any. The secrets are read after setup, in a subshell that execs srun: only the program's
+        environment holds them (setup_command, and whatever it logs, never does)."""
         p = self.profile
         srun = ["srun", "--ntasks=1"]
         if p.container_image:
@@ -76,15 +79,13 @@ class SlurmBackend:
             if p.mounts:
                 srun.append(f"--container-mounts={','.join(p.mounts)}")
         setup = f"{p.setup_command}\n" if p.setup_command else ""
-        names = req.secret_names
-        load = f"{job_secrets.read_and_remove(req.job_dir, names)}\n" if names else ""
+        run = job_secrets.driver_command(req.job_dir, req.secret_names, [*srun, *req.command])
         return (
             "#!/bin/bash\n"
-            f"# steps: {req.step_id}, run dir {req.job_dir}\n"
             "set -euo pipefail\n"
             "trap 'echo \"steps job exiting (exit_code=$?)\"' EXIT\n"
-            f"{load}cd {shlex.quote(req.cwd)}\n{setup}"
-            f"{shlex.join([*srun, *req.command])}\n"
+            f"cd {shlex.quote(req.cwd)}\n{setup}"
+            f"( {run} )\n"
         )
 
     def sbatch_argv(self, req: LaunchRequest, job_name: str) -> list[str]:
@@ -191,6 +192,7 @@ class SlurmBackend:
             self.shell.copy_dir(req.run_dir, req.job_dir)
         except StepsError as exc:
             job.update(state=NOT_SUBMITTED, reason=exc.finding.message)
+            self._unstage(job)
             raise
         secrets = {n: self.env[n] for n in req.secret_names if n in self.env}
         secrets.update(req.config_secrets)
@@ -216,6 +218,7 @@ class SlurmBackend:
             return self._identified(job, job_id)
         if answered and why.startswith(f"Slurm on {self.shell.where} knows no job"):
             job.update(state=NOT_SUBMITTED, reason=failure)
+            self._unstage(job)
             fix = "check partition, account, --time and node counts in the profile"
         else:  # sbatch may still queue it: the record keeps the name, status looks again
             job["reason"] = f"{failure}; {why}"
@@ -224,6 +227,15 @@ class SlurmBackend:
                 "again; submit anew only if it is not found"
             )
         raise StepsError("E-SUBMIT", f"{failure} ({why})", fix=fix, exit_code=2)
+
+    def _unstage(self, job: dict) -> None:
+        """A submission refused for certain leaves nothing under remote_dir, its secrets file
+        included: the staged run dir (a unique name under remote_dir) is removed."""
+        job_dir, root = job["job_dir"].rstrip("/"), self.profile.remote_dir.rstrip("/")
+        if job_dir.startswith(root + "/"):
+            with contextlib.suppress(StepsError):  # best effort: the host may be gone
+                self.shell.run(f"rm -rf -- {shlex.quote(job_dir)}\n", what="rm")
+        job.pop("secrets_file", None)
 
     def refresh_many(self, jobs: list[dict]) -> list[dict]:
         """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot

@@ -1,11 +1,12 @@
 """One round trip to a Slurm cluster before submitting: what preflight and sbatch need to know.
 
-Which paths exist there, $HOME, the partition (the profile's, else the cluster's default from
-`scontrol show partition`) with its GPU GRES and fewest CPUs per node (`sinfo -o %G/%c`), the
-accounting plugin and the user's default account (slurmctld's association cache, else `sacctmgr`,
-when the profile names none: ray.sub's header holds ACCOUNT/PARTITION placeholders), how the
-checkout's ray.sub sizes its srun steps, and whether the run dir can be staged under remote_dir
-(the deepest existing folder is writable; over ssh, rsync on both ends).
+Which paths exist there, $HOME, the cluster's partitions and the one used (the profile's, else
+the cluster's default from `scontrol show partition`) with its GPU GRES and fewest CPUs per node
+(`sinfo -o %G/%c`), the accounting plugin and the user's default account (slurmctld's
+association cache, else `sacctmgr`, when the profile names none: ray.sub's header holds
+ACCOUNT/PARTITION placeholders), how the checkout's ray.sub sizes its srun steps, and whether
+the run dir can be staged under remote_dir (the deepest existing folder is writable; over ssh,
+rsync on both ends).
 """
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ _FACT_TAGS = {"A": "account", "T": "accounting", "R": "ray_sub_cpus"}
 def _probe_cluster(profile) -> list[str]:
     """Probe lines: the partition and its nodes, the default account, ray.sub's CPU formula."""
     lines = [f"P={shlex.quote(profile.partition or '')}"]
-    if not profile.partition:  # the cluster's default partition (ray.sub's header has none)
-        lines.append(
-            "if parts=$(scontrol show partition -o 2>/dev/null); then P=$(printf '%s\\n' "
-            "\"$parts\" | grep -m 1 ' Default=YES ' | sed -n 's/^PartitionName=\\([^ ]*\\).*/"
-            '\\1/p\'); echo "P|$P"; fi'
-        )
+    # Every partition (hidden ones too: -a), so a profile's partition the cluster lacks is a
+    # finding before submitting; without one, the default (ray.sub's header has none).
+    default = (
+        "" if profile.partition else
+        "P=$(printf '%s\\n' \"$parts\" | grep -m 1 ' Default=YES ' | sed -n "
+        "'s/^PartitionName=\\([^ ]*\\).*/\\1/p'); echo \"P|$P\"; "
+    )  # fmt: skip
+    lines.append(
+        "if parts=$(timeout 15 scontrol -a show partition -o 2>/dev/null); then printf '%s\\n' "
+        "\"$parts\" | sed -n 's/^PartitionName=\\([^ ]*\\).*/N|\\1/p'; " + default + "fi"
+    )
     lines.append(
         'if command -v sinfo >/dev/null; then echo "G|$(sinfo ${P:+-p "$P"} -h -o %G '
         '2>/dev/null | head -n 1)"; echo "C|$(sinfo ${P:+-p "$P"} -h -o %c 2>/dev/null '
@@ -91,6 +97,8 @@ def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
             facts.gres = value.strip() or "(null)"
         elif tag == "W":
             facts.stage_problem = f"{value} is not a writable folder on {shell.where}"
+        elif tag == "N":
+            facts.partitions = [*(facts.partitions or []), value.strip()]
         elif tag == "P":  # the controller answered: its default partition, if it has one
             facts.partition, facts.partitions_read = value.strip() or None, True
         elif tag in _FACT_TAGS:

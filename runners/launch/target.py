@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from catalog.config_values import as_int, dotted_get
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
-from runners.launch.request import NO_RAY_STEPS, LaunchRequest, RemoteFacts
+from runners.launch.request import NO_RAY_STEPS, NOT_SUBMITTED, LaunchRequest, RemoteFacts
+from runners.rundir import update_record
 
 
 def _int(value: Any, default: int) -> int:
@@ -157,6 +159,22 @@ class ClusterTarget:
             account=facts.account if facts is not None and uses_ray_sub else None,
             partition=facts.partition if facts is not None and uses_ray_sub else None,
         )
+
+    @staticmethod
+    def settle(run_dir: Path, step_id: str, job: dict) -> None:
+        """After a submit: run.json records what became of the job; a submission refused for
+        certain (no job queued: the scheduler said no and knows no job by its name) leaves no
+        run dir (nor the empty folders of its step and runs/), as a refusal found before
+        writing leaves none."""
+        if job.get("state") != NOT_SUBMITTED:
+            update_record(run_dir, job=job)
+            return
+        shutil.rmtree(run_dir, ignore_errors=True)
+        for folder in list(run_dir.parents)[: step_id.count("/") + 2]:  # <step id>/, runs/
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (other runs) or not ours to remove
+                return
 
     def record(self) -> dict:
         return {

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
-from runners.preflight.remote import _finding, _slurm_ray
+from runners.preflight.remote import ALL, _finding, _slurm_ray
 from runners.preflight.topology import as_int
 
 NO_ACCOUNTING = "accounting_storage/none"
@@ -59,11 +59,28 @@ def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     )
 
 
-@rule("remote_sbatch_defaults", runners=("nemo_rl",))
+@rule("remote_sbatch_defaults", runners=ALL)
 def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
-    """ray.sub's ACCOUNT/PARTITION placeholders are replaced: by the profile or the defaults."""
+    """The profile's partition is one the cluster has, and ray.sub's ACCOUNT/PARTITION
+    placeholders are replaced: by the profile or the cluster's defaults."""
     f = ctx.remote
-    if f is None or not _slurm_ray(ctx):
+    if f is None or f.profile.executor != "slurm":
+        return
+    asked = f.profile.partition
+    unknown = [
+        p for p in (asked or "").split(",") if f.partitions is not None and p not in f.partitions
+    ]
+    if unknown:
+        yield _finding(
+            ctx,
+            "E-REMOTE-PARTITION",
+            f"partition {', '.join(unknown)} is not a partition of the cluster on "
+            f"{f.host or 'this machine'} (`scontrol show partition` lists "
+            f"{', '.join(f.partitions or []) or 'none'}): sbatch would refuse the job",
+            "partition",
+            f"set partition to one of {', '.join(f.partitions or [])} (`sinfo -s` lists them)",
+        )
+    if not _slurm_ray(ctx):
         return
     if not f.partition and f.partitions_read:
         yield _finding(

@@ -42,7 +42,7 @@ def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
     try:
         target.backend.submit(plan.request, job)
     finally:  # a submission refused for certain leaves no run dir
-        target.settle(plan.run_dir, job)
+        target.settle(plan.run_dir, plan.step_id, job)
     if job.get("submit_note"):
         print(f"note: {job['submit_note']}", file=sys.stderr)
     where = f" on {job['host']}" if job.get("host") else ""
