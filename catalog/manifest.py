@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from catalog.errors import Finding
 from catalog.tomlfile import line_of
@@ -77,11 +77,25 @@ class Strategy(_Strict):
     then: str = Field(min_length=1)
 
 
-class ErrorSpec(_Strict):
+class ErrorNote(_Strict):
+    """What differs for this step about a code; catalog/codes.toml holds the rest."""
+
+    description: str | None = Field(
+        None, min_length=1, description="This step's own meaning (else the registry's)."
+    )
+    recovery: str | None = Field(
+        None, min_length=1, description="This step's own fix (else the registry's)."
+    )
+    check: str | None = Field(
+        None, description="Preflight rule that raises it before launch (else the registry's)."
+    )
+
+
+class ErrorSpec(ErrorNote):
     name: str = Field(pattern=ERROR_CODE, description="The code a finding carries.")
-    description: str = Field(min_length=1)
-    recovery: str = Field(min_length=1)
-    check: str | None = Field(None, description="Preflight rule that raises it before launch.")
+
+
+Code = Annotated[str, StringConstraints(pattern=ERROR_CODE)]
 
 
 class Reference(_Strict):
@@ -97,11 +111,38 @@ class StepManifest(_Strict):
     produces: list[Port] = []
     parameters: list[Parameter] = []
     strategies: list[Strategy] = []
-    errors: list[ErrorSpec] = []
+    errors: dict[Code, ErrorNote] | list[ErrorSpec] = Field(
+        {},
+        description="Codes a run of this step can meet, each registered in catalog/codes.toml: "
+        "`CODE = {}`, or a table with only what differs for this step. (The older list of "
+        "[[errors]] tables with a name each is read too.)",
+    )
     reference: Reference = Reference()
 
+    @property
+    def error_specs(self) -> list[ErrorSpec]:
+        """Every entry of `errors` with its code as `name`."""
+        if isinstance(self.errors, list):
+            return list(self.errors)
+        return [ErrorSpec(name=k, **v.model_dump()) for k, v in self.errors.items()]
+
     def error(self, name: str) -> ErrorSpec | None:
-        return next((e for e in self.errors if e.name == name), None)
+        """The code as this step knows it: its own text where it has some, else the registry's;
+        None when the step does not list it."""
+        own = next((e for e in self.error_specs if e.name == name), None)
+        if own is None:
+            return None
+        from catalog.codes import registry
+
+        entry = registry().get(name)
+        if entry is None:
+            return own
+        return ErrorSpec(
+            name=name,
+            description=own.description or entry.meaning,
+            recovery=own.recovery or entry.fix,
+            check=own.check or entry.check,
+        )
 
     def port(self, name: str) -> Port | None:
         return next((p for p in [*self.consumes, *self.produces] if p.name == name), None)

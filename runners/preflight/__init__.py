@@ -107,10 +107,21 @@ def load_rules() -> dict[str, RuleSpec]:
 
 
 def _with_recovery(f: Finding, manifest: Any) -> Finding:
-    spec = manifest.error(f.code) if manifest is not None else None
-    if spec is None or f.fix:
+    """A finding without a fix of its own gets the step's fix for its code, else the usual fix
+    in the registry of codes (catalog/codes.toml)."""
+    if f.fix:
         return f
-    return Finding(f.code, f.message, f.path, f.line, spec.recovery, f.severity, f.key)
+    spec = manifest.error(f.code) if manifest is not None else None
+    if spec is not None and spec.recovery:
+        fix = spec.recovery
+    else:
+        from catalog.codes import registry
+
+        entry = registry().get(f.code)
+        if entry is None:
+            return f
+        fix = entry.fix
+    return Finding(f.code, f.message, f.path, f.line, fix, f.severity, f.key)
 
 
 def _crash(spec: RuleSpec, exc: Exception) -> Finding:
