@@ -69,12 +69,21 @@ def run(args) -> int:
         for s in e.data["strategies"]:
             print(wrap(f"when {s.get('when')}", "       ", "  "))
             print(wrap(f"then {s.get('then')}", "         ", "    "))
-    if e.data.get("errors"):
-        print("\nerrors:")
-        for err in e.data["errors"]:
+    errors = e.data.get("errors")
+    if errors:
+        print("\nerrors (`python -m steps explain CODE` for each one's meaning and fix):")
+        items = errors.items() if isinstance(errors, dict) else [(x.get("name"), x) for x in errors]
+        plain = [str(code) for code, err in items if not err]
+        for code, err in items:
+            if not err:
+                continue
             check = f" [checked by {err['check']}]" if err.get("check") else ""
-            print(wrap(f"{err.get('name')}{check}: {err.get('description')}", "      ", "  "))
-            print(wrap(f"recovery: {err.get('recovery')}", "      ", "    "))
+            said = f": {err['description']}" if err.get("description") else ""
+            print(wrap(f"{code}{check}{said}", "      ", "  "))
+            if err.get("recovery"):
+                print(wrap(f"recovery: {err['recovery']}", "      ", "    "))
+        if plain:
+            print(wrap(", ".join(plain), "    ", "  "))
     ref = e.data.get("reference", {})
     if ref:
         print("\nreference:")
