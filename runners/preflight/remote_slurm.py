@@ -66,19 +66,17 @@ def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     f = ctx.remote
     if f is None or f.profile.executor != "slurm":
         return
-    asked = f.profile.partition
-    unknown = [
-        p for p in (asked or "").split(",") if f.partitions is not None and p not in f.partitions
-    ]
+    known, asked = f.partitions, f.profile.partition
+    unknown = [p for p in asked.split(",") if p not in known] if asked and known else []
     if unknown:
         yield _finding(
             ctx,
             "E-REMOTE-PARTITION",
             f"partition {', '.join(unknown)} is not a partition of the cluster on "
-            f"{f.host or 'this machine'} (`scontrol show partition` lists "
-            f"{', '.join(f.partitions or []) or 'none'}): sbatch would refuse the job",
+            f"{f.host or 'this machine'} (`scontrol show partition` lists {', '.join(known)}): "
+            "sbatch would refuse the job",
             "partition",
-            f"set partition to one of {', '.join(f.partitions or [])} (`sinfo -s` lists them)",
+            f"set partition to one of {', '.join(known)} (`sinfo -s` lists them)",
         )
     if not _slurm_ray(ctx):
         return
