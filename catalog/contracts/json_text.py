@@ -96,9 +96,7 @@ def compressed(head: bytes) -> tuple[str, str, str] | None:
     return None
 
 
-def read_head(
-    f: Any, where: str, code: str, bom_is_error: bool
-) -> tuple[Finding | None, int | None]:
+def read_head(f: Any, where: str, bom_is_error: bool) -> tuple[Finding | None, int | None]:
     """Look at a JSONL file's first bytes once (peeked, so a pipe loses nothing): its finding,
     if any, and the bytes to read past (None: read no further). A compressed stream is one
     error; a UTF-8 byte order mark is one finding, read past: NeMo-RL's NemoGymDataset reads
@@ -110,22 +108,16 @@ def read_head(
         name, tool, cat = kind
         message = f"is {name}-compressed (it starts with bytes {head[:2].hex(' ')}), not JSON lines"
         fix = f"decompress it ({tool} FILE), or validate the stream: <({cat} FILE)"
-        return Finding(code, message, where, fix=fix), None
+        return Finding("E-JSONL", message, where, fix=fix), None
     if not head.startswith(BOM):
         return None, 0
     f.read(len(BOM))
     if bom_is_error:
-        why, code, severity = (
-            "the reader of these rows (json.loads per line) fails on it",
-            f"{code}-BOM",
-            ERROR,
-        )
+        why = "the reader of these rows (json.loads per line) fails on it"
+        code, severity = "E-JSONL-BOM", ERROR
     else:
-        why, code, severity = (
-            "datasets' reader skips it, line-by-line json.loads readers fail on it",
-            "W" + code[1:] + "-BOM",
-            WARNING,
-        )
+        why = "datasets' reader skips it, line-by-line json.loads readers fail on it"
+        code, severity = "W-JSONL-BOM", WARNING
     message = f"starts with a UTF-8 byte order mark: {why}"
     fix = "save the file as UTF-8 without a BOM"
     return Finding(code, message, where, 1, fix=fix, severity=severity), len(BOM)

@@ -228,7 +228,7 @@ def scan_range(
             if f.read(1) != b"\n":  # the previous range owns the line we landed in
                 pos = start + _skip_line(f, max_line)
         else:
-            head, skipped = read_head(f, where, CODE, blank_is_error)
+            head, skipped = read_head(f, where, blank_is_error)
             if head is not None:
                 res.add(head, max_errors)
             if skipped is None:
