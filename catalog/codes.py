@@ -124,7 +124,8 @@ def render_codes(reg: Registry, generated: str) -> str:
         "run of it can meet and adds only what differs for that step. A finding's own fix",
         "names the key or file at hand; the fix below is the usual one. `rule` is the preflight",
         "rule that raises the code (PREFLIGHT.md describes the rules and their versions);",
-        f"`upstream` is what it mirrors: {UPSTREAM_AT}.",
+        "`upstream` is what it mirrors:",
+        f"{UPSTREAM_AT}.",
     ]
     by_area: dict[str, list[CodeEntry]] = {}
     for entry in sorted(reg.entries.values(), key=lambda e: e.code):

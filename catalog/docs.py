@@ -1,5 +1,6 @@
 """Generated documentation: ARTIFACTS.md (type graph), PATTERNS.md (pattern index), the
-step.toml JSON Schema and, for the built-in root, FAILURES.md (catalog/failures.py).
+step.toml JSON Schema and, for the built-in root, FAILURES.md (catalog/failures.py) and
+docs/codes.md (the registry of codes, catalog/codes.toml).
 `python -m steps docs` writes them; `check` requires them byte-identical.
 
 Docs describe one catalog root on its own (never `$STEPS_PATH` or other roots), so the output
@@ -33,9 +34,10 @@ class DocsHome:
     patterns: Path
     schema: Path
     failures: Path | None = None  # only the built-in root: the kinds are not per catalog
+    codes: Path | None = None  # only the built-in root: one registry of codes
 
     def files(self) -> list[Path]:
-        extra = [self.failures] if self.failures is not None else []
+        extra = [p for p in (self.failures, self.codes) if p is not None]
         return [self.artifacts, self.patterns, self.schema, *extra]
 
 
@@ -68,7 +70,12 @@ def docs_home(root: Path) -> DocsHome:
 
         repo = BUILTIN_ROOT.parent
         return DocsHome(
-            root, repo / "ARTIFACTS.md", repo / "PATTERNS.md", SCHEMA_PATH, repo / "FAILURES.md"
+            root,
+            repo / "ARTIFACTS.md",
+            repo / "PATTERNS.md",
+            SCHEMA_PATH,
+            repo / "FAILURES.md",
+            repo / "docs" / "codes.md",
         )
     return DocsHome(root, root / "ARTIFACTS.md", root / "PATTERNS.md", root / "step.schema.json")
 
@@ -243,6 +250,10 @@ def render_docs(root: Path) -> tuple[dict[Path, str], list[Finding]]:
         from catalog.failures_doc import render_failures
 
         texts[home.failures] = render_failures(GENERATED)
+    if home.codes is not None:
+        from catalog.codes import registry, render_codes
+
+        texts[home.codes] = render_codes(registry(), GENERATED)
     return texts, findings
 
 

@@ -3,10 +3,12 @@
 Manifests against the schema, ids and folders, the type graph, manifest keys against the compiled
 default config (NeMo-RL's own `load_config` semantics, via `runners.config.compiler`), every config
 of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
-generated docs. Each problem is a `Finding`; nothing here raises on bad input.
+generated docs, the registry of codes against the source and the manifests. Each problem is a
+`Finding`; nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
-and their keys), `type_graph` (types.toml); this one runs them over every root.
+and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml); this one runs them
+over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.preflight`
 (the rule names a manifest's errors cite), `catalog`.
 """
@@ -16,10 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.codes import Registry, registry
 from catalog.discovery import BUILTIN_ROOT, StepEntry, catalog_roots, discover_roots
 from catalog.errors import WARNING, Finding, StepsError
 from catalog.manifest import parse_manifest
 from catalog.types import TypeGraph, load_catalog_types
+from runners.check.codes import manifest_codes, registry_against_source
 from runners.check.configs import config_keys, configs
 from runners.check.manifests import error_checks, identity, layout, local_references, port_types
 from runners.check.step_under_check import StepUnderCheck, manifest_line
@@ -64,8 +68,11 @@ def check_catalog(extra_roots=(), include_builtin: bool = True) -> CheckReport:
     findings += _duplicate_ids(entries)
     steps = [StepUnderCheck(e) for e in entries]
     rules = _preflight_rules(findings)
+    codes = _codes(findings)
     for s in steps:
-        findings += _check_step(s, graph, rules)
+        findings += _check_step(s, graph, rules, codes)
+    if include_builtin and codes is not None:
+        findings += registry_against_source(codes, BUILTIN_ROOT.parent, rules)
     findings += type_graph(graph, {s.entry.id: s for s in steps})
     from catalog.patterns import load_patterns
 
@@ -116,7 +123,18 @@ def _preflight_rules(findings: list[Finding]) -> set[str] | None:
     return rules or None
 
 
-def _check_step(s: StepUnderCheck, graph: TypeGraph, rules: set[str] | None) -> list[Finding]:
+def _codes(findings: list[Finding]) -> Registry | None:
+    """The registry of codes, or None (its finding added) when it does not load."""
+    try:
+        return registry()
+    except StepsError as exc:
+        findings.append(exc.finding)
+        return None
+
+
+def _check_step(
+    s: StepUnderCheck, graph: TypeGraph, rules: set[str] | None, codes: Registry | None
+) -> list[Finding]:
     e = s.entry
     out = layout(e)
     if e.load_error is not None:
@@ -132,6 +150,8 @@ def _check_step(s: StepUnderCheck, graph: TypeGraph, rules: set[str] | None) -> 
     if s.default is not None:
         out += config_keys(s)
     out += error_checks(e, manifest, rules)
+    if codes is not None:
+        out += manifest_codes(e, manifest, codes)
     out += local_references(e, manifest)
     return out
 

@@ -91,11 +91,12 @@ def port_types(e: StepEntry, m: StepManifest, graph: TypeGraph) -> list[Finding]
 
 
 def error_checks(e: StepEntry, m: StepManifest, rules: set[str] | None) -> list[Finding]:
-    """`[[errors]] check` names a registered preflight rule (a warning while rules land)."""
+    """A step's own `check` for a code names a registered preflight rule (a warning while
+    rules land)."""
     if rules is None:
         return []
     out = []
-    for err in m.errors:
+    for err in m.error_specs:
         if err.check and err.check not in rules:
             out.append(
                 Finding(

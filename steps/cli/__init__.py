@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "show": "steps.cli.show_cmd",
     "check": "steps.cli.check_cmd",
     "docs": "steps.cli.docs_cmd",
+    "explain": "steps.cli.explain_cmd",
     "run": "steps.cli.run_cmd",
     "validate": "steps.cli.validate_cmd",
     "plan": "steps.cli.plan_cmd",

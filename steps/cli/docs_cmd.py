@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from steps.cli.common import add_catalog_arguments, add_json_argument, print_findings
 
-HELP = "regenerate ARTIFACTS.md, PATTERNS.md, FAILURES.md and catalog/schema/step.schema.json"
+HELP = "regenerate ARTIFACTS.md, PATTERNS.md, FAILURES.md, docs/codes.md and the step.toml schema"
 
 
 def add_arguments(parser) -> None:

@@ -1,0 +1,102 @@
+"""The registry of codes (catalog/codes.toml) against the source and the manifests.
+
+Every code a finding can carry is a string literal in runners/, catalog/ or steps/ (none is
+built at run time), so a scan of the literals finds them all: each must be registered, each
+registered code must be raised somewhere or say why it is kept (`documentation_only`), and a
+manifest may only name registered codes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from catalog.codes import Registry
+from catalog.did_you_mean import with_suggestion
+from catalog.discovery import StepEntry
+from catalog.errors import WARNING, Finding
+from catalog.manifest import StepManifest
+from runners.check.step_under_check import manifest_line
+
+SOURCE_DIRS = ("runners", "catalog", "steps")
+# A whole quoted string that is a code (never a prefix such as E-PIPELINE-* in prose).
+LITERAL = re.compile(r"""["']([EW]-[A-Z0-9]+(?:-[A-Z0-9]+)*)["']""")
+REGISTER_FIX = (
+    "add a [{code}] table with area, meaning and fix to catalog/codes.toml, then run "
+    "`python -m steps docs`"
+)
+
+
+def source_codes(repo: Path) -> dict[str, tuple[Path, int]]:
+    """Each code literal in the Python source, with its first file and line."""
+    found: dict[str, tuple[Path, int]] = {}
+    for top in SOURCE_DIRS:
+        for path in sorted((repo / top).rglob("*.py")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for m in LITERAL.finditer(text):
+                found.setdefault(m.group(1), (path, text.count("\n", 0, m.start()) + 1))
+    return found
+
+
+def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -> list[Finding]:
+    """Unregistered codes in the source, registered codes nothing raises, and registry checks
+    that name no preflight rule."""
+    used = source_codes(repo)
+    out = [
+        Finding(
+            "E-CODE-UNREGISTERED",
+            f"{code} is raised here but is not in the registry of codes",
+            str(path),
+            line,
+            fix=REGISTER_FIX.format(code=code),
+        )
+        for code, (path, line) in sorted(used.items())
+        if code not in reg
+    ]
+    for code, entry in sorted(reg.entries.items()):
+        if code not in used and entry.documentation_only is None:
+            out.append(
+                Finding(
+                    "E-CODE-UNUSED",
+                    f"{code} is registered but nothing in {', '.join(SOURCE_DIRS)} raises it",
+                    str(reg.path),
+                    reg.line(code),
+                    fix='remove the entry, or say why it stays: documentation_only = "..."',
+                )
+            )
+        if rules is not None and entry.check and entry.check not in rules:
+            out.append(
+                Finding(
+                    "W-ERRORS-CHECK",
+                    f"{code}: check '{entry.check}' is not a registered preflight rule",
+                    str(reg.path),
+                    reg.line(code),
+                    severity=WARNING,
+                    key=f"{code}.check",
+                    fix=with_suggestion(
+                        entry.check, sorted(rules), "name a rule from runners.preflight"
+                    ),
+                )
+            )
+    return out
+
+
+def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding]:
+    """A manifest's [errors] name only registered codes (`explain` knows no other)."""
+    return [
+        Finding(
+            "E-ERRORS-CODE",
+            f"error {spec.name} is not in the registry of codes",
+            str(e.manifest_path),
+            manifest_line(e, spec.name),
+            key=f"errors.{spec.name}",
+            fix=with_suggestion(
+                spec.name, sorted(reg.entries), "name a code from catalog/codes.toml"
+            ),
+        )
+        for spec in m.error_specs
+        if spec.name not in reg
+    ]
