@@ -228,7 +228,8 @@ def _tree_error(node: Any, problem: str) -> Exception:
 
 def parse(text: str, loader: Any = None) -> tuple[Any, Any]:
     """(node tree, data) of one YAML document, checked by `check_tree` before the data is
-    built; `loader` defaults to the safe loader (libyaml's when PyYAML has it)."""
+    built. `loader` is one that refuses repeated keys itself (OmegaConf's), so a text without
+    anchors needs no check; by default the safe loader (libyaml's when PyYAML has it)."""
     import yaml
 
     cls = loader or getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -237,7 +238,8 @@ def parse(text: str, loader: Any = None) -> tuple[Any, Any]:
         node = reader.get_single_node()
         if node is None:
             return None, None
-        check_tree(node)
+        if loader is None or "&" in text:
+            check_tree(node)
         return node, reader.construct_document(node)
     finally:
         reader.dispose()
