@@ -172,18 +172,57 @@ def test_errors_check_must_name_a_registered_preflight_rule(pristine, cat, monke
         preflight.RuleSpec("preference_rows", lambda ctx: [], ("nemo_rl",), "test rule"),
     )
     manifest = cat / DPO / "step.toml"
-    text = manifest.read_text(encoding="utf-8")
-    start = text.index("[[errors]]")
-    manifest.write_text(
-        text[:start]
-        + '[[errors]]\nname = "E-TEST-PLANTED"\ndescription = "planted"\nrecovery = "none"\n'
-        + 'check = "preference_row"\n\n'
-        + text[start:],
-        encoding="utf-8",
-    )
+    edit(manifest, "E-DPO-ROW = {", 'E-DPO-ROW = { check = "preference_row", ')
     hits = codes_at(new_findings(pristine, cat), "W-ERRORS-CHECK", manifest)
     assert hits and hits[0].severity == "warning"
     assert "did you mean preference_rows" in hits[0].fix
+
+
+def test_errors_must_name_a_registered_code_with_did_you_mean(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, "E-DPO-ROW = {", "E-DPO-ROWS = {")
+    [hit] = codes_at(new_findings(pristine, cat), "E-ERRORS-CODE", manifest)
+    assert hit.line is not None and "did you mean E-DPO-ROW?" in hit.fix
+
+
+def test_older_list_of_errors_tables_is_still_read(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    text = manifest.read_text(encoding="utf-8")
+    start = text.index("[errors]")
+    manifest.write_text(
+        text[:start] + '[[errors]]\nname = "E-DPO-ROW"\nrecovery = "planted"\n',
+        encoding="utf-8",
+    )
+    assert new_findings(pristine, cat) == []
+
+
+def test_a_source_code_missing_from_the_registry_is_an_error_at_its_line(tmp_path):
+    from catalog.codes import parse_registry
+    from runners.check.codes import registry_against_source
+
+    (tmp_path / "runners").mkdir()
+    (tmp_path / "runners" / "rule.py").write_text(
+        'X = 1\nraise StepsError("E-PLANTED-NEW", "m")\nY = "E-KNOWN"\n', encoding="utf-8"
+    )
+    codes = tmp_path / "codes.toml"
+    codes.write_text(
+        '[E-KNOWN]\narea = "run"\nmeaning = "m"\nfix = "f"\n\n'
+        '[E-GONE]\narea = "run"\nmeaning = "m"\nfix = "f"\n\n'
+        '[E-KEPT]\narea = "run"\nmeaning = "m"\nfix = "f"\ndocumentation_only = "cited by docs"\n',
+        encoding="utf-8",
+    )
+    found = registry_against_source(parse_registry(codes), tmp_path, None)
+    assert [(f.code, Path(f.path).name, f.line) for f in found] == [
+        ("E-CODE-UNREGISTERED", "rule.py", 2),
+        ("E-CODE-UNUSED", "codes.toml", 6),
+    ]
+
+
+def test_the_registry_covers_every_code_in_the_source_and_nothing_else():
+    from catalog.codes import registry
+    from runners.check.codes import registry_against_source
+
+    assert registry_against_source(registry(), REPO, None) == []
 
 
 def test_local_reference_must_exist(pristine, cat):

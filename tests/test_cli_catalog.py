@@ -266,8 +266,14 @@ def imported_by(argv: list[str], cache: Path) -> tuple[int, set[str]]:
 
 @pytest.mark.parametrize(
     "argv",
-    [["import"], ["steps", "list"], ["steps", "show", "dpo"], ["steps", "check"]],
-    ids=["import steps", "list", "show", "check"],
+    [
+        ["import"],
+        ["steps", "list"],
+        ["steps", "show", "dpo"],
+        ["steps", "check"],
+        ["steps", "explain", "E-DPO-ROW"],
+    ],
+    ids=["import steps", "list", "show", "check", "explain"],
 )
 def test_light_commands_import_no_heavy_stack(argv, tmp_path):
     code, added = imported_by(argv, tmp_path)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from catalog.codes import registry
 from catalog.discovery import BUILTIN_ROOT, StepEntry, discover
 from catalog.manifest import StepManifest
 from catalog.patterns import parse_pattern
@@ -19,6 +20,7 @@ from catalog.tomlfile import load_toml
 from catalog.types import load_types
 from runners.config.compiler import load_config
 from runners.nemo_rl import checkout as nemo_rl
+from runners.preflight import load_rules
 
 STEPS = discover()
 STEP_IDS = [e.id for e in STEPS]
@@ -31,62 +33,6 @@ RL_CONFIGS = [(e, name) for e in RL_STEPS for name in e.config_names()]
 PATTERN_DIR = BUILTIN_ROOT / "patterns"
 PATTERNS = sorted(PATTERN_DIR.glob("*.md"))
 OUTPUT_ENV = "${oc.env:STEPS_OUTPUT,/tmp/steps-output}"
-
-# Error codes a manifest may declare, and the preflight rule that raises each (None: no rule).
-KNOWN_ERRORS = {
-    "E-BACKEND-SECTION": "backend_sections",
-    "E-CONFIG-UNRESOLVED": "unresolved_values",
-    "E-CONFIG-SECTION": "required_sections",
-    "E-INPUT-MISSING": "inputs_exist",
-    "E-BATCH-DIVISIBILITY": "batch_divisibility",
-    "E-PARALLEL-FIT": "parallel_fit",
-    "E-GYM-MAX-VAL": "gym_max_val_samples",
-    "E-ASYNC-UNSUPPORTED": "async_grpo_features",
-    "E-VALIDATION-SETTINGS": "validation_settings",
-    "E-ENV-NAME": "env_name_exists",
-    "E-GYM-DATA-MISMATCH": "gym_flag_matches_data",
-    "W-RESUME-CHECKPOINT": "resume_checkpoint",
-    "E-DPO-ROW": "artifact_contracts",
-    "E-GYM-ROW": "artifact_contracts",
-    "E-GYM-AGENT-REF": "artifact_contracts",
-    "E-RLVR-ROW": "artifact_contracts",
-    "E-HF-CHECKPOINT": "artifact_contracts",
-    "E-MEGATRON-CHECKPOINT": "artifact_contracts",
-    "E-SCHEMA-KEY": "nemo_rl_schema",
-    "E-SCHEMA-TYPE": "nemo_rl_schema",
-    "W-SCHEMA-UNKNOWN": "nemo_rl_schema",
-    "E-GEN-BACKEND": "generation_backend",
-    "E-GYM-AGENT": "gym_agents_defined",
-    "E-GYM-CONFIG-PATH": "gym_config_paths",
-    "E-NEMO-RL-NOT-FOUND": None,
-    # Cluster launches (runners/preflight/remote.py)
-    "E-PROFILE": None,
-    "E-REMOTE-HOST": None,
-    "E-REMOTE-LOST": None,  # following a job (steps/cli/job_follow.py)
-    "E-REMOTE-MOUNT": "remote_mounts",
-    "W-REMOTE-HOME-MOUNT": "remote_mounts",
-    "E-REMOTE-CONTAINER": "remote_mounts",
-    "E-REMOTE-SECRET-INLINE": "remote_environment",
-    "E-REMOTE-SECRET-MISSING": "remote_environment",
-    "W-REMOTE-UV-CACHE": "remote_environment",
-    "W-REMOTE-UNCHECKED": "remote_inputs",
-    "E-REMOTE-NODES": "remote_allocation",
-    # run --until-done (runners/chain/settings.py), when it plans a chain
-    "E-CHAIN-CHECKPOINTING": None,
-    "E-CHAIN-TIME": None,
-    "W-CHAIN-DEADLINE": None,
-    "E-REMOTE-GPUS": "remote_allocation",
-    "E-REMOTE-CPUS": "remote_cpus",
-    "E-REMOTE-PARTITION": "remote_sbatch_defaults",
-    "E-REMOTE-ACCOUNT": "remote_sbatch_defaults",
-    "E-REMOTE-NEMO-RL": "remote_nemo_rl",
-    "E-REMOTE-PATH": "remote_ray",
-    "E-REMOTE-STAGE": "remote_stage",
-    "E-MEGATRON-BRIDGE-NOT-FOUND": "remote_megatron_bridge",
-    # Local launches (runners/preflight/interpreter.py)
-    "E-LAUNCHER": "local_interpreter",
-    "E-PACKAGE-VERSION": "local_interpreter",
-}
 
 # What NeMo-RL's MasterConfig (pinned commit) requires, section by section.
 MASTER_SECTIONS = {
@@ -338,10 +284,12 @@ def test_strategies_and_errors_are_real_and_use_known_codes(entry):
     m = manifest(entry)
     assert 2 <= len(m.strategies) <= 5
     assert m.errors
-    for err in m.errors:
-        assert err.name in KNOWN_ERRORS, f"unknown error code {err.name}"
-        assert err.check == KNOWN_ERRORS[err.name], f"{err.name}: check {err.check!r}"
-    assert len({e.name for e in m.errors}) == len(m.errors)
+    rules = set(load_rules())
+    for spec in m.error_specs:
+        resolved = m.error(spec.name)
+        assert spec.name in registry(), f"unregistered error code {spec.name}"
+        assert resolved.description and resolved.recovery
+        assert resolved.check is None or resolved.check in rules, f"{spec.name}: {resolved.check}"
 
 
 @pytest.mark.parametrize("entry", STEPS, ids=STEP_IDS)

@@ -71,7 +71,8 @@ def run(args) -> int:
             print(wrap(f"then {s.get('then')}", "         ", "    "))
     errors = e.data.get("errors")
     if errors:
-        print("\nerrors (`python -m steps explain CODE` for each one's meaning and fix):")
+        print("\nerrors:")
+        print(wrap("(`python -m steps explain CODE`: each one's meaning and fix)", "    ", "  "))
         items = errors.items() if isinstance(errors, dict) else [(x.get("name"), x) for x in errors]
         plain = [str(code) for code, err in items if not err]
         for code, err in items:
