@@ -161,6 +161,7 @@ def test_builtin_docs_live_at_the_repo_root_and_schema_in_catalog():
         REPO / "PATTERNS.md",
         REPO / "catalog" / "schema" / "step.schema.json",
         REPO / "FAILURES.md",
+        REPO / "docs" / "codes.md",
     ]
 
 
