@@ -195,16 +195,28 @@ def test_rows_past_max_errors_are_counted_exactly_as_when_all_are_reported(tmp_p
     everything = scan_jsonl([Source(p)], contract, {}, max_errors=10**6, workers=1)
     for max_errors in (0, 1, 5):
         few = scan_jsonl([Source(p)], contract, {}, max_errors=max_errors, workers=1)
-        assert (few.rows, few.bad_rows, few.blank, few.errors, few.bad_by_code) == (
+        assert (few.rows, few.bad_rows, few.blank, few.errors, few.warnings) == (
             everything.rows,
             everything.bad_rows,
             everything.blank,
             everything.errors,
-            everything.bad_by_code,
+            everything.warnings,
         )
+        assert few.bad_by_code == everything.bad_by_code
         assert [f.line for f in few.findings if f.is_error] == [
             f.line for f in everything.findings if f.is_error
         ][:max_errors]
+
+
+def test_warnings_past_max_errors_are_counted_not_kept(tmp_path, capsys):
+    p = tmp_path / "d.jsonl"
+    p.write_bytes(b"{}\n" + b"\n" * 100_000)
+    assert main(["validate", "training_jsonl", str(p), "--max-errors", "5"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("W-JSONL-BLANK") == 5
+    assert captured.out.strip() == (
+        "training_jsonl (jsonl): 1 rows in 1 file (100000 warnings, first 5 shown). OK"
+    )
 
 
 def test_millions_of_bad_rows_past_max_errors_take_about_the_time_of_good_rows(tmp_path):

@@ -1,8 +1,9 @@
 """Stream JSONL (a file, a folder of shards, or an rl_prep manifest) through a row contract.
 
-Memory stays bounded whatever the input: lines are read in binary one at a time with a length
-cap (a longer line is reported and skipped in blocks, never loaded whole), and only the first
-`max_errors` findings are kept while every bad row is counted. Large inputs are split into byte
+Memory and time stay bounded whatever the input: lines are read in binary one at a time with
+a length cap (a longer line is reported and skipped in blocks, never loaded whole), and only
+the first `max_errors` errors (and as many warnings) are kept while every one is counted; past
+that, bad rows are counted without building their messages. Large inputs are split into byte
 ranges checked by worker processes (one per core); a range starts after the first newline at
 or past its offset, so each line is read by exactly one worker and reported with its 1-based
 line number in its file.
@@ -71,6 +72,7 @@ class ScanResult:
     bad_by_code: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     errors: int = 0  # every error found, reported or not
+    warnings: int = 0  # every warning found, reported or not
 
     def refuse(self, code: str, max_errors: int) -> bool:
         """Count one bad row of `code`; False (and the error counted) past `max_errors`, when
@@ -82,12 +84,18 @@ class ScanResult:
             return False
         return True
 
-    def add(self, f: Finding, max_errors: int) -> None:
-        if f.is_error:
+    def note(self, is_error: bool, max_errors: int) -> bool:
+        """Count one error or warning; True while its kind is within `max_errors` (the finding
+        is then to be kept), so a file of millions of bad or blank lines holds few findings."""
+        if is_error:
             self.errors += 1
-            if self.errors > max_errors:
-                return
-        self.findings.append(f)
+            return self.errors <= max_errors
+        self.warnings += 1
+        return self.warnings <= max_errors
+
+    def add(self, f: Finding, max_errors: int) -> None:
+        if self.note(f.is_error, max_errors):
+            self.findings.append(f)
 
     def merge(self, other: ScanResult, max_errors: int, line_offset: int = 0) -> None:
         self.lines += other.lines
@@ -103,7 +111,9 @@ class ScanResult:
                     f.code, f.message, f.path, f.line + line_offset, f.fix, f.severity, f.key
                 )
             self.add(f, max_errors)
-        self.errors += other.errors - sum(1 for f in other.findings if f.is_error)
+        kept = sum(1 for f in other.findings if f.is_error)
+        self.errors += other.errors - kept
+        self.warnings += other.warnings - (len(other.findings) - kept)
 
 
 def _finding(code: str, message: str, path: Any, line: int | None = None, **kw: Any) -> Finding:
@@ -273,7 +283,8 @@ def scan_range(
             except FAST_ERRORS as fast_exc:
                 if not line.strip():
                     res.blank += 1
-                    res.add(_blank_line(where, lineno, blank_is_error), max_errors)
+                    if res.note(blank_is_error, max_errors):
+                        res.findings.append(_blank_line(where, lineno, blank_is_error))
                     counting = res.errors >= max_errors
                     continue
                 if counting and not stdlib_may_accept(line, fast_exc):

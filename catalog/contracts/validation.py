@@ -24,13 +24,15 @@ from catalog.errors import Finding, StepsError
 
 @dataclass
 class ValidationReport:
-    """What `validate` prints: findings (first max_errors errors), counts, the resolved path."""
+    """What `validate` prints: findings (the first max_errors errors and as many warnings),
+    counts of all, the resolved path."""
 
     type_name: str
     contract: str
     path: str
     findings: list[Finding] = field(default_factory=list)
     errors: int = 0
+    warnings: int = 0
     rows: int | None = None
     bad_rows: int = 0
     bad_by_code: dict[str, int] = field(default_factory=dict)
@@ -50,6 +52,7 @@ class ValidationReport:
             "path": self.path,
             "ok": self.ok,
             "errors": self.errors,
+            "warnings": self.warnings,
             "rows": self.rows,
             "bad_rows": self.bad_rows,
             "bad_rows_by_code": self.bad_by_code,
@@ -263,6 +266,7 @@ def _validate(
         found += shard_digest_findings(path)
         findings = found + scan.findings
         report.errors = sum(1 for f in found if f.is_error) + scan.errors
+        report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
         report.findings = findings
         report.rows = scan.rows
         report.bad_rows = scan.bad_rows
@@ -287,6 +291,7 @@ def _validate(
             res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
         report.findings = res.findings
         report.errors = sum(1 for f in res.findings if f.is_error)
+        report.warnings = len(res.findings) - report.errors
         report.resolved = str(res.resolved) if res.resolved else None
         report.note = res.note
         return report

@@ -38,7 +38,11 @@ def add_arguments(parser) -> None:
         help="print the report as one JSON document on stdout (errors are findings in it)",
     )
     parser.add_argument(
-        "--max-errors", type=int, default=20, metavar="N", help="errors to print (all are counted)"
+        "--max-errors",
+        type=int,
+        default=20,
+        metavar="N",
+        help="errors (and warnings) to print; all are counted, in about the time of good rows",
     )
     parser.add_argument(
         "--allow-hub-id", action="store_true", help="accept a hub id for hf_checkpoint"
@@ -124,6 +128,9 @@ def _summary(report) -> str:
             codes = ", ".join(f"{c}: {n}" for c, n in report.bad_by_code.items())
             head += f", {report.bad_rows} bad rows ({codes})"
     shown = sum(1 for f in report.findings if f.is_error)
+    warned = len(report.findings) - shown
+    if warned < report.warnings:
+        head += f" ({report.warnings} warnings, first {warned} shown)"
     if report.errors == 0:
         return f"{head}. OK"
     more = f", first {shown} shown" if shown < report.errors else ""
