@@ -171,8 +171,8 @@ def test_a_record_names_no_file_to_delete(tmp_path, mark):
     from runners.launch.records import locate
 
     write_record(tmp_path, mark)
-    data = {"job": {"executor": "slurm", "profile": "lab", "host": "localhost",
-                    "job_dir": "/srv/steps/x", "secrets_file": "/home/you/.ssh/id_ed25519"}}  # fmt: skip
+    job = {"executor": "slurm", "profile": "lab", "host": "localhost", "job_dir": "/srv/steps/x"}
+    data = {"job": {**job, "secrets_file": "/home/you/.ssh/id_ed25519"}}
     job = locate(data, {}, tmp_path)["job"]
     assert job["secrets_file"] == secrets_path("/srv/steps/x")
     assert job["ssh_options"] == ["-o", "ConnectTimeout=5", "-p", "1"]
