@@ -309,6 +309,8 @@ def test_pins_follow_the_checkouts_own_pyproject(tmp_path):
 
 
 def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
+    from runners.kinds import kind_for
+    from runners.kinds.base import Prepared, Setting
     from runners.launch.profiles import load_profile
     from runners.launch.target import ClusterTarget
 
@@ -317,9 +319,14 @@ def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
         '[c]\nexecutor = "slurm"\nremote_dir = "/shared/runs"\nnemo_rl_dir = "/opt/nemo-rl"\n'
     )
     target = ClusterTarget("c", env_toml, load_profile(env_toml, "c"), {})
-    args = ("nemo_rl", "rl/x", "examples/run_dpo.py", "/shared/runs/r/config.yaml", {})
-    assert target.command(*args)[0][:3] == ["uv", "run", "python"]  # the profile's default
-    argv, cwd = target.command(*args, "/opt/venv/bin/python -X dev")
+    script = Prepared(compiled=None, script="examples/run_dpo.py")  # type: ignore[arg-type]
+
+    def job(launcher: str | None) -> tuple[list[str], str]:
+        s = Setting("rl/x", None, tmp_path, [], {}, tmp_path, launcher=launcher, target=target)  # type: ignore[arg-type]
+        return kind_for("nemo_rl").job_command(s, script, {}, "/shared/runs/r/config.yaml")
+
+    assert job(None)[0][:3] == ["uv", "run", "python"]  # the profile's default
+    argv, cwd = job("/opt/venv/bin/python -X dev")
     assert argv == [
         "/opt/venv/bin/python",
         "-X",

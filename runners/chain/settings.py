@@ -209,7 +209,7 @@ def apply_chain(
 def plan_chain(
     options: ChainOptions,
     step_id: str,
-    runner: str,
+    can_chain: bool,
     manifest: Any,
     compiled: Any,
     nrl: Any,
@@ -217,11 +217,11 @@ def plan_chain(
     run_dir: Any,
 ) -> tuple[ChainConfig | None, list[Finding]]:
     """--until-done: the chain's keys set in the config (deadline, W&B id) and its findings."""
-    if runner != "nemo_rl" or target is None:
+    if not can_chain or target is None:
         raise StepsError(
             "E-CHAIN-STEP",
             f"--until-done chains NeMo-RL training on a cluster; {step_id} "
-            + ("is not a NeMo-RL step" if runner != "nemo_rl" else "has no cluster profile"),
+            + ("is not a NeMo-RL step" if not can_chain else "has no cluster profile"),
             fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
             "rl/nemo_rl step",
             exit_code=2,

@@ -66,7 +66,7 @@ class RunnerKind:
     """A kind's defaults: compiled alone, exec'd locally, one node in a plain job."""
 
     name: ClassVar[str]
-    uses_ray_sub: ClassVar[bool] = False  # a Slurm job through NeMo-RL's ray.sub (else sbatch)
+    ray_program: ClassVar[bool] = False  # a Ray driver: ray.sub on Slurm, the Ray cluster's GPUs
     can_chain: ClassVar[bool] = False  # --until-done: trained to the end across segments
     compiles_with_nemo_rl: ClassVar[bool] = False  # the config depends on the checkout
     in_process: ClassVar[str | None] = None  # what runs in this process, for people

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 class NemoRL(RunnerKind):
     name = "nemo_rl"
-    uses_ray_sub = True
+    ray_program = True
     can_chain = True
     compiles_with_nemo_rl = True
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-NO_RAY_STEPS = ("rl_prep", "megatron_to_hf", "dcp_to_hf")  # plain sbatch + srun jobs, no ray.sub
 TERMINAL = {
     "COMPLETED",
     "FAILED",
@@ -37,7 +36,7 @@ class LaunchRequest:
     """What to run, where its run dir is (here and as the job sees it), and with what env."""
 
     step_id: str
-    runner: str  # nemo_rl | rl_prep | megatron_to_hf | dcp_to_hf
+    runner: str  # the runner kind's name (runners.kinds)
     run_dir: Path  # written here
     job_dir: str  # the same folder as the job sees it
     command: list[str]
@@ -66,6 +65,7 @@ class RemoteFacts:
     profile: Any  # SlurmProfile | RayProfile
     job_dir: str
     env_file: str = ""
+    ray_program: bool = True  # the job is a Ray driver (ray.sub on Slurm), not a plain process
     exists: dict[str, bool] = field(default_factory=dict)  # path -> exists on the cluster
     home: str | None = None
     gres: str | None = None  # `sinfo -p PART -h -o %G`, None when not asked or not reachable

@@ -8,17 +8,15 @@ cluster saw (for the remote preflight rules), and the `LaunchRequest` handed to 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from catalog.config_values import as_int, dotted_get
-from catalog.errors import StepsError
 from runners.launch.backends import backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
-from runners.launch.request import NO_RAY_STEPS, NOT_SUBMITTED, LaunchRequest, RemoteFacts
+from runners.launch.request import NOT_SUBMITTED, LaunchRequest, RemoteFacts
 from runners.rundir import update_record
 
 
@@ -75,8 +73,11 @@ class ClusterTarget:
     def job_dir(self, step_id: str, run_dir: Path) -> str:
         return self.backend.job_dir(step_id, run_dir.name, run_dir)
 
-    def probe(self, resolved: dict, binding: Any, script: str | None, job_dir: str) -> RemoteFacts:
-        """One round trip to the cluster: which of the paths the job needs exist there."""
+    def probe(
+        self, resolved: dict, binding: Any, script: str | None, job_dir: str, ray_program: bool
+    ) -> RemoteFacts:
+        """One round trip to the cluster: which of the paths the job needs exist there
+        (`ray_program`: the job is a Ray driver, through ray.sub on Slurm)."""
         paths = [a.value for a in binding.inputs if a.is_path and a.value not in ("", "???")]
         root = self.profile.nemo_rl_dir
         if root:
@@ -92,53 +93,17 @@ class ClusterTarget:
             paths.append(mount.split(":")[0])
         facts = self.backend.probe(list(dict.fromkeys(paths)), script)
         facts.job_dir = job_dir
+        facts.ray_program = ray_program
         facts.env_file = str(self.env_file)
         facts.derived = len(binding.derived)
         self.facts = facts
         return facts
 
-    def command(
-        self,
-        runner: str,
-        step_id: str,
-        script: str | None,
-        config_path: str,
-        resolved: dict,
-        launcher: str | None = None,
-    ) -> tuple[list[str], str]:
-        """What the job runs: the same program a local run would, on the run dir's config
-        (`launcher`, from `--launcher`, replaces the profile's)."""
-        p = self.profile
-        if runner in ("nemo_rl", "dcp_to_hf"):
-            if not p.nemo_rl_dir:
-                raise StepsError(
-                    "E-PROFILE",
-                    f"profile [{self.name}] has no nemo_rl_dir: the cluster's NeMo-RL checkout "
-                    "is needed to run a NeMo-RL step",
-                    path=str(self.env_file),
-                    fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
-                    exit_code=2,
-                )
-            if runner == "dcp_to_hf":
-                from runners.nemo_rl.dcp_export import launch_argv
-
-                return launch_argv(launcher or p.launcher, str(script), resolved), p.nemo_rl_dir
-            argv = [*shlex.split(launcher or p.launcher), str(script), "--config", config_path]
-            return argv, p.nemo_rl_dir
-        if runner == "rl_prep":
-            job_dir = config_path.rsplit("/", 1)[0]
-            argv = [*shlex.split(p.steps_launcher), "run", step_id, "-c", config_path]
-            return argv, job_dir
-        from runners import convert
-
-        argv, cwd, _, _ = convert.plan(resolved, force=True)
-        return list(argv or []), str(cwd)
-
     def request(self, plan: Any, extra_env: dict[str, str]) -> LaunchRequest:
         """The hand-over: command, dirs, plain env, secret names, nodes and GPUs."""
         p = self.profile
         env = dict(p.env)
-        uses_ray_sub = isinstance(p, SlurmProfile) and plan.runner not in NO_RAY_STEPS
+        uses_ray_sub = isinstance(p, SlurmProfile) and plan.kind.ray_program
         facts = getattr(self, "facts", None)
         gpus = dotted_get(plan.resolved, "cluster.gpus_per_node")
         return LaunchRequest(
@@ -151,9 +116,7 @@ class ClusterTarget:
             env=env,
             secret_names=[*p.secrets, *extra_env],
             config_secrets=dict(extra_env),
-            nodes=nodes_needed(plan.resolved, p.env)
-            if plan.runner == "nemo_rl"
-            else (getattr(p, "nodes", None) or 1),
+            nodes=plan.kind.nodes(plan.resolved, p),
             gpus_per_node=_int(gpus, 0) or getattr(p, "gpus_per_node", None),
             uses_ray_sub=uses_ray_sub,
             account=facts.account if facts is not None and uses_ray_sub else None,

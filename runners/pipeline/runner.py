@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
 from runners.config.secret_overrides import known_secrets, move_secrets
+from runners.kinds import kind_for
 from runners.pipeline.lineage import read_json, write_json
 from runners.pipeline.stage import (
     Interrupted,
@@ -112,6 +113,40 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _hold_signals() -> set | None:
+    """Block SIGINT and SIGTERM (they wait, pending) while a record is written, so none cuts
+    the write short and leaves the record saying "running"; the mask to restore."""
+    try:
+        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    except (AttributeError, ValueError, OSError):  # no signal masks here
+        return None
+
+
+def _release(mask: set | None) -> None:
+    """Restore the mask: a signal that arrived meanwhile is delivered now."""
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    mask = _hold_signals()
+    try:
+        yield
+    finally:
+        _release(mask)
+
+
+def _settle(record: dict, stopped_by: BaseException | None, t0: float) -> None:
+    """The record's outcome when the stage ends, whatever ended it."""
+    if isinstance(stopped_by, KeyboardInterrupt):  # Ctrl-C, or SIGTERM as `Interrupted`
+        record.update(status=INTERRUPTED, signal=str(stopped_by) or "SIGINT")
+    elif record["status"] == "running":  # an error stopped it; the CLI reports the error
+        record["status"] = "failed"
+    record.setdefault("finished", time.time())
+    record.setdefault("duration_s", round(time.perf_counter() - t0, 3))
+
+
 def _nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
     """The NeMo-RL the stages run on (`--nemo-rl`, else where `run` finds it), located once
     and only if a NeMo-RL stage needs it."""
@@ -174,12 +209,13 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None) -> int:
         opts.out.write("pipeline interrupted: the running stage was stopped and recorded\n")
         raise
     finally:
-        summary.update(
-            finished=time.time(),
-            status=status,
-            targets={r: b.value for r, b in plan.targets.items()},
-        )
-        write_json(plan.root / SUMMARY, summary)
+        with _signals_held():
+            summary.update(
+                finished=time.time(),
+                status=status,
+                targets={r: b.value for r, b in plan.targets.items()},
+            )
+            write_json(plan.root / SUMMARY, summary)
     return code
 
 
@@ -211,7 +247,7 @@ def _run_stages(
             continue
         overrides, secret_env = move_secrets(stage.overrides, env)
         inputs = inputs_now(stage)
-        target = nemo_rl_target() if stage.runner == "nemo_rl" else None
+        target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
         key, chash, sources, env_names = stage_key(stage, overrides, inputs, previous, target)
         outs = {p: b.value for p, b in stage.outputs.items()}
         if stage.id not in forced and cache_hit(previous, key, stage):
@@ -249,20 +285,23 @@ def _run_stages(
             "env_from_secrets": sorted(secret_env),
         }
         t0 = time.perf_counter()
-        write_json(record_path, redact(record, secrets))
-        try:
-            summary["stages"][stage.id] = {"status": "running", "action": "ran", "cache_key": key}
+        summary["stages"][stage.id] = {"status": "running", "action": "ran", "cache_key": key}
+        held = None
+        try:  # from the first "running" write to the outcome's: an interrupt anywhere is recorded
+            write_json(record_path, redact(record, secrets))
             out.write(f"{stage.id}: running {stage.step}\n")
             rc = run_child(argv, sdir / LOG, out, {**env, **secret_env}, secrets)
-        except KeyboardInterrupt as exc:
-            record.update(status=INTERRUPTED, signal=str(exc) or "SIGINT")
-            summary["stages"][stage.id]["status"] = INTERRUPTED
-            raise
-        finally:
             record.update(finished=time.time(), duration_s=round(time.perf_counter() - t0, 3))
-            write_json(record_path, redact(record, secrets))
-        rc = _finish(record, stage, rc)
-        write_json(record_path, redact(record, secrets))
+            rc = _finish(record, stage, rc)  # checks the outputs' contracts: may take a while
+            held = _hold_signals()  # a signal from here on waits until the outcome is written
+        finally:
+            held = held if held is not None else _hold_signals()
+            try:
+                _settle(record, sys.exc_info()[1], t0)
+                summary["stages"][stage.id]["status"] = record["status"]
+                write_json(record_path, redact(record, secrets))
+            finally:
+                _release(held)
         summary["stages"][stage.id].update(status=record["status"], exit_status=rc)
         if record["status"] != "completed":
             why = record.get("error") or f"exit {rc}"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
-from runners.launch.request import NO_RAY_STEPS, under
+from runners.launch.request import under
 from runners.preflight import PreflightContext, rule
 from runners.secrets import holds_secret, looks_like_secret
 
@@ -40,7 +40,7 @@ def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, war
 
 
 def _slurm_ray(ctx: PreflightContext) -> bool:
-    return ctx.remote.profile.executor == "slurm" and ctx.manifest.run.runner not in NO_RAY_STEPS
+    return ctx.remote.profile.executor == "slurm" and ctx.remote.ray_program
 
 
 def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
@@ -316,7 +316,7 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
             "use a cluster whose Ray matches NeMo-RL's uv.lock (KubeRay rayVersion)",
             warn=True,
         )
-    if ctx.manifest.run.runner == "nemo_rl" and f.cluster_gpus is not None:
+    if f.ray_program and f.cluster_gpus is not None:
         from runners.launch.target import _int
 
         need = _int(ctx.get("cluster.num_nodes"), 1) * _int(ctx.get("cluster.gpus_per_node"), 1)

@@ -180,7 +180,8 @@ def run(
 
 
 def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None) -> int:
-    from runners.run import entry_for, launch_local, plan_run, write_run_dir_for
+    from runners.run import launch_local, plan_run, write_run_dir_for
+    from runners.run.step import entry_for
     from steps.cli.run_render import print_json, render_plan
 
     req = request_of(args)
@@ -226,7 +227,7 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
         return submit_and_report(plan, target, as_json=args.json)
     if plan.deferred is not None:
         raise plan.deferred
-    if args.json and plan.runner != "rl_prep":
+    if args.json and not plan.kind.in_process:
         print_json(plan.as_json())
     summary = launch_local(plan, force=args.force)
     if plan.skip:

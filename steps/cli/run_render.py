@@ -25,8 +25,8 @@ def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:
         lines.append(plan.skip)
     elif plan.command:
         lines += [f"cwd: {plan.cwd}", f"argv: {shlex.join(plan.command)}"]
-    elif plan.runner == "rl_prep":
-        lines.append(f"in-process: runners.rl_prep.run_step (cwd {plan.cwd})")
+    elif plan.kind.in_process:
+        lines.append(f"in-process: {plan.kind.in_process} (cwd {plan.cwd})")
     else:
         lines.append("none (see the finding above)")
     if plan.target is not None:

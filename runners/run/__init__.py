@@ -1,0 +1,255 @@
+"""`run`: resolve a step, compile its config, bind artifacts, preflight, then hand it over.
+
+`plan_run` decides everything and writes nothing, the same pipeline for every runner kind
+(`runners.kinds`: what compiles, the command, here or in a job); `write_run_dir_for` writes the
+run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
+kind does (exec, or in-process); a cluster launch goes through `runners.launch` (`submit`). The
+CLI (`steps/cli/run_cmd.py`) parses arguments and renders; nothing here prints.
+
+Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
+run dir's files).
+May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
+`runners.launch`, `runners.nemo_rl`, `runners.config`, `runners.rundir`, `runners.secrets`,
+catalog.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from catalog.errors import Finding, StepsError
+from runners.run.plan import RunPlan, RunRequest
+
+__all__ = ["RunPlan", "RunRequest", "launch_local", "plan_run", "write_run_dir_for"]
+
+if TYPE_CHECKING:
+    from catalog.discovery import StepEntry
+    from runners.bind import Binding
+    from runners.chain.settings import ChainConfig
+    from runners.kinds.base import Command, Prepared, RunnerKind, Setting
+    from runners.launch.target import ClusterTarget
+    from runners.preflight import PreflightContext
+
+
+def plan_run(
+    req: RunRequest,
+    entry: StepEntry | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+    target: ClusterTarget | None = None,
+) -> RunPlan:
+    """Resolve, compile, bind and preflight; write nothing, launch nothing."""
+    from runners.kinds import kind_for
+    from runners.kinds.base import Command, Setting
+    from runners.preflight import preflight
+    from runners.run.step import config_file_for, entry_for, manifest_of
+    from runners.rundir import plan_run_dir, runs_root
+
+    cwd = cwd or Path.cwd()
+    env = dict(os.environ if env is None else env)
+    entry = entry if entry is not None else entry_for(req)
+    manifest = manifest_of(entry)
+    kind = kind_for(manifest.run.runner)
+    config_file = config_file_for(entry, req.config, manifest.run.default_config, cwd)
+    s = Setting(entry.id, manifest, config_file, list(req.overrides), env, cwd, req.nemo_rl,
+                req.launcher, req.force, target)  # fmt: skip
+    prepared = kind.prepare(s)
+    run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
+    job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
+    chain, chain_findings = _chain(req, s, kind.can_chain, prepared, run_dir)
+    binding = _bind(req, s, prepared, job_dir)
+    resolved = prepared.compiled.resolved()
+    ctx = _context(req, s, prepared, binding, resolved, job_dir, kind.ray_program)
+    config_path = f"{job_dir}/config.yaml"
+    if target is not None:
+        command = Command(*kind.job_command(s, prepared, resolved, config_path))
+    else:
+        command = kind.local_command(s, prepared, resolved, ctx.local_launch, config_path)
+    findings = [*preflight(ctx), *chain_findings, *command.findings]
+    plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
+                 argv)  # fmt: skip
+    plan.chain = chain
+    if target is not None:  # what the submit would refuse is a finding now, dry run or not
+        plan.request = target.request(plan, plan.extra_env)
+        if chain is not None:
+            from runners.chain.submit import configure, refuse_busy
+
+            configure(plan.request, target)
+            refuse_busy(plan, target)
+        refused = target.backend.refusals(plan.request, plan.files)
+        plan.findings = _ordered([*plan.findings, *refused])
+    return plan
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (not f.is_error,))
+
+
+def _chain(
+    req: RunRequest, s: Setting, can_chain: bool, prepared: Prepared, run_dir: Path
+) -> tuple[ChainConfig | None, list[Finding]]:
+    """--until-done: the chain's keys set in the config, and its findings."""
+    if req.chain is None:
+        return None, []
+    from runners.chain.settings import plan_chain
+
+    return plan_chain(req.chain, s.step_id, can_chain, s.manifest, prepared.compiled,
+                      prepared.nrl, s.target, run_dir)  # fmt: skip
+
+
+def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
+    """Every port bound (paths as the job sees them; derived files planned)."""
+    from runners.bind import bind
+    from runners.run.step import parse_inputs
+
+    graph = None
+    try:
+        from catalog.types import load_catalog_types
+
+        graph = load_catalog_types(req.catalog)
+    except StepsError:
+        graph = None  # `check` reports a broken types file; binding falls back to exact names
+    remote_checkout = s.target.nemo_rl_dir() if s.target is not None else None
+    return bind(
+        prepared.compiled,
+        s.manifest,
+        config_file=s.config_file,
+        cwd=s.cwd,
+        inputs=parse_inputs(req.input),
+        run_dir=Path(job_dir),
+        output_base=remote_checkout or prepared.checkout or s.cwd,
+        graph=graph,
+    )
+
+
+def _context(
+    req: RunRequest,
+    s: Setting,
+    prepared: Prepared,
+    binding: Binding,
+    resolved: dict,
+    job_dir: str,
+    ray_program: bool,
+) -> PreflightContext:
+    """What the rules see: the config, the artifacts, and where it will run (one probe of the
+    cluster, or the launcher that starts NeMo-RL here)."""
+    from runners.preflight import PreflightContext
+
+    checkout = prepared.checkout
+    gym_root = remote = local = None
+    if checkout is not None:
+        from catalog.upstream import GYM_SUBDIR
+
+        gym_root = checkout / GYM_SUBDIR if (checkout / GYM_SUBDIR).is_dir() else None
+    if s.target is not None:
+        remote = s.target.probe(resolved, binding, prepared.script, job_dir, ray_program)
+    elif checkout is not None:
+        from runners.launch.local import LocalLaunch, choose_launcher
+        from runners.nemo_rl.checkout import exec_env
+
+        launcher = choose_launcher(checkout, req.launcher, s.env, req.launcher_from)
+        local = LocalLaunch(launcher, checkout, exec_env(checkout, s.env))
+    return PreflightContext(
+        step_id=s.step_id,
+        manifest=s.manifest,
+        config=resolved,
+        config_file=s.config_file,
+        inputs=binding.inputs,
+        outputs=binding.outputs,
+        nemo_rl_dir=checkout,
+        gym_root=gym_root,
+        run_dir=Path(job_dir),
+        compiled=prepared.compiled,
+        remote=remote,
+        nemo_rl_version=prepared.nrl.version if prepared.nrl else None,
+        local_launch=local,
+    )
+
+
+def _plan(
+    req: RunRequest,
+    s: Setting,
+    kind: RunnerKind,
+    prepared: Prepared,
+    binding: Binding,
+    resolved: dict,
+    command: Command,
+    findings: list[Finding],
+    run_dir: Path,
+    job_dir: str,
+    argv: list[str] | None,
+) -> RunPlan:
+    """The plan, with its secrets lifted out and its run dir's files ready to render."""
+    from runners.config.env_pins import pin_env
+    from runners.nemo_rl.checkout import exec_env
+    from runners.run.files import RunFiles
+    from runners.rundir import scrub_config
+    from runners.secrets import redact, secret_values
+
+    env, compiled, checkout = s.env, prepared.compiled, prepared.checkout
+    job_env = {**env, **(s.target.profile.env if s.target is not None else {})}
+    env_pins = pin_env(compiled.config, job_env)  # the job resolves what preflight resolved
+    values = secret_values(env)
+    extra_env = scrub_config(compiled.config, values)
+    nrl = prepared.nrl
+    plan = RunPlan(
+        step_id=s.step_id,
+        version=s.manifest.step.version,
+        runner=kind.name,
+        kind=kind,
+        config_file=s.config_file,
+        compiled=compiled,
+        resolved_redacted=redact(resolved, values),
+        findings=_ordered(findings),
+        command=command.argv,
+        cwd=command.cwd,
+        run_dir=run_dir,
+        job_dir=job_dir,
+        materialize=binding.materialize,
+        env=exec_env(checkout, env, extra_env) if checkout else {**env, **extra_env},
+        resolved=resolved,
+        deferred=command.deferred,
+        skip=command.skip,
+        secrets=values,
+        target=s.target,
+        nemo_rl_version=nrl.describe(s.manifest.run.algorithm) if nrl else None,
+        extra_env=extra_env,
+    )
+    plan.files = RunFiles(
+        plan,
+        binding,
+        env_pins,
+        argv if argv is not None else sys.argv,
+        s.cwd,
+        env_names=[*env, *extra_env],
+        nemo_rl_dir=(s.target.nemo_rl_dir() if s.target is not None else None) or checkout,
+        nemo_rl_version=nrl.version.to_dict() if nrl and nrl.version else None,
+    )
+    return plan
+
+
+def write_run_dir_for(plan: RunPlan) -> Path:
+    """Write the run dir whole (derived data only when preflight is clean)."""
+    from runners.rundir import write_run_dir
+
+    materialize = plan.materialize if plan.ok else None
+    write_run_dir(plan.run_dir, plan.files(), materialize)
+    plan.written = True
+    return plan.run_dir
+
+
+def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
+    """Exec (never returns) or run in-process (returns its summary), as the kind does."""
+    from runners.kinds.base import LocalRun
+
+    if plan.deferred is not None:
+        raise plan.deferred
+    if plan.skip:
+        return None
+    run = LocalRun(plan.command, plan.cwd, plan.env, plan.resolved, plan.config_file.parent,
+                   plan.findings, force)  # fmt: skip
+    return plan.kind.launch(run)

@@ -1,0 +1,89 @@
+"""The records `run` hands across floors: what the user asked (`RunRequest`) and what was
+decided before launching (`RunPlan`, whose `as_json()` is the `--json` output)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from catalog.errors import Finding, StepsError, has_errors
+
+if TYPE_CHECKING:
+    from runners.chain.settings import ChainConfig, ChainOptions
+    from runners.config.compiler import CompiledConfig
+    from runners.kinds.base import RunnerKind
+    from runners.launch.request import LaunchRequest
+    from runners.launch.target import ClusterTarget
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for (the CLI's parsed arguments, without argparse)."""
+
+    step: str | None = None
+    config: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    input: list[str] = field(default_factory=list)
+    nemo_rl: str | None = None
+    runs_dir: str | None = None
+    catalog: list[str] = field(default_factory=list)
+    force: bool = False
+    launcher: str | None = None  # what starts NeMo-RL's script (`--launcher`, a profile's)
+    launcher_from: str = "--launcher"
+    chain: ChainOptions | None = None  # --until-done
+
+
+@dataclass
+class RunPlan:
+    """Everything `run` decided before launching; `as_json()` is the `--json` output."""
+
+    step_id: str
+    version: str
+    runner: str  # the kind's name (step.toml run.runner)
+    kind: RunnerKind
+    config_file: Path
+    compiled: CompiledConfig
+    resolved_redacted: dict
+    findings: list[Finding]
+    command: list[str] | None
+    cwd: Path | str | None
+    run_dir: Path
+    job_dir: str
+    files: Callable[[], dict[str, str]] | None = None  # rendered when the run dir is written
+    materialize: Callable[[], None] | None = None  # derived data, written with the run dir
+    env: dict[str, str] = field(default_factory=dict)
+    resolved: dict = field(default_factory=dict)
+    deferred: StepsError | None = None  # raised when launching (NeMo-RL not found)
+    skip: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+    target: ClusterTarget | None = None  # --run/--batch
+    request: LaunchRequest | None = None  # the cluster launch
+    written: bool = False
+    nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
+    env_file: str | None = None  # the env.toml a --run/--batch profile came from
+    chain: ChainConfig | None = None  # --until-done
+    extra_env: dict[str, str] = field(default_factory=dict)  # literal secrets lifted out
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.findings)
+
+    def as_json(self) -> dict:
+        out = {
+            "step": self.step_id,
+            "version": self.version,
+            "ok": self.ok,
+            "findings": [f.to_dict() for f in self.findings],
+            "command": self.command,
+            "cwd": str(self.cwd) if self.cwd else None,
+            "run_dir": str(self.run_dir) if self.written else None,
+            "config": self.resolved_redacted,
+            "nemo_rl_version": self.nemo_rl_version,
+        }
+        if self.env_file is not None:
+            out["env_file"] = self.env_file
+        if self.target is not None:
+            out["launch"] = self.target.describe(self.request)
+        return out
