@@ -279,6 +279,9 @@ def test_one_unreachable_record_does_not_break_jobs(lab):  # noqa: F811
         "log_path": "/x/slurm-424242.out", "submitted_utc": "2026-01-01T00:00:00.000000Z",
         "state": "RUNNING", "exit_code": None}}  # fmt: skip
     (gone / "run.json").write_text(json.dumps(record))
+    with (work / "env.toml").open("a") as toml:  # where a job runs is its profile's to say
+        toml.write('\n[far]\nexecutor = "slurm"\nhost = "root@127.0.0.1"\n'
+                   'ssh_options = ["-p", "1"]\nremote_dir = "/x"\n')  # fmt: skip
     res = cli("jobs")
     assert res.returncode == 0, res.stderr
     lines = {line.split()[0]: line.split()[1] for line in res.stdout.splitlines()}

@@ -50,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
         from steps.cli.run_render import print_json
 
         jobs = [{k: v for k, v in r.items() if k != "_line"} for r in rows]
-        skips = [refused.finding.to_dict() for refused in skipped]
-        print_json({"runs_root": str(root), "jobs": jobs, "skipped": skips})
+        doc = {"runs_root": str(root), "jobs": jobs}
+        if skipped:  # records not used (E-RECORD-UNTRUSTED), as findings
+            doc["skipped"] = [refused.finding.to_dict() for refused in skipped]
+        print_json(doc)
         return 0
     if not rows:
         print(f"no cluster jobs under {root}")
