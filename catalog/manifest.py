@@ -32,7 +32,10 @@ class StepInfo(_Strict):
 class RunSpec(_Strict):
     """How the shared runner launches the step."""
 
-    runner: Literal["nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"]
+    runner: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="The runner kind: a module of runners/kinds (nemo_rl, rl_prep, ...).",
+    )
     algorithm: Literal["grpo", "dpo"] | None = Field(
         None, description="NeMo-RL MasterConfig the compiled config must satisfy."
     )

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from catalog.artifact_paths import absolute, is_hub_id
 from catalog.errors import StepsError
 from runners.config.overrides import override_keys
+from runners.config.values import resolved_value
 from runners.preflight import BoundArtifact
 
 JSONL_ROOT = "training_jsonl"
@@ -199,8 +200,8 @@ def bind(
         )
     is_a = (lambda t, root: graph.is_a(t, root)) if graph is not None else (lambda t, r: t == r)
     keys_overridden = override_keys(compiled.overrides)
-    gym = _resolved(cfg, "env.should_use_nemo_gym") is True
-    agent_ref = _resolved(cfg, "run.default_agent_ref") if gym else None
+    gym = resolved_value(cfg, "env.should_use_nemo_gym") is True
+    agent_ref = resolved_value(cfg, "run.default_agent_ref") if gym else None
     agent_ref = agent_ref if isinstance(agent_ref, dict) else None
     binding = Binding()
     manifests: dict[str, tuple[Path, dict]] = {}
@@ -219,7 +220,7 @@ def bind(
                         if port.required and consumed and node is not None and node._is_none():
                             binding.inputs.append(BoundArtifact(port.name, port.type, t.key, ""))
                         continue
-                    value = _resolved(cfg, t.key)
+                    value = resolved_value(cfg, t.key)
                     if not isinstance(value, str):
                         continue
                     origin_cwd = _from_overrides(t.key, keys_overridden)
@@ -275,16 +276,6 @@ def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:
     """The folder of the file that set the key (the `-c` file's folder when unknown)."""
     path, _ = compiled.locate(key)
     return Path(path).parent if path else config_file.parent
-
-
-def _resolved(cfg: DictConfig, key: str) -> Any:
-    try:
-        value = OmegaConf.select(cfg, key, throw_on_missing=False)
-    except Exception:  # an unresolvable interpolation: preflight reports it with its location
-        return None
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
 
 
 def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:

@@ -20,8 +20,8 @@ PACKAGES = ("steps", "runners", "catalog")
 RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.pipeline",),
     ("runners.run",),
-    ("runners.kinds",),
     ("runners.bind", "runners.check"),
+    ("runners.kinds",),
     ("runners.preflight", "runners.chain"),
     ("runners.launch", "runners.rl_prep"),
     ("runners.monitor",),

@@ -491,3 +491,19 @@ def test_pattern_missing_a_body_section_is_a_warning(pristine, cat):
     hits = codes_at(found, "W-PATTERN-SECTION", path)
     assert hits and hits[0].severity == "warning" and "Exceptions" in hits[0].message
     assert not [f for f in found if f.is_error]
+
+
+def test_a_runner_kind_with_no_module_is_an_error_at_its_line(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text.replace('runner = "nemo_rl"', 'runner = "nemo_rll"'), encoding="utf-8")
+    (found,) = codes_at(new_findings(pristine, cat), "E-RUNNER-KIND", manifest)
+    assert found.line == text.splitlines().index('runner = "nemo_rl"') + 1
+    assert "did you mean nemo_rl?" in found.fix
+
+
+def test_every_runner_kind_module_answers_for_its_name():
+    from runners.kinds import kind_for, known
+
+    assert known() == ["dcp_to_hf", "megatron_to_hf", "nemo_rl", "rl_prep"]
+    assert [kind_for(name).name for name in known()] == known()

@@ -9,8 +9,9 @@ generated docs, the registry of codes against the source and the manifests. Each
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml); this one runs them
 over every root.
-May import: `runners.config` (a config is compiled as `run` compiles it), `runners.preflight`
-(the rule names a manifest's errors cite), `catalog`.
+May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
+runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
+`catalog`.
 """
 
 from __future__ import annotations

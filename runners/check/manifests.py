@@ -55,6 +55,7 @@ def identity(e: StepEntry, m: StepManifest) -> list[Finding]:
                 fix=f'set id = "{e.folder_id}" or move the folder',
             )
         )
+    out += _runner_kind(e, m)
     first = e.folder_id.split("/", 1)[0]
     if m.step.category != first:
         out.append(
@@ -129,3 +130,21 @@ def local_references(e: StepEntry, m: StepManifest) -> list[Finding]:
                 )
             )
     return out
+
+
+def _runner_kind(e: StepEntry, m: StepManifest) -> list[Finding]:
+    """run.runner names a kind this runner knows (a module of runners/kinds)."""
+    from runners.kinds import known
+
+    if m.run.runner in known():
+        return []
+    return [
+        Finding(
+            "E-RUNNER-KIND",
+            f"no runner kind '{m.run.runner}'",
+            str(e.manifest_path),
+            manifest_line(e, "runner", m.run.runner),
+            key="run.runner",
+            fix=with_suggestion(m.run.runner, known(), "use one of: " + ", ".join(known())),
+        )
+    ]

@@ -55,3 +55,14 @@ class CompiledValues:
 def read_config(path: Path, overrides: Sequence[str] = ()) -> CompiledValues:
     """Compile `path` with `overrides` (StepsError as `run` would raise it) for planning."""
     return CompiledValues(compile_config(path, list(overrides)))
+
+
+def resolved_value(cfg: DictConfig, key: str) -> Any:
+    """The value at `key` with its interpolations resolved; None when absent or unresolvable."""
+    try:
+        value = OmegaConf.select(cfg, key, throw_on_missing=False)
+    except Exception:  # an unresolvable interpolation: preflight reports it with its location
+        return None
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value

@@ -7,7 +7,7 @@ every kind. A new kind is a new module here (exporting `KIND`) plus its step fol
 
 Owns: `base` (what a kind answers) and one module per kind (`nemo_rl`, `dcp_to_hf`,
 `megatron_to_hf`, `rl_prep`).
-May import: `runners.bind`, `runners.launch`, `runners.rl_prep`, `runners.nemo_rl`,
+May import: `runners.launch`, `runners.rl_prep`, `runners.nemo_rl`,
 `runners.config`, `runners.convert`, catalog.
 """
 

@@ -24,14 +24,14 @@ class NemoRL(RunnerKind):
     compiles_with_nemo_rl = True
 
     def prepare(self, s: Setting) -> Prepared:
-        from runners.bind import _resolved
+        from runners.config.values import resolved_value
         from runners.nemo_rl import checkout as nemo_rl
 
         named = getattr(getattr(s.target, "profile", None), "nemo_rl_version", None)
         nrl = nemo_rl.resolve_target(s.nemo_rl_hint, s.env, named)
         algorithm = s.manifest.run.algorithm
         compiled = nemo_rl.compile_for(nrl, algorithm, s.config_file, list(s.overrides))
-        gym = _resolved(compiled.config, "env.should_use_nemo_gym") is True
+        gym = resolved_value(compiled.config, "env.should_use_nemo_gym") is True
         flag = {"env": {"should_use_nemo_gym": gym}}
         script = nemo_rl.choose_script(s.manifest.run, flag, nrl.version)
         return Prepared(compiled, nrl, nrl.with_script(script), script)
