@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -351,3 +353,65 @@ def test_json_prints_one_document_progress_on_stderr(done, world):
     doc = json.loads(dry.stdout)
     assert doc["ok"] is True and doc["dry_run"] is True and doc["summary"] is None
     assert "dry run: clean" in dry.stderr and not world.root.exists()
+
+
+def children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        pytest.skip("this kernel does not list a process's children in /proc")
+    return [int(c) for c in text.split()]
+
+
+def test_ctrl_c_after_the_stage_exits_while_its_outputs_are_checked_records_interrupted(tmp_path):
+    """The window between a stage's exit and its record's last write (the output's contract
+    check reads every row): a Ctrl-C there once left the record saying "running"."""
+    rows = tmp_path / "rows.jsonl"
+    row = {
+        "responses_create_params": {"input": [{"role": "user", "content": "x" * 2000}]},
+        "agent_ref": {"type": "responses_api_agents", "name": "math_agent"},
+    }
+    with open(rows, "w", encoding="utf-8") as fh:
+        for i in range(12_000):  # about 25 MB: the output check takes a while, in one process
+            fh.write(json.dumps({**row, "id": i}) + "\n")
+    (tmp_path / "blend.yaml").write_text(f"datasets:\n  - name: rows\n    path: {rows}\n")
+    file = write_pipeline(
+        tmp_path / "p.yaml",
+        f"""\
+        name: window
+        inputs:
+          blend: {{type: data_blend, path: {tmp_path / "blend.yaml"}}}
+        stages:
+          - id: prep
+            step: data_prep/rl_prep
+            config: tiny
+            overrides: ["shard_size=64MB", "output_dir={tmp_path / "out"}"]
+            inputs: {{blend: inputs.blend}}
+        targets: [prep.data]
+        """,
+    )
+    root = tmp_path / "root"
+    env = {k: v for k, v in os.environ.items() if k != "STEPS_PATH"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steps", "pipeline", "run", str(file), "--root", str(root)],
+        cwd=tmp_path,
+        env={**env, "STEPS_CACHE_DIR": str(tmp_path / ".cache"), "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen, deadline = False, time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids = children(proc.pid)
+        seen = seen or bool(kids)
+        if seen and not kids:  # the stage's process is gone: the pipeline checks its output
+            proc.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.002)
+    out, err = proc.communicate(timeout=120)
+    assert seen and proc.returncode == 130, (proc.returncode, err)
+    record = json.loads((root / "prep" / "record.json").read_text())
+    assert record["status"] == "interrupted" and record["signal"] == "SIGINT"
+    assert record["finished"] >= record["started"]
+    summary = json.loads((root / "pipeline.json").read_text())
+    assert (summary["status"], summary["stages"]["prep"]["status"]) == ("interrupted",) * 2
