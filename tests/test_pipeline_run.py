@@ -408,7 +408,7 @@ def test_ctrl_c_after_the_stage_exits_while_its_outputs_are_checked_records_inte
             proc.send_signal(signal.SIGINT)
             break
         time.sleep(0.002)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert seen and proc.returncode == 130, (proc.returncode, err)
     record = json.loads((root / "prep" / "record.json").read_text())
     assert record["status"] == "interrupted" and record["signal"] == "SIGINT"
