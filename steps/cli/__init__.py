@@ -147,8 +147,10 @@ def _fail(finding, code: int, command, as_json: bool, before: int, parser=None) 
     elif parser is not None:
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {finding.message}", file=sys.stderr)
-    else:
-        print(finding.render(), file=sys.stderr)
+    else:  # a message may quote a remote's stderr (scancel, ssh): no control sequence passes
+        from runners.monitor.logscan import terminal_safe
+
+        print(terminal_safe(finding.render()), file=sys.stderr)
     return code
 
 
