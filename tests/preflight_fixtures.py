@@ -197,7 +197,7 @@ def grpo_config(tmp: Path) -> dict:
 
 
 def gym_root(tmp: Path) -> Path:
-    """A minimal Gym checkout: the training model config and the math_with_judge server."""
+    """A minimal Gym checkout: the training model config, math_with_judge, instruction_following."""
     root = tmp / "Gym"
     model = root / "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml"
     server = root / "resources_servers/math_with_judge/configs/math_with_judge.yaml"
@@ -207,6 +207,12 @@ def gym_root(tmp: Path) -> Path:
     server.write_text(
         "math_with_judge:\n  resources_servers:\n    math_with_judge: {domain: math}\n"
         "math_with_judge_simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n"
+    )
+    follow = root / "resources_servers/instruction_following/configs/instruction_following.yaml"
+    follow.parent.mkdir(parents=True)
+    follow.write_text(  # nemo_gym_tiny loads it too: rl_prep -c tiny routes chat rows there
+        "instruction_following:\n  resources_servers:\n    instruction_following: {}\n"
+        "instruction_following_simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n"
     )
     return root
 
