@@ -18,7 +18,8 @@ class RlPrep(RunnerKind):
         assert s.target is not None
         job_dir = config.rsplit("/", 1)[0]
         launcher = shlex.split(s.target.profile.steps_launcher)
-        return [*launcher, "run", s.step_id, "-c", config], job_dir
+        force = ["--force"] if s.force else []  # config.yaml has the overrides, not the flags
+        return [*launcher, "run", s.step_id, "-c", config, *force], job_dir
 
     def launch(self, run: LocalRun) -> dict | None:
         from runners.rl_prep import run_step

@@ -72,6 +72,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="redo work whose output already exists"
     )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="data prep: read only the first N rows of each dataset (the same as sample=N)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--run", metavar="PROFILE", help="submit with env.toml PROFILE and follow until it ends"
@@ -133,7 +139,7 @@ def request_of(args: argparse.Namespace):
     return RunRequest(
         step=getattr(args, "step", None),
         config=args.config,
-        overrides=list(args.overrides),
+        overrides=[*args.overrides, *sample_override(args)],
         input=list(args.input),
         nemo_rl=args.nemo_rl,
         runs_dir=args.runs_dir,
@@ -142,6 +148,12 @@ def request_of(args: argparse.Namespace):
         launcher=args.launcher,
         chain=_chain_options(args),
     )
+
+
+def sample_override(args: argparse.Namespace) -> list[str]:
+    """`--sample N` is the override `sample=N` (after the typed ones, so the flag wins)."""
+    n = getattr(args, "sample", None)
+    return [] if n is None else [f"sample={n}"]
 
 
 def _chain_options(args: argparse.Namespace):
@@ -246,7 +258,7 @@ def _tokens(args: argparse.Namespace) -> list[str]:
     """The options argparse already took (before the first override), as tokens again."""
     out: list[str] = []
     for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file",
-                 "max_segments", "gpu_hours"):  # fmt: skip
+                 "max_segments", "gpu_hours", "sample"):  # fmt: skip
         value = getattr(args, flag)
         if value is not None:
             out.append(f"--{flag.replace('_', '-')}={value}")
