@@ -3,9 +3,9 @@
 `<root>/<step-id>/<UTC time>-<short hash>/` holds `config.yaml` (what NeMo-RL is given:
 interpolations kept except plain `${oc.env:...}`, pinned to the values preflight checked and
 listed in run.json's `config_env`; bound paths absolute), `resolved.yaml` (the resolved view)
-and `run.json` (who ran what, where, with which inputs and findings). Secrets never reach any
-of them: a literal secret in the config is replaced by an `${oc.env:...}` reference and passed
-in the environment.
+and `run.json` (who ran what, where, with which inputs and findings: `RunRecord`; a cluster run's
+`job`: `JobRecord`). Secrets never reach any of them: a literal secret in the config is replaced
+by an `${oc.env:...}` reference and passed in the environment.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from catalog.atomic_write import write_atomic
 from catalog.folder_faults import existing_folder, make_folders, writing
@@ -126,6 +128,98 @@ def write_run_dir(
     return run_dir
 
 
+class Unlocated(BaseModel):
+    """Why a job's cluster is unknown (runners/launch/records.py): nothing is asked about it."""
+
+    message: str
+    fix: str | None = None
+
+
+class JobRecord(BaseModel):
+    """run.json's `job`: written by a backend (runners/launch/slurm.py, ray_jobs.py) before it
+    submits and completed after; read through runners/launch/records.py, which takes where the
+    job runs (host, ssh options, remote dir, address) from its profile, never from the record.
+
+    Keys this version does not know are kept (`extra="allow"`); `dump()` writes back what was
+    read or set, so a record round-trips unchanged."""
+
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+
+    executor: str  # "slurm" | "ray"
+    profile: str | None = None  # its name in env.toml
+    host: str | None = None  # Slurm: the login host; None: this machine
+    ssh_options: list[str] = []
+    remote_dir: str | None = None
+    address: str | None = None  # Ray: the dashboard address
+    job_id: str | None = None  # Slurm's job id (None until sbatch answers); Ray's submission id
+    job_name: str | None = None  # Slurm: unique, so a lost submission is found by name
+    job_dir: str | None = None  # the run dir as the job sees it
+    log_template: str | None = None  # Slurm: log_path with `%j` for the job id
+    log_path: str | None = None
+    batch_output: str | None = None  # Slurm: slurm-<id>.out
+    submitted_utc: str | None = None
+    state: str | None = None  # SUBMITTING, then the cluster's; UNKNOWN only as shown
+    exit_code: int | None = None
+    secrets_file: str | None = None  # the job's 0600 secrets file, removed once it ended
+    reason: str | None = None  # why the state is what it is (a refusal, no answer)
+    submit_note: str | None = None  # the submission failed but the cluster holds the job
+    last_known_state: str | None = None  # with state UNKNOWN: the state before
+    message: str | None = None  # Ray's message about the job
+    unlocated: Unlocated | None = None  # set by records.locate: its cluster is unknown
+
+    def dump(self) -> dict[str, Any]:
+        """The record as run.json holds it: what was read or set, unknown keys included."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class ArtifactRecord(BaseModel):
+    """An input or output of the run, bound to a path or a hub id."""
+
+    name: str
+    type: str
+    config_key: str
+    value: str
+    is_path: bool = True
+
+
+class LaunchRecord(BaseModel):
+    """run.json's `launch`: the profile a cluster run was launched with."""
+
+    model_config = ConfigDict(extra="allow")
+
+    executor: str
+    profile: str
+    env_file: str | None = None
+    host: str | None = None
+
+
+class RunRecord(BaseModel):
+    """run.json: who ran what, where, with which inputs and findings; `job` and `chain` once
+    launched on a cluster (the chain's model is runners/chain/record.py's, a floor above)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step: str
+    version: str
+    argv: list[str] = []
+    cwd: str = ""
+    config_sources: list[str] = []
+    env: list[str] = []  # names only, never values
+    inputs: list[ArtifactRecord] = []
+    outputs: list[ArtifactRecord] = []
+    findings: list[dict[str, Any]] = []
+    command: list[str] | None = None
+    command_cwd: str | None = None
+    nemo_rl_dir: str | None = None
+    nemo_rl_version: dict[str, Any] | None = None
+    config_env: dict[str, dict[str, Any]] = {}  # variable -> {value, source}
+    created_utc: str = ""
+    launch: LaunchRecord | None = None
+    job: JobRecord | None = None
+    chain: dict[str, Any] | None = None
+    final_progress: dict[str, Any] | None = None
+
+
 def run_record(
     *,
     step_id: str,
@@ -138,7 +232,7 @@ def run_record(
     outputs: list[Any],
     findings: list[Any],
     command: list[str] | None,
-    command_cwd: Path | None,
+    command_cwd: Path | str | None,
     nemo_rl_dir: Path | None,
     values: Mapping[str, str],
     launch: dict | None = None,
@@ -148,35 +242,32 @@ def run_record(
     """`run.json`: names of environment variables only, never their values (`config_env` holds
     the values of the plain, non-secret ones the config read, as pinned into config.yaml)."""
 
-    def art(a: Any) -> dict:
-        return {
-            "name": a.name,
-            "type": a.type,
-            "config_key": a.config_key,
-            "value": a.value,
-            "is_path": a.is_path,
-        }
+    def art(a: Any) -> ArtifactRecord:
+        return ArtifactRecord(
+            name=a.name, type=a.type, config_key=a.config_key, value=a.value, is_path=a.is_path
+        )
 
-    record = {
-        "step": step_id,
-        "version": version,
-        "argv": argv,
-        "cwd": str(cwd),
-        "config_sources": [str(p) for p in sources],
-        "env": sorted(env_names),
-        "inputs": [art(a) for a in inputs],
-        "outputs": [art(a) for a in outputs],
-        "findings": [f.to_dict() for f in findings],
-        "command": command,
-        "command_cwd": str(command_cwd) if command_cwd else None,
-        "nemo_rl_dir": str(nemo_rl_dir) if nemo_rl_dir else None,
-        "nemo_rl_version": nemo_rl_version,
-        "config_env": config_env or {},
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    record = RunRecord(
+        step=step_id,
+        version=version,
+        argv=argv,
+        cwd=str(cwd),
+        config_sources=[str(p) for p in sources],
+        env=sorted(env_names),
+        inputs=[art(a) for a in inputs],
+        outputs=[art(a) for a in outputs],
+        findings=[f.to_dict() for f in findings],
+        command=command,
+        command_cwd=str(command_cwd) if command_cwd else None,
+        nemo_rl_dir=str(nemo_rl_dir) if nemo_rl_dir else None,
+        nemo_rl_version=nemo_rl_version,
+        config_env=config_env or {},
+        created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
     if launch is not None:
-        record["launch"] = launch
-    return redact_text(json.dumps(record, indent=2, default=str), values) + "\n"
+        record.launch = LaunchRecord.model_validate(launch)
+    text = json.dumps(record.model_dump(mode="json", exclude_unset=True), indent=2, default=str)
+    return redact_text(text, values) + "\n"
 
 
 RECORD = "run.json"

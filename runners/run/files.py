@@ -17,7 +17,7 @@ class RunFiles:
 
     plan: RunPlan
     binding: Binding
-    env_pins: dict[str, str]
+    env_pins: dict[str, dict[str, str]]  # variable -> {value, source}, pinned into config.yaml
     argv: list[str]
     cwd: Path
     env_names: list[str]
