@@ -72,8 +72,9 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
         items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
         for k, _ in list(items):
             child = node._get_node(k)
-            dotted = f"{path}.{k}" if path else str(k)
-            under = secret or (isinstance(node, DictConfig) and is_secret_key(str(k)))
+            key = str(k)
+            dotted = f"{path}.{key}" if path else key
+            under = secret or (isinstance(node, DictConfig) and is_secret_key(key))
             if isinstance(child, (DictConfig, ListConfig)):
                 if (
                     not child._is_none()

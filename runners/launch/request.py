@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from catalog.errors import Finding
+    from runners.launch.profiles import RayProfile, SlurmProfile
 
 TERMINAL = {
     "COMPLETED",
@@ -62,7 +67,7 @@ class RemoteFacts:
     """What preflight knows about the cluster side: the profile and what one probe saw there."""
 
     profile_name: str
-    profile: Any  # SlurmProfile | RayProfile
+    profile: SlurmProfile | RayProfile
     job_dir: str
     env_file: str = ""
     ray_program: bool = True  # the job is a Ray driver (ray.sub on Slurm), not a plain process
@@ -100,7 +105,9 @@ class Backend(Protocol):
         """The job's record as run.json holds it before submitting (its name, no state yet)."""
         ...
 
-    def refusals(self, request: LaunchRequest, files: Any = None) -> list[Any]:
+    def refusals(
+        self, request: LaunchRequest, files: Callable[[], Mapping[str, str]] | None = None
+    ) -> list[Finding]:
         """What submit would refuse, as findings `run` reports before writing anything."""
         ...
 

@@ -21,9 +21,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import Finding, StepsError
+
+if TYPE_CHECKING:
+    from catalog.manifest import StepManifest
+    from catalog.nemo_rl_version import NemoRLVersion
+    from runners.config.compiler import CompiledConfig
+    from runners.launch.local import LocalLaunch
+    from runners.launch.request import RemoteFacts
 
 RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.basics",
@@ -57,7 +64,7 @@ class BoundArtifact:
 @dataclass
 class PreflightContext:
     step_id: str
-    manifest: Any  # catalog.manifest.StepManifest
+    manifest: StepManifest | None  # None: a context built without a step (tests, all rules)
     config: dict  # compiled and resolved
     config_file: Path | None = None  # the YAML the user named (for locations)
     inputs: list[BoundArtifact] = field(default_factory=list)
@@ -65,10 +72,10 @@ class PreflightContext:
     nemo_rl_dir: Path | None = None
     gym_root: Path | None = None
     run_dir: Path | None = None
-    compiled: Any = None  # runners.config.compiler.CompiledConfig: values, file:line locations
-    remote: Any = None  # runners.launch.request.RemoteFacts when launching on a cluster profile
-    nemo_rl_version: Any = None  # catalog.nemo_rl_version.NemoRLVersion; None: unknown (all rules)
-    local_launch: Any = None  # runners.launch.local.LocalLaunch: a NeMo-RL script started here
+    compiled: CompiledConfig | None = None  # values with their file:line locations
+    remote: RemoteFacts | None = None  # when launching on a cluster profile
+    nemo_rl_version: NemoRLVersion | None = None  # None: unknown (every rule applies)
+    local_launch: LocalLaunch | None = None  # a NeMo-RL script started here
 
     def get(self, dotted: str, default: Any = None) -> Any:
         from catalog.config_values import dotted_get
@@ -106,7 +113,7 @@ def load_rules() -> dict[str, RuleSpec]:
     return RULES
 
 
-def _with_recovery(f: Finding, manifest: Any) -> Finding:
+def _with_recovery(f: Finding, manifest: StepManifest | None) -> Finding:
     """A finding without a fix of its own gets the step's fix for its code, else the usual fix
     in the registry of codes (catalog/codes.toml)."""
     if f.fix:

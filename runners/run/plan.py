@@ -52,7 +52,7 @@ class RunPlan:
     run_dir: Path
     job_dir: str
     files: Callable[[], dict[str, str]] | None = None  # rendered when the run dir is written
-    materialize: Callable[[], None] | None = None  # derived data, written with the run dir
+    materialize: Callable[[Path], None] | None = None  # derived data, into the run dir
     env: dict[str, str] = field(default_factory=dict)
     resolved: dict = field(default_factory=dict)
     deferred: StepsError | None = None  # raised when launching (NeMo-RL not found)

@@ -22,7 +22,8 @@ def _entry_for_dir(step_dir: Path) -> StepEntry:
     if not manifest.is_file():
         raise StepsError("E-STEP-UNKNOWN", f"no {MANIFEST} in {step_dir}", exit_code=2)
     data = load_toml(manifest, code="E-MANIFEST-TOML")
-    meta = data.get("step") if isinstance(data.get("step"), dict) else {}
+    meta = data.get("step")
+    meta = meta if isinstance(meta, dict) else {}
     return StepEntry(str(meta.get("id") or step_dir.name), step_dir, step_dir.parent, data)
 
 
