@@ -192,6 +192,19 @@ def test_rl_prep_runs_as_a_plain_srun_job(lab):
     )
 
 
+def test_force_and_sample_reach_an_rl_prep_job(lab):
+    root, work, _env, cli = lab
+    write_env_toml(work, root, extra=f'steps_launcher = "{PYTHON} -m steps"\n', container=False)
+    argv = ("run", "data_prep/rl_prep", "-c", "tiny", "--sample", "2", "--run", "lab")
+    first = cli(*argv)
+    assert first.returncode == 0, first.stdout + first.stderr
+    manifest = json.loads((root / "out" / "rl_prep" / "tiny" / "manifest.json").read_text())
+    assert manifest["options"]["sample"] == 2
+    again = cli(*argv, "--force")  # the same run key: only --force makes the job prepare again
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "rl_prep: wrote" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
 def test_submit_over_ssh_stages_the_run_dir_with_rsync(lab, sshd):  # noqa: F811
     root, work, _env, cli = lab
     host, options = sshd
