@@ -1,7 +1,8 @@
 """Jobs launched from here: their run dirs under ./runs, found by dir, job id or `last`.
 
 A cluster run's run.json carries `job` (executor, profile, host, job id, log path, submitted
-time, state, exit code); `refresh` asks the job's backend for its live state and writes it back.
+time, state, exit code); `refresh` asks the job's backend for its live state and writes it back,
+`progress_all` reads many runs' training progress at once.
 Every record is read through runners/launch/records.py: only yours, and located by its profile.
 """
 
@@ -10,12 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
 from runners.launch.records import UNLOCATED, locate, located, read_job_run, untrusted
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.rundir import RECORD, read_record, runs_root, update_record
+
+if TYPE_CHECKING:
+    from runners.monitor.progress import Progress
 
 
 def _records(root: Path) -> list[tuple[Path, dict, StepsError | None]]:
@@ -155,3 +160,52 @@ def _saved(job: dict) -> dict:
     kept = {k: v for k, v in job.items() if k not in ("last_known_state", "reason")}
     kept["state"] = job.get("last_known_state")
     return kept
+
+
+NOT_STARTED = ("PENDING", "SUBMITTING", "NOT_SUBMITTED", "UNKNOWN")
+
+
+def progress_of(
+    run_dir: Path, data: dict, job: dict, stall_factor: float
+) -> tuple[Progress | None, str | None]:
+    """The run's Progress, or None with the reason when its files cannot be read."""
+    from runners.launch.observe import run_jobs, run_progress
+
+    try:
+        jobs = run_jobs(data, job)  # a chain: GPU-hours over every segment
+        return run_progress(run_dir, {**data, "job": job}, jobs, stall_factor), None
+    except StepsError as exc:
+        return None, exc.finding.message
+
+
+def progress_all(runs: list[tuple[Path, dict]], jobs: list[dict]) -> list[Progress | None]:
+    """Each run's progress (None when it has none to show). Only runs that can have moved are
+    read (a job not started has none; an ended job's is kept in run.json as `final_progress`
+    the first time), concurrently and each on its own: one unreadable run shows none."""
+    import contextlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runners.monitor.progress import Progress
+
+    def one(item: tuple[tuple[Path, dict], dict]) -> Progress | None:
+        (run_dir, data), job = item
+        if job.get("state") in NOT_STARTED or not job.get("job_id"):
+            return None
+        final = data.get("final_progress")
+        progress = None
+        if job.get("state") in TERMINAL and isinstance(final, dict):
+            with contextlib.suppress(TypeError):  # written by another version of Progress
+                progress = Progress(**final)
+        if progress is None:
+            try:
+                progress, _ = progress_of(run_dir, data, job, 5.0)
+            except (OSError, ValueError, KeyError, TypeError):  # one odd run: no progress
+                return None
+            if progress is not None and job.get("state") in TERMINAL:
+                update_record(run_dir, final_progress=progress.to_dict())
+        return progress if progress and (progress.step or progress.max_steps) else None
+
+    if not runs:
+        return []
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(one, zip(runs, jobs, strict=True)))

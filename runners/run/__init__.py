@@ -3,14 +3,16 @@
 `plan_run` decides everything and writes nothing, the same pipeline for every runner kind
 (`runners.kinds`: what compiles, the command, here or in a job); `write_run_dir_for` writes the
 run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
-kind does (exec, or in-process); a cluster launch goes through `runners.launch` (`submit`). The
-CLI (`steps/cli/run_cmd.py`) parses arguments and renders; nothing here prints.
+kind does (exec, or in-process); a cluster launch goes through `cluster` (the profile, the
+submit, a Ray chain driven). The CLI (`steps/cli/run_cmd.py` and the job commands) parses
+arguments and renders; nothing here prints.
 
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files).
+run dir's files), `cluster` (a run handed to a cluster), `job_view` (a launched run as `jobs`,
+`status`, `logs` and `cancel` see it: a chain's current segment, live state, progress).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
-`runners.launch`, `runners.nemo_rl`, `runners.config`, `runners.rundir`, `runners.secrets`,
-catalog.
+`runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.rundir`,
+`runners.secrets`, catalog.
 """
 
 from __future__ import annotations

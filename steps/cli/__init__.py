@@ -64,10 +64,24 @@ def _parser_class():
     import argparse
 
     class Parser(argparse.ArgumentParser):
-        """argparse that raises instead of exiting, so `--json` can carry usage errors too."""
+        """argparse that raises instead of exiting, so `--json` can carry usage errors too.
+
+        A subcommand's parser with `intermixed` set takes its options before, between or after
+        its positionals (`run STEP key=v --dry-run`), in the one parse of the command line."""
+
+        intermixed = False
 
         def error(self, message: str):
             raise UsageError(self, message)
+
+        def parse_known_args(self, args=None, namespace=None):
+            if not self.intermixed:
+                return super().parse_known_args(args, namespace)
+            self.intermixed = False  # the intermixed parse comes back here, twice
+            try:
+                return self.parse_intermixed_args(args, namespace), []
+            finally:
+                self.intermixed = True
 
     return Parser
 

@@ -15,14 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.launch.jobs import find_run, refresh
+    from runners.launch.jobs import find_run
+    from runners.run.job_view import followed_job
     from steps.cli.job_follow import follow
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    if isinstance(data.get("chain"), dict):  # the segment that runs now
-        from runners.chain.follow import refresh_chain
-
-        data = refresh_chain(run_dir, data)
-    job = dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
-    code = follow(run_dir, job, until_done=args.follow, tail=args.follow)
+    code = follow(run_dir, followed_job(run_dir, data), until_done=args.follow, tail=args.follow)
     return 130 if code == 130 else 0

@@ -112,13 +112,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options may come before, between or after the overrides (one intermixed parse)."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.intermixed = True  # steps.cli's Parser: one parse, options anywhere
     parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
     add_options(parser)
-    parser.add_argument(
-        "overrides", nargs=argparse.REMAINDER, help="Hydra-style overrides: key=v, +key=v, ~key"
-    )
+    parser.add_argument("overrides", nargs="*", help="Hydra-style overrides: key=v, +key=v, ~key")
 
 
 def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
@@ -185,35 +185,22 @@ def run(
     args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
 ) -> int:
     """Plan, print, then write + launch unless `--dry-run`; exit 0/1/2 (or the job's code)."""
-    if step_dir is None:  # options after the first override land in the remainder: reparse
-        args = parse([args.step, *_tokens(args), *args.overrides], with_step=True)
-        argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
-    return _run(args, step_dir, argv)
-
-
-def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None) -> int:
     from runners.run import launch_local, plan_run, write_run_dir_for
+    from runners.run.cluster import target_for
     from runners.run.step import entry_for
     from steps.cli.run_render import print_json, render_plan
 
+    if step_dir is None:  # run.json records the command line, options first
+        argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
     req = request_of(args)
     env = dict(os.environ)
-    target = env_file = None
-    profile_name = args.run or args.batch
-    if profile_name:
-        from runners.launch.target import cluster_target
-
-        target, profile, env_file = cluster_target(
-            profile_name, args.env_file, env, Path.cwd(), attached=bool(args.run)
-        )
-        print(f"profile [{profile_name}] from {env_file}", file=sys.stderr)
-        if target is None:  # executor = "local": this machine, with the profile's settings
-            req.nemo_rl = req.nemo_rl or profile.nemo_rl_dir
-            env.update(profile.env)
-            if profile.launcher and not req.launcher:
-                req.launcher, req.launcher_from = profile.launcher, f"profile [{profile_name}]"
+    profile = args.run or args.batch
+    where = target_for(req, profile, args.env_file, env, Path.cwd(), attached=bool(args.run))
+    if profile:
+        print(f"profile [{profile}] from {where.env_file}", file=sys.stderr)
+    target = where.target
     plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=target)
-    plan.env_file = str(env_file) if env_file else None
+    plan.env_file = str(where.env_file) if where.env_file else None
     if args.dry_run:
         if args.keep:
             write_run_dir_for(plan)
@@ -255,7 +242,7 @@ def _run(args: argparse.Namespace, step_dir: Path | None, argv: list[str] | None
 
 
 def _tokens(args: argparse.Namespace) -> list[str]:
-    """The options argparse already took (before the first override), as tokens again."""
+    """The options given, as run.json's `argv` records them (`--flag=value`)."""
     out: list[str] = []
     for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file",
                  "max_segments", "gpu_hours", "sample"):  # fmt: skip

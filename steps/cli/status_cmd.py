@@ -37,33 +37,14 @@ def say(text: str, err: bool = False) -> None:
     print(terminal_safe(text), file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def progress_of(run_dir, data: dict, job: dict, stall_factor: float):
-    """The run's Progress, or None with the reason when its files cannot be read."""
-    from catalog.errors import StepsError
-    from runners.launch.observe import run_jobs, run_progress
-
-    try:
-        jobs = run_jobs(data, job)  # a chain: GPU-hours over every segment
-        return run_progress(run_dir, {**data, "job": job}, jobs, stall_factor), None
-    except StepsError as exc:
-        return None, exc.finding.message
-
-
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
-    from runners.launch.jobs import find_run, refresh
+    from runners.launch.jobs import find_run, progress_of
     from runners.launch.request import UNKNOWN
+    from runners.run.job_view import live
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    chain = None
-    if isinstance(data.get("chain"), dict):
-        from runners.chain.follow import refresh_chain
-        from runners.chain.record import ChainRecord
-
-        data = refresh_chain(run_dir, data)
-        job, chain = data["job"], ChainRecord.model_validate(data["chain"])
-    else:
-        job = refresh(run_dir, data)
+    data, job, chain = live(run_dir, data)
     code = 2 if job.get("state") == UNKNOWN else 0
     if code:  # the cluster cannot be asked: no second wait for its files
         progress, why = None, job.get("reason")
@@ -105,7 +86,7 @@ def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
     the cluster has not said the state for STEPS_SILENT_SECONDS."""
     import time
 
-    from runners.launch.jobs import refresh
+    from runners.launch.jobs import progress_of, refresh
     from runners.launch.request import TERMINAL, UNKNOWN
     from runners.launch.shell import seconds
 

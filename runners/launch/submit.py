@@ -1,0 +1,105 @@
+"""Submitting a run dir's job and following it: the protocol the job commands share.
+
+run.json holds the job's record (its unique name) before anything is submitted, and what became
+of the submission after, whatever happened: no job is queued without a record. Following streams
+the driver log with every terminal control sequence removed. Nothing here prints a message of
+its own: the CLI renders the `Followed` it gets back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from catalog.errors import StepsError
+from runners.launch.backends import backend_for_job
+from runners.launch.shell import LostContact
+from runners.monitor.logscan import terminal_safe
+from runners.rundir import update_record
+
+if TYPE_CHECKING:
+    from runners.launch.request import LaunchRequest
+    from runners.launch.target import ClusterTarget
+
+
+@dataclass
+class Followed:
+    """How following a job (or driving a chain) ended: `code` is the command's exit code."""
+
+    code: int
+    detached: bool = False  # Ctrl-C: the job keeps running
+    job: dict | None = None  # a chain's segment job when it detached
+
+
+def submit_job(run_dir: Path, step_id: str, request: LaunchRequest, target: ClusterTarget) -> dict:
+    """Record the job, submit it, record what became of it; the job's record.
+
+    A submission refused for certain leaves no run dir (`ClusterTarget.settle`)."""
+    job = target.backend.job_record(request)
+    update_record(run_dir, job=job)
+    try:
+        target.backend.submit(request, job)
+    finally:
+        target.settle(run_dir, step_id, job)
+    return job
+
+
+def follow(
+    run_dir: Path, job: dict, until_done: bool, out: TextIO | None = None, tail: bool = True
+) -> Followed:
+    """Stream the driver log to `out` (else stdout); with until_done, wait for the end, record
+    it and return the job's exit code (1 when it has none).
+
+    Ctrl-C detaches (130): the job keeps running. Contact lost before the job's end (ssh dropped,
+    Slurm silent too long) is E-REMOTE-LOST, exit 2: the job may still run."""
+    if not job.get("job_id"):
+        raise StepsError(
+            "E-RUN-NO-JOB",
+            f"the submission of {run_dir} was never confirmed: {job.get('reason', 'no job id')}",
+            fix=f"`python -m steps status {run_dir}` looks the job up by its name again",
+            exit_code=2,
+        )
+    backend = backend_for_job(job)
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(stdout if out is None else out), TerminalSafe(stderr)
+    try:
+        code = backend.follow(job, until_done=until_done, follow=tail)
+    except KeyboardInterrupt:
+        return Followed(130, detached=True)
+    except LostContact as lost:
+        raise StepsError(
+            "E-REMOTE-LOST",
+            f"lost contact with {lost.where}, the job may still run; re-attach with "
+            f"`python -m steps logs {run_dir} -f` ({terminal_safe(lost.detail)})",
+            fix=f"check the connection (or that Slurm answers there); `python -m steps status "
+            f"{run_dir}` shows the job's state",
+            exit_code=2,
+        ) from None
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+    if not until_done:
+        return Followed(0)
+    update_record(run_dir, job=job)
+    return Followed(int(code) if code is not None else 1)
+
+
+class TerminalSafe:
+    """A text stream for a job's log: what is written reaches `stream` with every terminal
+    control sequence removed (the log's writer must not retitle or clear your terminal)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(terminal_safe(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def recorded_job(run_dir: Path) -> dict:
+    """The job run.json holds now (empty when none)."""
+    return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("job") or {}

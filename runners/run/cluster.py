@@ -1,0 +1,87 @@
+"""A run handed to a cluster: the profile `--run/--batch` names, the submit, a Ray chain driven.
+
+`target_for` resolves the profile before planning (a `local` profile only sets this machine's
+checkout, launcher and env); `submit` records and submits the planned job (a Slurm chain's
+segment script and record first); `drive_chain` is this process driving a Ray chain. The CLI
+renders what they return (`runners.launch.submit.Followed`, the job's record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from catalog.errors import StepsError
+from runners.launch.shell import LostContact
+from runners.launch.submit import Followed, recorded_job, submit_job
+
+if TYPE_CHECKING:
+    from runners.launch.target import ClusterTarget
+    from runners.run.plan import RunPlan, RunRequest
+
+
+@dataclass
+class Where:
+    """Where a run goes: `target` is None for this machine (no profile, or a local one)."""
+
+    target: ClusterTarget | None = None
+    env_file: Path | None = None
+
+
+def target_for(
+    req: RunRequest, profile: str | None, env_file: str | None, env: dict[str, str], cwd: Path,
+    attached: bool,
+) -> Where:  # fmt: skip
+    """The cluster target of PROFILE; a `local` profile's checkout, launcher and env are applied
+    to `req` and `env` (what the command line says first)."""
+    if not profile:
+        return Where()
+    from runners.launch.target import cluster_target
+
+    target, chosen, path = cluster_target(profile, env_file, env, cwd, attached=attached)
+    if target is None:  # executor = "local": this machine, with the profile's settings
+        req.nemo_rl = req.nemo_rl or chosen.nemo_rl_dir
+        env.update(chosen.env)
+        if chosen.launcher and not req.launcher:
+            req.launcher, req.launcher_from = chosen.launcher, f"profile [{profile}]"
+    return Where(target, path)
+
+
+def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
+    """A Ray chain: this process submits each segment (`drive_chain`), not a batch script."""
+    return plan.chain is not None and target.profile.executor == "ray"
+
+
+def submit(plan: RunPlan, target: ClusterTarget) -> dict:
+    """Submit the planned job (a Slurm chain's segment script and record written first); the
+    job's record, as run.json keeps it."""
+    if plan.chain is not None:
+        from runners.chain.submit import prepare_chain
+
+        prepare_chain(plan, target)
+    return submit_job(plan.run_dir, plan.step_id, plan.request, target)
+
+
+def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
+    """Drive a Ray chain (runners/chain/ray_driver.py) until it is done or stops.
+
+    Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
+    running the same command again carries the chain on (runners/chain/ray_resume.py)."""
+    from runners.chain.ray_driver import drive
+    from runners.chain.submit import prepare_chain
+
+    prepare_chain(plan, target)
+    try:
+        return Followed(drive(plan.run_dir, plan.request, target.backend, out))
+    except KeyboardInterrupt:
+        return Followed(130, detached=True, job=recorded_job(plan.run_dir))
+    except LostContact as lost:
+        raise StepsError(
+            "E-REMOTE-LOST",
+            f"lost contact with {lost.where}; the segment may still run but the chain stops "
+            f"advancing ({lost.detail})",
+            fix="check the connection; run the same command again to go on from the latest "
+            "complete checkpoint",
+            exit_code=2,
+        ) from None

@@ -1,0 +1,109 @@
+"""A launched run as the job commands show it: a chain's current segment, the live state, the
+training progress, and the `jobs` listing's rows (runs asked concurrently, one row each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalog.errors import StepsError
+from runners.launch.jobs import job_runs, progress_all, refresh, refresh_all
+from runners.launch.records import UNLOCATED
+
+if TYPE_CHECKING:
+    from runners.chain.record import ChainRecord
+    from runners.monitor.progress import Progress
+
+
+def _chain(data: dict) -> bool:
+    return isinstance(data.get("chain"), dict)
+
+
+def live(run_dir: Path, data: dict) -> tuple[dict, dict, ChainRecord | None]:
+    """(run.json, the job with its live state, the chain's record or None): for `status`."""
+    if not _chain(data):
+        return data, refresh(run_dir, data), None
+    from runners.chain.follow import refresh_chain
+    from runners.chain.record import ChainRecord
+
+    data = refresh_chain(run_dir, data)
+    return data, data["job"], ChainRecord.model_validate(data["chain"])
+
+
+def followed_job(run_dir: Path, data: dict) -> dict:
+    """The job whose log `logs` shows: a chain's current segment; the record as it stands once
+    submitted, else looked up by its name again."""
+    if _chain(data):
+        from runners.chain.follow import refresh_chain
+
+        data = refresh_chain(run_dir, data)
+    return dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
+
+
+def cancel(run_dir: Path, data: dict) -> str:
+    """Cancel the run's job (every segment of a chain); what the cluster said."""
+    from runners.launch.backends import backend_for_job
+
+    if _chain(data):
+        from runners.chain.follow import cancel_chain, refresh_chain
+
+        said = cancel_chain(data, run_dir)
+        refresh_chain(run_dir, data)
+        return said
+    job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)
+    if not job.get("job_id"):  # sbatch never confirmed it and Slurm knows no such name
+        raise StepsError(
+            "E-CANCEL",
+            f"no job to cancel for {run_dir}: {job.get('reason', 'it was never submitted')}",
+            fix="`python -m steps status RUN` shows what became of the submission",
+            exit_code=2,
+        )
+    return backend_for_job(job).cancel(job)
+
+
+@dataclass
+class JobRow:
+    """One run of the `jobs` listing: its live job, progress and chain summary."""
+
+    run_dir: Path
+    step: Any
+    job: dict
+    progress: Progress | None
+    chain: str | None  # the chain's one-line summary
+
+    def to_dict(self) -> dict:
+        row = {"run_dir": str(self.run_dir), "step": self.step, **self.job}
+        row["progress"] = self.progress.to_dict() if self.progress else None
+        if self.chain is not None:
+            row["chain"] = self.chain
+        return row
+
+
+def listed_runs(root: Path, skipped: list[StepsError]) -> list[tuple[Path, dict]]:
+    """Every run with a job you alone could have written, newest first, a chain's with `job` =
+    the segment that runs now; the others are added to `skipped` (runners/launch/records.py)."""
+    return [_chain_view(run_dir, data) for run_dir, data in job_runs(root, skipped)]
+
+
+def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
+    """Every run's row: hosts asked concurrently, a run whose cluster cannot say is UNKNOWN with
+    `reason`; progress read concurrently too."""
+    from runners.chain.record import ChainRecord
+
+    jobs = refresh_all(runs)
+    rows = []
+    for (run_dir, data), job, progress in zip(runs, jobs, progress_all(runs, jobs), strict=True):
+        chain = ChainRecord.model_validate(data["chain"]).summary() if _chain(data) else None
+        rows.append(JobRow(run_dir, data.get("step"), job, progress, chain))
+    return rows
+
+
+def _chain_view(run_dir: Path, data: dict) -> tuple[Path, dict]:
+    """A chain's run with its record read back and `job` = the segment that runs now (a job
+    whose cluster is unknown is not asked: runners/launch/records.py)."""
+    if not _chain(data) or data["job"].get(UNLOCATED):
+        return run_dir, data
+    from runners.chain.follow import refresh_chain
+
+    return run_dir, refresh_chain(run_dir, data)
