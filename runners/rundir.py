@@ -17,7 +17,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -146,7 +146,7 @@ class JobRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
 
-    executor: str  # "slurm" | "ray"
+    executor: Literal["slurm", "ray"]
     profile: str | None = None  # its name in env.toml
     host: str | None = None  # Slurm: the login host; None: this machine
     ssh_options: list[str] = []

@@ -7,6 +7,9 @@ the runs root (E-RECORD-UNTRUSTED; env.toml is held to the same rule), and where
 (ssh host and options, remote dir, Ray address) is taken each time from its profile in a trusted
 env.toml, never from the record. A record whose host or address is not its profile's is not
 asked about: the same job id on another cluster is another job.
+
+The record is read once, into `runners.rundir.JobRecord` (`job_of`): a job that does not fit
+it is E-RUN-RECORD, never a KeyError further on.
 """
 
 from __future__ import annotations
@@ -17,10 +20,15 @@ import stat
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from catalog.errors import StepsError
-from runners.rundir import RECORD, read_record
+from runners.rundir import RECORD, JobRecord, Unlocated, read_record
+
+if TYPE_CHECKING:
+    from runners.launch.profiles import Profile
 
 UNLOCATED = "unlocated"  # in a job: why its cluster is unknown ({message, fix}); never asked
 LOCATION = ("host", "ssh_options", "remote_dir", "address")
@@ -85,8 +93,26 @@ def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
     return None
 
 
+def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
+    """run.json's `job` as its model; E-RUN-RECORD (exit 2) when it does not fit it."""
+    try:
+        return JobRecord.model_validate(data.get("job"))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(part) for part in ("job", *err["loc"]))
+        raise StepsError(
+            "E-RUN-RECORD",
+            f"the job record does not fit its format: `{key}`: {err['msg']}",
+            path=str(run_dir / RECORD) if run_dir is not None else None,
+            key=key,
+            fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
+            exit_code=2,
+        ) from None
+
+
 def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
-    """run.json of a cluster run, once it passed the trust check (E-RECORD-UNTRUSTED, exit 2)."""
+    """run.json of a cluster run, once it passed the trust check (E-RECORD-UNTRUSTED, exit 2)
+    and its job fits `JobRecord` (E-RUN-RECORD)."""
     refused = untrusted(run_dir, root)
     if refused is not None:
         raise refused
@@ -98,11 +124,11 @@ def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
             fix="name a run launched with --run/--batch (see `python -m steps jobs`)",
             exit_code=2,
         )
-    return data
+    return {**data, "job": job_of(data, run_dir).dump()}
 
 
 @lru_cache(maxsize=32)
-def _profile(path: str, stamp: tuple[int, int], name: str) -> Any:
+def _profile(path: str, stamp: tuple[int, int], name: str) -> Profile:
     from runners.launch.profiles import load_profile
 
     return load_profile(Path(path), name)
@@ -113,8 +139,8 @@ def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     one `run` would find now."""
     from runners.launch.profiles import find_env_file
 
-    launch = data.get("launch") if isinstance(data.get("launch"), dict) else {}
-    recorded = launch.get("env_file")
+    launch = data.get("launch")
+    recorded = launch.get("env_file") if isinstance(launch, dict) else None
     if isinstance(recorded, str) and recorded:
         path = Path(recorded)
         try:
@@ -125,59 +151,66 @@ def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     return find_env_file(None, env, cwd)
 
 
-def _locate(data: dict, env: Mapping[str, str], cwd: Path) -> dict:
-    """The job with host, ssh options, remote dir or address from its profile."""
-    job = data["job"]
-    name = job.get("profile")
+def _locate(
+    data: dict, recorded: JobRecord, job: JobRecord, env: Mapping[str, str], cwd: Path
+) -> JobRecord:
+    """`job` (the record without a location) with host, ssh options, remote dir or address
+    from its profile, when the profile is still where `recorded` says the job ran."""
+    name, executor = job.profile, job.executor
     path = _env_file(data, env, cwd)
     st = path.stat()
     profile = _profile(str(path), (st.st_mtime_ns, st.st_size), str(name))
-    executor = job.get("executor")
-    said, now = job.get("host"), getattr(profile, "host", None)
+    said, now = recorded.host, getattr(profile, "host", None)
     if executor == "ray":
-        said, now = job.get("address"), getattr(profile, "address", None)
+        said, now = recorded.address, getattr(profile, "address", None)
     if profile.executor != executor or said != now:
-        recorded = f"{executor} on {said or 'this machine'}"
+        was = f"{executor} on {said or 'this machine'}"
         raise StepsError(
             "E-RECORD-PROFILE",
-            f"the job ran with profile [{name}] as {recorded}, but [{name}] in {path} is now "
+            f"the job ran with profile [{name}] as {was}, but [{name}] in {path} is now "
             f"{profile.executor} on {now or 'this machine'}; not asking another cluster about "
             "its job id",
             path=str(path),
             fix=_FIX_LOCATE,
             exit_code=2,
         )
-    if executor == "ray":
-        return {**job, "address": profile.address}
-    located = {**job, "host": profile.host, "ssh_options": list(profile.ssh_options)}
-    located["remote_dir"] = profile.remote_dir
-    if located.get("secrets_file") and job.get("job_dir"):  # never a path the record chose
+    if profile.executor == "ray":
+        return job.model_copy(update={"address": profile.address})
+    assert profile.executor == "slurm"  # a local profile's executor is never a job's
+    update: dict[str, Any] = {
+        "host": profile.host,
+        "ssh_options": list(profile.ssh_options),
+        "remote_dir": profile.remote_dir,
+    }
+    if job.secrets_file and job.job_dir:  # never a path the record chose
         from runners.launch.job_secrets import secrets_path
 
-        located["secrets_file"] = secrets_path(str(job["job_dir"]))
-    return located
+        update["secrets_file"] = secrets_path(job.job_dir)
+    return job.model_copy(update=update)
 
 
 def locate(data: dict, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict:
     """run.json with its job located by its profile; a job that cannot be keeps no location
     and says why in `unlocated` (nothing is asked about it: `located` raises that)."""
     env = os.environ if env is None else env
-    job = {k: v for k, v in data["job"].items() if k not in (*LOCATION, UNLOCATED)}
+    recorded = job_of(data)
+    job = job_of({"job": {k: v for k, v in data["job"].items() if k not in (*LOCATION, UNLOCATED)}})
     try:
-        job = _locate(data, env, cwd or Path.cwd())
+        job = _locate(data, recorded, job, env, cwd or Path.cwd())
     except StepsError as exc:
-        job[UNLOCATED] = {"message": exc.finding.message, "fix": exc.finding.fix}
-    return {**data, "job": job}
+        job.unlocated = Unlocated(message=exc.finding.message, fix=exc.finding.fix)
+    return {**data, "job": job.dump()}
 
 
-def located(job: dict) -> dict:
+def located(job: dict | JobRecord) -> dict | JobRecord:
     """`job`, when its cluster is known; E-RECORD-PROFILE (exit 2) else."""
-    why = job.get(UNLOCATED)
-    if why:
+    record = job if isinstance(job, JobRecord) else job_of({"job": job})
+    why = record.unlocated
+    if why is not None:
         raise StepsError(
             "E-RECORD-PROFILE",
-            f"where job {job.get('job_id') or '-'} runs is unknown: {why['message']}",
-            fix=why.get("fix") or _FIX_LOCATE,
+            f"where job {record.job_id or '-'} runs is unknown: {why.message}",
+            fix=why.fix or _FIX_LOCATE,
             exit_code=2,
         )
     return job
