@@ -9,14 +9,15 @@ docs/codes.md; `check` keeps the registry and the source in step (runners/check/
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import ERROR, WARNING, StepsError
-from catalog.tomlfile import line_of, load_toml
+from catalog.model_errors import dotted, error_from, file_lines, line_of
+from catalog.tomlfile import load_toml
 
 CODES_PATH = Path(__file__).resolve().parent / "codes.toml"
 CODE_PATTERN = r"^[EW]-[A-Z0-9]+(-[A-Z0-9]+)*$"
@@ -73,32 +74,51 @@ class Registry:
     def get(self, code: str) -> CodeEntry | None:
         return self.entries.get(code)
 
+    @cached_property
+    def _lines(self) -> dict[tuple, int]:
+        return file_lines(self.path)
+
     def line(self, code: str) -> int | None:
-        return line_of(self.path, f"[{code}]")
+        return line_of(self._lines, (code,))
 
 
 def parse_registry(path: Path) -> Registry:
     """Read and validate a registry file; a bad entry is E-CODES-SCHEMA at its line."""
     raw = load_toml(path, code="E-CODES-TOML")
     entries: dict[str, CodeEntry] = {}
+    fix = (
+        "each code is a table with area, meaning, fix and optional check, upstream "
+        "and documentation_only (see catalog/codes.py)"
+    )
     for code, fields in raw.items():
-        try:
-            if not isinstance(fields, dict):
-                raise ValueError("must be a table")
-            entries[code] = CodeEntry(code=code, **fields)
-        except (ValidationError, ValueError, TypeError) as exc:
-            detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"msg": str(exc)}
-            where = ".".join(str(p) for p in detail.get("loc", ()))
+        if not isinstance(fields, dict) or "code" in fields:
+            table = isinstance(fields, dict)
+            problem = "code is the table's name, not a key" if table else "must be a table"
             raise StepsError(
                 "E-CODES-SCHEMA",
-                f"[{code}]{' ' + where if where else ''}: {detail['msg']}",
+                f"[{code}]: {problem}",
                 path=str(path),
-                line=line_of(path, f"[{code}]"),
-                fix="each code is a table with area, meaning, fix and optional check, upstream "
-                "and documentation_only (see catalog/codes.py)",
+                line=line_of(path, (code,)),
+                fix=fix,
+                exit_code=2,
+            )
+        try:
+            entries[code] = CodeEntry(code=code, **fields)
+        except ValidationError as exc:
+            raise error_from(
+                exc,
+                code="E-CODES-SCHEMA",
+                path=path,
+                locate=lambda loc: line_of(path, (code,)),  # noqa: B023 - called at once
+                message=lambda err, loc: f"{_where(code, loc)}: {err['msg']}",  # noqa: B023
+                fix=fix,
                 exit_code=2,
             ) from None
     return Registry(entries, path)
+
+
+def _where(code: str, loc: tuple) -> str:
+    return f"[{code}] {dotted(loc)}" if loc else f"[{code}]"
 
 
 @lru_cache(maxsize=1)

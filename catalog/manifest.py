@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from catalog.errors import Finding
-from catalog.tomlfile import line_of
+from catalog.model_errors import file_lines, findings_from, line_of
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "step.schema.json"
 STEP_ID = r"^[a-z0-9_]+(/[a-z0-9_]+)+$"
@@ -156,23 +156,15 @@ def parse_manifest(data: dict, path: Path) -> tuple[StepManifest | None, list[Fi
     try:
         return StepManifest.model_validate(data), []
     except ValidationError as exc:
-        findings = []
-        for err in exc.errors():
-            loc = [str(p) for p in err["loc"]]
-            key = ".".join(loc)
-            needle = next((p for p in reversed(loc) if not p.isdigit()), "")
-            line = line_of(path, needle) if needle else None
-            findings.append(
-                Finding(
-                    "E-MANIFEST-SCHEMA",
-                    f"{key}: {err['msg']}",
-                    path=str(path),
-                    line=line,
-                    key=key,
-                    fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
-                )
-            )
-        return None, findings
+        lines = file_lines(path)
+        return None, findings_from(
+            exc,
+            code="E-MANIFEST-SCHEMA",
+            path=path,
+            data=data,
+            locate=lambda loc: line_of(lines, loc),
+            fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
+        )
 
 
 def json_schema_text() -> str:

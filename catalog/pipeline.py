@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import Finding, StepsError
-from catalog.yamlfile import line_of, load_yaml
+from catalog.model_errors import dotted, error_from, line_of
+from catalog.yamlfile import load_yaml
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "pipeline.schema.json"
 STAGE_ID = r"^[a-z][a-z0-9_]*$"
@@ -103,7 +104,7 @@ class PipelineFile:
 
     def line(self, *keys: Any) -> int | None:
         """Line of the deepest key of `keys` that the file has (falls back to its parents)."""
-        return line_of(self.lines, *keys)
+        return line_of(self.lines, keys)
 
     def finding(self, code: str, message: str, *keys: Any, fix: str | None = None, **kw) -> Finding:
         return Finding(code, message, path=str(self.path), line=self.line(*keys), fix=fix, **kw)
@@ -130,17 +131,17 @@ def load_pipeline(path: str | Path) -> PipelineFile:
     try:
         model = Pipeline.model_validate(data)
     except ValidationError as exc:
-        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
-        loc = tuple(err["loc"])
-        where = ".".join(str(p) for p in loc) or "pipeline"
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        keys = [p for p in loc if not (isinstance(p, str) and p in ("str", "Target"))]
-        raise StepsError(
-            "E-PIPELINE-SCHEMA",
-            f"{where}: {err['msg']}{more}",
-            path=str(path),
-            line=line_of(lines, *keys),
-            key=where,
+        more = len(exc.errors()) - 1
+        raise error_from(
+            exc,
+            code="E-PIPELINE-SCHEMA",
+            path=path,
+            data=data,
+            locate=lambda loc: line_of(lines, loc),
+            message=lambda err, loc: (
+                f"{dotted(loc) or 'pipeline'}: {err['msg']}"
+                + (f" (and {more} more)" if more else "")
+            ),
             fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
         ) from None
     return PipelineFile(model, path.resolve(), lines)

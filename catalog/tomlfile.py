@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -12,6 +15,16 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from catalog.errors import StepsError
 from catalog.syntax_errors import toml_error
+
+Lines = dict[tuple, int]
+
+_KEY = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY}(?:[ \t]*\.[ \t]*{_KEY})*"
+_HEADER = re.compile(rf"[ \t]*(\[\[?)[ \t]*({_DOTTED})[ \t]*\]")
+_PAIR = re.compile(rf"[ \t]*({_DOTTED})[ \t]*=")
+_PART = re.compile(_KEY)
+_GAP = re.compile(r"(?:[ \t\r\n,]|#[^\n]*)*")  # spaces, newlines, commas and comments
+_SCALAR = re.compile(r"[^,\]}\n#]*")
 
 
 def load_toml(path: Path, code: str = "E-TOML") -> dict:
@@ -46,3 +59,94 @@ def line_of(path: Path, *needles: str) -> int | None:
         if all(n in text for n in needles):
             return i
     return None
+
+
+def key_lines(text: str) -> Lines:
+    """Every key path of a TOML document and the line it is written on, as
+    `yamlfile.key_lines` gives for YAML: tables (`[[t]]` items indexed), dotted and quoted
+    keys, inline tables and array items. A key inside a string is never taken for one."""
+    out: Lines = {}
+    arrays: dict[tuple, int] = {}
+    table: tuple = ()
+    newlines = [i for i, c in enumerate(text) if c == "\n"]
+
+    def at(pos: int) -> int:
+        return bisect.bisect_left(newlines, pos) + 1
+
+    pos = 0
+    while pos < len(text):
+        pos = _GAP.match(text, pos).end()
+        if pos >= len(text):
+            break
+        line = at(pos)
+        if head := _HEADER.match(text, pos):
+            table = _table(_parts(head[2]), head[1] == "[[", arrays)
+            for i in range(1, len(table) + 1):
+                out.setdefault(table[:i], line)
+            pos = head.end() + (head[1] == "[[")
+        elif pair := _PAIR.match(text, pos):
+            key = (*table, *_parts(pair[1]))
+            out[key] = line
+            pos = _value(text, pair.end(), key, out, at)
+        else:  # not TOML we can read: skip the line (the parser reports it)
+            end = text.find("\n", pos)
+            pos = len(text) if end < 0 else end
+    return out
+
+
+def _parts(dotted: str) -> tuple[str, ...]:
+    return tuple(p.strip("\"'") if p[0] in "\"'" else p for p in _PART.findall(dotted))
+
+
+def _table(parts: tuple, is_item: bool, arrays: dict[tuple, int]) -> tuple:
+    """The key path of a table header; `[[a]]` counts items, and `[a.b]` after it is in the
+    last item of `a`."""
+    path: tuple = ()
+    for i, part in enumerate(parts):
+        path = (*path, part)
+        if path in arrays and (i < len(parts) - 1 or not is_item):
+            path = (*path, arrays[path])
+    if is_item:
+        arrays[path] = arrays.get(path, -1) + 1
+        path = (*path, arrays[path])
+    return path
+
+
+def _value(text: str, pos: int, key: tuple, out: Lines, at: Callable[[int], int]) -> int:
+    """Skip the value at `pos`, noting the lines of inline-table keys and array items."""
+    pos = _GAP.match(text, pos).end()
+    for quote in ('"""', "'''", '"', "'"):
+        if text.startswith(quote, pos):
+            return _string_end(text, pos, quote)
+    if text.startswith("[", pos):
+        index, pos = 0, pos + 1
+        while (pos := _GAP.match(text, pos).end()) < len(text) and text[pos] != "]":
+            out[(*key, index)] = at(pos)
+            pos, index = _value(text, pos, (*key, index), out, at), index + 1
+        return pos + 1
+    if text.startswith("{", pos):
+        pos += 1
+        while (pos := _GAP.match(text, pos).end()) < len(text) and text[pos] != "}":
+            pair = _PAIR.match(text, pos)
+            if pair is None:
+                return _SCALAR.match(text, pos + 1).end()
+            inner = (*key, *_parts(pair[1]))
+            out[inner] = at(pos)
+            pos = _value(text, pair.end(), inner, out, at)
+        return pos + 1
+    return max(_SCALAR.match(text, pos).end(), pos + 1)
+
+
+def _string_end(text: str, pos: int, quote: str) -> int:
+    i = pos + len(quote)
+    while i < len(text):
+        if quote[0] == '"' and text[i] == "\\":
+            i += 2
+            continue
+        if text.startswith(quote, i):
+            i += len(quote)
+            while len(quote) == 3 and text.startswith(quote[0], i):  # up to two quotes more
+                i += 1
+            return i
+        i += 1
+    return i
