@@ -26,7 +26,7 @@ RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.launch", "runners.rl_prep"),
     ("runners.monitor",),
     ("runners.nemo_rl",),
-    ("runners.config", "runners.convert"),
+    ("runners.config", "runners.convert", "runners.artifacts"),
     ("runners.rundir", "runners.digest"),
     ("runners.secrets",),
 )

@@ -3,7 +3,8 @@
 `plan_run` decides everything and writes nothing, the same pipeline for every runner kind
 (`runners.kinds`: what compiles, the command, here or in a job); `write_run_dir_for` writes the
 run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
-kind does (exec, or in-process); a cluster launch goes through `cluster` (the profile, the
+kind does (exec, or in-process; an in-process run's outputs are then registered by name,
+`runners.artifacts`); a cluster launch goes through `cluster` (the profile, the
 submit, a Ray chain driven). The CLI (`steps/cli/run_cmd.py` and the job commands) parses
 arguments and renders; nothing here prints.
 
@@ -11,8 +12,8 @@ Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, input
 run dir's files), `cluster` (a run handed to a cluster), `job_view` (a launched run as `jobs`,
 `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
-`runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.rundir`,
-`runners.secrets`, catalog.
+`runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
+`runners.rundir`, `runners.secrets`, catalog.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def _chain(
 def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
     """Every port bound (paths as the job sees them; derived files planned)."""
     from runners.bind import bind
-    from runners.run.step import parse_inputs
+    from runners.run.step import parse_inputs, resolve_refs
+    from runners.rundir import runs_root
 
     graph = None
     try:
@@ -116,12 +118,15 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
     except StepsError:
         graph = None  # `check` reports a broken types file; binding falls back to exact names
     remote_checkout = s.target.nemo_rl_dir() if s.target is not None else None
+    root = runs_root(req.runs_dir, s.env, s.cwd)
+    wandb = lambda: wandb_settings(prepared.compiled.resolved(), None, s.env, s.cwd)  # noqa: E731
+    inputs = resolve_refs(parse_inputs(req.input), s.manifest, graph, root, s.cwd, wandb)
     return bind(
         prepared.compiled,
         s.manifest,
         config_file=s.config_file,
         cwd=s.cwd,
-        inputs=parse_inputs(req.input),
+        inputs=inputs,
         run_dir=Path(job_dir),
         output_base=remote_checkout or prepared.checkout or s.cwd,
         graph=graph,
@@ -254,4 +259,44 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
         return None
     run = LocalRun(plan.command, plan.cwd, plan.env, plan.resolved, plan.config_file.parent,
                    plan.findings, force)  # fmt: skip
-    return plan.kind.launch(run)
+    summary = plan.kind.launch(run)
+    if isinstance(summary, dict) and plan.written:
+        summary["artifacts"] = record_outputs(plan)
+    return summary
+
+
+def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
+    """W&B for this run: the config's logger, else env.toml's `[wandb]` table (None: off)."""
+    from catalog.tomlfile import load_toml
+    from runners.artifacts.wandb_log import settings_for
+    from runners.launch.profiles import find_env_file
+
+    try:
+        path = Path(env_file) if env_file else find_env_file(None, env, cwd)
+        table = load_toml(path, code="E-PROFILE").get("wandb")
+    except StepsError:
+        path, table = None, None  # no env.toml (or one `run` would refuse): no [wandb] from it
+    return settings_for(config, table, str(path) if path else None)
+
+
+def record_outputs(plan: RunPlan) -> dict:
+    """After a run that returned here: its outputs in the runs root's artifact registry (and in
+    W&B when configured), with the inputs and config that made them."""
+    from catalog.types import load_catalog_types
+    from runners.artifacts.record import FinishedRun, record_run
+
+    files = plan.files
+    root = plan.run_dir.parents[plan.step_id.count("/") + 1]  # <root>/<step id>/<run>
+    return record_run(
+        FinishedRun(
+            step=plan.step_id,
+            run_dir=plan.run_dir,
+            root=root,
+            inputs=files.binding.inputs,
+            outputs=files.binding.outputs,
+            nemo_rl_version=files.nemo_rl_version,
+            config=plan.resolved,
+            wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd)),
+            graph=load_catalog_types(),
+        )
+    )

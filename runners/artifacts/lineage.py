@@ -1,0 +1,90 @@
+"""How an artifact was made, and what a run produced: read from the registry and run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from catalog.errors import StepsError
+from runners.artifacts.names import parse_ref
+from runners.artifacts.registry import load, lookup
+
+
+def of_artifact(root: Path, text: str) -> dict:
+    """`NAME[:ALIAS|:vN]` -> its version, aliases, digest, producing run and that run's inputs."""
+    ref = parse_ref(text)
+    if ref is None:
+        raise StepsError(
+            "E-ARTIFACT-REF",
+            f"'{text}' is not an artifact reference",
+            fix="write NAME, NAME:ALIAS or NAME:vN (e.g. DataBlendsArtifact-rl:latest); "
+            "for a run dir pass its path",
+            exit_code=2,
+        )
+    reg = load(root)
+    v = lookup(reg, ref, root)
+    entry = reg.artifacts[ref.name]
+    made = v.made_by
+    record = _run_record(Path(made.run_dir)) if made.run_dir else None
+    return {
+        "artifact": f"{ref.name}:{v.label}",
+        "aliases": sorted(a for a, n in entry.aliases.items() if n == v.version),
+        "type": v.type,
+        "digest": v.digest,
+        "path": v.path,
+        "files": v.files,
+        "bytes": v.bytes,
+        "created_utc": v.created_utc,
+        "produced_by": {
+            "step": made.step,
+            "port": v.port,
+            "run_dir": made.run_dir,
+            "config_digest": made.config_digest,
+            "nemo_rl_version": made.nemo_rl_version,
+            "argv": (record or {}).get("argv"),
+        },
+        "inputs": [i.model_dump() for i in made.inputs],
+        "versions": [f"v{x.version}" for x in entry.versions],
+    }
+
+
+def of_run(root: Path, run_dir: Path) -> dict:
+    """A run dir -> its step, inputs and every version it produced."""
+    record = _run_record(run_dir)
+    if record is None:
+        raise StepsError(
+            "E-RUN-RECORD",
+            f"no readable run.json in {run_dir}",
+            path=str(run_dir / "run.json"),
+            fix="name a run dir written by `python -m steps run`, or an artifact NAME[:ALIAS]",
+            exit_code=2,
+        )
+    reg = load(root)
+    here = str(run_dir.resolve())
+    produced = [
+        {
+            "artifact": f"{name}:{v.label}",
+            "type": v.type,
+            "digest": v.digest,
+            "path": v.path,
+            "port": v.port,
+        }
+        for name, entry in sorted(reg.artifacts.items())
+        for v in entry.versions
+        if v.made_by.run_dir and Path(v.made_by.run_dir).resolve() == Path(here)
+    ]
+    return {
+        "run_dir": here,
+        "step": record.get("step"),
+        "nemo_rl_version": record.get("nemo_rl_version"),
+        "inputs": record.get("inputs", []),
+        "produced": produced,
+    }
+
+
+def _run_record(run_dir: Path) -> dict | None:
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,239 @@
+"""The registry file `<runs root>/artifacts.json`: every named artifact, its versions and aliases.
+
+A version is added when an output's content digest is new for its name (the same content made
+again keeps its version, as W&B dedups); `latest` always names the newest one registered. Runs
+that finish at once each take the lock file beside it, read, add and write the whole file
+atomically, so no version is lost and no reader sees half a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from catalog.atomic_write import write_atomic
+from catalog.did_you_mean import close_matches, phrase
+from catalog.errors import StepsError
+from runners.artifacts.names import LATEST, Ref
+from runners.digest import DigestMemo
+
+REGISTRY = "artifacts.json"
+LOCK = ".artifacts.lock"
+DIGEST = "xxh3_128"
+
+
+class InputRecord(BaseModel):
+    """An input of the producing run: where it was, its digest then, the artifact it was."""
+
+    port: str
+    type: str
+    path: str
+    digest: str | None = None  # None: a hub id (named, not hashed)
+    artifact: str | None = None  # NAME:vN when it was a registered version
+
+
+class Provenance(BaseModel):
+    """How a version was made: the run, its config's digest, its inputs, the NeMo-RL it ran on."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step: str
+    run_dir: str | None = None
+    config_digest: str | None = None  # sha256 of the run dir's config.yaml
+    nemo_rl_version: dict | None = None
+    inputs: list[InputRecord] = []
+
+
+class Version(BaseModel):
+    """One version of a named artifact: what it is, where it lies, which run made it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: int
+    type: str
+    digest: str  # xxh3_128:<hex> of the content (a folder: of its files' names and digests)
+    path: str
+    port: str
+    made_by: Provenance
+    created_utc: str = ""
+    files: int = 0
+    bytes: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"v{self.version}"
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    versions: list[Version] = []
+    aliases: dict[str, int] = {}  # alias -> version number
+
+
+class RegistryFile(BaseModel):
+    """artifacts.json; keys this version does not know are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: int = 1
+    artifacts: dict[str, Entry] = {}
+
+
+@dataclass
+class Output:
+    """An output a run wrote, to be registered under `name`."""
+
+    name: str
+    type: str
+    path: str
+    port: str
+
+
+@dataclass
+class Registered:
+    name: str
+    version: Version
+    new: bool  # False: the same content was registered before
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.version.label}"
+
+
+def registry_path(root: Path) -> Path:
+    return Path(root) / REGISTRY
+
+
+def load(root: Path) -> RegistryFile:
+    """The registry under `root` (empty when there is none); E-ARTIFACT-REGISTRY when damaged."""
+    path = registry_path(root)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return RegistryFile()
+    except OSError as exc:
+        raise _damaged(path, str(exc)) from None
+    try:
+        return RegistryFile.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as exc:
+        raise _damaged(path, str(exc).splitlines()[0]) from None
+
+
+def _damaged(path: Path, why: str) -> StepsError:
+    return StepsError(
+        "E-ARTIFACT-REGISTRY",
+        f"cannot read the artifact registry: {why}",
+        path=str(path),
+        fix="restore it from a backup, or move it aside (the runs it lists keep their run.json)",
+        exit_code=2,
+    )
+
+
+@contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Hold the registry's lock (one writer at a time across processes)."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(Path(root) / LOCK, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def content_digest(path: Path, memo: DigestMemo) -> tuple[str, int, int]:
+    """(digest, files, bytes) of a file or folder; unchanged files cost one stat (the memo)."""
+    if path.is_file():
+        return f"{DIGEST}:{memo.digest(path)}", 1, path.stat().st_size
+    h = hashlib.sha256()
+    files = total = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath, name)
+            if not p.is_file():
+                continue
+            h.update(f"{p.relative_to(path).as_posix()}\0{memo.digest(p)}\n".encode())
+            files, total = files + 1, total + p.stat().st_size
+    return f"{DIGEST}:{h.hexdigest()[:32]}", files, total
+
+
+def register(
+    root: Path, outputs: list[Output], made_by: Provenance, memo: DigestMemo
+) -> list[Registered]:
+    """Add each existing output as a version of its name (new content only) and move `latest`."""
+    done: list[Registered] = []
+    with locked(root):
+        reg = load(root)
+        for out in outputs:
+            path = Path(out.path)
+            if not path.exists():
+                continue
+            digest, files, size = content_digest(path, memo)
+            entry = reg.artifacts.setdefault(out.name, Entry())
+            same = [v for v in entry.versions if (v.digest, v.path) == (digest, str(path))]
+            if same:
+                version, new = same[-1], False
+            else:
+                version, new = Version(
+                    version=1 + max((v.version for v in entry.versions), default=-1),
+                    type=out.type, digest=digest, path=str(path), port=out.port,
+                    made_by=made_by, files=files, bytes=size,
+                    created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                ), True  # fmt: skip
+                entry.versions.append(version)
+            entry.aliases[LATEST] = version.version
+            done.append(Registered(out.name, version, new))
+        if done:
+            write_atomic(registry_path(root), reg.model_dump_json(indent=2) + "\n")
+    return done
+
+
+def lookup(reg: RegistryFile, ref: Ref, root: Path) -> Version:
+    """The version `ref` names; E-ARTIFACT-UNKNOWN (did-you-mean) when there is none."""
+    entry = reg.artifacts.get(ref.name)
+    where = str(registry_path(root))
+    if entry is None:
+        names = sorted(reg.artifacts)
+        hint = phrase(close_matches(ref.name, names))
+        known = ", ".join(names) or "none yet"
+        raise StepsError(
+            "E-ARTIFACT-UNKNOWN",
+            f"no artifact named '{ref.name}' in the registry",
+            path=where,
+            fix=(f"{hint} " if hint else "") + f"registered: {known} (`python -m steps lineage "
+            "NAME` shows one; a run registers its outputs when it completes)",
+            exit_code=2,
+        )
+    number = ref.version if ref.version is not None else entry.aliases.get(ref.tag)
+    found = next((v for v in entry.versions if v.version == number), None)
+    if found is None:
+        tags = [*entry.aliases, *(v.label for v in entry.versions)]
+        hint = phrase(close_matches(ref.tag, tags))
+        raise StepsError(
+            "E-ARTIFACT-UNKNOWN",
+            f"artifact '{ref.name}' has no version or alias '{ref.tag}'",
+            path=where,
+            fix=(f"{hint} " if hint else "") + f"use one of: {', '.join(tags)}",
+            exit_code=2,
+        )
+    return found
+
+
+def version_holding(reg: RegistryFile, path: str) -> tuple[str, Version] | None:
+    """The newest registered version at `path` or holding it (a shard of a prepared folder)."""
+    best = None
+    for name, entry in reg.artifacts.items():
+        for v in entry.versions:
+            if path == v.path or path.startswith(v.path.rstrip("/") + "/"):
+                best = (name, v) if best is None or v.created_utc >= best[1].created_utc else best
+    return best

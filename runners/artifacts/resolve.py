@@ -1,0 +1,81 @@
+"""`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names.
+
+A value is a reference when it names a tag (`:latest`, `:v3`), names a registered artifact, or
+reads like one of Nemotron's names (`...Artifact...`); a path that exists is always a path. The
+local registry answers first, then W&B when it is configured and online. The artifact's type must
+be the port's, a subtype of it or a supertype (then its content is checked as a path's is);
+an unrelated type is E-ARTIFACT-TYPE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalog.errors import StepsError
+from runners.artifacts.names import Ref, Resolved, parse_ref
+from runners.artifacts.registry import load, lookup
+
+if TYPE_CHECKING:
+    from runners.artifacts.wandb_log import WandbSettings
+
+
+def _is_ref(value: str, ref: Ref | None, known: set[str], cwd: Path) -> bool:
+    if ref is None or (cwd / value).exists():
+        return False
+    return ref.tagged or ref.name in known or "Artifact" in ref.name
+
+
+def resolve_inputs(
+    inputs: dict[str, str],
+    port_types: dict[str, str],
+    root: Path,
+    cwd: Path,
+    graph: Any = None,
+    wandb: Callable[[], WandbSettings | None] = lambda: None,
+) -> tuple[dict[str, str], list[Resolved]]:
+    """`inputs` with every reference replaced by its path, and what each one resolved to
+    (`wandb` gives the W&B settings, asked only when the registry does not know a name)."""
+    out, found = dict(inputs), []
+    reg = None
+    for port, value in inputs.items():
+        ref = parse_ref(value)
+        if ref is None or port not in port_types:  # an unknown port: bind names it
+            continue
+        reg = reg if reg is not None else load(root)
+        if not _is_ref(value, ref, set(reg.artifacts), cwd):
+            continue
+        try:
+            v = lookup(reg, ref, root)
+            hit = Resolved(port, ref, v.path, v.type, "registry", v.label)
+        except StepsError:
+            settings = wandb()
+            if settings is None or settings.offline:
+                raise
+            from runners.artifacts.wandb_log import fetch
+
+            hit = fetch(settings, ref, root / "wandb-artifacts")
+            hit.port = port
+        check_type(hit, port_types[port], graph)
+        out[port] = hit.path
+        found.append(hit)
+    return out, found
+
+
+def check_type(hit: Resolved, port_type: str, graph: Any) -> None:
+    """Refuse an artifact whose type is unrelated to the port's."""
+    if hit.type == port_type:
+        return
+    known = graph is not None and hit.type in graph and port_type in graph
+    if known and (graph.is_a(hit.type, port_type) or graph.is_a(port_type, hit.type)):
+        return
+    raise StepsError(
+        "E-ARTIFACT-TYPE",
+        f"--input {hit.port}={hit.ref}: {hit.ref.name}:{hit.version} is a {hit.type}, "
+        f"the port takes a {port_type}",
+        path=hit.path,
+        fix=f"give port {hit.port} an artifact of type {port_type} (or a subtype; "
+        "`python -m steps show STEP` lists the ports)",
+        exit_code=2,
+    )

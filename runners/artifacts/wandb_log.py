@@ -1,0 +1,180 @@
+"""A run's inputs and outputs as W&B artifacts (W&B imported only here, only when configured).
+
+W&B is on for a run when env.toml has a `[wandb]` table (project, entity) or the run's config
+turns NeMo-RL's logger on (`logger.wandb_enabled` with `logger.wandb.project`/`entity`). Inputs
+are declared with `use_artifact` and outputs logged with `log_artifact` under their registry name
+and version alias; a checkpoint, or a folder over LARGE_DIR, is logged as a `file://` reference,
+not copied. W&B refuses `use_artifact` offline (WANDB_MODE=offline): the inputs then go into the
+run's config (`steps_inputs`) and the report says which folder `wandb sync` would upload.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalog.errors import StepsError
+from runners.artifacts.names import Resolved
+
+if TYPE_CHECKING:
+    from runners.artifacts.names import Ref
+
+LARGE_DIR = 64 << 20  # folders above this are logged as file:// references
+OFFLINE_MODES = ("offline", "dryrun")
+
+
+@dataclass
+class WandbSettings:
+    project: str
+    entity: str | None
+    source: str  # where the settings came from, for the report
+
+    @property
+    def offline(self) -> bool:
+        return os.environ.get("WANDB_MODE", "").lower() in OFFLINE_MODES
+
+
+def settings_for(config: dict, env_table: Any, env_file: str | None) -> WandbSettings | None:
+    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's."""
+    logger = config.get("logger") if isinstance(config, dict) else None
+    if isinstance(logger, dict) and logger.get("wandb_enabled") is True:
+        wb = logger.get("wandb") if isinstance(logger.get("wandb"), dict) else {}
+        if wb.get("project"):
+            return WandbSettings(str(wb["project"]), _str(wb.get("entity")), "logger.wandb")
+    if isinstance(env_table, dict) and env_table.get("project"):
+        where = f"[wandb] in {env_file}" if env_file else "[wandb]"
+        return WandbSettings(str(env_table["project"]), _str(env_table.get("entity")), where)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def import_wandb() -> Any:
+    try:
+        import wandb
+    except ImportError:
+        raise StepsError(
+            "E-WANDB-MISSING",
+            "W&B is configured but the wandb package is not installed",
+            fix="pip install 'nemo-rl-steps[wandb]', or turn W&B off "
+            "(the [wandb] table, logger.wandb_enabled)",
+            exit_code=2,
+        ) from None
+    return wandb
+
+
+def dir_bytes(path: Path) -> int:
+    return (
+        sum((Path(d, f).stat().st_size for d, _, fs in os.walk(path) for f in fs), start=0)
+        if path.is_dir()
+        else (path.stat().st_size if path.exists() else 0)
+    )
+
+
+def wandb_artifact(wandb: Any, name: str, model: bool, path: str, hub: bool, meta: dict) -> Any:
+    """An Artifact holding `path`: a copy when small, a reference when a model or large."""
+    art = wandb.Artifact(name, type="model" if model else "dataset", metadata=meta)
+    p = Path(path)
+    if hub:
+        art.add_reference(f"https://huggingface.co/{path}", checksum=False)
+    elif p.is_dir() and (model or dir_bytes(p) > LARGE_DIR):
+        art.add_reference(p.resolve().as_uri(), checksum=False)
+    elif p.is_dir():
+        art.add_dir(str(p))
+    elif p.is_file():
+        art.add_file(str(p))
+    else:
+        art.add_reference(p.resolve().as_uri(), checksum=False)
+    return art
+
+
+@dataclass
+class Logged:
+    """One artifact in the report: its name, the alias it went under, its steps digest."""
+
+    port: str
+    artifact: str
+    type: str
+    digest: str | None
+    path: str
+    by_reference: bool = False
+
+
+def log_run(
+    settings: WandbSettings,
+    *,
+    step: str,
+    run_dir: Path,
+    config: dict,
+    used: list[Logged],
+    produced: list[Logged],
+    is_model: Any,
+) -> dict:
+    """One W&B run for this steps run; returns what was logged (and, offline, what to sync)."""
+    wandb = import_wandb()
+    run = wandb.init(
+        project=settings.project,
+        entity=settings.entity,
+        dir=str(run_dir),
+        job_type=step,
+        name=f"{step}/{run_dir.name}",
+        reinit="create_new",
+        config={**config, "steps_inputs": [vars(u) for u in used]},
+        settings=wandb.Settings(console="off", silent=True),
+    )
+    try:
+        for u in used:
+            if not run.settings._offline:
+                name = u.artifact.partition(":")[0]
+                meta = {"steps_type": u.type, "steps_digest": u.digest, "steps_path": u.path}
+                hub = not Path(u.path).is_absolute()  # a hub id: named, never hashed
+                run.use_artifact(wandb_artifact(wandb, name, is_model(u.type), u.path, hub, meta))
+        for o in produced:
+            name, _, alias = o.artifact.partition(":")
+            meta = {"steps_type": o.type, "steps_digest": o.digest, "steps_path": o.path,
+                    "port": o.port, "step": step}  # fmt: skip
+            art = wandb_artifact(wandb, name, is_model(o.type), o.path, False, meta)
+            o.by_reference = any(e.ref for e in art.manifest.entries.values())
+            run.log_artifact(art, aliases=["latest", alias] if alias else ["latest"])
+        offline = bool(run.settings._offline)
+        local_dir = str(Path(run.dir).parent) if offline else None
+    finally:
+        run.finish()
+    report: dict[str, Any] = {
+        "project": settings.project,
+        "entity": settings.entity,
+        "settings_from": settings.source,
+        "mode": "offline" if offline else "online",
+        "used": [vars(u) for u in used],
+        "logged": [vars(o) for o in produced],
+    }
+    if offline:
+        report["sync"] = f"wandb sync {local_dir}"
+        report["note"] = "offline: nothing was uploaded; inputs are in the run's config"
+    return report
+
+
+def fetch(settings: WandbSettings, ref: Ref, download_root: Path) -> Resolved:
+    """A reference not in the local registry, from W&B: its recorded path when that is here,
+    else a download."""
+    wandb = import_wandb()
+    project = f"{settings.entity}/{settings.project}" if settings.entity else settings.project
+    try:
+        art = wandb.Api().artifact(f"{project}/{ref}")
+    except Exception as exc:  # W&B raises its own errors for a missing name or no network
+        raise StepsError(
+            "E-ARTIFACT-UNKNOWN",
+            f"no artifact '{ref}' in the local registry or in W&B project {project}: {exc}",
+            fix="check the name (`python -m steps lineage NAME`), or run the step that makes it",
+            exit_code=2,
+        ) from None
+    meta = art.metadata or {}
+    path = meta.get("steps_path")
+    if not (path and Path(path).exists()):
+        path = art.download(root=str(download_root / ref.name / art.version))
+    return Resolved("", ref, str(path), str(meta.get("steps_type") or art.type), "wandb",
+                    art.version)  # fmt: skip
