@@ -2,7 +2,9 @@
 
 The run reads its config and blend with the same models (`runners.rl_prep.options`, `.blend`)
 and resolves the same input files, so `run data_prep/rl_prep --dry-run` fails exactly where
-the run would, at the config or blend line. Rows are not read here: that is the run's work.
+the run would, at the config or blend line. The first rows of each dataset are judged as the
+run judges them (`runners.rl_prep.first_rows`): a blend `map` path the source lacks, pyarrow
+missing or a placeholder source with no local copy is found here, before any row is written.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ def _located(ctx: PreflightContext, f: Finding) -> Finding:
 
 @rule("rl_prep_config", runners=("rl_prep",))
 def rl_prep_config(ctx: PreflightContext) -> Iterator[Finding]:
-    """rl_prep's options, its blend, the blend's input files and the output folder are ones
-    the run accepts (E-CONFIG-VALUE, E-BLEND, E-OUTPUT-DIR)."""
+    """rl_prep's options, its blend, the blend's input files, their first rows and the output
+    folder are ones the run accepts (E-CONFIG-VALUE, E-BLEND, E-BLEND-MAP, E-OUTPUT-DIR, ...)."""
     from runners.rl_prep.blend import load_blend
+    from runners.rl_prep.first_rows import first_rows_findings
     from runners.rl_prep.options import UNSET, config_problems, read_options
     from runners.rl_prep.output import check_ours
     from runners.rl_prep.prepare import plan_datasets
@@ -46,7 +49,9 @@ def rl_prep_config(ctx: PreflightContext) -> Iterator[Finding]:
         if model is None or ctx.config.get("output_dir") in (None, UNSET):
             return
         opts = read_options(ctx.config, blend, config_dir, force=False)
-        plan_datasets(blend, opts)
+        planned = plan_datasets(blend, opts)
         check_ours(opts.output_dir.resolve())
     except StepsError as exc:
         yield _located(ctx, exc.finding)
+        return
+    yield from first_rows_findings(planned, opts)

@@ -15,6 +15,10 @@ error can name its line), checked by the strict pydantic model `BlendFile`:
         sample: 100                     # optional: read only the first N rows
         transform: nemo_gym             # nemo_gym | preference | nemotron_rl | passthrough
         agent_ref: math_simple_agent    # default agent for NeMo-Gym rows (a name or {type, name})
+        map:                            # row field <- dotted source path (see mapping.py)
+          expected_answer: reward_model.ground_truth
+        hf_placeholders:                # `_hf_placeholder` rows' sources (see placeholders.py)
+          some_source: {path: hf://org/name, question: prompt.0.content}
 """
 
 from __future__ import annotations
@@ -22,15 +26,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.yamlfile import Lines, line_of, load_yaml
+from runners.rl_prep.mapping import parse_path
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
-from runners.rl_prep.spec import DatasetSpec
+from runners.rl_prep.spec import DatasetSpec, PlaceholderSource
 from runners.rl_prep.transforms import TRANSFORMS
 
 BLEND_FIX = "see steps/data_prep/rl_prep/README.md for the blend format"
@@ -46,6 +51,30 @@ class AgentRef(_Strict):
     name: str = Field(min_length=1)
 
 
+PathText = Annotated[str, Field(min_length=1)]
+
+
+def _dotted(value: str, targets_only: bool = False) -> str:
+    parse_path(value, targets_only)  # ValueError says what is wrong
+    return value
+
+
+class PlaceholderEntry(_Strict):
+    """Where one source that `_hf_placeholder` rows point into lives, as a local copy."""
+
+    path: PathText | list[PathText]
+    split: str = "train"
+    subset: str | None = None
+    question: PathText = "prompt.0.content"
+    answer: PathText = "reward_model.ground_truth"
+    template: Literal["dapo", "skywork", "none"] = "none"
+
+    @field_validator("question", "answer")
+    @classmethod
+    def _paths(cls, value: str) -> str:
+        return _dotted(value)
+
+
 class DatasetEntry(_Strict):
     """One `datasets:` item as written in the file."""
 
@@ -58,6 +87,16 @@ class DatasetEntry(_Strict):
     transform: str | None = None
     agent_ref: Annotated[str, Field(min_length=1)] | AgentRef | None = None
     description: str | None = None
+    map: dict[str, PathText] | None = None
+    hf_placeholders: dict[str, PlaceholderEntry] | None = None
+
+    @field_validator("map")
+    @classmethod
+    def _map_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for target, source in (value or {}).items():
+            _dotted(target, targets_only=True)
+            _dotted(source)
+        return value
 
     @field_validator("path")
     @classmethod
@@ -119,6 +158,13 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
         where = f"datasets[{loc[1]}]" + (f" ({name})" if named else "")
     leaf = str(keys[-1]) if keys and not isinstance(keys[-1], int) else ""
     line = line_of(lines, *keys)
+    if leaf == "hf_placeholders" and len(loc) > 4:  # inside one source's entry
+        inner = ".".join(str(p) for p in loc[2:5])
+        at = line_of(lines, *loc[:4]) or line
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(_allowed(PlaceholderEntry))
+            return _fail(path, f"{where}.{inner}: unknown key", at, f"allowed keys: {allowed}")
+        return _fail(path, f"{where}.{inner}: {describe(err)}", at)
     if err["type"] == "extra_forbidden":
         allowed = _allowed(DatasetEntry if len(keys) > 1 else BlendFile)
         near = close_matches(leaf, allowed, n=1)
@@ -175,6 +221,19 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
         sample=entry.sample,
         transform=entry.transform,
         agent_ref=agent,
+        field_map=tuple((entry.map or {}).items()),
+        placeholders=tuple(
+            PlaceholderSource(
+                name,
+                (p.path,) if isinstance(p.path, str) else tuple(p.path),
+                p.split,
+                p.subset,
+                p.question,
+                p.answer,
+                p.template,
+            )
+            for name, p in (entry.hf_placeholders or {}).items()
+        ),
     )
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class PlannedDataset:
     transform: str
     files: list[SourceFile]
     sample: int | None
+    refs: list[SourceFile] = field(default_factory=list)  # placeholder sources' files
 
 
 class _Progress:

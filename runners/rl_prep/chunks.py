@@ -18,6 +18,9 @@ from typing import Any
 
 from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
 from catalog.errors import StepsError
+from runners.rl_prep.mapping import apply_map
+from runners.rl_prep.placeholders import KEY as PLACEHOLDER
+from runners.rl_prep.placeholders import resolve
 from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
 from runners.rl_prep.sources import Chunk, canonical_bytes
 from runners.rl_prep.spec import DatasetSpec
@@ -119,8 +122,10 @@ class _Rows:
     def __init__(self, job: DatasetJob) -> None:
         self.job = job
         self.check, accept = _check_for(job.output_type)
-        # A line the pre-filter accepts is a valid row this transform returns unchanged.
-        self.accept = accept if job.transform in KEEPS_VALID_ROWS else None
+        # A line the pre-filter accepts is a valid row this transform returns unchanged
+        # (unless the blend maps fields or resolves placeholders first).
+        keeps = job.transform in KEEPS_VALID_ROWS and not job.spec.reshapes
+        self.accept = accept if keeps else None
         self.transform = TRANSFORMS[job.transform]
         self.decide = job.splitter.decide
         self.out = {s: _SplitOut() for s in SPLITS}
@@ -154,15 +159,21 @@ class _Rows:
                 line,
                 "write one JSON object per line",
             )
+        spec = self.job.spec
         try:
-            out, changed = self.transform(row, self.job.spec)
+            reshaped = PLACEHOLDER in row or bool(spec.field_map)
+            if PLACEHOLDER in row:
+                row = resolve(row, spec.placeholders)
+            if spec.field_map:
+                row = apply_map(row, spec.field_map)
+            out, changed = self.transform(row, spec)
         except RowRejected as rej:
             return self.bad(rej.code, f"{rej.field}: {rej.message}", path, line, rej.fix)
         problem = self.check(out)
         if problem is not None:
             where = f"{problem.field}: " if problem.field else ""
             return self.bad(problem.code, where + problem.message, path, line, problem.fix)
-        data = kept if kept is not None and not changed else _dumps(out)
+        data = kept if kept is not None and not (changed or reshaped) else _dumps(out)
         if type(data) is bytes and len(data) - 1 > self.job.max_line:
             return self.bad(
                 "E-JSONL", f"{too_long(self.job.max_line)} once written", path, line, LONG_FIX

@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from catalog.errors import StepsError
@@ -34,6 +35,7 @@ from runners.rl_prep.output import (
     work_dir,
 )
 from runners.rl_prep.sources import resolve_files
+from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL
 from runners.rl_prep.transforms import COMPATIBLE, DEFAULT_TRANSFORM
 
@@ -54,8 +56,27 @@ def plan_datasets(blend: Blend, opts: Options) -> list[PlannedDataset]:
             )
         limits = [n for n in (spec.sample, opts.sample) if n is not None]
         sample = min(limits) if limits else None
-        planned.append(PlannedDataset(spec, transform, resolve_files(blend, spec), sample))
+        files = resolve_files(blend, spec)
+        spec, refs = _with_placeholder_files(blend, spec)
+        planned.append(PlannedDataset(spec, transform, files, sample, refs))
     return planned
+
+
+def _with_placeholder_files(blend: Blend, spec: DatasetSpec) -> tuple[DatasetSpec, list]:
+    """The spec with each placeholder source's local files found (offline; E-HF-OFFLINE or
+    E-BLEND when a copy is missing), and those files for the run key."""
+    if not spec.placeholders:
+        return spec, []
+    sources, refs = [], []
+    for src in spec.placeholders:
+        where = DatasetSpec(
+            f"{spec.name}.hf_placeholders.{src.name}", src.paths, spec.line, split=src.split,
+            subset=src.subset,
+        )  # fmt: skip
+        found = resolve_files(blend, where)
+        refs.extend(found)
+        sources.append(replace(src, files=tuple(str(f.path) for f in found)))
+    return replace(spec, placeholders=tuple(sources)), refs
 
 
 def load_and_plan(
@@ -74,6 +95,9 @@ def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset], memo: Di
         "options": opts.key_fields(),
         "inputs": {p.spec.name: [f.identity(memo) for f in p.files] for p in planned},
     }
+    refs = {p.spec.name: [f.identity(memo) for f in p.refs] for p in planned if p.refs}
+    if refs:  # absent otherwise, so outputs without placeholders keep their keys
+        material["placeholder_sources"] = refs
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
