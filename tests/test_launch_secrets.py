@@ -1,7 +1,8 @@
 """How secrets travel to a Slurm job: a 0600 file the driver reads and removes, never the job's env.
 
-Real bash runs the submit side's scrub and the driver side's read; a real one-node Slurm runs the
-jobs (the stand-in ray.sub dumps its whole environment into ray-head.log, as NeMo-RL v0.6.0 does).
+Real bash runs the submit side's sbatch line and the driver side's read; a real one-node Slurm
+runs the jobs (the stand-in ray.sub dumps its whole environment into ray-head.log, as NeMo-RL
+v0.6.0 does).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from run_fixtures import clean_env, steps_cli
 from test_launch_slurm import write_env_toml
 
 from runners.launch import job_secrets
-from runners.secrets import holds_secret, is_secret_env, secret_values
+from runners.launch.shell import Shell
+from runners.secrets import SWITCH_VALUES, holds_secret, is_secret_env, secret_values
 
 # name -> (value, holds a secret?)
 NAMES = {
@@ -45,14 +47,21 @@ def test_secret_names_are_decided_by_word_and_a_switch_value_holds_no_secret():
     assert "1" not in secret_values({"HF_HUB_DISABLE_TOKEN": "1"})
 
 
-def test_the_submit_scripts_bash_scrub_unsets_exactly_what_holds_secret_names():
-    """The bash mirror of runners.secrets.holds_secret, run by real bash on the same names."""
-    probe = "".join(f'[ -n "${{{n}+x}}" ] && echo {n}\n' for n in NAMES)
-    env = {n: v for n, (v, _) in NAMES.items()}
-    out = subprocess.run(["bash", "-c", job_secrets.SCRUB + probe], env=env, capture_output=True,
-                         text=True, check=False)  # fmt: skip
-    kept = set(out.stdout.split())
-    assert kept == {n for n, (v, _) in NAMES.items() if not holds_secret(n, v)}, out.stderr
+def test_sbatch_runs_without_exactly_the_secret_holding_variables_here_and_over_ssh():
+    """Decided in Python once (holds_secret), here from the values and over ssh from the names
+    remote_probe reports of the login environment; the script only names them (env -u), so a
+    name bash cannot unset (`my.token`) is dropped too."""
+    env = {**{n: v for n, (v, _) in NAMES.items()}, "my.token": "abcd1234", "PLAIN_KEY": "kept"}
+    kept = {n for n, v in env.items() if not holds_secret(n, v)} | {"PLAIN_KEY"}
+    report = Shell(env=env).ask({"op": "environment", "switches": sorted(SWITCH_VALUES)}, "env")
+    here = job_secrets.names_to_unset(env, None, keep={"PLAIN_KEY"})
+    there = job_secrets.names_to_unset(None, report["env"], keep={"PLAIN_KEY"})
+    assert here == there and "my.token" in here and "PLAIN_KEY" not in here
+    script = job_secrets.without(here, ["env"])
+    assert "compgen" not in script and not any(v in script for v in env.values() if len(v) > 3)
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    seen = {line.split("=", 1)[0] for line in out.stdout.splitlines()}
+    assert seen & set(env) == kept, out.stderr
 
 
 def test_the_driver_reads_the_0600_file_under_xtrace_without_printing_it_then_removes_it(tmp_path):

@@ -12,7 +12,6 @@ successor when the chain is done or must stop. No process of ours waits anywhere
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import time
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from runners.chain.record import (
 )
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
+from runners.launch.remote_probe import show_job
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 
@@ -81,12 +81,11 @@ def _slurm_end(seg: Segment, job_dir: Path) -> tuple[str, int | None]:
 
 
 def _controller_view(job_id: str) -> tuple[str | None, int]:
-    """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller)."""
-    script = f"scontrol show job {shlex.quote(job_id)} -o 2>/dev/null\n"
-    out = Shell().run(script, "asking Slurm for a job's state").stdout
-    state = re.search(r"\bJobState=(\w+)", out)
-    restarts = re.search(r"\bRestarts=(\d+)", out)
-    return (state.group(1) if state else None), (int(restarts.group(1)) if restarts else 0)
+    """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller,
+    or when it does not answer within the Slurm-call bound)."""
+    record = show_job(job_id)[0] or {}
+    restarts = record.get("Restarts", "")
+    return record.get("JobState") or None, int(restarts) if restarts.isdigit() else 0
 
 
 def _restarts(job_id: str) -> int:

@@ -4,12 +4,14 @@ NeMo-RL v0.6.0's ray.sub runs a bare `env` in its head and worker steps, and v0.
 so with `RAY_SUB_DEBUG_ENV=1` behind a filter that still prints AWS_SECRET_ACCESS_KEY; both land
 in `<jobid>-logs/ray-head.log` on shared storage. So no secret is in the job's environment at
 all: the submit script (read by `bash -s`, over ssh's channel when remote) writes them into a
-0600 file in the run dir with the `printf` builtin (no command line, no heredoc temp file),
-unsets every variable holding a secret (the word test of `runners.secrets`, mirrored in bash
-here), and only then runs sbatch. The driver's command sources the file with xtrace off and
-removes it before exec'ing the program; the plain srun job's batch script does the same after
-its setup_command, in a subshell that execs srun (setup never holds a value). Slurm's stored
-submit environment and ray.sub's dumps never see a value.
+0600 file in the run dir with the `printf` builtin (no command line, no heredoc temp file), and
+runs sbatch without any variable holding a secret: `names_to_unset` decides them here with
+`runners.secrets.holds_secret` (over ssh from the names and switch flags the probe reported of
+the login environment; no value comes back) and the script removes them by name (`env -u`: bash
+cannot `unset` a name like `my.token`, and a child still inherits it). The driver's command
+sources the file with xtrace off and removes it before exec'ing the program; the plain srun
+job's batch script does the same after its setup_command, in a subshell that execs srun (setup
+never holds a value). Slurm's stored submit environment and ray.sub's dumps never see a value.
 """
 
 from __future__ import annotations
@@ -17,32 +19,28 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from runners.secrets import SECRET_WORDS, SWITCH_VALUES
+from runners.secrets import holds_secret, is_secret_env
 
 SECRETS_FILE = ".steps-secrets.env"
 
-# runners.secrets.holds_secret in bash: the same words (camelCase split as `_words` does) and
-# the same switch values; tests/test_job_secrets.py holds the two to the same answers.
-_WORDS = "|".join(sorted(SECRET_WORDS))
-_SWITCHES = "|".join(f'"{v}"' for v in sorted(SWITCH_VALUES))
-SCRUB = rf"""_steps_holds_secret() {{
-  local s=$1 w v
-  while [[ $s =~ ^(.*[a-z0-9])([A-Z].*)$ ]]; do s="${{BASH_REMATCH[1]}}_${{BASH_REMATCH[2]}}"; done
-  s=${{s,,}}
-  for w in ${{s//[^a-z0-9]/ }}; do
-    case $w in {_WORDS})
-      v=${{!1}}; v=${{v,,}}; v=${{v#"${{v%%[![:space:]]*}}"}}; v=${{v%"${{v##*[![:space:]]}}"}}
-      case $v in {_SWITCHES}) return 1 ;; esac
-      return 0 ;;
-    esac
-  done
-  return 1
-}}
-for _n in $(compgen -e); do
-  if _steps_holds_secret "$_n"; then unset "$_n" 2>/dev/null || true; fi
-done
-unset _n
-"""
+
+def names_to_unset(
+    env: Mapping[str, str] | None, report: Mapping[str, bool] | None, keep: set[str]
+) -> list[str]:
+    """The variables holding a secret in the submitting environment, but those in `keep` (the
+    job's own plain env): `env` when it runs here, else the probe's `report` of the login
+    environment (name -> its value is a switch)."""
+    if report is not None:
+        held = {n for n, switch in report.items() if is_secret_env(n) and not switch}
+    else:
+        held = {n for n, v in (env or {}).items() if holds_secret(n, v)}
+    return sorted(held - keep)
+
+
+def without(names: list[str], argv: list[str]) -> str:
+    """`argv` as a command line run without the variables `names` (their names only)."""
+    unset = [arg for name in names for arg in ("-u", name)]
+    return shlex.join(["env", *unset, *argv] if names else argv)
 
 
 def secrets_path(job_dir: str) -> str:

@@ -1,10 +1,11 @@
 """Watching a launched run from the outside: its progress and, when it ended badly, why.
 
-Everything a cluster job leaves is read where it lies, in one `bash -s` per question (here on a
-login node, or over ssh): the scheduler's facts for every job of a run in one `sacct` call (else
-`scontrol show job`), the driver log's tail and mtime, the latest complete `step_N`, the newest
-TensorBoard file's tail; for `diagnose`, grep of every log with the failure kinds' keywords, so
-only matching lines travel. The reading itself is runners/monitor's (no host there).
+Everything a cluster job leaves is read where it lies, in one `python3 -` per question (here on a
+login node, or over ssh: remote_probe's `run`): the scheduler's facts for every job of a run
+(`scontrol show job` for those that may be live, one `sacct` for all), the driver log's tail and
+mtime, the latest complete `step_N`, the newest TensorBoard file's tail; for `diagnose`, grep of
+every log with the failure kinds' keywords, so only matching lines travel. The reading itself is
+runners/monitor's (no host there).
 
 For a chain: `diagnose_run(run_dir, data, segment_job)` -> `Diagnosis` (kind, retryable, step,
 evidence) decides a retry; `run_progress(run_dir, data, run_jobs(data, job))` -> `Progress`,
@@ -16,7 +17,6 @@ from __future__ import annotations
 import base64
 import json
 import posixpath
-import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -52,23 +52,6 @@ class JobFacts:
     source: str
 
 
-# F|source|id|state|exitcode|elapsed|nodes lines: `scontrol show job` for the jobs that may still
-# be live (slurmctld is current; sacct lags a started job by the slurmdbd round trip), then one
-# `sacct` for all of them (it keeps jobs after MinJobAge; a requeued job has a record per run).
-_FACTS = r"""
-live() {
-  local line st ec rt nn
-  line=$(scontrol show job "$1" -o 2>/dev/null | head -n 1) || line=""
-  [ -n "$line" ] || return 0
-  st=$(printf '%s' "$line" | grep -o 'JobState=[A-Z_]*' | head -n 1)
-  ec=$(printf '%s' "$line" | grep -o ' ExitCode=[0-9:]*' | head -n 1)
-  rt=$(printf '%s' "$line" | grep -o ' RunTime=[0-9:-]*' | head -n 1)
-  nn=$(printf '%s' "$line" | grep -o ' NumNodes=[0-9]*' | head -n 1)
-  echo "F|scontrol|$1|${st#JobState=}|${ec# ExitCode=}|${rt# RunTime=}|${nn# NumNodes=}"
-}
-"""
-
-
 def _seconds(text: str) -> float | None:
     """sacct ElapsedRaw (seconds) or scontrol RunTime ([D-]HH:MM:SS)."""
     if text.isdigit():
@@ -89,34 +72,29 @@ def _shell(job: dict) -> Shell:
     return Shell(job.get("host"), list(job.get("ssh_options", [])))
 
 
-def _facts_script(jobs: list[dict]) -> str:
-    """scontrol for each job that may be live, then one sacct for all (F| lines)."""
+def _facts_request(jobs: list[dict]) -> dict | None:
+    """scontrol for each job that may be live (slurmctld is current; sacct lags a started job
+    by the slurmdbd round trip), then one sacct for all (it keeps jobs after MinJobAge)."""
     slurm_jobs = [j for j in jobs if j.get("executor") == "slurm"]
     if not slurm_jobs:
-        return ""
-    ids = ",".join(str(j["job_id"]) for j in slurm_jobs)
-    script = _FACTS + "".join(
-        f"live {shlex.quote(str(j['job_id']))}\n"
-        for j in slurm_jobs
-        if j.get("state") not in TERMINAL
-    )
-    return script + (
-        f"sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw,NNodes -j {shlex.quote(ids)} "
-        "2>/dev/null | sed 's/^/F|sacct|/'\n"
-    )
+        return None
+    return {
+        "live": [str(j["job_id"]) for j in slurm_jobs if j.get("state") not in TERMINAL],
+        "all": [str(j["job_id"]) for j in slurm_jobs],
+    }
 
 
-def _parse_facts(jobs: list[dict], lines: list[str]) -> dict[str, JobFacts]:
+def _parse_facts(jobs: list[dict], rows: list[dict]) -> dict[str, JobFacts]:
+    """One JobFacts a job: scontrol's live answer wins; a later sacct record (a requeue has one
+    per run) replaces an earlier one."""
     ended = {str(j["job_id"]) for j in jobs if j.get("state") in TERMINAL}
     out: dict[str, JobFacts] = {}
-    for line in lines:
-        parts = line.split("|")
-        if len(parts) < 7 or parts[0] != "F":
-            continue
-        source, jid, state, code, elapsed, nodes = parts[1:7]
-        jid, state = jid.split(".")[0], (state.split() or [""])[0]
+    for row in rows:
+        source, jid = str(row.get("source")), str(row.get("id") or "").split(".")[0]
+        state, code = (str(row.get("state") or "").split() or [""])[0], str(row.get("code") or "")
+        elapsed, nodes = str(row.get("elapsed") or ""), str(row.get("nodes") or "")
         if not state or (jid in out and out[jid].source == "scontrol"):
-            continue  # scontrol's live answer wins; a later sacct record (a requeue) replaces
+            continue
         if jid in ended and state not in TERMINAL:
             continue  # sacct lagging behind an end slurmctld already reported
         out[jid] = JobFacts(
@@ -128,12 +106,11 @@ def _parse_facts(jobs: list[dict], lines: list[str]) -> dict[str, JobFacts]:
 
 def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
     """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
-    script = _facts_script(jobs)
-    if not script:
+    request = _facts_request(jobs)
+    if request is None:
         return {}
-    proc = _shell(jobs[-1]).run(script + "exit 0\n", what="asking Slurm for job facts")
-    lines = proc.stdout.splitlines()
-    return _parse_facts(jobs, lines)
+    got = _shell(jobs[-1]).ask({"op": "run", "facts": request}, what="asking Slurm for job facts")
+    return _parse_facts(jobs, got.get("facts") or [])
 
 
 def _config(run_dir: Path) -> dict:
@@ -159,29 +136,6 @@ def _job_path(value: object, data: dict) -> str | None:
         return value
     cwd = data.get("command_cwd") or ""
     return posixpath.join(cwd, value) if cwd else None
-
-
-def _progress_script(log: str | None, ckpt: str | None, tb_root: str | None) -> str:
-    q = shlex.quote
-    lines = ['echo "N|$(date +%s)"']
-    if log:
-        lines.append(
-            f"if [ -r {q(log)} ]; then echo \"L|$(stat -c '%s %Y' {q(log)})\"; "
-            f"printf 'T|'; tail -c {LOG_TAIL} {q(log)} | base64 -w0; echo; fi"
-        )
-    if ckpt:
-        lines.append(
-            f"best=$(ls -d {q(ckpt)}/step_* 2>/dev/null | sed 's/.*step_//' | grep -E '^[0-9]+$'"
-            f" | sort -n | tail -n 1); if [ -n \"$best\" ]; then printf 'C|'; "
-            f"base64 -w0 < {q(ckpt)}/step_$best/training_info.json 2>/dev/null; echo; fi"
-        )
-    if tb_root:
-        lines.append(
-            f"tb=$(ls -t {q(tb_root)}/exp_*/tensorboard/events.out.tfevents.* 2>/dev/null | "
-            f'head -n 1); if [ -n "$tb" ]; then printf \'B|\'; tail -c {TB_TAIL} "$tb" | '
-            "base64 -w0; echo; fi"
-        )
-    return "\n".join(lines) + "\nexit 0\n"
 
 
 def run_jobs(data: dict, job: dict) -> list[dict]:
@@ -211,15 +165,13 @@ def run_progress(
     tb = None
     if dotted_get(config, "logger.tensorboard_enabled") is True:
         tb = _job_path(dotted_get(config, "logger.log_dir"), data)
-    script = (_facts_script(jobs) if facts is None else "") + _progress_script(log, ckpt, tb)
+    request: dict = {"op": "run", "facts": _facts_request(jobs) if facts is None else None}
+    request["progress"] = {"log": log, "ckpt": ckpt, "tb": tb, "log_tail": LOG_TAIL,
+                           "tb_tail": TB_TAIL}  # fmt: skip
     # One round trip for all of it: the scheduler's facts, the log's tail, checkpoints, TB.
-    proc = _shell(job).run(script, what="reading the run's log, checkpoints and Slurm facts")
-    lines = proc.stdout.splitlines()
-    facts = _parse_facts(jobs, lines) if facts is None else facts
-    sections: dict[str, str] = {}
-    for line in lines:
-        tag, _, value = line.partition("|")
-        sections[tag] = value
+    got = _shell(job).ask(request, what="reading the run's log, checkpoints and Slurm facts")
+    facts = _parse_facts(jobs, got.get("facts") or []) if facts is None else facts
+    seen = got.get("progress") or {}
     gpus = dotted_get(config, "cluster.gpus_per_node")
     hours = 0.0
     for j in jobs:
@@ -227,23 +179,16 @@ def run_progress(
         if f is None or f.elapsed_s is None or not isinstance(gpus, int):
             continue
         hours += (f.nodes or 1) * gpus * f.elapsed_s / 3600
-    now = float(sections.get("N") or time.time())
+    now = float(seen.get("now") or time.time())
     quiet = None
     log_progress = None
-    if "L" in sections:
-        size, _, mtime = sections["L"].partition(" ")
-        quiet = now - float(mtime) if mtime.isdigit() else None
-        text = base64.b64decode(sections.get("T", "")).decode("utf-8", "replace")
-        log_progress = parse_log_tail(text, partial=int(size or 0) > LOG_TAIL)
-    checkpoint = None
-    if sections.get("C"):
-        try:
-            checkpoint = json.loads(base64.b64decode(sections["C"]))
-        except ValueError:
-            checkpoint = None
-    scalars = (
-        read_scalars(base64.b64decode(sections["B"]), from_tail=True) if "B" in sections else []
-    )
+    if "log_size" in seen:
+        quiet = now - float(seen["log_mtime"])
+        text = base64.b64decode(seen.get("log_tail", "")).decode("utf-8", "replace")
+        log_progress = parse_log_tail(text, partial=int(seen["log_size"]) > LOG_TAIL)
+    checkpoint = seen.get("checkpoint")
+    tb_tail = base64.b64decode(seen["tb_tail"]) if "tb_tail" in seen else b""
+    scalars = read_scalars(tb_tail, from_tail=True) if tb_tail else []
     if scalars:
         quiet = now - max(s.wall_time for s in scalars)
     state = facts[str(job["job_id"])].state if str(job.get("job_id")) in facts else job.get("state")

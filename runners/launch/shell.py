@@ -1,9 +1,11 @@
-"""Run shell scripts where the cluster is: here (a login node) or over the system `ssh`.
+"""Run programs where the cluster is: here (a login node) or over the system `ssh`.
 
-Every remote action is one `bash -s` whose script arrives on stdin, so values that must not be
-seen (secrets) travel inside the channel, never on a command line; over ssh the user's own ssh
-config applies (ProxyJump, ControlMaster, keys). Files reach the cluster with `rsync` over the
-same ssh, or a plain copy when the shared filesystem is mounted here.
+Every remote action is one program whose text arrives on stdin, so values that must not be seen
+(secrets) travel inside the channel, never on a command line: a question is `remote_probe` run
+by `python3 -I -` (`ask`, one JSON answer), an action (sbatch, scancel, rm) a few lines of
+`bash -s`. Over ssh the user's own ssh config applies (ProxyJump, ControlMaster, keys). Files reach
+the cluster with `rsync` over the same ssh, or a plain copy when the shared filesystem is
+mounted here.
 
 Every wait is bounded: a command runs in its own process group, killed whole when its time is up
 (a grandchild holding the pipes cannot keep us waiting), and ssh itself gives up on a connection
@@ -13,12 +15,15 @@ that stops answering (ServerAlive). The bounds are `$STEPS_<WHAT>_SECONDS` (see 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
 import select
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -106,11 +111,13 @@ class Shell:
     def where(self) -> str:
         return self.host or "this machine"
 
-    def argv(self) -> list[str]:
+    def argv(self, python: bool = False) -> list[str]:
+        """bash (or Python: `python3` there, this interpreter here) reading a program on stdin."""
         if self.host is None:
-            return ["bash", "-s"]
+            return [sys.executable, "-I", "-"] if python else ["bash", "-s"]
         # `--`: nothing after the options is read as one, whatever the host is called
-        return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, "bash -s"]
+        program = "python3 -I -" if python else "bash -s"
+        return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, program]
 
     def _env(self) -> dict[str, str]:
         return dict(os.environ if self.env is None else self.env)
@@ -118,12 +125,14 @@ class Shell:
     def seconds(self, name: str) -> float:
         return seconds(name, self._env())
 
-    def run(self, script: str, what: str, bound: str = "COMMAND") -> subprocess.CompletedProcess:
-        """Run a bash script doing `what` (named in errors); no answer within the bound, or an
-        ssh failure (exit 255), is E-REMOTE-HOST, exit 2."""
+    def run(
+        self, script: str, what: str, bound: str = "COMMAND", python: bool = False
+    ) -> subprocess.CompletedProcess:
+        """Run a bash (or Python) script doing `what` (named in errors); no answer within the
+        bound, or an ssh failure (exit 255), is E-REMOTE-HOST, exit 2."""
         timeout = self.seconds(bound)
         try:
-            proc = run_bounded(self.argv(), script, self._env(), timeout)
+            proc = run_bounded(self.argv(python), script, self._env(), timeout)
         except FileNotFoundError as exc:
             raise StepsError(
                 "E-REMOTE-HOST",
@@ -136,6 +145,29 @@ class Shell:
         if self.host is not None and proc.returncode == 255:
             raise self._unreachable(last_line(proc.stderr) or "ssh failed")
         return proc
+
+    def ask(self, request: dict, what: str) -> dict:
+        """remote_probe's answer to `request` (its `call` bound added); E-REMOTE-HOST (exit 2)
+        when there is no python3 there or no JSON came back."""
+        proc = self.run(self.program(request), what, python=True)
+        try:
+            answer = json.loads(proc.stdout)
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict):
+            return answer
+        said = last_line(proc.stderr) or f"exit status {proc.returncode}, no answer"
+        raise StepsError(
+            "E-REMOTE-HOST",
+            f"{what} on {self.where} failed: {said}",
+            fix=f"check that `python3` (3.8 or later) runs on {self.where}",
+            exit_code=2,
+        )
+
+    def program(self, request: dict) -> str:
+        """remote_probe's text with the call that answers `request`."""
+        request = {"call": self.seconds("SLURM_CALL"), **request}
+        return f"{_probe_source()}\nmain({json.dumps(json.dumps(request))})\n"
 
     def timed_out(self, what: str, timeout: float, bound: str) -> StepsError:
         """`what` did not finish in time: over ssh the host may be unreachable, here it is slow."""
@@ -167,11 +199,12 @@ class Shell:
         proc.stdin.close()
         return proc
 
-    def stream(self, script: str) -> Stream:
-        """Start a following script: its stdout read with every wait bounded, stderr kept."""
+    def stream(self, request: dict) -> Stream:
+        """Start remote_probe's follow of `request`: its stdout read with every wait bounded,
+        stderr kept."""
         err = tempfile.TemporaryFile()  # noqa: SIM115 - the Stream owns and closes it
         proc = subprocess.Popen(
-            self.argv(),
+            self.argv(python=True),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -179,7 +212,7 @@ class Shell:
             start_new_session=True,
         )
         assert proc.stdin is not None
-        proc.stdin.write(script.encode())
+        proc.stdin.write(self.program(request).encode())
         proc.stdin.close()
         return Stream(proc, err)
 
@@ -269,14 +302,6 @@ class Stream:
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
-    def exactly(self, size: int, silence: float) -> bytes | None:
-        """The next `size` bytes; None when the stream ends first."""
-        while len(self._buf) < size:
-            if not self._fill(silence):
-                return None
-        data, self._buf = self._buf[:size], self._buf[size:]
-        return data
-
     def stderr_tail(self) -> str:
         """The last line the script (or ssh) wrote on stderr."""
         self._err.seek(0)
@@ -290,6 +315,13 @@ class Stream:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._err.close()
+
+
+@functools.cache
+def _probe_source() -> str:
+    from runners.launch import remote_probe
+
+    return Path(remote_probe.__file__).read_text(encoding="utf-8")
 
 
 def last_line(text: str) -> str:

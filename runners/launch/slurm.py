@@ -7,8 +7,8 @@ run dir), CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR (the run dir: logs land
 --dependency=singleton), an explicit --time and --nodes from the config, and the profile's
 --account/--partition or else the cluster's defaults (ray.sub's header has ACCOUNT/PARTITION
 placeholders). Secrets never enter the job's environment: `job_secrets` writes them to a 0600
-file in the run dir that the driver reads and removes, and every variable holding a secret is
-unset before sbatch.
+file in the run dir that the driver reads and removes, and sbatch runs without any variable
+holding a secret (named here, in Python: the submit script holds a literal list).
 
 run.json holds the job's record (with its unique name) before sbatch runs; after any sbatch
 failure the job is looked up by that name before anything is reported. What Slurm says about a
@@ -35,6 +35,7 @@ from runners.launch.request import (
 )
 from runners.launch.shell import Shell, exports
 from runners.launch.slurm_probe import RAY_SUB, probe
+from runners.secrets import SWITCH_VALUES
 
 DRIVER_LOG = "ray-driver.log"
 
@@ -56,12 +57,25 @@ class SlurmBackend:
         self.profile = profile
         self.env = dict(os.environ if env is None else env)
         self.shell = Shell(profile.host, list(profile.ssh_options), self.env)
+        self.env_report: dict[str, bool] | None = None  # the login env over ssh, as probed
 
     def job_dir(self, step_id: str, run_name: str, run_dir: Path) -> str:
         return f"{self.profile.remote_dir.rstrip('/')}/{step_id}/{run_name}"
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
-        return probe(self.shell, self.name, self.profile, paths)
+        facts, self.env_report = probe(self.shell, self.name, self.profile, paths)
+        return facts
+
+    def _secrets_held(self, keep: set[str]) -> list[str]:
+        """The submitting environment's secret-holding variables (over ssh, as the probe saw
+        the login environment; asked now if no probe ran)."""
+        if self.shell.host and self.env_report is None:
+            got = self.shell.ask(
+                {"op": "environment", "switches": sorted(SWITCH_VALUES)}, what="env names"
+            )
+            self.env_report = got["env"]
+        report = self.env_report if self.shell.host else None
+        return job_secrets.names_to_unset(self.env, report, keep)
 
     def refusals(self, req: LaunchRequest, files: object = None) -> list[Finding]:
         """Nothing beyond preflight: the probe already asked the cluster what submit needs."""
@@ -123,12 +137,9 @@ class SlurmBackend:
         """Secrets into the run dir's 0600 file, every secret out of sbatch's environment."""
         cwd = req.cwd if req.uses_ray_sub else req.job_dir
         written = job_secrets.write_file(req.job_dir, secrets) if req.secret_names else ""
-        return (
-            "set -e\n"
-            f"{written}{job_secrets.SCRUB}{exports(self.job_env(req))}"
-            f"cd {shlex.quote(cwd)}\n"
-            f"exec {shlex.join(self.sbatch_argv(req, job_name))}\n"
-        )
+        env = self.job_env(req)
+        sbatch = job_secrets.without(self._secrets_held(set(env)), self.sbatch_argv(req, job_name))
+        return f"set -e\n{written}{exports(env)}cd {shlex.quote(cwd)}\nexec {sbatch}\n"
 
     def describe(self, req: LaunchRequest) -> dict:
         """The submission a dry run prints: sbatch argv, its cwd, COMMAND, env var NAMES."""

@@ -6,118 +6,67 @@ the cluster's default from `scontrol show partition`) with its GPU GRES and fewe
 association cache, else `sacctmgr`, when the profile names none: ray.sub's header holds
 ACCOUNT/PARTITION placeholders), how the checkout's ray.sub sizes its srun steps, and whether
 the run dir can be staged under remote_dir (the deepest existing folder is writable; over ssh,
-rsync on both ends).
+rsync on both ends). The questions are remote_probe's `probe`, asked in one `python3 -` there.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
 
 from catalog.errors import StepsError
 from runners.launch.request import RemoteFacts
 from runners.launch.shell import Shell
+from runners.secrets import SWITCH_VALUES
 
 RAY_SUB = "ray.sub"
-# Probe answers stored as they are: tag -> RemoteFacts field.
-_FACT_TAGS = {"A": "account", "T": "accounting", "R": "ray_sub_cpus"}
 
 
-def _probe_cluster(profile) -> list[str]:
-    """Probe lines: the partition and its nodes, the default account, ray.sub's CPU formula."""
-    lines = [f"P={shlex.quote(profile.partition or '')}"]
-    # Every partition (hidden ones too: -a), so a profile's partition the cluster lacks is a
-    # finding before submitting; without one, the default (ray.sub's header has none).
-    default = (
-        "" if profile.partition else
-        "P=$(printf '%s\\n' \"$parts\" | grep -m 1 ' Default=YES ' | sed -n "
-        "'s/^PartitionName=\\([^ ]*\\).*/\\1/p'); echo \"P|$P\"; "
-    )  # fmt: skip
-    lines.append(
-        "if parts=$(timeout 15 scontrol -a show partition -o 2>/dev/null); then printf '%s\\n' "
-        "\"$parts\" | sed -n 's/^PartitionName=\\([^ ]*\\).*/N|\\1/p'; " + default + "fi"
-    )
-    lines.append(
-        'if command -v sinfo >/dev/null; then echo "G|$(sinfo ${P:+-p "$P"} -h -o %G '
-        '2>/dev/null | head -n 1)"; echo "C|$(sinfo ${P:+-p "$P"} -h -o %c 2>/dev/null '
-        "| tr '\\n' ' ')\"; fi"
-    )
-    if not profile.account:  # the user's default account, when accounting answers
-        lines.append(
-            "T=$(scontrol show config 2>/dev/null | sed -n 's/^AccountingStorageType *= *//p')\n"
-            'echo "T|$T"'
+def probe(
+    shell: Shell, name: str, profile, paths: list[str]
+) -> tuple[RemoteFacts, dict[str, bool] | None]:
+    """The probe's answers as RemoteFacts; E-REMOTE-HOST (exit 2) when sbatch is missing there.
+
+    Over ssh it also reports the login environment's variable names, each with whether its
+    value is a switch (job_secrets.names_to_unset decides from them); None here."""
+    request = {
+        "op": "probe",
+        "paths": paths,
+        "partition": profile.partition or "",
+        "want_account": not profile.account,  # ray.sub's header holds an ACCOUNT placeholder
+        "ray_sub": f"{profile.nemo_rl_dir}/{RAY_SUB}" if profile.nemo_rl_dir else "",
+        "rsync": bool(shell.host),  # the run dir is staged with rsync over ssh: both ends
+        "remote_dir": profile.remote_dir,
+        "switches": sorted(SWITCH_VALUES) if shell.host else None,
+    }
+    got = shell.ask(request, what="the probe (paths, scontrol, sinfo)")
+    if not got.get("sbatch"):
+        raise StepsError(
+            "E-REMOTE-HOST",
+            f"sbatch is not available on {shell.where}",
+            fix="set `host` to a Slurm login node, or run from one",
+            exit_code=2,
         )
-        # slurmctld's association cache answers in milliseconds; sacctmgr asks slurmdbd (~0.2 s)
-        # and is asked only when the cache has no default account (or is private to admins).
-        lines.append(
-            'A=""; case $T in ""|*none) ;; *)\n'
-            'A=$(scontrol show assoc_mgr users="$(id -un)" flags=users 2>/dev/null | sed -n '
-            "'s/.* DefAccount=\\([^ ]*\\).*/\\1/p' | head -n 1)\n"
-            '[ -n "$A" ] || A=$(timeout 10 sacctmgr -nP show user "$(id -un)" '
-            "format=DefaultAccount 2>/dev/null | head -n 1) ;;\nesac\n"
-            'echo "A|$A"'
-        )
-    if profile.nemo_rl_dir:
-        q = shlex.quote(f"{profile.nemo_rl_dir}/{RAY_SUB}")
-        lines.append(
-            f"if grep -q 'CPUS_PER_WORKER=$(detect_cpus_per_node)' {q} 2>/dev/null; then "
-            f"echo 'R|node'; elif grep -q 'GPUS_PER_NODE \\* 16' {q} 2>/dev/null; then "
-            "echo 'R|16'; fi"
-        )
-    return lines
-
-
-def probe(shell: Shell, name: str, profile, paths: list[str]) -> RemoteFacts:
-    """The probe's answers as RemoteFacts; E-REMOTE-HOST (exit 2) when sbatch is missing there."""
-    lines = ["set +e"]
-    for p in paths:
-        q = shlex.quote(p)
-        lines.append(f"if [ -e {q} ]; then echo 'E|'{q}; else echo 'M|'{q}; fi")
-    lines.append('echo "H|$HOME"')
-    lines += _probe_cluster(profile)
-    lines.append("command -v sbatch >/dev/null || echo 'S|missing'")
-    if shell.host:  # the run dir is staged with rsync over ssh: both ends run rsync
-        lines.append("command -v rsync >/dev/null || echo 'Y|missing'")
-    lines.append(  # submit copies the run dir under remote_dir (mkdir -p, then rsync/cp)
-        f"d={shlex.quote(profile.remote_dir)}\n"
-        'while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done\n'
-        '[ -d "$d" ] && [ -w "$d" ] && [ -x "$d" ] || echo "W|$d"'
-    )
-    proc = shell.run("\n".join(lines) + "\n", what="the probe (test -e, scontrol, sinfo)")
     facts = RemoteFacts(name, profile, "")
+    facts.exists = dict(got.get("exists") or {})
+    facts.home = got.get("home")
     facts.partition, facts.account = profile.partition, profile.account
-    for line in proc.stdout.splitlines():
-        tag, _, value = line.partition("|")
-        if tag in ("E", "M"):
-            facts.exists[value] = tag == "E"
-        elif tag == "H":
-            facts.home = value or None
-        elif tag == "G":
-            facts.gres = value.strip() or "(null)"
-        elif tag == "W":
-            facts.stage_problem = f"{value} is not a writable folder on {shell.where}"
-        elif tag == "N":
-            facts.partitions = [*(facts.partitions or []), value.strip()]
-        elif tag == "P":  # the controller answered: its default partition, if it has one
-            facts.partition, facts.partitions_read = value.strip() or None, True
-        elif tag in _FACT_TAGS:
-            setattr(facts, _FACT_TAGS[tag], value.strip() or None)
-        elif tag == "C":
-            counts = [int(c) for c in re.findall(r"\d+", value)]
-            facts.node_cpus = min(counts) if counts else None
-        elif tag == "Y":
-            facts.stage_problem = f"rsync is not installed on {shell.where} (run dirs are staged "
-            "with rsync over ssh)"
-            facts.stage_fix = f"install rsync on {shell.where}"
-        elif tag == "S":
-            raise StepsError(
-                "E-REMOTE-HOST",
-                f"sbatch is not available on {shell.where}",
-                fix="set `host` to a Slurm login node, or run from one",
-                exit_code=2,
-            )
+    facts.partitions = got.get("partitions")
+    if "default_partition" in got:  # the controller answered: its default, if it has one
+        facts.partition, facts.partitions_read = got["default_partition"], True
+    if "gres" in got:
+        facts.gres = got["gres"] or "(null)"
+        facts.node_cpus = got.get("node_cpus")
+    if "accounting" in got:
+        facts.accounting = got["accounting"] or None
+        facts.account = got.get("account") or None
+    facts.ray_sub_cpus = got.get("ray_sub_cpus")
+    if got.get("stage_blocker"):
+        facts.stage_problem = f"{got['stage_blocker']} is not a writable folder on {shell.where}"
+    if got.get("rsync") is False:
+        facts.stage_problem = f"rsync is not installed on {shell.where} (run dirs are staged "
+        "with rsync over ssh)"
+        facts.stage_fix = f"install rsync on {shell.where}"
     if shell.host and shutil.which("rsync") is None:
         facts.stage_problem = "rsync is not installed here (run dirs go over ssh with rsync)"
         facts.stage_fix = "install rsync here (apt-get install rsync)"
-    return facts
+    return facts, got.get("env")

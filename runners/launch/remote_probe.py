@@ -1,0 +1,400 @@
+"""What the cluster side answers, asked by one program run there: `ssh HOST python3 -I -`.
+
+Standalone on purpose: Python 3.8+ and its standard library, nothing of ours, because it runs on
+a login node (or an allocation) that has none of this repo. `runners.launch.shell` sends this
+file's text with one `main(REQUEST)` line appended; the answer is one JSON document on stdout,
+or for `follow` one JSON document per line. Each Slurm command has one parser here
+(`scontrol show job -o`, `scontrol show partition -o`, `sinfo`, `sacct --parsable2`, `squeue`),
+and every call of one is bounded by the request's `call` seconds: a controller that does not
+answer makes a state UNKNOWN with why, never an endless wait.
+
+Run by hand: `python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+CALL = 15.0  # seconds one Slurm command may take; the request's `call` replaces it
+UNKNOWN = "UNKNOWN"
+_KEY = re.compile(r"(?:^|\s)([A-Za-z][\w:/.]*)=")
+
+
+class Answer:
+    """One command's outcome: its stdout when it ran cleanly, else why not, in words."""
+
+    def __init__(self, argv, timeout):
+        self.out, self.why, self.code = "", "", None
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, errors="replace", timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            self.why = f"{argv[0]} did not answer within {timeout:g} s"
+            return
+        except OSError as exc:
+            self.why = f"{argv[0]}: {exc.strerror or exc}"
+            return
+        self.code, self.out = proc.returncode, proc.stdout
+        if proc.returncode != 0:
+            lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+            self.why = lines[-1] if lines else f"{argv[0]} exited {proc.returncode}"
+
+    @property
+    def ok(self):
+        return self.code == 0
+
+
+def ask(argv):
+    """Run one Slurm command, bounded by CALL seconds."""
+    return Answer(argv, CALL)
+
+
+# -- one parser per Slurm command ----------------------------------------------------------------
+
+
+def parse_one_line_records(text):
+    """`scontrol show job|partition -o`: one record a line, `Key=value` pairs (values may hold
+    spaces and `=`: a key starts after whitespace)."""
+    records = []
+    for line in text.splitlines():
+        keys = list(_KEY.finditer(line))
+        record = {}
+        for i, m in enumerate(keys):
+            end = keys[i + 1].start() if i + 1 < len(keys) else len(line)
+            record[m.group(1)] = line[m.end() : end].strip()
+        if record:
+            records.append(record)
+    return records
+
+
+def parse_columns(text, names, sep="|"):
+    """`sacct --parsable2`, `squeue -o`, `sinfo -o` with `sep` between the fields: dicts."""
+    rows = []
+    for line in text.splitlines():
+        if line.strip():
+            rows.append(dict(zip(names, line.split(sep, len(names) - 1))))  # noqa: B905 (3.8)
+    return rows
+
+
+def show_job(job_id):
+    """(the job's record or None, why not): `scontrol show job -o`."""
+    got = ask(["scontrol", "show", "job", str(job_id), "-o"])
+    records = parse_one_line_records(got.out) if got.ok else []
+    return (records[0] if records else None), got.why or "scontrol printed nothing"
+
+
+def sacct(fields, *extra):
+    """Accounting's records (one per job, `-X`), `fields` of each: `sacct --parsable2`."""
+    got = ask(["sacct", "-n", "--parsable2", "-X", "-o", ",".join(fields), *extra])
+    return parse_columns(got.out, fields) if got.ok else []
+
+
+def squeue(fields, codes, *extra):
+    """`squeue -t all` rows (`fields` from the `codes` columns), and how the call went."""
+    got = ask(["squeue", "-h", "-t", "all", "-o", "|".join(codes), *extra])
+    return parse_columns(got.out, fields), got
+
+
+def sinfo(partition, fields, codes):
+    """`sinfo` rows of the partition (every one when None): `fields` from the `codes`."""
+    argv = ["sinfo", "-h", "-o", "|".join(codes)] + (["-p", partition] if partition else [])
+    got = ask(argv)
+    return parse_columns(got.out, fields) if got.ok else []
+
+
+# -- job states ----------------------------------------------------------------------------------
+
+
+def _exit_line(path):
+    """The last `exit_code=N` ray.sub or our srun script printed into the batch output."""
+    found = None
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                for m in re.finditer(rb"exit_code=(\d+)", line):
+                    found = int(m.group(1))
+    except OSError:
+        return None
+    return found
+
+
+def job_state(job_id, out_path, terminal):
+    """{state, code} of a job: slurmctld's live view, else accounting's (an end it recorded, or
+    a job slurmctld no longer holds), else the exit line; UNKNOWN with `why` when none says."""
+    record, why = show_job(job_id)
+    if record is not None:
+        return {"state": record.get("JobState", ""), "code": record.get("ExitCode", "")}
+    rows = sacct(["State", "ExitCode"], "-j", str(job_id))
+    if rows:
+        state = (rows[-1].get("State") or "").split(" ")[0]
+        # With slurmctld silent, accounting's live states are stale (nobody updates them).
+        if "Invalid job id" in why or state in terminal:
+            return {"state": state, "code": rows[-1].get("ExitCode", "")}
+    code = _exit_line(out_path) if out_path else None
+    if code is not None:
+        return {"state": "COMPLETED" if code == 0 else "FAILED", "code": f"{code}:0"}
+    return {"state": UNKNOWN, "why": why}
+
+
+def lookup(name):
+    """{id} of the job named `name` (squeue, then sacct's last 7 days), {} when none, or
+    {why} when Slurm could not be asked."""
+    rows, got = squeue(["id"], ["%A"], "--name=" + name)
+    if rows:
+        return {"id": rows[0]["id"].strip()}
+    if not got.ok:
+        return {"why": got.why}
+    found = sacct(["JobID"], "--name=" + name, "-S", "now-7days")
+    return {"id": found[0]["JobID"]} if found else {}
+
+
+def states(req):
+    """Every job's state in one go: one squeue for the live ones, job_state for the rest."""
+    terminal = set(req["terminal"])
+    ids = ",".join(j["id"] for j in req["jobs"] if j.get("id"))
+    live = {}
+    if ids:
+        for row in squeue(["id", "state"], ["%i", "%T"], "-j", ids)[0]:
+            if row.get("state") not in terminal:
+                live[row["id"]] = row.get("state")
+    rows = []
+    for job in req["jobs"]:
+        job_id, row = job.get("id"), {}
+        if not job_id:
+            row = lookup(job["name"])
+            job_id = row.get("id")
+        if job_id in live:
+            row = {"id": job_id, "state": live[job_id]}
+        elif job_id:
+            row = dict(job_state(job_id, job.get("out"), terminal), id=job_id)
+        rows.append(row)
+    return {"rows": rows}
+
+
+# -- following one job ---------------------------------------------------------------------------
+
+
+def _emit(event):
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def _send_log(path, offset):
+    """The log's bytes past `offset`, in frames of at most 1 MiB; the new offset."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            while True:
+                data = fh.read(1 << 20)
+                if not data:
+                    return offset
+                _emit({"log": base64.b64encode(data).decode("ascii")})
+                offset += len(data)
+    except OSError:
+        return offset
+
+
+def follow(req):
+    """A state line when it changes (else a heartbeat) each poll, the log as it grows, then the
+    end; `lost` when Slurm has not answered for `silent` seconds."""
+    terminal, offset, last, since = set(req["terminal"]), 0, None, None
+    state = {}
+    while True:
+        state = job_state(req["id"], req.get("out"), terminal)
+        _emit({"state": state} if state["state"] != last else {"alive": True})
+        last = state["state"]
+        offset = _send_log(req["log"], offset) if req.get("log") else offset
+        if last == UNKNOWN:
+            since = since or time.monotonic()
+            if time.monotonic() - since >= req["silent"]:
+                _emit({"lost": state})
+                return
+        else:
+            since = None
+        if last in terminal and req["until_done"]:
+            break
+        if not (req["until_done"] or req["follow"]):
+            break
+        time.sleep(req["poll"])
+    time.sleep(0.5)
+    if req.get("log"):
+        _send_log(req["log"], offset)
+    _emit({"end": state})
+
+
+# -- the cluster before a submit -----------------------------------------------------------------
+
+
+def _partitions(req, out):
+    """Every partition (hidden ones too), the one used and its GPU GRES and fewest node CPUs."""
+    part = req.get("partition") or None
+    got = ask(["scontrol", "-a", "show", "partition", "-o"])
+    if got.ok:
+        records = parse_one_line_records(got.out)
+        out["partitions"] = [r.get("PartitionName", "") for r in records]
+        if not part:  # the controller answered: its default, if it has one
+            default = [r["PartitionName"] for r in records if r.get("Default") == "YES"]
+            out["default_partition"] = part = default[0] if default else None
+    if shutil.which("sinfo"):
+        rows = sinfo(part, ["gres", "cpus"], ["%G", "%c"])
+        out["gres"] = rows[0]["gres"].strip() if rows else ""
+        cpus = [int(c) for r in rows for c in re.findall(r"\d+", r.get("cpus", ""))]
+        out["node_cpus"] = min(cpus) if cpus else None
+
+
+def _account(out):
+    """The accounting plugin and the user's default account: slurmctld's association cache
+    (milliseconds), else sacctmgr (a slurmdbd round trip), asked only when the cache has none."""
+    config = ask(["scontrol", "show", "config"]).out
+    m = re.search(r"^AccountingStorageType\s*=\s*(\S*)", config, re.M)
+    out["accounting"] = kind = m.group(1) if m else ""
+    if not kind or kind.endswith("none"):
+        out["account"] = ""
+        return
+    import pwd
+
+    user = pwd.getpwuid(os.getuid()).pw_name
+    cache = ask(["scontrol", "show", "assoc_mgr", "users=" + user, "flags=users"]).out
+    m = re.search(r" DefAccount=(\S+)", cache)
+    if m:
+        out["account"] = m.group(1)
+        return
+    got = ask(["sacctmgr", "-nP", "show", "user", user, "format=DefaultAccount"])
+    out["account"] = got.out.splitlines()[0].strip() if got.ok and got.out.strip() else ""
+
+
+def _ray_sub_cpus(path):
+    """How the checkout's ray.sub sizes its srun steps: per node, or 16 per GPU."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if "CPUS_PER_WORKER=$(detect_cpus_per_node)" in text:
+        return "node"
+    return "16" if "GPUS_PER_NODE * 16" in text else None
+
+
+def _stage_blocker(remote_dir):
+    """The deepest existing folder above remote_dir when it is not writable (else None)."""
+    d = remote_dir
+    while not os.path.exists(d) and d not in ("/", ""):
+        d = os.path.dirname(d)
+    ok = os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)
+    return None if ok else d
+
+
+def probe(req):
+    """What preflight and sbatch need to know, the Slurm questions asked side by side."""
+    out = {"exists": {p: os.path.exists(p) for p in req["paths"]}}
+    out["home"] = os.environ.get("HOME") or None
+    workers = [threading.Thread(target=_partitions, args=(req, out))]
+    if req.get("want_account"):
+        workers.append(threading.Thread(target=_account, args=(out,)))
+    for w in workers:
+        w.start()
+    if req.get("ray_sub"):
+        out["ray_sub_cpus"] = _ray_sub_cpus(req["ray_sub"])
+    out["sbatch"] = shutil.which("sbatch") is not None
+    if req.get("rsync"):
+        out["rsync"] = shutil.which("rsync") is not None
+    out["stage_blocker"] = _stage_blocker(req["remote_dir"])
+    if req.get("switches") is not None:
+        out["env"] = environment(req)["env"]
+    for w in workers:
+        w.join()
+    return out
+
+
+def environment(req):
+    """The names in this environment, each with whether its value is one of `switches` (the
+    caller decides from the names alone which hold secrets; no value leaves this process)."""
+    switches = set(req["switches"])
+    return {"env": {k: v.strip().lower() in switches for k, v in os.environ.items()}}
+
+
+# -- a run's facts and progress, for status and diagnose -----------------------------------------
+
+
+def facts(req):
+    """slurmctld's view of the jobs that may still be live, then one sacct for all of them."""
+    rows = []
+    for job_id in req["live"]:
+        record = show_job(job_id)[0]
+        if record is not None:
+            rows.append({"source": "scontrol", "id": job_id, "state": record.get("JobState"),
+                         "code": record.get("ExitCode"), "elapsed": record.get("RunTime"),
+                         "nodes": record.get("NumNodes")})  # fmt: skip
+    names = ["JobID", "State", "ExitCode", "ElapsedRaw", "NNodes"]
+    for r in sacct(names, "-j", ",".join(req["all"])):
+        rows.append({"source": "sacct", "id": r.get("JobID"), "state": r.get("State"),
+                     "code": r.get("ExitCode"), "elapsed": r.get("ElapsedRaw"),
+                     "nodes": r.get("NNodes")})  # fmt: skip
+    return rows
+
+
+def _tail(path, size):
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - size))
+        return base64.b64encode(fh.read()).decode("ascii")
+
+
+def progress(req):
+    """The driver log's size, mtime and tail; the latest step_N's training_info.json; the
+    newest TensorBoard file's tail."""
+    out = {"now": time.time()}
+    log = req.get("log")
+    if log and os.access(log, os.R_OK):
+        st = os.stat(log)
+        out.update(log_size=st.st_size, log_mtime=int(st.st_mtime))
+        out["log_tail"] = _tail(log, req["log_tail"])
+    ckpt = req.get("ckpt")
+    steps = [p.rsplit("step_", 1)[1] for p in glob.glob(glob.escape(ckpt) + "/step_*")] if ckpt \
+        else []  # fmt: skip
+    steps = sorted(int(s) for s in steps if s.isdigit())
+    if steps:
+        try:
+            with open(f"{ckpt}/step_{steps[-1]}/training_info.json", "rb") as fh:
+                out["checkpoint"] = json.loads(fh.read())
+        except (OSError, ValueError):
+            out["checkpoint"] = None
+    tb = req.get("tb")
+    found = glob.glob(glob.escape(tb) + "/exp_*/tensorboard/events.out.tfevents.*") if tb else []
+    if found:
+        out["tb_tail"] = _tail(max(found, key=os.path.getmtime), req["tb_tail"])
+    return out
+
+
+def main(request):
+    """Answer one request (a JSON text): its `op` names the question."""
+    global CALL
+    req = json.loads(request)
+    CALL = float(req.get("call") or CALL)
+    op = req["op"]
+    if op == "follow":
+        follow(req)
+        return
+    if op == "run":  # status/diagnose: the facts and the progress in one round trip
+        answer = {"facts": facts(req["facts"]) if req.get("facts") else []}
+        if req.get("progress") is not None:
+            answer["progress"] = progress(req["progress"])
+    elif op == "lookup":
+        answer = lookup(req["name"])
+    else:
+        answer = {"probe": probe, "states": states, "environment": environment}[op](req)
+    _emit(answer)
+
+
+if __name__ == "__main__" and sys.argv[1:2] not in ([], ["-"]):
+    main(sys.argv[1])
