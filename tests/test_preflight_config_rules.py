@@ -96,10 +96,10 @@ CASES = [
         "policy.megatron_cfg.tensor_model_parallel_size",
     ),
     (
-        "vllm_tp_larger_than_node",
+        "vllm_tp_not_dividing_the_gpus",  # larger than a node is fine: vLLM spans nodes
         grpo_config,
         "grpo",
-        {"policy.generation.vllm_cfg.tensor_parallel_size": 16, "cluster.num_nodes": 2},
+        {"policy.generation.vllm_cfg.tensor_parallel_size": 3, "cluster.num_nodes": 2},
         [],
         "E-PARALLEL-FIT",
         "policy.generation.vllm_cfg.tensor_parallel_size",

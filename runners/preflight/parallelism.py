@@ -13,8 +13,17 @@ from runners.preflight.topology import (
     enabled,
     finding,
     generation,
+    generation_gpus,
     layout,
 )
+from runners.preflight.versions import cite
+
+VLLM_WORLD_ASSERT = {"0.6.0": "vllm_generation.py:62", "0.7.0": "vllm_generation.py:110"}
+TP_LOGPROB_ASSERT = {
+    "0.6.0": "lm_policy.py:160-176",
+    "0.7.0": "lm_policy.py:178-194",
+    "pin": "lm_policy.py:206-223",
+}
 
 
 @rule("parallel_fit")
@@ -34,30 +43,24 @@ def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
                 else "tensor_parallel_size"
             ),
             f"TP({lay.tp}) x PP({lay.pp}) x CP({lay.cp}) = {mp} does not divide the "
-            f"{lay.gpus} GPUs of cluster (num_nodes x gpus_per_node)",
+            f"{lay.gpus} GPUs of {lay.gpus_source}",
             f"pick sizes whose product divides {lay.gpus}, or change cluster",
         )
     vllm = generation(ctx).get("vllm_cfg")
-    if generation(ctx).get("backend") == "vllm" and isinstance(vllm, dict):
+    gen_gpus = generation_gpus(ctx)
+    if generation(ctx).get("backend") == "vllm" and isinstance(vllm, dict) and gen_gpus:
+        # vLLM spans nodes when TP x PP > gpus_per_node (a unified placement group,
+        # vllm_generation.py:177-184 at v0.7.0), so only divisibility is asserted
         tp = as_int(vllm.get("tensor_parallel_size")) or 1
         pp = as_int(vllm.get("pipeline_parallel_size")) or 1
-        per_node = as_int(ctx.get("cluster.gpus_per_node")) or 0
-        if lay.gpus % (tp * pp):
+        if gen_gpus % (tp * pp):
             yield finding(
                 ctx,
                 "E-PARALLEL-FIT",
                 "policy.generation.vllm_cfg.tensor_parallel_size",
-                f"vLLM TP({tp}) x PP({pp}) = {tp * pp} does not divide the {lay.gpus} GPUs "
-                "(vllm_generation.py:121)",
-                f"use a vLLM model-parallel size that divides {lay.gpus}",
-            )
-        elif per_node and tp > per_node:
-            yield finding(
-                ctx,
-                "E-PARALLEL-FIT",
-                "policy.generation.vllm_cfg.tensor_parallel_size",
-                f"vLLM TP({tp}) is larger than cluster.gpus_per_node ({per_node})",
-                "keep vLLM tensor_parallel_size <= gpus_per_node",
+                f"vLLM TP({tp}) x PP({pp}) = {tp * pp} does not divide the {gen_gpus} GPUs "
+                f"vLLM runs on ({cite(ctx.nemo_rl_version, VLLM_WORLD_ASSERT)})",
+                f"use a vLLM model-parallel size that divides {gen_gpus}",
             )
 
 
@@ -69,8 +72,8 @@ def batch_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
     gbs = as_int(ctx.get("policy.train_global_batch_size"))
     mbs = as_int(ctx.get("policy.train_micro_batch_size"))
     fix = (
-        f"data-parallel size = GPUs / (TP x PP x CP) = {dp}; choose batch sizes that are "
-        "multiples of it (and of the micro batch per rank)"
+        f"data-parallel size = {lay.gpus} GPUs of {lay.gpus_source} / (TP x PP x CP) = {dp}; "
+        "choose batch sizes that are multiples of it (and of the micro batch per rank)"
     )
     if algorithm(ctx) == "grpo":
         prompts = as_int(ctx.get("grpo.num_prompts_per_step"))
@@ -129,7 +132,7 @@ def tp_logprob_batch(ctx: PreflightContext) -> Iterator[Finding]:
     if lay.tp < 4 or "logprob_batch_size" not in policy:
         return
     if ctx.get("loss_fn.force_on_policy_ratio"):
-        return  # grpo.setup sets NRL_IGNORE_TP_ACCURACY_CHECK=1 (grpo.py:706)
+        return  # grpo.setup sets NRL_IGNORE_TP_ACCURACY_CHECK=1 for it
     mbs, lbs = as_int(policy.get("train_micro_batch_size")), as_int(policy["logprob_batch_size"])
     if mbs is not None and lbs is not None and mbs != lbs:
         yield finding(
@@ -137,8 +140,10 @@ def tp_logprob_batch(ctx: PreflightContext) -> Iterator[Finding]:
             "E-TP-LOGPROB-BATCH",
             "policy.logprob_batch_size",
             f"TP={lay.tp} (>= 4) requires train_micro_batch_size ({mbs}) == "
-            f"logprob_batch_size ({lbs}) (lm_policy.py:206-223)",
-            "set both to the same value, use TP <= 2, or loss_fn.force_on_policy_ratio=true",
+            f"logprob_batch_size ({lbs}) ({cite(ctx.nemo_rl_version, TP_LOGPROB_ASSERT)})",
+            "set both to the same value, use TP <= 2, or loss_fn.force_on_policy_ratio=true "
+            "(upstream's own escape hatch, NRL_IGNORE_TP_ACCURACY_CHECK=1 in the job's "
+            "environment, skips the check and risks inaccurate logprobs)",
         )
 
 
@@ -167,7 +172,16 @@ def sequence_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
     gen = generation(ctx)
     top_k, top_p = gen.get("top_k"), gen.get("top_p")
     filtering = (top_k not in (None, -1)) or (isinstance(top_p, (int, float)) and top_p < 1)
-    if lay.tp > 1 and filtering and mult % lay.tp:  # distributed/model_utils.py:419
+    if lay.tp < 2 or not filtering:
+        return
+    dyn = ctx.get("policy.dynamic_batching")
+    if enabled(dyn):  # every microbatch is padded to sequence_length_round (v0.7.0
+        # batched_data_dict.py:645-653), which then sets the sequence's factor
+        key, mult = (
+            "policy.dynamic_batching.sequence_length_round",
+            as_int(dyn.get("sequence_length_round")),
+        )
+    if mult and mult % lay.tp:  # distributed/model_utils.py (batch x sequence % TP)
         yield finding(
             ctx,
             "E-SEQ-DIVISIBLE",

@@ -31,7 +31,8 @@ class Layout:
     pp: int
     cp: int
     sequence_parallel: bool
-    gpus: int | None  # cluster.num_nodes x cluster.gpus_per_node
+    gpus: int | None  # the GPUs the policy trains on (see `training_gpus`)
+    gpus_source: str = "cluster (num_nodes x gpus_per_node)"
 
     @property
     def model_parallel(self) -> int:
@@ -51,8 +52,7 @@ def layout(ctx: PreflightContext) -> Layout:
     """Backend and sizes, as `Policy.__init__` picks them (megatron first, then dtensor)."""
     policy = ctx.get("policy", {}) or {}
     meg, dt = policy.get("megatron_cfg"), policy.get("dtensor_cfg")
-    nodes, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
-    gpus = nodes * per_node if nodes and per_node else None
+    gpus, source = training_gpus(ctx)
     if enabled(meg):
         return Layout(
             "megatron",
@@ -62,6 +62,7 @@ def layout(ctx: PreflightContext) -> Layout:
             as_int(meg.get("context_parallel_size")) or 1,
             bool(meg.get("sequence_parallel")),
             gpus,
+            source,
         )
     if enabled(dt):
         return Layout(
@@ -72,8 +73,54 @@ def layout(ctx: PreflightContext) -> Layout:
             as_int(dt.get("context_parallel_size")) or 1,
             bool(dt.get("sequence_parallel")),
             gpus,
+            source,
         )
-    return Layout(None, "policy", 1, 1, 1, False, gpus)
+    return Layout(None, "policy", 1, 1, 1, False, gpus, source)
+
+
+def _non_colocated(ctx: PreflightContext) -> dict | None:
+    """`policy.generation.colocated.resources` when GRPO generates on GPUs of its own."""
+    col = generation(ctx).get("colocated")
+    if algorithm(ctx) != "grpo" or not isinstance(col, dict) or col.get("enabled", True):
+        return None
+    res = col.get("resources")
+    return res if isinstance(res, dict) else {}
+
+
+def training_gpus(ctx: PreflightContext) -> tuple[int | None, str]:
+    """The GPUs the policy trains on, and how they were counted: the whole cluster, or with
+    non-colocated generation the cluster less generation's GPUs (one node) or nodes (several),
+    as grpo.setup splits it (v0.6.0 grpo.py:467-506, v0.7.0 :607-660). None when the split is
+    itself invalid (E-COLOCATION says why)."""
+    nodes, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
+    whole = "cluster (num_nodes x gpus_per_node)"
+    if not nodes or not per_node:
+        return None, whole
+    res = _non_colocated(ctx)
+    if res is None:
+        return nodes * per_node, whole
+    inf_gpus, inf_nodes = as_int(res.get("gpus_per_node")), as_int(res.get("num_nodes"))
+    if nodes == 1:
+        if not inf_gpus or inf_gpus >= per_node:
+            return None, whole
+        return (
+            per_node - inf_gpus,
+            f"training (gpus_per_node {per_node} - {inf_gpus} for generation)",
+        )
+    if not inf_nodes or not 0 < inf_nodes < nodes:
+        return None, whole
+    train = (nodes - inf_nodes) * per_node
+    return train, f"training ({nodes - inf_nodes} of {nodes} nodes; {inf_nodes} generate)"
+
+
+def generation_gpus(ctx: PreflightContext) -> int | None:
+    """The GPUs vLLM runs on: the training cluster when colocated, else its own resources."""
+    res = _non_colocated(ctx)
+    if res is None:
+        return training_gpus(ctx)[0]
+    inf_gpus = as_int(res.get("gpus_per_node"))
+    inf_nodes = as_int(res.get("num_nodes")) or 1
+    return inf_gpus * inf_nodes if inf_gpus else None
 
 
 def algorithm(ctx: PreflightContext) -> str | None:

@@ -72,3 +72,15 @@ RULE_VERSIONS: dict[str, str] = {
 def applies(rule_id: str, version: NemoRLVersion | None) -> bool:
     """Whether a rule runs for this NeMo-RL; a rule missing from the table runs everywhere."""
     return in_range(version, RULE_VERSIONS.get(rule_id, "all"))
+
+
+def cite(version: NemoRLVersion | None, places: dict[str, str]) -> str:
+    """The upstream `file:line` of the version that runs. `places` maps the oldest version a
+    location holds from ("0.6.0", "0.7.0", "pin") to it; an unknown version gets the newest."""
+    chosen = places[list(places)[-1]]
+    if version is None:
+        return chosen
+    for since, place in places.items():
+        if in_range(version, since if since == "pin" else f"{since}+"):
+            chosen = place
+    return chosen
