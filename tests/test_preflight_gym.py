@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from preflight_fixtures import GYM_ROW, codes, gym_config, run_rules, write_rows
+
+from catalog.nemo_rl_version import parse_version
 
 
 def _only(findings: list, code: str) -> list:
@@ -96,3 +99,25 @@ def test_unreadable_gym_config_makes_agent_check_a_warning(tmp_path: Path) -> No
     findings = run_rules(cfg)
     assert "E-GYM-AGENT" not in codes(findings)
     assert "W-GYM-AGENT-UNCHECKED" in codes(findings)
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"), [("0.6.0", True), ("0.7.0", False), ("pin", False)]
+)
+def test_gym_with_megatron_generation_is_refused_only_before_0_7_0(
+    tmp_path: Path, version: str, refused: bool
+) -> None:
+    """As upstream's grpo-nanov3-30BA3B-2n8g-megatron_generation-async-gym recipe (v0.7.0)."""
+    cfg = gym_config(tmp_path)
+    cfg["policy"]["generation"]["backend"] = "megatron"
+    found = run_rules(cfg, nemo_rl_version=parse_version(version))
+    assert ("E-GYM-GENERATION" in codes(found)) == refused
+
+
+def test_gym_without_a_vllm_cfg_section_is_refused_on_every_backend(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    cfg["policy"]["generation"]["backend"] = "megatron"
+    del cfg["policy"]["generation"]["vllm_cfg"]
+    found = run_rules(cfg, nemo_rl_version=parse_version("0.7.0"))
+    assert [f.key for f in found if f.code == "E-GYM-GENERATION"] == ["policy.generation.vllm_cfg"]
+    assert "nemo_gym.py:481" in next(f.message for f in found if f.code == "E-GYM-GENERATION")

@@ -7,11 +7,13 @@ from functools import cache
 from pathlib import Path
 
 from catalog.errors import Finding
+from catalog.nemo_rl_version import in_range
 from catalog.upstream import GYM_SUBDIR
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import agent_names, bound_file, first_row
 from runners.preflight.schema import close
 from runners.preflight.topology import finding, generation, uses_gym, warning
+from runners.preflight.versions import cite
 
 CONFIG_PATHS = "env.nemo_gym.config_paths"
 GYM_ROW_KEY = "responses_create_params"
@@ -225,20 +227,39 @@ def gym_overlong_filtering(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
+GYM_HTTP_SETUP = {
+    "0.6.0": "nemo_gym.py:276",
+    "0.7.0": "nemo_gym.py:481",
+    "pin": "nemo_gym.py:1116",
+}
+
+
 @rule("gym_generation")
 def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-GYM-GENERATION: the Gym script configures vLLM's HTTP server (nemo_gym.py:1116)."""
+    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server: vLLM's, and from 0.7.0
+    Megatron's too (megatron_generation.py); the Gym script writes into vllm_cfg either way."""
     if not uses_gym(ctx):
         return
     gen = generation(ctx)
-    if gen.get("backend") != "vllm" or not isinstance(gen.get("vllm_cfg"), dict):
+    backends = ("vllm", "megatron") if in_range(ctx.nemo_rl_version, "0.7.0+") else ("vllm",)
+    version = ctx.nemo_rl_version.label if ctx.nemo_rl_version else "this NeMo-RL"
+    if gen.get("backend") not in backends:
         yield finding(
             ctx,
             "E-GYM-GENERATION",
             "policy.generation.backend",
-            f"NeMo-Gym runs need the vllm backend with a vllm_cfg section, got "
-            f"{gen.get('backend')!r}",
-            "set policy.generation.backend=vllm and keep policy.generation.vllm_cfg",
+            f"NeMo-Gym runs on {version} need a {' or '.join(backends)} generation backend, "
+            f"got {gen.get('backend')!r}",
+            f"set policy.generation.backend={backends[0]}",
+        )
+    elif not isinstance(gen.get("vllm_cfg"), dict):
+        yield finding(
+            ctx,
+            "E-GYM-GENERATION",
+            "policy.generation.vllm_cfg",
+            "the NeMo-Gym script sets vllm_cfg.async_engine and expose_http_server "
+            f"({cite(ctx.nemo_rl_version, GYM_HTTP_SETUP)}), so the section must exist",
+            "keep a policy.generation.vllm_cfg section",
         )
 
 
