@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
+from catalog.model_errors import error_from, first_error
 from catalog.tomlfile import load_toml
 from runners.launch.profile_values import (
     PROFILE_VALUE,
@@ -214,19 +215,38 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
     try:
         return MODELS[executor].model_validate(merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(p) for p in err["loc"]]
-        key = next((p for p in loc if p in _FIELDS), loc[-1] if loc else "")
-        if err["type"] == "extra_forbidden":
-            near = close_matches(loc[-1], sorted(_FIELDS), n=1)
-            msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
-            fix = "remove or rename it; the keys are listed in docs/cluster.md"
-            key = loc[-1]
-        elif err["type"] == PROFILE_VALUE:
-            msg, fix = f"{'.'.join(loc)}: {err['ctx']['message']}", err["ctx"]["fix"]
-        else:
-            msg, fix = f"{'.'.join(loc)}: {err['msg']}", "correct the value"
-        raise _error(f"profile [{name}] {msg}", path, profile_line(path, key, name), fix) from None
+        first = first_error(exc)
+        raise error_from(
+            exc,
+            code="E-PROFILE",
+            path=path,
+            data=merged,
+            locate=lambda loc: profile_line(path, _profile_key(loc, first), name),
+            message=lambda err, loc: _problem(err, loc, name),
+            exit_code=2,
+        ) from None
+
+
+def _profile_key(loc: tuple, err: Any) -> str:
+    """The key to point at: an unknown key itself, else the profile key the error is under."""
+    if err["type"] == "extra_forbidden" or not any(p in _FIELDS for p in loc):
+        return str(loc[-1]) if loc else ""
+    return next(str(p) for p in loc if p in _FIELDS)
+
+
+def _problem(err: Any, loc: tuple, name: str) -> tuple[str, str]:
+    """(message, fix) for one profile error."""
+    where = ".".join(map(str, loc))
+    if err["type"] == "extra_forbidden":
+        near = close_matches(str(loc[-1]), sorted(_FIELDS), n=1)
+        msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{near[0]}'?)" if near else "")
+        return (
+            f"profile [{name}] {msg}",
+            "remove or rename it; the keys are listed in docs/cluster.md",
+        )
+    if err["type"] == PROFILE_VALUE:
+        return f"profile [{name}] {where}: {err['ctx']['message']}", err["ctx"]["fix"]
+    return f"profile [{name}] {where}: {err['msg']}", "correct the value"
 
 
 def _merged(data: dict, name: str, path: Path, chain: list[str]) -> dict:

@@ -22,7 +22,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from catalog.errors import StepsError
+from catalog.model_errors import dotted, error_from, line_of
 from catalog.tomlfile import load_toml
 
 # Always compared; `vllm` joins when generation uses it (NeMo-RL's `vllm` extra).
@@ -95,11 +95,13 @@ def _read_pyproject(path: Path, mtime_ns: int, size: int) -> tuple[PyProject, Pa
     try:
         return PyProject.model_validate(data), path, _lines(path)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise StepsError(
-            "E-PACKAGE-VERSION",
-            f"cannot read the package pins: {'.'.join(map(str, err['loc']))}: {err['msg']}",
-            path=str(path),
+        raise error_from(
+            exc,
+            code="E-PACKAGE-VERSION",
+            path=path,
+            data=data,
+            locate=lambda loc: line_of(path, loc),
+            message=lambda err, loc: f"cannot read the package pins: {dotted(loc)}: {err['msg']}",
             fix="use the NeMo-RL checkout's own pyproject.toml",
             exit_code=2,
         ) from None

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ByteSize, ConfigDict, Field, PositiveInt, Valida
 
 from catalog.did_you_mean import with_suggestion
 from catalog.errors import StepsError
+from catalog.model_errors import findings_from
 from runners.rl_prep.transforms import COMPATIBLE
 
 UNSET = "???"
@@ -98,15 +99,15 @@ def config_problems(config: Mapping[str, Any]) -> tuple[RlPrepConfig | None, lis
     try:
         model = RlPrepConfig.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"][:1]) or "config"
-            fix = FIXES.get(key)
-            if fix is None:  # an unknown key
-                fix = with_suggestion(key, FIXES, f"rl_prep's keys: {', '.join(FIXES)}")
-            problems.append(Problem(key, describe(err), fix))
-        return None, problems
+        found = findings_from(
+            exc, code="E-CONFIG-VALUE", data=data, message=lambda err, _: describe(err)
+        )
+        return None, [Problem(f.key or "config", f.message, _fix(f.key or "config")) for f in found]
     return model, []
+
+
+def _fix(key: str) -> str:
+    return FIXES.get(key) or with_suggestion(key, FIXES, f"rl_prep's keys: {', '.join(FIXES)}")
 
 
 def _bad(problem: Problem) -> StepsError:
