@@ -94,3 +94,25 @@ def test_top_k_with_dynamic_batching_checks_sequence_length_round(tmp_path: Path
 
 def codes_of(cfg: dict) -> set[str]:
     return error_codes(run_rules(cfg, nemo_rl_version=V070))
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.6.0", True), ("0.7.0", True), ("pin", False)])
+def test_add_resolver_is_refused_where_nemo_rl_does_not_register_it(
+    tmp_path: Path, version: str, refused: bool
+) -> None:
+    rlvr = STEPS / "rlvr"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        f"defaults: {rlvr / 'config/tiny.yaml'}\n"
+        "grpo:\n  max_num_steps: ${add:${grpo.num_prompts_per_step}, 1}\n"
+    )
+    found = [
+        f for f in preflight(context_for(mine, rlvr, version)) if f.code == "E-CONFIG-INTERPOLATION"
+    ]
+    assert bool(found) == refused
+    if refused:
+        assert found[0].key == "grpo.max_num_steps" and (found[0].path, found[0].line) == (
+            str(mine),
+            3,
+        )
+        assert "${add:...}" in found[0].message and version in found[0].message

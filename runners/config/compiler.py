@@ -33,6 +33,12 @@ RESOLVERS = {
 }
 
 
+# Where each resolver is registered (a range of `catalog.nemo_rl_version.in_range`):
+# nemo_rl/utils/config.py:191-198 at v0.6.0/v0.7.0 (mul, div, max), :197-204 at the pin (+add);
+# before v0.6.0 each example script registered its own (the GRPO scripts: mul).
+RESOLVER_VERSIONS = {"add": "pin", "mul": "all", "div": "0.6.0+", "max": "0.6.0+"}
+
+
 def register_resolvers() -> None:
     """Register the two-argument resolvers NeMo-RL's example scripts register."""
     for name, fn in RESOLVERS.items():

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from catalog.errors import Finding
+from catalog.nemo_rl_version import in_range
+from runners.config.compiler import RESOLVER_VERSIONS
 from runners.preflight import PreflightContext, rule
+
+_RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w]*)\s*:")
 
 # Top-level keys NeMo-RL's MasterConfig requires at the pinned commit, plus the nested keys
 # its code indexes directly (GRPOLoggerConfig, CheckpointManager.__init__).
@@ -86,6 +91,45 @@ def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
             key=key,
             fix=f"pass {key}=VALUE on the command line or set it in your config",
         )
+
+
+def _strings(node: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _strings(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _strings(v, f"{prefix}[{i}]")
+    elif isinstance(node, str):
+        yield prefix, node
+
+
+@rule("config_resolvers", runners=("nemo_rl",))
+def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
+    """E-CONFIG-INTERPOLATION: `${name:...}` only for resolvers the checkout's version registers
+    (NeMo-RL raises UnsupportedInterpolationType in load_config otherwise)."""
+    version = ctx.nemo_rl_version
+    if ctx.compiled is None or version is None:
+        return
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.to_container(ctx.compiled.config, resolve=False)
+    for key, text in _strings(raw):
+        for name in _RESOLVER_CALL.findall(text):
+            since = RESOLVER_VERSIONS.get(name)
+            if since is None or in_range(version, since):
+                continue  # oc.env and OmegaConf's own resolvers, or a registered one
+            have = ", ".join(n for n, r in RESOLVER_VERSIONS.items() if in_range(version, r))
+            path, line = _where(ctx, key)
+            yield Finding(
+                "E-CONFIG-INTERPOLATION",
+                f"{key}: NeMo-RL {version.label} does not register the ${{{name}:...}} "
+                f"resolver (it has {have}): the run fails in load_config",
+                path=path,
+                line=line,
+                key=key,
+                fix=f"write the value out, or use one of {have}",
+            )
 
 
 @rule("required_sections", runners=("nemo_rl",))

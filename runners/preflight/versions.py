@@ -15,6 +15,7 @@ from catalog.nemo_rl_version import NemoRLVersion, in_range
 RULE_VERSIONS: dict[str, str] = {
     # our own checks and the schema (itself per version)
     "unresolved_values": "all",
+    "config_resolvers": "all",  # the resolver table per version: RESOLVER_VERSIONS
     "required_sections": "all",
     "inputs_exist": "all",
     "artifact_contracts": "all",
