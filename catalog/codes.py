@@ -79,7 +79,7 @@ class Registry:
         return file_lines(self.path)
 
     def line(self, code: str) -> int | None:
-        return line_of(self._lines, (code,))
+        return line_of(self._lines, code)
 
 
 def parse_registry(path: Path) -> Registry:
@@ -98,7 +98,7 @@ def parse_registry(path: Path) -> Registry:
                 "E-CODES-SCHEMA",
                 f"[{code}]: {problem}",
                 path=str(path),
-                line=line_of(path, (code,)),
+                line=line_of(path, code),
                 fix=fix,
                 exit_code=2,
             )
@@ -109,7 +109,7 @@ def parse_registry(path: Path) -> Registry:
                 exc,
                 code="E-CODES-SCHEMA",
                 path=path,
-                locate=lambda loc: line_of(path, (code,)),  # noqa: B023 - called at once
+                locate=lambda loc: line_of(path, code),  # noqa: B023 - called at once
                 message=lambda err, loc: f"{_where(code, loc)}: {err['msg']}",  # noqa: B023
                 fix=fix,
                 exit_code=2,

@@ -162,7 +162,7 @@ def parse_manifest(data: dict, path: Path) -> tuple[StepManifest | None, list[Fi
             code="E-MANIFEST-SCHEMA",
             path=path,
             data=data,
-            locate=lambda loc: line_of(lines, loc),
+            locate=lambda loc: line_of(lines, *loc),
             fix=f"see {SCHEMA_PATH.name} for the allowed keys and types",
         )
 

@@ -122,16 +122,11 @@ def file_lines(path: str | Path, first_line: int = 1) -> Lines:
         return {}
 
 
-def line_of(source: Mapping[tuple, int] | str | Path, loc: Iterable[Any] | str) -> int | None:
-    """The line of the deepest part of `loc` that the file has (falls back to its parents).
-
-    `source` is the key lines of a file already read (`file_lines`, `yamlfile.key_lines`,
-    `tomlfile.key_lines`) or a TOML or YAML file; `loc` a key path or a dotted key
-    (`datasets.0.path`, digits index lists)."""
+def line_of(source: Mapping[tuple, int] | str | Path, *keys: Any) -> int | None:
+    """The line of the deepest of `keys` (a key path) that the file has (falls back to its
+    parents). `source` is the key lines of a file already read (`file_lines`,
+    `yamlfile.key_lines`, `tomlfile.key_lines`) or the path of a TOML or YAML file."""
     lines = source if isinstance(source, Mapping) else file_lines(source)
-    if isinstance(loc, str):
-        loc = [int(p) if p.isdigit() else p for p in loc.split(".")] if loc else []
-    keys = tuple(loc)
     while keys:
         if keys in lines:
             return lines[keys]

@@ -104,7 +104,7 @@ class PipelineFile:
 
     def line(self, *keys: Any) -> int | None:
         """Line of the deepest key of `keys` that the file has (falls back to its parents)."""
-        return line_of(self.lines, keys)
+        return line_of(self.lines, *keys)
 
     def finding(self, code: str, message: str, *keys: Any, fix: str | None = None, **kw) -> Finding:
         return Finding(code, message, path=str(self.path), line=self.line(*keys), fix=fix, **kw)
@@ -137,7 +137,7 @@ def load_pipeline(path: str | Path) -> PipelineFile:
             code="E-PIPELINE-SCHEMA",
             path=path,
             data=data,
-            locate=lambda loc: line_of(lines, loc),
+            locate=lambda loc: line_of(lines, *loc),
             message=lambda err, loc: (
                 f"{dotted(loc) or 'pipeline'}: {err['msg']}"
                 + (f" (and {more} more)" if more else "")

@@ -120,15 +120,6 @@ def _file_node(path: str, mtime_ns: int, size: int) -> Any:
         return None
 
 
-def line_of(lines: Lines, *keys: Any) -> int | None:
-    """The line of the deepest of `keys` the file has (falls back to its parents)."""
-    while keys:
-        if keys in lines:
-            return lines[keys]
-        keys = keys[:-1]
-    return None
-
-
 def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     """A regular file's bytes, at most `limit` of them; anything else is an `OSError` whose
     `strerror` says why (a device, FIFO or socket is refused before it is read)."""

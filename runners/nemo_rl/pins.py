@@ -100,7 +100,7 @@ def _read_pyproject(path: Path, mtime_ns: int, size: int) -> tuple[PyProject, Pa
             code="E-PACKAGE-VERSION",
             path=path,
             data=data,
-            locate=lambda loc: line_of(path, loc),
+            locate=lambda loc: line_of(path, *loc),
             message=lambda err, loc: f"cannot read the package pins: {dotted(loc)}: {err['msg']}",
             fix="use the NeMo-RL checkout's own pyproject.toml",
             exit_code=2,

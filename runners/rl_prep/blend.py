@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
-from catalog.yamlfile import Lines, line_of, load_yaml
+from catalog.model_errors import first_error, line_of
+from catalog.yamlfile import Lines, load_yaml
 from runners.rl_prep.mapping import parse_path
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
 from runners.rl_prep.spec import DatasetSpec, PlaceholderSource
@@ -147,7 +148,7 @@ def _allowed(model: type[BaseModel]) -> list[str]:
 
 def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> StepsError:
     """The first problem, worded for the blend's author, at its line."""
-    err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+    err = first_error(exc)
     loc = tuple(err["loc"])
     keys = loc[: 3 if loc[:1] == ("datasets",) else 1]  # drop union branch names
     where = "blend"
