@@ -3,7 +3,8 @@
 A fingerprint is cheap enough to take on every `pipeline run`: a file's size and mtime (plus
 its sha256 when it is small), a folder's rl_prep `manifest.json` (which already lists every
 shard's sha256) or else the listing of its files with sizes and mtimes. Records are JSON written
-atomically. W&B is optional (the `wandb` extra) and imported only when lineage is switched on.
+atomically. W&B is optional (the `wandb` extra) and imported only when lineage is switched on;
+names and artifacts are runners.artifacts'.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from catalog.atomic_write import write_atomic
 from runners.digest import file_sha256
 
 SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
-LARGE_DIR = 64 << 20  # W&B: folders above this are logged as file:// references
 MANIFEST = "manifest.json"
 
 
@@ -52,14 +52,6 @@ def fingerprint(value: str, hub: bool = False) -> dict:
             h.update(f"{p.relative_to(path).as_posix()}\0{s.st_size}\0{s.st_mtime_ns}\n".encode())
             files, total = files + 1, total + s.st_size
     return {"listing_sha256": h.hexdigest(), "files": files, "bytes": total}
-
-
-def dir_bytes(path: Path) -> int:
-    return (
-        sum((Path(d, f).stat().st_size for d, _, fs in os.walk(path) for f in fs), start=0)
-        if path.is_dir()
-        else (path.stat().st_size if path.exists() else 0)
-    )
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -104,12 +96,10 @@ def cache_key(
 
 # -- W&B ------------------------------------------------------------------------------------
 def artifact_name(step: str, type_name: str, is_model: bool, stage: str) -> str:
-    """`DataBlendsArtifact-rl` for rl_prep, `ModelArtifact-<step>` for checkpoints."""
-    if step == "data_prep/rl_prep":
-        return "DataBlendsArtifact-rl"
-    if is_model:
-        return f"ModelArtifact-{step.rsplit('/', 1)[-1]}"
-    return f"{type_name}-{stage}"
+    """A stage output's name: runners.artifacts' convention, the stage id for other types."""
+    from runners.artifacts.names import artifact_name as named
+
+    return named(step, type_name, is_model, stage)
 
 
 class WandbLineage:
@@ -117,46 +107,28 @@ class WandbLineage:
 
     Online, inputs go through `run.use_artifact` (W&B matches them to the producing stage's
     artifact by name and digest). W&B refuses `use_artifact` offline, so offline runs record the
-    inputs in the run config (`steps_inputs`) and `wandb sync` shows outputs only.
+    inputs in the run config (`steps_inputs`) and `wandb sync` shows outputs only. Artifacts are
+    built as `steps run` builds them (runners.artifacts.wandb_log).
     """
 
     def __init__(self, pipeline: str, project: str | None, entity: str | None, graph: Any) -> None:
-        try:
-            import wandb
-        except ImportError:
-            from catalog.errors import StepsError
+        from runners.artifacts.wandb_log import import_wandb
 
-            raise StepsError(
-                "E-WANDB-MISSING",
-                "W&B lineage is on but the wandb package is not installed",
-                fix="pip install 'nemo-rl-steps[wandb]' (or turn lineage.wandb off)",
-                exit_code=2,
-            ) from None
-        self.wandb, self.pipeline, self.graph = wandb, pipeline, graph
+        self.wandb, self.pipeline, self.graph = import_wandb(), pipeline, graph
         self.project = project or os.environ.get("WANDB_PROJECT") or pipeline
         self.entity = entity
 
     def is_model(self, type_name: str) -> bool:
         """A checkpoint type (logged as a W&B model, by reference), else a dataset."""
-        roots = ("hf_checkpoint", "megatron_checkpoint")
-        known = type_name in self.graph and any(self.graph.is_a(type_name, t) for t in roots)
-        return known or "checkpoint" in type_name
+        from runners.artifacts.names import is_model
+
+        return is_model(type_name, self.graph)
 
     def _artifact(self, name: str, type_name: str, path: str, hub: bool, meta: dict):
-        kind = "model" if self.is_model(type_name) else "dataset"
-        art = self.wandb.Artifact(name, type=kind, metadata={"steps_type": type_name, **meta})
-        p = Path(path)
-        if hub:
-            art.add_reference(f"https://huggingface.co/{path}", checksum=False)
-        elif p.is_dir() and (kind == "model" or dir_bytes(p) > LARGE_DIR):
-            art.add_reference(p.resolve().as_uri(), checksum=False)
-        elif p.is_dir():
-            art.add_dir(str(p))
-        elif p.is_file():
-            art.add_file(str(p))
-        else:
-            art.add_reference(p.resolve().as_uri(), checksum=False)
-        return art
+        from runners.artifacts.wandb_log import wandb_artifact
+
+        model = self.is_model(type_name)
+        return wandb_artifact(self.wandb, name, model, path, hub, {"steps_type": type_name, **meta})
 
     def log_stage(self, stage: Any, record: dict, input_names: dict[str, str]) -> None:
         """Log one completed stage; `input_names` maps an input port to its artifact name."""
