@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import Finding, StepsError
-from catalog.tomlfile import line_of, load_toml
+from catalog.model_errors import dotted, file_lines, findings_from, line_of
+from catalog.tomlfile import load_toml
 
 TYPES_PATH = Path(__file__).parent / "types.toml"
-_KEYS = {"description", "is_a", "convert_to", "layout", "contract"}
 LAYOUTS = {"jsonl", "file", "dir"}
 
 
@@ -86,74 +88,75 @@ class TypeGraph:
                 parents[loop[0]].discard(loop[1 % len(loop)])
 
 
+class _Conversion(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    type: str
+    via: str
+
+
+class TypeEntry(BaseModel):
+    """One `[name]` table of types.toml."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    description: str = Field(min_length=1)
+    layout: Literal["jsonl", "file", "dir"]
+    contract: str | None = None
+    is_a: list[str] = []
+    convert_to: list[_Conversion] = []
+
+
+_FIXES = {
+    "is_a": 'write is_a = ["parent_type"]',
+    "convert_to": 'write convert_to = [{ type = "target_type", via = "category/step" }]',
+    "description": "give the type a description",
+    "layout": f"set layout to one of: {', '.join(sorted(LAYOUTS))}",
+}
+
+
+def _fix(err: Any, loc: tuple) -> str | None:
+    if err["type"] == "extra_forbidden":
+        return f"allowed keys: {', '.join(sorted(TypeEntry.model_fields))}"
+    return _FIXES.get(loc[0]) if loc else None
+
+
+# What a type keeps of the keys that did not validate (the graph keeps what parsed).
+_EMPTY = {"description": "", "layout": "", "contract": None, "is_a": [], "convert_to": []}
+
+
 def load_types(path: Path = TYPES_PATH) -> TypeGraph:
     """Load types.toml; malformed entries become findings (the graph keeps what parsed)."""
     raw = load_toml(path, code="E-TYPES-TOML")
+    lines = file_lines(path)
     types: dict[str, ArtifactType] = {}
     findings: list[Finding] = []
     for name, spec in raw.items():
-        line = line_of(path, f"[{name}]")
         if not isinstance(spec, dict):
-            findings.append(Finding("E-TYPES-SCHEMA", f"'{name}' must be a table", str(path), line))
+            at = line_of(lines, name)
+            findings.append(Finding("E-TYPES-SCHEMA", f"'{name}' must be a table", str(path), at))
             continue
-        unknown = sorted(set(spec) - _KEYS)
-        if unknown:
-            findings.append(
-                Finding(
-                    "E-TYPES-SCHEMA",
-                    f"type '{name}' has unknown keys {unknown}",
-                    str(path),
-                    line,
-                    fix=f"allowed keys: {sorted(_KEYS)}",
-                )
+        try:
+            entry = TypeEntry.model_validate(spec).model_dump()
+        except ValidationError as exc:
+            findings += findings_from(
+                exc,
+                code="E-TYPES-SCHEMA",
+                path=path,
+                data=spec,
+                locate=lambda loc: line_of(lines, name, *loc),  # noqa: B023 - called at once
+                message=lambda err, loc: f"type '{name}' {dotted(loc)}: {err['msg']}",  # noqa: B023
+                fix=_fix,
             )
-        if spec.get("layout") not in LAYOUTS or not spec.get("description"):
-            findings.append(
-                Finding(
-                    "E-TYPES-SCHEMA",
-                    f"type '{name}' needs a description and a layout in {sorted(LAYOUTS)}",
-                    str(path),
-                    line,
-                )
-            )
-        is_a = spec.get("is_a", [])
-        if not (isinstance(is_a, list) and all(isinstance(t, str) for t in is_a)):
-            findings.append(
-                Finding(
-                    "E-TYPES-SCHEMA",
-                    f"type '{name}': is_a must be a list of type names",
-                    str(path),
-                    line_of(path, "is_a") if line is None else line,
-                    fix='write is_a = ["parent_type"]',
-                )
-            )
-            is_a = []
-        raw_conv = spec.get("convert_to", [])
-        good = isinstance(raw_conv, list) and all(
-            isinstance(c, dict) and set(c) == {"type", "via"} for c in raw_conv
-        )
-        if not good:
-            findings.append(
-                Finding(
-                    "E-TYPES-SCHEMA",
-                    f"type '{name}': convert_to must be a list of {{ type, via }} tables",
-                    str(path),
-                    line,
-                    fix='write convert_to = [{ type = "target_type", via = "category/step" }]',
-                )
-            )
-        conv = tuple(
-            Conversion(str(c.get("type")), str(c.get("via")))
-            for c in (raw_conv if isinstance(raw_conv, list) else [])
-            if isinstance(c, dict)
-        )
+            bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
+            entry = {**_EMPTY, **{k: v for k, v in spec.items() if k in _EMPTY and k not in bad}}
         types[name] = ArtifactType(
             name=name,
-            description=str(spec.get("description", "")),
-            layout=str(spec.get("layout", "")),
-            contract=str(spec.get("contract", name)),
-            is_a=tuple(is_a),
-            convert_to=conv,
+            description=entry["description"],
+            layout=entry["layout"],
+            contract=entry["contract"] or name,
+            is_a=tuple(entry["is_a"]),
+            convert_to=tuple(Conversion(c["type"], c["via"]) for c in entry["convert_to"]),
         )
     return TypeGraph(types=types, path=path, findings=findings)
 
