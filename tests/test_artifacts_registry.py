@@ -204,3 +204,17 @@ def test_input_name_of_the_wrong_type_stops_the_run_before_anything_is_written(t
     [f] = json.loads(proc.stdout)["findings"]
     assert f["code"] == "E-ARTIFACT-TYPE"
     assert not (runs / "rl").exists()
+
+
+def test_a_damaged_registry_is_named_and_leaves_plain_paths_alone(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    registry_path(root).write_text("{not json")
+    ports = {"train": "training_jsonl"}
+    assert resolve_inputs({"train": "rows.jsonl"}, ports, root, tmp_path)[0] == {
+        "train": "rows.jsonl"
+    }
+    with pytest.raises(StepsError) as err:
+        resolve_inputs({"train": "DataBlendsArtifact-rl:latest"}, ports, root, tmp_path)
+    assert err.value.finding.code == "E-ARTIFACT-REGISTRY"
+    assert err.value.finding.path == str(registry_path(root))

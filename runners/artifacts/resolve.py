@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.errors import StepsError
 from runners.artifacts.names import Ref, Resolved, parse_ref
-from runners.artifacts.registry import load, lookup
+from runners.artifacts.registry import RegistryFile, load, lookup
 
 if TYPE_CHECKING:
     from runners.artifacts.wandb_log import WandbSettings
 
 
-def _is_ref(value: str, ref: Ref | None, known: set[str], cwd: Path) -> bool:
-    if ref is None or (cwd / value).exists():
+def _is_ref(value: str, ref: Ref, known: Callable[[], set[str]], cwd: Path) -> bool:
+    if (cwd / value).exists():
         return False
-    return ref.tagged or ref.name in known or "Artifact" in ref.name
+    return ref.tagged or "Artifact" in ref.name or ref.name in known()
 
 
 def resolve_inputs(
@@ -39,15 +39,24 @@ def resolve_inputs(
     (`wandb` gives the W&B settings, asked only when the registry does not know a name)."""
     out, found = dict(inputs), []
     reg = None
+
+    def registry() -> RegistryFile:
+        nonlocal reg
+        reg = reg if reg is not None else load(root)
+        return reg
+
+    def known() -> set[str]:  # a plain name is looked up only in a registry that reads
+        try:
+            return set(registry().artifacts)
+        except StepsError:
+            return set()
+
     for port, value in inputs.items():
         ref = parse_ref(value)
-        if ref is None or port not in port_types:  # an unknown port: bind names it
-            continue
-        reg = reg if reg is not None else load(root)
-        if not _is_ref(value, ref, set(reg.artifacts), cwd):
-            continue
+        if ref is None or port not in port_types or not _is_ref(value, ref, known, cwd):
+            continue  # a path (an unknown port: bind names it)
         try:
-            v = lookup(reg, ref, root)
+            v = lookup(registry(), ref, root)
             hit = Resolved(port, ref, v.path, v.type, "registry", v.label)
         except StepsError:
             settings = wandb()
