@@ -1,4 +1,4 @@
-"""What the cluster side answers, asked by one program run there: `ssh HOST python3 -I -`.
+"""What the cluster side answers, asked by one program run there: `ssh HOST python3 -I -S -`.
 
 Standalone on purpose: Python 3.8+ and its standard library, nothing of ours, because it runs on
 a login node (or an allocation) that has none of this repo. `runners.launch.shell` sends this
@@ -8,32 +8,33 @@ or for `follow` one JSON document per line. Each Slurm command has one parser he
 and every call of one is bounded by the request's `call` seconds: a controller that does not
 answer makes a state UNKNOWN with why, never an endless wait.
 
-Run by hand: `python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`.
+Run by hand: `python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`. Modules that
+only one question needs are imported there: Python's start is most of a short question's time.
 """
 
 from __future__ import annotations
 
-import base64
-import glob
+import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
 import time
 
 CALL = 15.0  # seconds one Slurm command may take; the request's `call` replaces it
 UNKNOWN = "UNKNOWN"
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][\w:/.]*)=")
+# A job's facts for status and diagnose, as scontrol and sacct name them.
+_SHOW_JOB = dict(state="JobState", code="ExitCode", elapsed="RunTime", nodes="NumNodes")
+_SACCT = dict(id="JobID", state="State", code="ExitCode", elapsed="ElapsedRaw", nodes="NNodes")
 
 
 class Answer:
     """One command's outcome: its stdout when it ran cleanly, else why not, in words."""
 
     def __init__(self, argv, timeout):
-        self.out, self.why, self.code = "", "", None
+        self.out, self.why, self.ok = "", "", False
         try:
             proc = subprocess.run(
                 argv, capture_output=True, text=True, errors="replace", timeout=timeout
@@ -44,22 +45,15 @@ class Answer:
         except OSError as exc:
             self.why = f"{argv[0]}: {exc.strerror or exc}"
             return
-        self.code, self.out = proc.returncode, proc.stdout
+        self.ok, self.out = proc.returncode == 0, proc.stdout
         if proc.returncode != 0:
             lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
             self.why = lines[-1] if lines else f"{argv[0]} exited {proc.returncode}"
-
-    @property
-    def ok(self):
-        return self.code == 0
 
 
 def ask(argv):
     """Run one Slurm command, bounded by CALL seconds."""
     return Answer(argv, CALL)
-
-
-# -- one parser per Slurm command ----------------------------------------------------------------
 
 
 def parse_one_line_records(text):
@@ -105,27 +99,12 @@ def squeue(fields, codes, *extra):
     return parse_columns(got.out, fields), got
 
 
-def sinfo(partition, fields, codes):
-    """`sinfo` rows of the partition (every one when None): `fields` from the `codes`."""
-    argv = ["sinfo", "-h", "-o", "|".join(codes)] + (["-p", partition] if partition else [])
-    got = ask(argv)
-    return parse_columns(got.out, fields) if got.ok else []
-
-
-# -- job states ----------------------------------------------------------------------------------
-
-
 def _exit_line(path):
     """The last `exit_code=N` ray.sub or our srun script printed into the batch output."""
-    found = None
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                for m in re.finditer(rb"exit_code=(\d+)", line):
-                    found = int(m.group(1))
-    except OSError:
-        return None
-    return found
+    found = []
+    with contextlib.suppress(OSError), open(path, "rb") as fh:
+        found = [int(m.group(1)) for line in fh for m in re.finditer(rb"exit_code=(\d+)", line)]
+    return found[-1] if found else None
 
 
 def job_state(job_id, out_path, terminal):
@@ -164,24 +143,40 @@ def states(req):
     ids = ",".join(j["id"] for j in req["jobs"] if j.get("id"))
     live = {}
     if ids:
-        for row in squeue(["id", "state"], ["%i", "%T"], "-j", ids)[0]:
-            if row.get("state") not in terminal:
-                live[row["id"]] = row.get("state")
-    rows = []
-    for job in req["jobs"]:
-        job_id, row = job.get("id"), {}
+        for r in squeue(["id", "state"], ["%i", "%T"], "-j", ids)[0]:
+            if r.get("state") not in terminal:
+                live[r["id"]] = r.get("state")
+
+    def answer(job):
+        job_id, found = job.get("id"), {}
         if not job_id:
-            row = lookup(job["name"])
-            job_id = row.get("id")
+            found = lookup(job["name"])
+            job_id = found.get("id")
         if job_id in live:
-            row = {"id": job_id, "state": live[job_id]}
-        elif job_id:
-            row = dict(job_state(job_id, job.get("out"), terminal), id=job_id)
-        rows.append(row)
-    return {"rows": rows}
+            return {"id": job_id, "state": live[job_id]}
+        return dict(job_state(job_id, job.get("out"), terminal), id=job_id) if job_id else found
+
+    return {"rows": side_by_side(answer, req["jobs"])}
 
 
-# -- following one job ---------------------------------------------------------------------------
+def side_by_side(fn, items):
+    """[fn(item) for item in items], each in its own thread when there are several (most of
+    the time is spent waiting on slurmctld)."""
+    if len(items) < 2:
+        return [fn(item) for item in items]
+    import threading
+
+    out = [None] * len(items)
+
+    def one(i):
+        out[i] = fn(items[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(items))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 
 
 def _emit(event):
@@ -191,6 +186,8 @@ def _emit(event):
 
 def _send_log(path, offset):
     """The log's bytes past `offset`, in frames of at most 1 MiB; the new offset."""
+    import base64
+
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
@@ -232,9 +229,6 @@ def follow(req):
     _emit({"end": state})
 
 
-# -- the cluster before a submit -----------------------------------------------------------------
-
-
 def _partitions(req, out):
     """Every partition (hidden ones too), the one used and its GPU GRES and fewest node CPUs."""
     part = req.get("partition") or None
@@ -245,8 +239,9 @@ def _partitions(req, out):
         if not part:  # the controller answered: its default, if it has one
             default = [r["PartitionName"] for r in records if r.get("Default") == "YES"]
             out["default_partition"] = part = default[0] if default else None
-    if shutil.which("sinfo"):
-        rows = sinfo(part, ["gres", "cpus"], ["%G", "%c"])
+    if _which("sinfo"):
+        got = ask(["sinfo", "-h", "-o", "%G|%c"] + (["-p", part] if part else []))
+        rows = parse_columns(got.out, ["gres", "cpus"]) if got.ok else []
         out["gres"] = rows[0]["gres"].strip() if rows else ""
         cpus = [int(c) for r in rows for c in re.findall(r"\d+", r.get("cpus", ""))]
         out["node_cpus"] = min(cpus) if cpus else None
@@ -271,6 +266,12 @@ def _account(out):
         return
     got = ask(["sacctmgr", "-nP", "show", "user", user, "format=DefaultAccount"])
     out["account"] = got.out.splitlines()[0].strip() if got.ok and got.out.strip() else ""
+
+
+def _which(name):
+    import shutil
+
+    return shutil.which(name) is not None
 
 
 def _ray_sub_cpus(path):
@@ -298,22 +299,23 @@ def probe(req):
     """What preflight and sbatch need to know, the Slurm questions asked side by side."""
     out = {"exists": {p: os.path.exists(p) for p in req["paths"]}}
     out["home"] = os.environ.get("HOME") or None
-    workers = [threading.Thread(target=_partitions, args=(req, out))]
+    asks = [lambda: _partitions(req, out), lambda: _here(req, out)]
     if req.get("want_account"):
-        workers.append(threading.Thread(target=_account, args=(out,)))
-    for w in workers:
-        w.start()
+        asks.append(lambda: _account(out))
+    side_by_side(lambda ask: ask(), asks)
+    return out
+
+
+def _here(req, out):
+    """What the login node itself answers: ray.sub, the tools, remote_dir, the env's names."""
     if req.get("ray_sub"):
         out["ray_sub_cpus"] = _ray_sub_cpus(req["ray_sub"])
-    out["sbatch"] = shutil.which("sbatch") is not None
+    out["sbatch"] = _which("sbatch")
     if req.get("rsync"):
-        out["rsync"] = shutil.which("rsync") is not None
+        out["rsync"] = _which("rsync")
     out["stage_blocker"] = _stage_blocker(req["remote_dir"])
     if req.get("switches") is not None:
         out["env"] = environment(req)["env"]
-    for w in workers:
-        w.join()
-    return out
 
 
 def environment(req):
@@ -323,27 +325,22 @@ def environment(req):
     return {"env": {k: v.strip().lower() in switches for k, v in os.environ.items()}}
 
 
-# -- a run's facts and progress, for status and diagnose -----------------------------------------
-
-
 def facts(req):
     """slurmctld's view of the jobs that may still be live, then one sacct for all of them."""
-    rows = []
-    for job_id in req["live"]:
-        record = show_job(job_id)[0]
-        if record is not None:
-            rows.append({"source": "scontrol", "id": job_id, "state": record.get("JobState"),
-                         "code": record.get("ExitCode"), "elapsed": record.get("RunTime"),
-                         "nodes": record.get("NumNodes")})  # fmt: skip
-    names = ["JobID", "State", "ExitCode", "ElapsedRaw", "NNodes"]
-    for r in sacct(names, "-j", ",".join(req["all"])):
-        rows.append({"source": "sacct", "id": r.get("JobID"), "state": r.get("State"),
-                     "code": r.get("ExitCode"), "elapsed": r.get("ElapsedRaw"),
-                     "nodes": r.get("NNodes")})  # fmt: skip
-    return rows
+
+    def live(job_id):
+        r = show_job(job_id)[0] or {}
+        named = {k: r.get(n) for k, n in _SHOW_JOB.items()}
+        return dict(named, source="scontrol", id=job_id) if r else None
+
+    rows = [r for r in side_by_side(live, req["live"]) if r]
+    found = sacct(list(_SACCT.values()), "-j", ",".join(req["all"]))
+    return rows + [dict({k: r.get(n) for k, n in _SACCT.items()}, source="sacct") for r in found]
 
 
 def _tail(path, size):
+    import base64
+
     with open(path, "rb") as fh:
         fh.seek(0, os.SEEK_END)
         fh.seek(max(0, fh.tell() - size))
@@ -353,6 +350,8 @@ def _tail(path, size):
 def progress(req):
     """The driver log's size, mtime and tail; the latest step_N's training_info.json; the
     newest TensorBoard file's tail."""
+    import glob
+
     out = {"now": time.time()}
     log = req.get("log")
     if log and os.access(log, os.R_OK):

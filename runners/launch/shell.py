@@ -2,7 +2,7 @@
 
 Every remote action is one program whose text arrives on stdin, so values that must not be seen
 (secrets) travel inside the channel, never on a command line: a question is `remote_probe` run
-by `python3 -I -` (`ask`, one JSON answer), an action (sbatch, scancel, rm) a few lines of
+by `python3 -I -S -` (`ask`, one JSON answer), an action (sbatch, scancel, rm) a few lines of
 `bash -s`. Over ssh the user's own ssh config applies (ProxyJump, ControlMaster, keys). Files reach
 the cluster with `rsync` over the same ssh, or a plain copy when the shared filesystem is
 mounted here.
@@ -112,11 +112,12 @@ class Shell:
         return self.host or "this machine"
 
     def argv(self, python: bool = False) -> list[str]:
-        """bash (or Python: `python3` there, this interpreter here) reading a program on stdin."""
+        """bash (or Python: `python3` there, this interpreter here) reading a program on stdin;
+        Python isolated and without `site` (no user or venv packages: stdlib only, faster)."""
         if self.host is None:
-            return [sys.executable, "-I", "-"] if python else ["bash", "-s"]
+            return [sys.executable, "-I", "-S", "-"] if python else ["bash", "-s"]
         # `--`: nothing after the options is read as one, whatever the host is called
-        program = "python3 -I -" if python else "bash -s"
+        program = "python3 -I -S -" if python else "bash -s"
         return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, program]
 
     def _env(self) -> dict[str, str]:
