@@ -7,25 +7,47 @@ A malformed file is a finding with its file and line, never an exception.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import WARNING, Finding
+from catalog.model_errors import dotted, findings_from
 from catalog.syntax_errors import yaml_error
-from catalog.yamlfile import compose, top_level_lines
+from catalog.yamlfile import compose, key_lines
 
 PATTERNS_DIR = "patterns"
 CONFIDENCE = ("high", "medium", "experimental")
 FIELDS = ("id", "title", "tags", "triggers", "steps", "confidence")
 SECTIONS = ("When to apply", "What to do", "Exceptions", "References")
-_LIST_FIELDS = ("tags", "triggers", "steps")
+_WANT = {"steps": "a list of strings", "tags": "a list of strings (at least one)"}
+_WANT["triggers"] = _WANT["tags"]
+Text = Annotated[str, Field(pattern=r"\S")]
+Item = Annotated[str, Field(min_length=1)]
+
+
+class Frontmatter(BaseModel):
+    """A pattern file's frontmatter fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: Text
+    title: Text
+    tags: list[Item] = Field(min_length=1)
+    triggers: list[Item] = Field(min_length=1)
+    steps: list[Item]
+    confidence: Text
+
+
 _FENCE = "---"
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """One pattern's frontmatter; `lines` maps each field to its line in the file."""
+    """One pattern's frontmatter; `lines` maps each dotted key (`steps.0`) to its file line."""
 
     id: str
     title: str
@@ -79,57 +101,41 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
         return None, findings
     try:
         data = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        lines = top_level_lines(compose(front), first_line=2)  # after the opening '---'
+        keys = key_lines(compose(front), first_line=2)  # after the opening '---'
     except yaml.YAMLError as exc:
         err = yaml_error(exc, path, "E-PATTERN-FRONTMATTER", first_line=2, what="YAML frontmatter")
         return None, [err.finding]
     if not isinstance(data, dict):
         return None, [_bad(path, 2, "the frontmatter must be a YAML mapping of fields")]
+    lines = {dotted(k): n for k, n in keys.items()}  # `steps.0`: the first step's line
 
     def at(key: str) -> int:
         return lines.get(key, 1)
 
-    for key in sorted(set(map(str, data)) - set(FIELDS)):
-        findings.append(
-            Finding(
-                "E-PATTERN-FIELD",
-                f"unknown frontmatter field '{key}'",
-                path=str(path),
-                line=at(key),
-                key=key,
-                fix=f"allowed fields: {', '.join(FIELDS)}",
-            )
+    try:
+        fields = Frontmatter.model_validate(data)
+    except ValidationError as exc:
+        found = findings_from(
+            exc,
+            code="E-PATTERN-FIELD",
+            path=path,
+            data=data,
+            locate=lambda loc: at(str(loc[0])) if loc else 1,
+            message=lambda err, loc: _field_problem(err, str(loc[0]) if loc else "", data),
         )
-    for key in FIELDS:
-        value = data.get(key)
-        if key in _LIST_FIELDS:
-            ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-            ok = ok and (key == "steps" or bool(value))
-            want = "a list of strings" + ("" if key == "steps" else " (at least one)")
-        else:
-            ok, want = isinstance(value, str) and bool(value.strip()), "a non-empty string"
-        if not ok:
-            got = "missing" if key not in data else f"got {value!r}"
-            findings.append(
-                Finding(
-                    "E-PATTERN-FIELD",
-                    f"frontmatter field '{key}' must be {want} ({got})",
-                    path=str(path),
-                    line=at(key) if key in data else 1,
-                    key=key,
-                    fix=f"set `{key}:` in the frontmatter",
-                )
-            )
-    if findings:
-        return None, findings
+        first = {}  # one finding per field, unknown fields first
+        for f in found:
+            first.setdefault((f.key or "").split(".")[0], f)
+        order = sorted(first, key=lambda k: (k in FIELDS, FIELDS.index(k) if k in FIELDS else k))
+        return None, [replace(first[k], key=k) for k in order]
 
     pattern = Pattern(
-        id=data["id"],
-        title=data["title"].strip(),
-        tags=tuple(data["tags"]),
-        triggers=tuple(data["triggers"]),
-        steps=tuple(data["steps"]),
-        confidence=data["confidence"],
+        id=fields.id,
+        title=fields.title.strip(),
+        tags=tuple(fields.tags),
+        triggers=tuple(fields.triggers),
+        steps=tuple(fields.steps),
+        confidence=fields.confidence,
         path=path,
         lines=lines,
     )
@@ -161,11 +167,20 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
     return pattern, findings
 
 
+def _field_problem(err: Any, key: str, data: dict) -> tuple[str, str]:
+    """(message, fix) for a frontmatter field that is unknown, missing or of the wrong shape."""
+    if err["type"] == "extra_forbidden":
+        return f"unknown frontmatter field '{key}'", f"allowed fields: {', '.join(FIELDS)}"
+    got = "missing" if key not in data else f"got {data[key]!r}"
+    want = _WANT.get(key, "a non-empty string")
+    return f"frontmatter field '{key}' must be {want} ({got})", f"set `{key}:` in the frontmatter"
+
+
 def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
     from catalog.did_you_mean import did_you_mean
 
     out = []
-    for sid in pattern.steps:
+    for i, sid in enumerate(pattern.steps):
         if sid in step_ids:
             continue
         out.append(
@@ -173,7 +188,7 @@ def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
                 "E-PATTERN-STEP",
                 f"step '{sid}' does not exist",
                 path=str(pattern.path),
-                line=_line_in(pattern.path, sid) or pattern.lines.get("steps"),
+                line=pattern.lines.get(f"steps.{i}") or pattern.lines.get("steps"),
                 key="steps",
                 fix=did_you_mean(
                     sid, sorted(step_ids), otherwise="list ids from `python -m steps list`"
@@ -181,12 +196,6 @@ def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
             )
         )
     return out
-
-
-def _line_in(path: Path, needle: str) -> int | None:
-    from catalog.tomlfile import line_of
-
-    return line_of(path, needle)
 
 
 def _missing_sections(text: str, body_line: int, path: Path) -> list[Finding]:
