@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runners.launch.request import Backend
+from runners.rundir import JobRecord
 
 
 def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> Backend:
@@ -34,15 +35,15 @@ class RecordedProfile:
     address: str = ""
 
 
-def backend_for_job(job: dict, env: dict[str, str] | None = None) -> Backend:
+def backend_for_job(job: dict | JobRecord, env: dict[str, str] | None = None) -> Backend:
     """The backend for a recorded job (run.json `job`, located by runners/launch/records.py)."""
-    from runners.launch.records import located
+    from runners.launch.records import job_of, located
 
-    located(job)
-    if job["executor"] == "slurm":
-        profile = RecordedProfile(
-            "slurm", job.get("host"), tuple(job.get("ssh_options", [])), job.get("remote_dir", "/")
-        )
+    record = job if isinstance(job, JobRecord) else job_of({"job": job})
+    located(record)
+    if record.executor == "slurm":
+        where = (record.host, tuple(record.ssh_options), record.remote_dir or "/")
+        profile = RecordedProfile("slurm", *where)
     else:
-        profile = RecordedProfile("ray", address=job["address"])
-    return backend_for(job.get("profile", "?"), profile, env)
+        profile = RecordedProfile("ray", address=record.address or "")
+    return backend_for(record.profile or "?", profile, env)
