@@ -357,10 +357,10 @@ CASES = [
         "grpo.overlong_filtering",
     ),
     (
-        "gym_with_non_vllm_generation",
+        "gym_with_sglang_generation",  # vLLM, and Megatron from 0.7.0, serve Gym
         gym_config,
         "grpo",
-        {"policy.generation.backend": "megatron"},
+        {"policy.generation.backend": "sglang"},
         [],
         "E-GYM-GENERATION",
         "policy.generation.backend",

@@ -116,3 +116,38 @@ def test_add_resolver_is_refused_where_nemo_rl_does_not_register_it(
             3,
         )
         assert "${add:...}" in found[0].message and version in found[0].message
+
+
+def test_missing_save_optimizer_is_one_finding_at_the_section_that_dropped_it(
+    tmp_path: Path,
+) -> None:
+    dpo = STEPS / "dpo"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        f"defaults: {dpo / 'config/tiny.yaml'}\n"
+        "checkpointing:\n  _override_: true\n  enabled: true\n  checkpoint_dir: results/x\n"
+        "  metric_name: null\n  higher_is_better: false\n  keep_top_k: 1\n  save_period: 5\n"
+    )
+    found = [
+        f
+        for f in preflight(context_for(mine, dpo, "0.7.0"))
+        if f.is_error and "save_optimizer" in (f.key or "")
+    ]
+    assert [(f.code, f.path, f.line) for f in found] == [("E-SETUP-KEY", str(mine), 2)]
+    assert "checkpoint.py:140" in found[0].message
+
+
+def test_a_deleted_section_is_reported_once(tmp_path: Path) -> None:
+    cfg = grpo_config(tmp_path)
+    del cfg["loss_fn"]
+    found = [f for f in run_rules(cfg) if f.is_error and (f.key or "").startswith("loss_fn")]
+    assert [f.code for f in found] == ["E-CONFIG-SECTION"]
+
+
+def test_tp_logprob_batch_cites_the_running_version_and_upstreams_escape(tmp_path: Path) -> None:
+    cfg = grpo_config(tmp_path)
+    cfg["policy"]["megatron_cfg"]["tensor_model_parallel_size"] = 4
+    cfg["policy"].update(train_micro_batch_size=1, logprob_batch_size=2)
+    found = [f for f in run_rules(cfg, nemo_rl_version=V070) if f.code == "E-TP-LOGPROB-BATCH"]
+    assert len(found) == 1 and "lm_policy.py:178-194" in found[0].message
+    assert "NRL_IGNORE_TP_ACCURACY_CHECK" in (found[0].fix or "")

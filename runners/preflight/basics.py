@@ -14,32 +14,11 @@ from runners.preflight import PreflightContext, rule
 
 _RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w]*)\s*:")
 
-# Top-level keys NeMo-RL's MasterConfig requires at the pinned commit, plus the nested keys
-# its code indexes directly (GRPOLoggerConfig, CheckpointManager.__init__).
+# Top-level sections NeMo-RL's MasterConfig requires. Nested keys are the schema's (required
+# ones) or setup_indexed_keys' (optional in the schema, read directly): one finding per cause.
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "grpo": (
-        "policy",
-        "loss_fn",
-        "env",
-        "data",
-        "grpo",
-        "logger",
-        "cluster",
-        "checkpointing",
-        "logger.num_val_samples_to_print",
-        "checkpointing.keep_top_k",
-        "checkpointing.save_optimizer",
-    ),
-    "dpo": (
-        "policy",
-        "data",
-        "dpo",
-        "logger",
-        "cluster",
-        "checkpointing",
-        "checkpointing.keep_top_k",
-        "checkpointing.save_optimizer",
-    ),
+    "grpo": ("policy", "loss_fn", "env", "data", "grpo", "logger", "cluster", "checkpointing"),
+    "dpo": ("policy", "data", "dpo", "logger", "cluster", "checkpointing"),
 }
 _ABSENT = object()
 
@@ -136,22 +115,24 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
 def required_sections(ctx: PreflightContext) -> Iterable[Finding]:
     """Every section NeMo-RL's MasterConfig for `[run].algorithm` requires is present."""
     algorithm = ctx.manifest.run.algorithm if ctx.manifest is not None else None
-    for key in REQUIRED.get(algorithm or "", ()):
-        value = ctx.get(key, _ABSENT)
-        if value is _ABSENT or (value is None and "." not in key):
-            parent = key.rsplit(".", 1)[0] if "." in key else None
-            if parent and not isinstance(ctx.get(parent), dict):
-                continue  # the missing parent is reported on its own
-            path, _ = _where(ctx, parent or key)
-            what = "is null" if value is None else "is missing"
-            yield Finding(
-                "E-CONFIG-SECTION",
-                f"{key} {what}; NeMo-RL's {algorithm.upper()} MasterConfig requires it",
-                path=path,
-                key=key,
-                fix=f"restore {key} from the step's config/default.yaml (to replace a section "
-                "use `~key +key={...}` rather than deleting it)",
-            )
+    for key in missing_sections(ctx):
+        value = ctx.get(key)
+        yield Finding(
+            "E-CONFIG-SECTION",
+            f"{key} {'is null' if value is None and key in ctx.config else 'is missing'}; "
+            f"NeMo-RL's {str(algorithm).upper()} MasterConfig requires it",
+            path=_where(ctx, key)[0],
+            key=key,
+            fix=f"restore {key} from the step's config/default.yaml (to replace a section "
+            "use `~key +key={...}` rather than deleting it)",
+        )
+
+
+def missing_sections(ctx: PreflightContext) -> list[str]:
+    """The required top-level sections that are absent or null (the schema rule leaves them
+    to required_sections)."""
+    algorithm = ctx.manifest.run.algorithm if ctx.manifest is not None else None
+    return [k for k in REQUIRED.get(algorithm or "", ()) if ctx.get(k) is None]
 
 
 @rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))

@@ -19,6 +19,7 @@ from catalog.errors import WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
 from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
+from runners.preflight.basics import missing_sections
 from runners.preflight.schema_types import as_bool, describe, lax_ok, literal_ok, shape_matches
 from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
 
@@ -280,7 +281,12 @@ def nemo_rl_schema(ctx: PreflightContext) -> Iterable[Finding]:
     found = run_schema(ctx, algo)
     if found is None:
         return [schema_missing(algo)]
-    return SchemaChecker(found.doc, ctx).check_root(ctx.config)
+    gone = set(missing_sections(ctx))  # required_sections reports those, once
+    return [
+        f
+        for f in SchemaChecker(found.doc, ctx).check_root(ctx.config)
+        if (f.key or "").split(".", 1)[0] not in gone
+    ]
 
 
 @rule("generation_backend")

@@ -152,6 +152,9 @@ def where(ctx: PreflightContext, key: str | None) -> tuple[str | None, int | Non
     """The file and line that set a key, when the runner passed the compiled config."""
     compiled = getattr(ctx, "compiled", None)
     if key and compiled is not None:
+        absent = object()
+        while "." in key and ctx.get(key, absent) is absent:
+            key = key.rsplit(".", 1)[0]  # a missing key: where its section was last set
         try:
             path, line = compiled.locate(key)
         except Exception:  # a location is a courtesy; never lose the finding over it
