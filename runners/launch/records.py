@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from catalog.errors import StepsError
+from catalog.model_errors import dotted, error_from
 from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 
 if TYPE_CHECKING:
@@ -98,15 +99,16 @@ def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
     try:
         return JobRecord.model_validate(data.get("job"))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(part) for part in ("job", *err["loc"]))
-        raise StepsError(
-            "E-RUN-RECORD",
-            f"the job record does not fit its format: `{key}`: {err['msg']}",
-            path=str(run_dir / RECORD) if run_dir is not None else None,
-            key=key,
-            fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
+        raise error_from(
+            exc,
             exit_code=2,
+            code="E-RUN-RECORD",
+            path=run_dir / RECORD if run_dir is not None else None,
+            data=data.get("job"),
+            message=lambda err, loc: (
+                f"the job record does not fit its format: `{dotted(('job', *loc))}`: {err['msg']}"
+            ),
+            fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
         ) from None
 
 
