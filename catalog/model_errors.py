@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from catalog.errors import EXIT_FINDINGS, Finding, StepsError
 
 Lines = dict[tuple, int]
+ErrorDetails = Mapping[str, Any]  # one item of `ValidationError.errors()`
 Locate = Callable[[tuple], int | None]
 # The message for one error at its key path, or (message, fix) when the fix depends on it.
 Word = Callable[[ErrorDetails, tuple], str | tuple[str, str | None]]
