@@ -1,15 +1,13 @@
 """What the cluster side answers, asked by one program run there: `ssh HOST python3 -I -S -`.
 
-Standalone on purpose: Python 3.8+ and its standard library, nothing of ours, because it runs on
-a login node (or an allocation) that has none of this repo. `runners.launch.shell` sends this
-file's text with one `main(REQUEST)` line appended; the answer is one JSON document on stdout,
-or for `follow` one JSON document per line. Each Slurm command has one parser here
-(`scontrol show job -o`, `scontrol show partition -o`, `sinfo`, `sacct --parsable2`, `squeue`),
-and every call of one is bounded by the request's `call` seconds: a controller that does not
-answer makes a state UNKNOWN with why, never an endless wait.
-
-Run by hand: `python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`. Modules that
-only one question needs are imported there: Python's start is most of a short question's time.
+Standalone on purpose (Python 3.8+ and its standard library, nothing of ours): it runs on a login
+node or an allocation that has none of this repo. `runners.launch.shell` sends this file's text
+with one `main(REQUEST)` line appended; the answer is one JSON document on stdout (`follow`: one
+a line). One parser per Slurm command (`scontrol show job|partition -o`, `sinfo`, `sacct
+--parsable2`, `squeue`), each call bounded by the request's `call` seconds: a controller that
+does not answer makes a state UNKNOWN with why, never an endless wait. Modules one question
+needs are imported there (Python's start is most of a short question's time). By hand:
+`python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`.
 """
 
 from __future__ import annotations
@@ -126,14 +124,16 @@ def job_state(job_id, out_path, terminal):
 
 
 def lookup(name):
-    """{id} of the job named `name` (squeue, then sacct's last 7 days), {} when none, or
-    {why} when Slurm could not be asked."""
-    rows, got = squeue(["id"], ["%A"], "--name=" + name)
+    """{id} of the job named `name` (squeue, else sacct's last 7 days: asked side by side),
+    {} when none, or {why} when Slurm could not be asked."""
+    (rows, got), found = at_once(
+        lambda: squeue(["id"], ["%A"], "--name=" + name),
+        lambda: sacct(["JobID"], "--name=" + name, "-S", "now-7days"),
+    )
     if rows:
         return {"id": rows[0]["id"].strip()}
     if not got.ok:
         return {"why": got.why}
-    found = sacct(["JobID"], "--name=" + name, "-S", "now-7days")
     return {"id": found[0]["JobID"]} if found else {}
 
 
@@ -167,16 +167,18 @@ def side_by_side(fn, items):
     import threading
 
     out = [None] * len(items)
-
-    def one(i):
-        out[i] = fn(items[i])
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(items))]
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fn(items[i])))
+               for i in range(len(items))]  # fmt: skip
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     return out
+
+
+def at_once(*calls):
+    """Each call's result, the calls made side by side."""
+    return side_by_side(lambda call: call(), list(calls))
 
 
 def _emit(event):
@@ -218,9 +220,8 @@ def follow(req):
                 return
         else:
             since = None
-        if last in terminal and req["until_done"]:
-            break
-        if not (req["until_done"] or req["follow"]):
+        done = last in terminal if req["until_done"] else not req["follow"]
+        if done:
             break
         time.sleep(req["poll"])
     time.sleep(0.5)
@@ -269,18 +270,16 @@ def _account(out):
 
 
 def _which(name):
-    import shutil
+    import shutil  # its import asks for zlib, bz2, lzma: here only
 
     return shutil.which(name) is not None
 
 
 def _ray_sub_cpus(path):
     """How the checkout's ray.sub sizes its srun steps: per node, or 16 per GPU."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
-        return None
+    text = ""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
     if "CPUS_PER_WORKER=$(detect_cpus_per_node)" in text:
         return "node"
     return "16" if "GPUS_PER_NODE * 16" in text else None
@@ -297,12 +296,11 @@ def _stage_blocker(remote_dir):
 
 def probe(req):
     """What preflight and sbatch need to know, the Slurm questions asked side by side."""
-    out = {"exists": {p: os.path.exists(p) for p in req["paths"]}}
-    out["home"] = os.environ.get("HOME") or None
+    out = {"exists": {p: os.path.exists(p) for p in req["paths"]}, "home": os.environ.get("HOME")}
     asks = [lambda: _partitions(req, out), lambda: _here(req, out)]
     if req.get("want_account"):
         asks.append(lambda: _account(out))
-    side_by_side(lambda ask: ask(), asks)
+    at_once(*asks)
     return out
 
 
@@ -326,16 +324,17 @@ def environment(req):
 
 
 def facts(req):
-    """slurmctld's view of the jobs that may still be live, then one sacct for all of them."""
+    """slurmctld's view of the jobs that may still be live, and one sacct for all of them."""
 
-    def live(job_id):
-        r = show_job(job_id)[0] or {}
-        named = {k: r.get(n) for k, n in _SHOW_JOB.items()}
-        return dict(named, source="scontrol", id=job_id) if r else None
+    def one(job_id):  # None: sacct
+        if job_id is None:
+            found = sacct(list(_SACCT.values()), "-j", ",".join(req["all"]))
+            return [dict({k: r.get(n) for k, n in _SACCT.items()}, source="sacct") for r in found]
+        r = show_job(job_id)[0]
+        named = {k: r.get(n) for k, n in _SHOW_JOB.items()} if r else None
+        return [dict(named, source="scontrol", id=job_id)] if r else []
 
-    rows = [r for r in side_by_side(live, req["live"]) if r]
-    found = sacct(list(_SACCT.values()), "-j", ",".join(req["all"]))
-    return rows + [dict({k: r.get(n) for k, n in _SACCT.items()}, source="sacct") for r in found]
+    return [row for rows in side_by_side(one, [*req["live"], None]) for row in rows]
 
 
 def _tail(path, size):
@@ -385,9 +384,11 @@ def main(request):
         follow(req)
         return
     if op == "run":  # status/diagnose: the facts and the progress in one round trip
-        answer = {"facts": facts(req["facts"]) if req.get("facts") else []}
+        answer = {"facts": []}
+        asks = [lambda: answer.update(facts=facts(req["facts"]))] if req.get("facts") else []
         if req.get("progress") is not None:
-            answer["progress"] = progress(req["progress"])
+            asks.append(lambda: answer.update(progress=progress(req["progress"])))
+        at_once(*asks)
     elif op == "lookup":
         answer = lookup(req["name"])
     else:

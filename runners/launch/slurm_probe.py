@@ -48,7 +48,7 @@ def probe(
         )
     facts = RemoteFacts(name, profile, "")
     facts.exists = dict(got.get("exists") or {})
-    facts.home = got.get("home")
+    facts.home = got.get("home") or None
     facts.partition, facts.account = profile.partition, profile.account
     facts.partitions = got.get("partitions")
     if "default_partition" in got:  # the controller answered: its default, if it has one
