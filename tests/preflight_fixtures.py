@@ -196,6 +196,23 @@ def grpo_config(tmp: Path) -> dict:
     return cfg
 
 
+# A resource server's source as Gym lays it out: verify() takes a request model whose own fields
+# are the row's task fields (read with ast by catalog/contracts/gym_servers.py, never run).
+SERVER_APP = """\
+from nemo_gym.base_resources_server import BaseVerifyRequest, SimpleResourcesServer
+
+
+class TaskVerifyRequest(BaseVerifyRequest):
+{fields}
+
+class TaskServer(SimpleResourcesServer):
+    async def verify(self, body: TaskVerifyRequest):
+        raise NotImplementedError
+"""
+MATH_FIELDS = "    question: str\n    expected_answer: str\n"
+FOLLOW_FIELDS = "    id: int\n    kwargs: list = []\n"
+
+
 def gym_root(tmp: Path) -> Path:
     """A minimal Gym checkout: the training model config, math_with_judge, instruction_following."""
     root = tmp / "Gym"
@@ -206,14 +223,18 @@ def gym_root(tmp: Path) -> Path:
     model.write_text("policy_model:\n  responses_api_models:\n    vllm_model: {}\n")
     server.write_text(
         "math_with_judge:\n  resources_servers:\n    math_with_judge: {domain: math}\n"
-        "math_with_judge_simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n"
+        "math_with_judge_simple_agent:\n  responses_api_agents:\n    simple_agent:\n"
+        "      resources_server: {type: resources_servers, name: math_with_judge}\n"
     )
     follow = root / "resources_servers/instruction_following/configs/instruction_following.yaml"
     follow.parent.mkdir(parents=True)
     follow.write_text(  # nemo_gym_tiny loads it too: rl_prep -c tiny routes chat rows there
         "instruction_following:\n  resources_servers:\n    instruction_following: {}\n"
-        "instruction_following_simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n"
+        "instruction_following_simple_agent:\n  responses_api_agents:\n    simple_agent:\n"
+        "      resources_server: {type: resources_servers, name: instruction_following}\n"
     )
+    for rs, fields in (("math_with_judge", MATH_FIELDS), ("instruction_following", FOLLOW_FIELDS)):
+        (root / "resources_servers" / rs / "app.py").write_text(SERVER_APP.format(fields=fields))
     return root
 
 

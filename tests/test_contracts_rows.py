@@ -168,7 +168,7 @@ def test_gym_agent_name_outside_the_configured_agents_gets_did_you_mean():
     contract = get_row_contract("nemo_gym_rows", agent_names=["math_with_judge_simple_agent"])
     row = gym_row(agent_ref={"type": "responses_api_agents", "name": "math_with_judge_agent"})
     (v,) = contract(row)
-    assert (v.code, v.field) == ("E-GYM-AGENT-REF", "agent_ref.name")
+    assert (v.code, v.field) == ("E-GYM-AGENT", "agent_ref.name")
     assert "math_with_judge_simple_agent" in v.fix
     assert contract(gym_row()) == []
 

@@ -32,6 +32,8 @@ RULE_CODES = {
     "E-RLVR-ROW",
     "E-GYM-ROW",
     "E-GYM-AGENT-REF",
+    "E-GYM-AGENT",
+    "E-GYM-TASK-FIELD",
     "E-HF-CHECKPOINT",
     "W-HF-HUB-ID",
     "E-MEGATRON-CHECKPOINT",
@@ -129,23 +131,26 @@ def test_dpo_rows_are_read_with_the_split_s_configured_keys(tmp_path: Path) -> N
     train = _rows(tmp_path / "renamed.jsonl", rows)
     base = ["-c", "tiny", f"data.train.data_path={train}"]
     proc = _run(tmp_path, "rl/nemo_rl/dpo", *base)
-    assert [f["line"] for f in _errors(_findings(proc), "E-DPO-ROW")] == [1, 2, 3]
+    [f] = _errors(_findings(proc), "E-DPO-ROW")  # one cause over three rows: one finding
+    assert f["line"] == 1 and f["message"].startswith("3 rows: rejected: ")
     proc = _run(tmp_path, "rl/nemo_rl/dpo", *base, "++data.train.rejected_key=worse")
     assert _rule_findings(proc) == []
 
 
 def test_more_bad_rows_than_the_cap_end_with_one_error_summary(tmp_path: Path) -> None:
-    bad = {"prompt": "p", "chosen": "x", "rejected": "x"}
-    train = _rows(tmp_path / "bad.jsonl", [bad] * 25, extra="\n")  # a trailing blank line too
+    bad = [{"prompt": "p", "chosen": "x", "rejected": "x", "extra": i} for i in range(2)]
+    train = _rows(tmp_path / "bad.jsonl", bad, extra="{\n" * 25 + "\n")  # 25 lines not JSON
     proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", f"data.train.data_path={train}")
     found = [f for f in _findings(proc) if f.get("path") == str(train)]
-    rows = [f for f in found if f.get("line") is not None and f["code"] == "E-DPO-ROW"]
-    assert [f["line"] for f in rows] == list(range(1, 21))
+    [rows] = [f for f in found if f.get("line") is not None and f["code"] == "E-DPO-ROW"]
+    assert rows["line"] == 1 and rows["message"].startswith("2 rows: ")  # one cause, one finding
+    lines = [f["line"] for f in found if f.get("line") is not None and f["code"] == "E-JSONL"]
+    assert lines == list(range(3, 22))
     [summary] = [f for f in found if "errors in total" in f["message"]]
-    assert summary["code"] == "E-DPO-ROW" and summary.get("severity", "error") == "error"
-    assert "25 errors in total, first 20 shown; 25 of 25 rows bad" in summary["message"]
+    assert summary["code"] == "E-JSONL" and summary.get("severity", "error") == "error"
+    assert "26 errors in total, first 20 shown; 27 of 27 rows bad" in summary["message"]
     assert f"steps validate preference_jsonl {train}" in summary["fix"]
-    assert any(f["code"] == "W-JSONL-BLANK" and f["line"] == 26 for f in found)
+    assert any(f["code"] == "W-JSONL-BLANK" and f["line"] == 28 for f in found)
 
 
 def test_finding_without_its_own_fix_shows_the_manifest_recovery(tmp_path: Path) -> None:
@@ -196,12 +201,13 @@ def _misnamed(name: str) -> dict:
     return {**GYM_ROW, "agent_ref": {"type": "responses_api_agents", "name": name}}
 
 
-def test_gym_agent_not_in_the_gym_configs_is_e_gym_agent_ref_with_did_you_mean(
+def test_gym_agent_not_in_the_gym_configs_is_one_e_gym_agent_with_did_you_mean(
     tmp_path: Path,
 ) -> None:
     train, proc = _gym(tmp_path, [GYM_ROW, GYM_ROW, _misnamed("math_with_judge_simple_agnt")])
     assert proc.returncode == 1
-    [f] = _errors(_findings(proc), "E-GYM-AGENT-REF")
+    assert not _errors(_findings(proc), "E-GYM-AGENT-REF")
+    [f] = _errors(_findings(proc), "E-GYM-AGENT")
     assert (f["path"], f["line"], f["key"]) == (str(train), 3, "agent_ref.name")
     assert "'math_with_judge_simple_agnt'" in f["message"]
     assert f["fix"] == "did you mean `math_with_judge_simple_agent`?"
@@ -212,7 +218,7 @@ def test_gym_agents_are_read_from_the_configured_run_gym_root(tmp_path: Path) ->
     _, proc = _gym(
         tmp_path, [_misnamed("math_with_judge_simple_agnt")], f"+run.gym_root={root}", gym=False
     )
-    assert [f["line"] for f in _errors(_findings(proc), "E-GYM-AGENT-REF")] == [1]
+    assert [f["line"] for f in _errors(_findings(proc), "E-GYM-AGENT")] == [1]
 
 
 def test_gym_unknown_responses_create_params_key_is_e_gym_row(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 from preflight_fixtures import GYM_ROW, codes, gym_config, run_rules, write_rows
 
 from catalog.nemo_rl_version import parse_version
+from runners.preflight import BoundArtifact
 
 
 def _only(findings: list, code: str) -> list:
@@ -66,7 +67,17 @@ def test_without_a_gym_root_the_paths_are_a_warning_naming_what_is_needed(tmp_pa
     assert found and "3rdparty/Gym-workspace/Gym" in found[0].message
 
 
-def test_row_agent_not_defined_by_configs_is_an_error_at_its_line(tmp_path: Path) -> None:
+def _bound(cfg: dict) -> list[BoundArtifact]:
+    """The data paths of `cfg` bound as the run binds them (the rows artifact_contracts reads)."""
+    return [
+        BoundArtifact(
+            split, "training_jsonl", f"data.{split}.data_path", cfg["data"][split]["data_path"]
+        )
+        for split in ("train", "validation")
+    ]
+
+
+def test_row_agent_not_defined_by_configs_is_one_error_at_its_line(tmp_path: Path) -> None:
     cfg = gym_config(tmp_path)
     path = Path(cfg["data"]["train"]["data_path"])
     bad = {**GYM_ROW, "agent_ref": {"type": "responses_api_agents", "name": "math_simple_agent"}}
@@ -74,18 +85,20 @@ def test_row_agent_not_defined_by_configs_is_an_error_at_its_line(tmp_path: Path
         import json
 
         fh.write(json.dumps(bad) + "\n")
-    found = _only(run_rules(cfg), "E-GYM-AGENT")
+    findings = run_rules(cfg, inputs=_bound(cfg))
+    assert not _only(findings, "E-GYM-AGENT-REF")  # one code for one cause
+    found = _only(findings, "E-GYM-AGENT")
     assert len(found) == 1
     assert found[0].path == str(path) and found[0].line == 5
     assert "math_simple_agent" in found[0].message
-    assert "math_with_judge_simple_agent" in found[0].message
+    assert "math_with_judge_simple_agent" in found[0].fix
 
 
 def test_agent_defined_only_by_an_unlisted_config_is_reported(tmp_path: Path) -> None:
     cfg = gym_config(tmp_path)
     cfg["env"]["nemo_gym"]["config_paths"] = cfg["env"]["nemo_gym"]["config_paths"][:1]
     write_rows(Path(cfg["data"]["validation"]["data_path"]), GYM_ROW, n=2)
-    found = _only(run_rules(cfg), "E-GYM-AGENT")
+    found = _only(run_rules(cfg, inputs=_bound(cfg)), "E-GYM-AGENT")
     assert {f.path for f in found} == {
         cfg["data"]["train"]["data_path"],
         cfg["data"]["validation"]["data_path"],

@@ -38,11 +38,13 @@ def test_validate_good_file_exits_0(tmp_path, capsys):
 
 
 def test_validate_json_output_counts_all_errors_and_lists_the_first_n(tmp_path, capsys):
-    p = write(tmp_path / "d.jsonl", [{"prompt": "q"}] * 7)
-    assert main(["validate", "preference_jsonl", str(p), "--json", "--max-errors", "2"]) == 1
+    p = write(tmp_path / "d.jsonl", [{"prompt": "q"}] * 7 + [{"prompt": "q", "chosen": "a"}])
+    assert main(["validate", "preference_jsonl", str(p), "--json", "--max-errors", "1"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["errors"] == 7 and len(report["findings"]) == 2
-    assert report["bad_rows_by_code"] == {"E-DPO-ROW": 7}
+    # two causes (no chosen, no rejected), each one finding over its rows; the first is shown
+    assert report["errors"] == 2 and len(report["findings"]) == 1
+    assert report["findings"][0]["message"].startswith("7 rows: ")
+    assert report["bad_rows"] == 8 and report["bad_rows_by_code"] == {"E-DPO-ROW": 8}
 
 
 def test_validate_options_rename_keys(tmp_path, capsys):

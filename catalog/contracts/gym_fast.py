@@ -147,18 +147,70 @@ def _covered(facts: GymFacts) -> bool:
     )
 
 
+# The first byte of a JSON value of each type (a Raw field's type, read without parsing it).
+_FIRST = {
+    "string": b'"',
+    "object": b"{",
+    "array": b"[",
+    "boolean": b"tf",
+    "null": b"n",
+    "number": b"-0123456789",
+}
+
+
+def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, list]]:
+    """`base` plus every task field of `routes` as an unparsed Raw (UNSET when absent), and
+    per agent its fields as (attribute, required, first bytes its JSON types may start with
+    (None: any), and whether an integer is taken: its raw text is then all digits)."""
+    names = sorted({k for r in routes.values() for k in (r.get("fields") or {})})
+    attr = {name: f"f{i}" for i, name in enumerate(names)}
+    struct = msgspec.defstruct(
+        "_TaskRow",
+        [(attr[n], Raw | UnsetType, UNSET) for n in names],
+        bases=(base,),
+        rename={attr[n]: n for n in names} | {f: f for f in base.__struct_fields__},
+    )
+    per_agent: dict[str, list] = {}
+    for agent, route in routes.items():
+        out = per_agent[agent] = []
+        for key, spec in (route.get("fields") or {}).items():
+            kinds = spec.get("types")
+            first = b"".join(_FIRST.get(k, b"") for k in kinds) if kinds else None
+            out.append((attr[key], bool(spec.get("required")), first, "integer" in (kinds or ())))
+    return struct, per_agent
+
+
+def _task_ok(row: Any, fields: list) -> bool:
+    for attr, required, first, integer in fields:
+        raw = getattr(row, attr)
+        if raw is UNSET:
+            if required:
+                return False
+        elif first is not None:
+            text = bytes(raw)
+            if not (text[:1] in first or (integer and text.lstrip(b"-").isdigit())):
+                return False
+    return True
+
+
 def gym_accept(
     default_agent_ref: Any = None,
     agent_names: Iterable[str] | None = None,
     allow_empty_input: bool = True,
     gym_version: str | None = None,
+    routes: dict[str, Any] | None = None,
 ) -> Accept | None:
     """`accept(line) -> True` only for rows `nemo_gym_rows(same options)` finds no fault in;
     None when the judging Gym lacks part of the shape the structs take."""
     if not _covered(gym_facts(gym_version)):
         return None
-    decode = msgspec.json.Decoder(_Row if default_agent_ref is None else _RowDefaultAgent).decode
+    row_type = _Row if default_agent_ref is None else _RowDefaultAgent
+    task: dict[str, list] = {}
+    if routes:
+        row_type, task = _task_struct(row_type, routes)
+    decode = msgspec.json.Decoder(row_type).decode
     names = frozenset(agent_names) if agent_names is not None else None
+    default = default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else None
     failure = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
 
     def accept(line: bytes) -> bool:
@@ -176,6 +228,10 @@ def gym_accept(
         if type(inp) is list and not _items_ok(inp, allow_empty_input):
             return False
         ref = row.agent_ref
-        return names is None or ref is UNSET or ref.name in names
+        name = default if ref is UNSET else ref.name
+        if names is not None and ref is not UNSET and name not in names:
+            return False
+        fields = task.get(name) if task and name is not None else None
+        return fields is None or _task_ok(row, fields)
 
     return accept

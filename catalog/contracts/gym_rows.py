@@ -15,10 +15,12 @@ from typing import Any
 from catalog.contracts.gym_facts import GymFacts, gym_facts
 from catalog.contracts.gym_items import ItemRules, check_input
 from catalog.contracts.gym_items import violation as _v
+from catalog.contracts.gym_task_fields import TaskFields
 from catalog.contracts.rows import RowCheck, RowViolation, type_name
 from catalog.did_you_mean import close_matches
 
 AGENT = "E-GYM-AGENT-REF"
+NOT_LOADED = "E-GYM-AGENT"
 AGENT_TYPE = "responses_api_agents"
 FUNCTION_TOOL_KEYS = ("type", "name", "parameters", "strict")
 # Request fields with checks of their own; the others are checked by their JSON type.
@@ -196,23 +198,36 @@ def nemo_gym_rows(
     agent_names: Iterable[str] | None = None,
     allow_empty_input: bool = True,
     gym_version: str | None = None,
+    routes: dict[str, Any] | None = None,
 ) -> RowCheck:
     """Build the NeMo-Gym row check; `agent_names`, when given, are the only valid agents.
 
     `gym_version` names the judging Gym (a version or a source folder; None: the pin).
     `input: []` is legal, as in Gym (agents such as aviary and toolsandbox build the prompt
-    from the task's own fields); `allow_empty_input=false` makes it an error.
+    from the task's own fields); `allow_empty_input=false` makes it an error. `routes` maps
+    an agent to the fields its resource server reads (gym_routes.GymRoutes.option): a row
+    routed there lacking a required one, or with one of the wrong type, is E-GYM-TASK-FIELD.
     """
     request = _Request(gym_facts(gym_version), allow_empty_input)
     names = frozenset(agent_names) if agent_names is not None else None
+    task = TaskFields(routes or {})
+    default_name = (
+        default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else default_agent_ref
+    )
     agent_fix = (
         f"set agent_ref.name to one of: {', '.join(sorted(names))}"
         if names
         else "set it to the agent instance key of your Gym config"
     )
+    load_fix = (
+        "add the Gym config that defines it to env.nemo_gym.config_paths, or "
+        + agent_fix.replace("set it", "set agent_ref.name", 1)
+    )
 
     def check_agent(row: dict, out: list[RowViolation]) -> None:
         if "agent_ref" not in row:
+            if type(default_name) is str:
+                task.check(row, default_name, out)
             if default_agent_ref is None:
                 out.append(
                     RowViolation(
@@ -251,12 +266,18 @@ def nemo_gym_rows(
             )
         elif names is not None and name not in names:
             close = close_matches(name, names, n=1)
-            fix = f"did you mean `{close[0]}`?" if close else agent_fix
+            fix = f"did you mean `{close[0]}`?" if close else load_fix
             out.append(
                 RowViolation(
-                    AGENT, "agent_ref.name", f"unknown agent {name!r} (not in the Gym config)", fix
+                    NOT_LOADED,
+                    "agent_ref.name",
+                    f"agent {name!r} is not loaded by the config (no file in "
+                    f"env.nemo_gym.config_paths defines it)",
+                    fix,
                 )
             )
+        else:
+            task.check(row, name, out)
 
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []

@@ -33,6 +33,7 @@ from catalog.contracts.json_text import (
     strict_loads,
     surely_not_object,
 )
+from catalog.contracts.row_causes import Causes
 from catalog.errors import WARNING, Finding
 
 # rl_prep and the tests read lines through these
@@ -71,7 +72,8 @@ class ScanResult:
     blank: int = 0
     bad_by_code: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    errors: int = 0  # every error found, reported or not
+    causes: Causes = field(default_factory=Causes)  # row violations, one per cause
+    errors: int = 0  # every error found, reported or not (a repeated row cause once)
     warnings: int = 0  # every warning found, reported or not
 
     def refuse(self, code: str, max_errors: int) -> bool:
@@ -105,6 +107,7 @@ class ScanResult:
         self.blank += other.blank
         for code, n in other.bad_by_code.items():
             self.bad_by_code[code] = self.bad_by_code.get(code, 0) + n
+        self.errors -= self.causes.merge(other.causes, line_offset)
         for f in other.findings:
             if line_offset and f.line is not None:
                 f = Finding(
@@ -318,16 +321,8 @@ def scan_range(
                 res.bad_rows += 1
                 for code in {v.code for v in violations}:
                     bad[code] = bad.get(code, 0) + 1
-                if counting:
-                    res.errors += len(violations)
-                    continue
                 for v in violations:
-                    msg = f"{v.field}: {v.message}." if v.field else f"{v.message}."
-                    res.add(
-                        _finding(v.code, msg, where, lineno, fix=v.fix, key=v.field or None),
-                        max_errors,
-                    )
-                counting = res.errors >= max_errors
+                    res.errors += res.causes.add(v, where, lineno)
         res.lines = lineno
         res.rows = lineno - res.blank
         res.bytes = pos - start

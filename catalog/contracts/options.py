@@ -8,9 +8,12 @@ preflight rule agree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.config_values import dotted_get
+
+if TYPE_CHECKING:
+    from catalog.contracts.gym_routes import GymRoutes
 
 
 def row_contract_for(type_contract: str, config: dict) -> str:
@@ -34,27 +37,34 @@ def _data_key(config: dict, split: str, key: str) -> Any:
     return dotted_get(config, f"data.default.{key}")
 
 
-def gym_agent_names(config: dict, gym_root: Path | None) -> list[str] | None:
-    """Agent instance keys the Gym configs define, or None when any config cannot be read."""
+def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
+    """The Gym source tree whose configs route the rows: `gym_root` (the dry run's checkout,
+    or `validate --gym-version DIR`; a Gym or NeMo-RL checkout), else the config's
+    run.gym_root, else the Gym that will run (an installed nemo_gym, $NEMO_RL_HOME's or the
+    container's); None when there is none to read."""
+    from catalog.contracts.gym_facts import detect_gym
+    from catalog.contracts.gym_source import gym_root_of
+
+    configured = dotted_get(config, "run.gym_root")
+    for root in (
+        gym_root,
+        Path(configured).expanduser() if isinstance(configured, str) and configured else None,
+    ):
+        if root is not None and Path(root).is_dir():
+            return gym_root_of(Path(root)) or Path(root)
+    found = detect_gym()
+    return Path(found) if found else None
+
+
+def gym_routes_for(config: dict, gym_root: Path | None = None) -> GymRoutes | None:
+    """The agents env.nemo_gym loads and the server fields of each (gym_routes.py); None
+    when the config is not a Gym one, or names config files and no Gym tree is at hand."""
+    from catalog.contracts.gym_routes import read_routes
+
     gym = dotted_get(config, "env.nemo_gym")
     if not isinstance(gym, dict):
         return None
-    names = [k for k, v in gym.items() if isinstance(v, dict) and "responses_api_agents" in v]
-    paths = gym.get("config_paths") or []
-    if paths and gym_root is None:
-        return None
-    import yaml
-
-    for rel in paths:
-        try:
-            data = yaml.safe_load((Path(gym_root) / str(rel)).read_text())  # type: ignore[arg-type]
-        except (OSError, yaml.YAMLError):
-            return None
-        if isinstance(data, dict):
-            names += [
-                k for k, v in data.items() if isinstance(v, dict) and "responses_api_agents" in v
-            ]
-    return sorted(set(names)) if names else None
+    return read_routes(gym_tree_for(config, gym_root), gym)
 
 
 def gym_version_for(config: dict, gym_root: Path | None = None) -> str | None:
@@ -79,10 +89,14 @@ def contract_options(
 ) -> dict[str, Any]:
     """The options of row contract `contract` that the config sets (absent ones left out)."""
     if contract == "nemo_gym_rows":
+        routes = gym_routes_for(config, gym_root)
+        paths = dotted_get(config, "env.nemo_gym.config_paths")
+        known = routes is not None and not routes.unreadable and (routes.agents or paths)
         return {
             "default_agent_ref": dotted_get(config, "run.default_agent_ref"),
-            "agent_names": gym_agent_names(config, gym_root),
+            "agent_names": sorted(routes.agents) if known else None,  # type: ignore[union-attr]
             "gym_version": gym_version_for(config, gym_root),
+            "routes": (routes.option() or None) if routes is not None else None,
         }
     if contract == "preference_rows":
         keys = ("prompt_key", "chosen_key", "rejected_key")
@@ -91,3 +105,31 @@ def contract_options(
     else:
         return {}
     return {k: _data_key(config, split, k) for k in keys}
+
+
+# The artifact type that names each row contract, for reports of a narrowed `training_jsonl`.
+ROW_TYPES = {
+    "nemo_gym_rows": "nemo_gym_jsonl",
+    "preference_rows": "preference_jsonl",
+    "verifiable_prompt_rows": "verifiable_prompt_jsonl",
+}
+
+
+def step_contract(
+    type_name: str,
+    contract: str,
+    config: dict,
+    *,
+    split: str = "train",
+    gym_root: Path | None = None,
+) -> tuple[str, str, dict[str, Any]]:
+    """The type, contract and options a step's compiled config judges rows of `type_name` by.
+
+    The one judge of rows against a step: `validate TYPE PATH --step S -c CFG` and the dry
+    run's artifact_contracts both call it, so they give the same verdict on the same rows.
+    """
+    narrowed = row_contract_for(contract, config)
+    if narrowed != contract:
+        type_name, contract = ROW_TYPES.get(narrowed, type_name), narrowed
+    options = contract_options(contract, config, split=split, gym_root=gym_root)
+    return type_name, contract, {k: v for k, v in options.items() if v is not None}

@@ -35,7 +35,7 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
     "jsonl": (_any_object, ()),
     "nemo_gym_rows": (
         _factory("catalog.contracts.gym_rows", "nemo_gym_rows"),
-        ("default_agent_ref", "agent_names", "allow_empty_input", "gym_version"),
+        ("default_agent_ref", "agent_names", "allow_empty_input", "gym_version", "routes"),
     ),
     "preference_rows": (
         _factory("catalog.contracts.preference_rows", "preference_rows"),

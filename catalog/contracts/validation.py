@@ -149,7 +149,9 @@ def scan_jsonl(
     workers: int | None = None,
     chunk_bytes: int | None = None,
 ) -> ScanResult:
-    """Scan every source through the row contract; large inputs in worker processes."""
+    """Scan every source through the row contract; large inputs in worker processes. The
+    findings: the first `max_errors` errors in input order, a row violation repeated over
+    rows as one finding per cause (row_causes.py)."""
     check, accept, blank_is_error = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
@@ -199,7 +201,25 @@ def scan_jsonl(
                 ),
                 max_errors,
             )
+    result.findings = _in_input_order(result, sources, max_errors)
     return result
+
+
+def _in_input_order(scan: ScanResult, sources: list[Source], max_errors: int) -> list[Finding]:
+    """The scan's findings and one finding per row cause, by first location, at most
+    `max_errors` errors (and as many warnings)."""
+    order = {str(s.path): i for i, s in enumerate(sources)}
+    merged = sorted(
+        scan.findings + scan.causes.findings(),
+        key=lambda f: (order.get(f.path or "", len(order)), f.line or 0),
+    )
+    kept: list[Finding] = []
+    shown = {True: 0, False: 0}
+    for f in merged:
+        if shown[f.is_error] < max_errors:
+            shown[f.is_error] += 1
+            kept.append(f)
+    return kept
 
 
 def resolve_contract(type_name: str, graph: Any = None) -> str:

@@ -6,18 +6,13 @@ import os
 from collections.abc import Iterator
 
 from catalog.contracts import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, validate_artifact
-from catalog.contracts.options import contract_options, row_contract_for
+from catalog.contracts.options import step_contract
 from catalog.errors import Finding
 from catalog.types import load_catalog_types
 from runners.preflight import PreflightContext, rule
 from runners.preflight.gym import gym_root
 
 MAX_ERRORS_PER_INPUT = 20
-_ROW_TYPES = {
-    "nemo_gym_rows": "nemo_gym_jsonl",
-    "preference_rows": "preference_jsonl",
-    "verifiable_prompt_rows": "verifiable_prompt_jsonl",
-}
 
 
 def _split_of(config_key: str) -> str:
@@ -39,12 +34,13 @@ def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
         if contract not in ROW_CONTRACTS and contract not in CHECKPOINT_CONTRACTS:
             continue  # no validator (e.g. data_blend: rl_prep reads and checks its blend itself)
         options: dict = {}
-        if contract == "jsonl":
-            contract = row_contract_for(contract, ctx.config)
-            type_name = _ROW_TYPES.get(contract, type_name)
-        if contract in _ROW_TYPES:
-            options = contract_options(
-                contract, ctx.config, split=_split_of(art.config_key), gym_root=gym_root(ctx)
+        if contract in ROW_CONTRACTS:
+            type_name, contract, options = step_contract(
+                type_name,
+                contract,
+                ctx.config,
+                split=_split_of(art.config_key),
+                gym_root=gym_root(ctx),
             )
         report = validate_artifact(
             type_name,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 from runners.preflight import PreflightContext
@@ -34,21 +33,3 @@ def first_row(path: Path) -> dict | None:
                     return None
                 return row if isinstance(row, dict) else None
     return None
-
-
-def agent_names(path: Path, limit: int = 50_000) -> Iterator[tuple[int, str]]:
-    """(line, agent_ref.name) of rows that carry one, for the first `limit` lines."""
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if lineno > limit:
-                return
-            if b'"agent_ref"' not in raw:
-                continue
-            try:
-                row = json.loads(raw)
-            except ValueError:
-                continue
-            ref = row.get("agent_ref") if isinstance(row, dict) else None
-            name = ref.get("name") if isinstance(ref, dict) else None
-            if isinstance(name, str) and name:
-                yield lineno, name

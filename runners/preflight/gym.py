@@ -10,7 +10,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from catalog.upstream import GYM_SUBDIR
 from runners.preflight import PreflightContext, rule
-from runners.preflight.data_files import agent_names, bound_file, first_row
+from runners.preflight.data_files import bound_file, first_row
 from runners.preflight.schema import close
 from runners.preflight.topology import finding, generation, uses_gym, warning
 from runners.preflight.versions import cite
@@ -120,65 +120,40 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-def defined_agents(root: Path, entries: list) -> tuple[set[str], list[str]]:
-    """Agent instance names the Gym configs define, and the files that could not be read."""
-    import yaml
-
-    agents: set[str] = set()
-    unreadable: list[str] = []
-    for entry in entries:
-        if not isinstance(entry, str):
-            continue
-        path = Path(entry) if Path(entry).is_absolute() else root / entry
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            unreadable.append(entry)
-            continue
-        for name, body in (doc or {}).items() if isinstance(doc, dict) else []:
-            if isinstance(body, dict) and "responses_api_agents" in body:
-                agents.add(str(name))
-    return agents, unreadable
-
-
 @rule("gym_agents_defined")
 def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-GYM-AGENT: every row's agent_ref.name is an agent the Gym configs define."""
+    """W-GYM-AGENT-UNCHECKED / W-GYM-SERVER-UNDERIVED: what the row check cannot know, said
+    once per run. Rows routed to agents no config loads (E-GYM-AGENT) and rows lacking the
+    fields their resource server reads (E-GYM-TASK-FIELD) are the row contract's findings
+    (artifact_contracts, with the options `validate --step` uses too)."""
+    from catalog.contracts.options import gym_routes_for
+
     entries = _config_paths(ctx)
     root = gym_root(ctx)
     if not uses_gym(ctx) or not entries or root is None or not root.is_dir():
         return  # gym_config_paths reports the shape and the missing root
-    agents, unreadable = defined_agents(root, entries)
-    if unreadable:
+    routes = gym_routes_for(ctx.config, root)
+    if routes is None:
+        return
+    if routes.unreadable:
         yield warning(
             ctx,
             "W-GYM-AGENT-UNCHECKED",
             CONFIG_PATHS,
-            f"could not read {', '.join(unreadable)}; agents they define are not known",
+            f"could not read {', '.join(routes.unreadable)}; agents they define are not known",
             "fix the paths (see E-GYM-CONFIG-PATH)",
         )
-        return
-    for key in ("data.train.data_path", "data.validation.data_path"):
-        path = bound_file(ctx, key)
-        if path is None or not path.is_file():
-            continue
-        reported: set[str] = set()
-        for lineno, name in agent_names(path):
-            if name in agents or name in reported:
-                continue
-            reported.add(name)
-            near = close(name, agents)
-            hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            yield Finding(
-                "E-GYM-AGENT",
-                f"agent_ref.name {name!r} is not defined by any config in {CONFIG_PATHS}"
-                f" (defined: {', '.join(sorted(agents)) or 'none'}){hint}",
-                str(path),
-                lineno,
-                "add the config that defines this agent to env.nemo_gym.config_paths, or fix "
-                "agent_ref.name in the rows",
-                key="agent_ref.name",
-            )
+    underived = routes.underived()
+    if underived:
+        said = "; ".join(f"{server}: {why}" for server, why in sorted(underived.items()))
+        yield warning(
+            ctx,
+            "W-GYM-SERVER-UNDERIVED",
+            CONFIG_PATHS,
+            f"the row fields these resource servers read could not be derived from their "
+            f"source, so their rows are not checked for them ({said})",
+            "check those rows against the server's README or data/example.jsonl",
+        )
 
 
 @rule("gym_flag_matches_data")

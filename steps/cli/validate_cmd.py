@@ -201,32 +201,34 @@ def _require_readable(path: Path, contract: str) -> None:
             ) from None
 
 
+def _step_options(args, type_name: str, contract: str) -> tuple[str, str, dict]:
+    """The type, contract and options --step's config judges the rows by: the same function
+    as the dry run's (catalog.contracts.options.step_contract), with --gym-version DIR as the
+    Gym tree the run would use."""
+    from catalog.contracts.options import step_contract
+
+    cfg = _step_config(args.step, args.config, args.overrides)
+    tree = Path(args.gym_version).expanduser() if args.gym_version else None
+    gym_root = tree if tree is not None and tree.is_dir() else None
+    return step_contract(type_name, contract, cfg, gym_root=gym_root)
+
+
 def run(args) -> int:
     from catalog.contracts import validate_artifact
-    from catalog.contracts.options import contract_options, row_contract_for
     from catalog.contracts.validation import resolve_contract
 
     path = Path(args.path)
+    type_name = args.type
     contract = resolve_contract(args.type)
     options: dict = {}
     if args.step:
-        cfg = _step_config(args.step, args.config, args.overrides)
-        if contract == "jsonl":
-            contract = row_contract_for(contract, cfg)
-        options = {k: v for k, v in contract_options(contract, cfg).items() if v is not None}
+        type_name, contract, options = _step_options(args, type_name, contract)
     options.update(_parse_options(args.option))
     _require_input(path, contract, args.allow_hub_id)
     if args.gym_version or contract == "nemo_gym_rows":
         from catalog.contracts.gym_facts import detect_gym
 
         options["gym_version"] = args.gym_version or options.get("gym_version") or detect_gym()
-    type_name = args.type
-    if contract != resolve_contract(args.type):
-        type_name = {
-            "nemo_gym_rows": "nemo_gym_jsonl",
-            "preference_rows": "preference_jsonl",
-            "verifiable_prompt_rows": "verifiable_prompt_jsonl",
-        }.get(contract, args.type)
     update, bar = (None, None) if args.json else _progress(path, contract)
     try:
         report = validate_artifact(

@@ -1,0 +1,103 @@
+"""One finding per cause: a row violation repeated over many rows is reported once.
+
+A cause is a violation's code, field (list indexes folded: `input[3]` and `input[7]` are one
+field), message and fix. Each keeps its count, the files it occurs in and its first locations;
+a cause seen once reads as the row's own finding, one seen N times as "N rows in M files: ...;
+first at a.jsonl:3, b.jsonl:5, ...". Causes are bounded (MAX_CAUSES): past that, a violation of
+a new cause is only counted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from catalog.contracts.rows import RowViolation
+from catalog.errors import Finding
+
+MAX_CAUSES = 1000
+FIRST_SHOWN = 3
+_INDEX = re.compile(r"\[\d+\]")
+
+
+@lru_cache(maxsize=4096)
+def _folded(name: str) -> str:
+    return _INDEX.sub("[]", name) if "[" in name else name
+
+
+@dataclass
+class Cause:
+    """One cause and where it occurs: `files` in first-seen order, `first` the first
+    FIRST_SHOWN (path, line) locations."""
+
+    violation: RowViolation
+    count: int = 0
+    files: dict[str, None] = field(default_factory=dict)
+    first: list[tuple[str, int]] = field(default_factory=list)
+
+    def seen(self, where: str, line: int) -> None:
+        self.count += 1
+        self.files[where] = None
+        if len(self.first) < FIRST_SHOWN:
+            self.first.append((where, line))
+
+    def finding(self) -> Finding:
+        v = self.violation
+        what = f"{v.field}: {v.message}" if v.field else v.message
+        path, line = self.first[0]
+        if self.count > 1:
+            places = len(self.files)
+            where = f" in {places} files" if places > 1 else ""
+            locs = ", ".join(
+                f"{os.path.basename(p)}:{n}" if places > 1 else str(n) for p, n in self.first
+            )
+            more = ", ..." if self.count > len(self.first) else ""
+            first = f"first at {locs}{more}" if places > 1 else f"first at lines {locs}{more}"
+            what = f"{self.count} rows{where}: {what}; {first}"
+        return Finding(v.code, f"{what}.", path, line, fix=v.fix, key=v.field or None)
+
+
+@dataclass
+class Causes:
+    """The causes of one scan, in first-seen order; `dropped` counts violations of causes
+    past MAX_CAUSES (each is then one error of its own)."""
+
+    by_key: dict[tuple, Cause] = field(default_factory=dict)
+    dropped: int = 0
+
+    def add(self, v: RowViolation, where: str, line: int) -> bool:
+        """Record one violation; True when it is an error not counted before (a new cause,
+        or one past the bound)."""
+        key = (v.code, _folded(v.field), v.message, v.fix)
+        cause = self.by_key.get(key)
+        if cause is None:
+            if len(self.by_key) >= MAX_CAUSES:
+                self.dropped += 1
+                return True
+            cause = self.by_key[key] = Cause(v)
+            cause.seen(where, line)
+            return True
+        cause.seen(where, line)
+        return False
+
+    def merge(self, other: Causes, line_offset: int = 0) -> int:
+        """Take `other`'s causes (its lines shifted by `line_offset`); the number of its
+        causes that were already known here (counted as errors twice until subtracted)."""
+        known = 0
+        self.dropped += other.dropped
+        for key, theirs in other.by_key.items():
+            mine = self.by_key.get(key)
+            if mine is None:
+                mine = self.by_key[key] = Cause(theirs.violation)
+            else:
+                known += 1
+            mine.count += theirs.count
+            mine.files.update(theirs.files)
+            room = FIRST_SHOWN - len(mine.first)
+            mine.first += [(p, n + line_offset) for p, n in theirs.first[:room]]
+        return known
+
+    def findings(self) -> list[Finding]:
+        return [c.finding() for c in self.by_key.values()]
