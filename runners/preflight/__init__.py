@@ -160,4 +160,7 @@ def preflight(ctx: PreflightContext) -> list[Finding]:
         except Exception as exc:  # a bug in the rule: fail closed, naming it
             found = [_crash(spec, exc)]
         findings.extend(_with_recovery(f, ctx.manifest) for f in found)
+    from runners.config.override_findings import fold_override_findings
+
+    findings = fold_override_findings(findings, ctx.compiled)
     return sorted(findings, key=lambda f: (not f.is_error,))

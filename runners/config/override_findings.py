@@ -1,0 +1,91 @@
+"""A wrong override is one finding: the key the user typed, first, with the value as typed.
+
+`policy.max_total_sequence_length=abc` also reaches every key that interpolates it
+(`max_new_tokens: ${policy.max_total_sequence_length}`, `${mul:...,2}` giving 'abcabc'), and
+each of those fails the same type check. Those are the override's finding, not causes of their
+own: they are folded into it (named, counted), and the user's own findings come first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from catalog.errors import Finding
+
+OVERRIDE_PREFIX = "override '"
+_REF = re.compile(r"\$\{([^${}:,\s]+)\}")
+SHOWN = 3
+
+
+def _raw(config: Any, key: str) -> Any:
+    """The unresolved value of a dotted key in a container (None when absent)."""
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _refs(value: Any, key: str) -> set[str]:
+    """Keys an interpolation string refers to (relative `${.x}` / `${..x}` made absolute)."""
+    if not isinstance(value, str) or "${" not in value:
+        return set()
+    out: set[str] = set()
+    parent = key.split(".")[:-1]
+    for ref in _REF.findall(value):
+        if ref.startswith("."):
+            ups = len(ref) - len(ref.lstrip("."))
+            base = parent[: len(parent) - (ups - 1)] if ups > 1 else parent
+            ref = ".".join([*base, ref.lstrip(".")])
+        out.add(ref)
+    return out
+
+
+def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | None:
+    """The overridden key `key`'s value comes from through interpolations, if any."""
+    if depth > 16:
+        return None
+    for ref in _refs(_raw(config, key), key):
+        hit = next((t for t in typed if ref == t or ref.startswith(t + ".")), None)
+        if hit is not None:
+            return hit
+        found = _source(config, ref, typed, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Finding]:
+    """Findings with those that repeat a typed override's error at keys that interpolate it
+    folded into that override's finding (which then comes first)."""
+    own = {
+        f.key: f
+        for f in findings
+        if f.key and f.is_error and (f.path or "").startswith(OVERRIDE_PREFIX)
+    }
+    if not own or compiled is None:
+        return findings
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.to_container(compiled.config, resolve=False)
+    folded: dict[str, list[str]] = {k: [] for k in own}
+    rest: list[Finding] = []
+    for f in findings:
+        if f.key in own and own[f.key] is f:
+            continue  # placed first, below
+        source = _source(config, f.key, set(own)) if f.key and f.is_error else None
+        if source is not None and own[source].code == f.code:
+            folded[source].append(f.key)  # type: ignore[arg-type]
+            continue
+        rest.append(f)
+    first = []
+    for key, f in own.items():
+        keys = folded[key]
+        if keys:
+            names = ", ".join(keys[:SHOWN]) + (", ..." if len(keys) > SHOWN else "")
+            more = f" (it also reaches {len(keys)} key(s) that interpolate it: {names})"
+            f = Finding(f.code, f.message + more, f.path, f.line, f.fix, f.severity, f.key)
+        first.append(f)
+    return first + rest
