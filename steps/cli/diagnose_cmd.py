@@ -18,19 +18,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run, refresh
     from runners.launch.observe import diagnose_run
+    from runners.launch.records import job_of
     from steps.cli.status_cmd import say  # log lines: control sequences removed
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     job = refresh(run_dir, data)
     result = diagnose_run(run_dir, {**data, "job": job}, job)
+    shown = job_of({"job": job}, run_dir)
     if args.json:
         from steps.cli.run_render import print_json
 
-        print_json({"run_dir": str(run_dir), "job_id": job.get("job_id"), **result.to_dict()})
+        print_json({"run_dir": str(run_dir), "job_id": shown.job_id, **result.to_dict()})
         return 0
     say(f"run dir: {run_dir}")
     code = "" if result.exit_code is None else f", exit code {result.exit_code}"
-    say(f"job: {job['executor']} {job['job_id']} ({result.state or 'state unknown'}{code})")
+    say(f"job: {shown.executor} {shown.job_id} ({result.state or 'state unknown'}{code})")
     if result.kind is None:
         say(result.title)
         return 0

@@ -40,14 +40,16 @@ def say(text: str, err: bool = False) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
     from runners.launch.jobs import find_run, progress_of
+    from runners.launch.records import job_of
     from runners.launch.request import UNKNOWN
     from runners.run.job_view import live
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     data, job, chain = live(run_dir, data)
-    code = 2 if job.get("state") == UNKNOWN else 0
+    shown = job_of({"job": job}, run_dir)
+    code = 2 if shown.state == UNKNOWN else 0
     if code:  # the cluster cannot be asked: no second wait for its files
-        progress, why = None, job.get("reason")
+        progress, why = None, shown.reason
     else:
         progress, why = progress_of(run_dir, data, job, args.stall_factor)
     if args.json:
@@ -57,17 +59,17 @@ def run(args: argparse.Namespace) -> int:
         doc["progress"] = progress.to_dict() if progress else None
         print_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
-    exit_code = job.get("exit_code")
+    exit_code = shown.exit_code
     say(f"run dir: {run_dir}")
     say(f"step: {data.get('step')}")
-    say(f"job: {job['executor']} {job.get('job_id') or '-'} (profile {job.get('profile')})")
-    state = f"state: {job.get('state')}"
-    if job.get("state") == UNKNOWN:
-        state += f" (last known {job.get('last_known_state')}): {job.get('reason')}"
-    elif job.get("reason"):
-        state += f": {job['reason']}"
+    say(f"job: {shown.executor} {shown.job_id or '-'} (profile {shown.profile})")
+    state = f"state: {shown.state}"
+    if shown.state == UNKNOWN:
+        state += f" (last known {shown.last_known_state}): {shown.reason}"
+    elif shown.reason:
+        state += f": {shown.reason}"
     say(state + ("" if exit_code is None else f", exit code {exit_code}"))
-    say(f"log: {job.get('log_path')}")
+    say(f"log: {shown.log_path}")
     if progress is None:
         say(f"progress: unavailable ({why})")
     elif progress.step is not None or progress.max_steps is not None:  # a training run
