@@ -112,10 +112,13 @@ class Shell:
         return self.host or "this machine"
 
     def argv(self, python: bool = False) -> list[str]:
-        """bash (or Python: `python3` there, this interpreter here) reading a program on stdin;
-        Python isolated and without `site` (no user or venv packages: stdlib only, faster)."""
+        """bash, or remote_probe under Python reading its request on stdin: `python3` there (the
+        program's text first), this interpreter here (the module itself, compiled once). Python
+        runs isolated and without `site`: the standard library only, and a faster start."""
+        if self.host is None and python:
+            return [sys.executable, "-I", "-S", "-c", _BOOT, str(Path(__file__).parent)]
         if self.host is None:
-            return [sys.executable, "-I", "-S", "-"] if python else ["bash", "-s"]
+            return ["bash", "-s"]
         # `--`: nothing after the options is read as one, whatever the host is called
         program = "python3 -I -S -" if python else "bash -s"
         return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, program]
@@ -166,9 +169,10 @@ class Shell:
         )
 
     def program(self, request: dict) -> str:
-        """remote_probe's text with the call that answers `request`."""
-        request = {"call": self.seconds("SLURM_CALL"), **request}
-        return f"{_probe_source()}\nmain({json.dumps(json.dumps(request))})\n"
+        """What Python reads on stdin to answer `request`: over ssh remote_probe's text with the
+        call appended, here the request alone."""
+        text = json.dumps({"call": self.seconds("SLURM_CALL"), **request})
+        return text if self.host is None else f"{_probe_source()}\nmain({json.dumps(text)})\n"
 
     def timed_out(self, what: str, timeout: float, bound: str) -> StepsError:
         """`what` did not finish in time: over ssh the host may be unreachable, here it is slow."""
@@ -318,11 +322,15 @@ class Stream:
         self._err.close()
 
 
+# Here remote_probe is imported from its folder (after the standard library on sys.path).
+_BOOT = (
+    "import sys; sys.path.append(sys.argv[1]); import remote_probe as p; p.main(sys.stdin.read())"
+)
+
+
 @functools.cache
 def _probe_source() -> str:
-    from runners.launch import remote_probe
-
-    return Path(remote_probe.__file__).read_text(encoding="utf-8")
+    return Path(__file__).with_name("remote_probe.py").read_text(encoding="utf-8")
 
 
 def last_line(text: str) -> str:
