@@ -126,3 +126,21 @@ def test_keep_top_k_null_follows_each_versions_code(version: str) -> None:
     found = [(f.code, f.key) for f in preflight(ctx) if f.is_error]
     refused = version != "0.6.0"  # 0.7.0 and the pin validate MasterConfig with pydantic
     assert found == ([("E-SCHEMA-TYPE", "checkpointing.keep_top_k")] if refused else [])
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_a_grpo_config_without_policy_draft_is_caught_at_the_example_scripts_line(
+    tmp_path: Path, version: str
+) -> None:
+    """The real v0.7.0 run of our rlvr configs failed 30 s in with KeyError 'draft' at
+    examples/run_grpo.py:104: the example script reads the config too."""
+    rlvr = ROOT / "steps" / "rl" / "nemo_rl" / "rlvr"
+    ctx = context_for(rlvr / "config" / "tiny_dtensor.yaml", rlvr, version)
+    del ctx.config["policy"]["draft"]
+    found = [f for f in preflight(ctx) if f.is_error]
+    assert [(f.code, f.key) for f in found] == [("E-SETUP-KEY", "policy.draft")]
+    line = {"0.6.0": 87, "0.7.0": 104}.get(version)
+    assert f"examples/run_grpo.py:{line or ''}" in found[0].message
+    assert str(found[0].fix).endswith(": +policy.draft.enabled=false")
+    ctx.config["env"]["should_use_nemo_gym"] = True  # the Gym script does not read it
+    assert "E-SETUP-KEY" not in {f.code for f in preflight(ctx)}

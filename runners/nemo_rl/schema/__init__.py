@@ -25,6 +25,9 @@ ROOTS = {
     "grpo": ("nemo_rl.algorithms.grpo", "MasterConfig"),
     "dpo": ("nemo_rl.algorithms.dpo", "MasterConfig"),
 }
+# The example script each algorithm runs: it reads the config too (`policy["draft"]` at
+# examples/run_grpo.py:104 in v0.7.0), after the same validation.
+SCRIPTS = {"grpo": "examples.run_grpo", "dpo": "examples.run_dpo"}
 GENERATOR = "runners.nemo_rl.schema"
 
 
@@ -65,10 +68,11 @@ def derive(
         classes = dict(sorted(builder.classes.items()))
         shipped, nulls = shipped_keys(checkout, docs, algorithm, classes, root)
         facts = CodeReads(builder)
-        for name in reachable(index, modname):
+        for name in [*reachable(index, modname), SCRIPTS[algorithm]]:
             found = index.module(name)
             if found is not None:
-                facts.module(found, found.path.relative_to(checkout).as_posix())
+                rel = found.path.relative_to(checkout).as_posix()
+                facts.module(found, rel, script=name == SCRIPTS[algorithm])
         examples = [resolved_example(p, docs) for p in docs if algorithm in sections(p, docs)]
         reads, none_ok = key_tables(facts, classes, root, algorithm, examples)
         out[algorithm] = {

@@ -126,6 +126,7 @@ class CodeReads:
         self.conditional: set[tuple[str, str]] = set()
         self.filled: set[tuple[str, str]] = set()
         self.none_checked: Facts = {}
+        self._modname = ""  # the module being read, for constructor calls' names
 
     def fields(self, name: str) -> dict:
         cls = self.classes.get(name, {})
@@ -184,17 +185,22 @@ class CodeReads:
         ):
             base = self.typeof(e.func.value, env, selfenv)
             return self.field_type(base, str(_str_key(e.args[0])))
+        if isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute)):
+            return self.annotation(e.func, self._modname)  # `MasterConfig(**config)`
         return None
 
     def owners(self, base: dict | None, key: str) -> list[str]:
         return [n for n in _refs(base) if key in self.fields(n)]
 
-    def module(self, mod: Module, rel: str) -> None:
+    def module(self, mod: Module, rel: str, script: bool = False) -> None:
+        """Collect the facts of one module; a `script` (an example's `main()`, which takes no
+        config parameter) has its functions read for typed locals too."""
+        self._modname = mod.name
         for node in mod.tree.body if mod.tree else ():
             if isinstance(node, ast.ClassDef):
                 self._class(node, mod.name, rel)
             elif isinstance(node, FUNCS):
-                self._function(node, mod.name, rel, {}, {})
+                self._function(node, mod.name, rel, {}, {}, script)
 
     def _params(self, fn: ast.AST, modname: str) -> dict:
         args = fn.args  # type: ignore[attr-defined]
@@ -253,12 +259,16 @@ class CodeReads:
             for owner in self.owners(self.typeof(e.value, env, selfenv), key):
                 yield owner, key
 
-    def _function(self, fn: ast.AST, modname: str, rel: str, selfenv: dict, bound: dict) -> None:
+    def _function(
+        self, fn: ast.AST, modname: str, rel: str, selfenv: dict, bound: dict, script: bool = False
+    ) -> None:
         env = self._params(fn, modname)
-        if not env and not selfenv and not bound:
+        if not env and not selfenv and not bound and not script:
             return  # no config reaches this function by a name we can type
         nodes = list(ast.walk(fn))
         self._locals(nodes, env, selfenv, modname)
+        if not env and not selfenv and not bound:
+            return
         soft = _guarded_keys(nodes)
         switched = getattr(fn, "name", "") in SWITCHED
         returns = _conditional_returns(fn)
@@ -271,7 +281,8 @@ class CodeReads:
                 if not owners:
                     continue
                 if not isinstance(n.ctx, ast.Load):
-                    self.filled.update((o, key) for o in owners)
+                    if not script:  # a script rewrites what it read (`policy["generation"]`)
+                        self.filled.update((o, key) for o in owners)
                     continue
                 cond = key in soft or switched or _conditional(n, fn, parents)
                 cond = cond or any(line < n.lineno for line in returns)

@@ -51,6 +51,7 @@ FILE_WHEN: tuple[tuple[str, dict | None], ...] = (
     ("nemo_rl/modelopt/", None),  # quantisation workers
     ("nemo_rl/models/value/", None),  # PPO's value model
     ("nemo_rl/models/policy/teacher", None),  # distillation
+    ("examples/run_grpo.py", {"env.should_use_nemo_gym": False}),  # Gym runs its own script
 )
 DEFAULTED = ("data.train", "data.validation")  # data/utils.py merges data.default into these
 DEFAULTS = "data.default"  # a source of keys for the entries above, never read on its own

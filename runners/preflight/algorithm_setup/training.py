@@ -171,6 +171,8 @@ def _addition(doc: dict, key: str) -> str:
     """The override that adds a missing key: null where its type takes None."""
     t = type_at(doc, re.sub(r"\[\d+\]", "[]", key).replace("[]", "")) or {"t": "any"}
     options = t["options"] if t["t"] == "union" else [t]
+    if any(o.get("name", "").endswith("Disabled") for o in options):
+        return f"+{key}.enabled=false"  # a switchable section (DraftConfigDisabled)
     value = "null" if any(o["t"] in {"none", "any"} for o in options) else f"<{describe(t)}>"
     return f"+{key}={value}"
 
