@@ -45,6 +45,19 @@ class GymRoutes:
         }
 
 
+UNDERIVED = "W-GYM-SERVER-UNDERIVED"
+UNDERIVED_FIX = "check those rows against the server's README or data/example.jsonl"
+
+
+def underived_message(underived: Mapping[str, str]) -> str:
+    """The one warning about servers whose row fields could not be derived."""
+    said = "; ".join(f"{server}: {why}" for server, why in sorted(underived.items()))
+    return (
+        "the row fields these resource servers read could not be derived from their source, "
+        f"so their rows are not checked for them ({said})"
+    )
+
+
 def _merge(into: dict, extra: Mapping) -> None:
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(into.get(key), dict):

@@ -38,12 +38,15 @@ def _data_key(config: dict, split: str, key: str) -> Any:
 
 
 def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
-    """The Gym source tree whose configs route the rows: `gym_root` (the dry run's checkout,
-    or `validate --gym-version DIR`; a Gym or NeMo-RL checkout), else the config's
-    run.gym_root, else the Gym that will run (an installed nemo_gym, $NEMO_RL_HOME's or the
-    container's); None when there is none to read."""
-    from catalog.contracts.gym_facts import detect_gym
-    from catalog.contracts.gym_source import gym_root_of
+    """The Gym tree whose configs and resource servers route the rows: `gym_root` (the dry
+    run's checkout, or `validate --gym-version DIR`; a Gym or a NeMo-RL checkout), else the
+    config's run.gym_root, else an installed nemo_gym, else the Gym submodule of $NEMO_RL_HOME
+    or of the container's NeMo-RL (the checkout the dry run would use); None when none is
+    there. Only configs and server sources are read, so a tree without nemo_gym/ will do."""
+    import os
+
+    from catalog.contracts.gym_facts import installed_gym
+    from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
     configured = dotted_get(config, "run.gym_root")
     for root in (
@@ -51,9 +54,15 @@ def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
         Path(configured).expanduser() if isinstance(configured, str) and configured else None,
     ):
         if root is not None and Path(root).is_dir():
-            return gym_root_of(Path(root)) or Path(root)
-    found = detect_gym()
-    return Path(found) if found else None
+            inner = Path(root) / GYM_SUBDIR
+            return inner if inner.is_dir() else Path(root)
+    found = installed_gym()
+    if found is not None:
+        return found
+    for checkout in (os.environ.get(NEMO_RL_HOME_VAR), NEMO_RL_CONTAINER_PATH):
+        if checkout and (Path(checkout).expanduser() / GYM_SUBDIR).is_dir():
+            return Path(checkout).expanduser() / GYM_SUBDIR
+    return None
 
 
 def gym_routes_for(config: dict, gym_root: Path | None = None) -> GymRoutes | None:

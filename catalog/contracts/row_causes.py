@@ -56,7 +56,8 @@ class Cause:
             more = ", ..." if self.count > len(self.first) else ""
             first = f"first at {locs}{more}" if places > 1 else f"first at lines {locs}{more}"
             what = f"{self.count} rows{where}: {what}; {first}"
-        return Finding(v.code, f"{what}.", path, line, fix=v.fix, key=v.field or None)
+        end = "" if what.endswith("...") else "."
+        return Finding(v.code, f"{what}{end}", path, line, fix=v.fix, key=v.field or None)
 
 
 @dataclass

@@ -126,6 +126,7 @@ def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
     once per run. Rows routed to agents no config loads (E-GYM-AGENT) and rows lacking the
     fields their resource server reads (E-GYM-TASK-FIELD) are the row contract's findings
     (artifact_contracts, with the options `validate --step` uses too)."""
+    from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
     from catalog.contracts.options import gym_routes_for
 
     entries = _config_paths(ctx)
@@ -145,15 +146,7 @@ def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
         )
     underived = routes.underived()
     if underived:
-        said = "; ".join(f"{server}: {why}" for server, why in sorted(underived.items()))
-        yield warning(
-            ctx,
-            "W-GYM-SERVER-UNDERIVED",
-            CONFIG_PATHS,
-            f"the row fields these resource servers read could not be derived from their "
-            f"source, so their rows are not checked for them ({said})",
-            "check those rows against the server's README or data/example.jsonl",
-        )
+        yield warning(ctx, UNDERIVED, CONFIG_PATHS, underived_message(underived), UNDERIVED_FIX)
 
 
 @rule("gym_flag_matches_data")

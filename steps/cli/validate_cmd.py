@@ -201,16 +201,33 @@ def _require_readable(path: Path, contract: str) -> None:
             ) from None
 
 
-def _step_options(args, type_name: str, contract: str) -> tuple[str, str, dict]:
+def _step_options(args, type_name: str, contract: str) -> tuple[str, str, dict, list]:
     """The type, contract and options --step's config judges the rows by: the same function
     as the dry run's (catalog.contracts.options.step_contract), with --gym-version DIR as the
-    Gym tree the run would use."""
+    Gym tree the run would use; and the notes the dry run gives once (gym_agents_defined)."""
     from catalog.contracts.options import step_contract
 
     cfg = _step_config(args.step, args.config, args.overrides)
     tree = Path(args.gym_version).expanduser() if args.gym_version else None
     gym_root = tree if tree is not None and tree.is_dir() else None
-    return step_contract(type_name, contract, cfg, gym_root=gym_root)
+    type_name, contract, options = step_contract(type_name, contract, cfg, gym_root=gym_root)
+    notes = _gym_notes(cfg, gym_root) if contract == "nemo_gym_rows" else []
+    return type_name, contract, options, notes
+
+
+def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
+    """What the Gym row check cannot know, said once (as the dry run's gym_agents_defined)."""
+    from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
+    from catalog.contracts.options import gym_routes_for
+    from catalog.errors import WARNING, Finding
+
+    routes = gym_routes_for(cfg, gym_root)
+    underived = routes.underived() if routes is not None else {}
+    if not underived:
+        return []
+    message = underived_message(underived)
+    key = "env.nemo_gym.config_paths"
+    return [Finding(UNDERIVED, message, None, fix=UNDERIVED_FIX, severity=WARNING, key=key)]
 
 
 def run(args) -> int:
@@ -221,8 +238,9 @@ def run(args) -> int:
     type_name = args.type
     contract = resolve_contract(args.type)
     options: dict = {}
+    notes: list = []
     if args.step:
-        type_name, contract, options = _step_options(args, type_name, contract)
+        type_name, contract, options, notes = _step_options(args, type_name, contract)
     options.update(_parse_options(args.option))
     _require_input(path, contract, args.allow_hub_id)
     if args.gym_version or contract == "nemo_gym_rows":
@@ -242,6 +260,8 @@ def run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
+    report.findings[:0] = notes
+    report.warnings += len(notes)
     if args.json:
         from steps.cli.output import emit_json
 
