@@ -244,6 +244,7 @@ def write_run_dir_for(plan: RunPlan) -> Path:
     from runners.rundir import write_run_dir
 
     materialize = plan.materialize if plan.ok else None
+    assert plan.files is not None  # set by the plan
     write_run_dir(plan.run_dir, plan.files(), materialize)
     plan.written = True
     return plan.run_dir
@@ -284,8 +285,10 @@ def record_outputs(plan: RunPlan) -> dict:
     W&B when configured), with the inputs and config that made them."""
     from catalog.types import load_catalog_types
     from runners.artifacts.record import FinishedRun, record_run
+    from runners.run.files import RunFiles
 
     files = plan.files
+    assert isinstance(files, RunFiles)  # set by the plan
     root = plan.run_dir.parents[plan.step_id.count("/") + 1]  # <root>/<step id>/<run>
     return record_run(
         FinishedRun(

@@ -60,6 +60,7 @@ def submit(plan: RunPlan, target: ClusterTarget) -> dict:
         from runners.chain.submit import prepare_chain
 
         prepare_chain(plan, target)
+    assert plan.request is not None  # a cluster plan has its launch request
     return submit_job(plan.run_dir, plan.step_id, plan.request, target)
 
 
