@@ -198,7 +198,55 @@ def render_artifacts(graph: TypeGraph, entries: list[StepEntry], doc: Path) -> s
                 "- also accepted (through is_a) by: "
                 + ", ".join(f"[`{sid}`]({links[sid]})" for sid in accepted)
             )
+    out += _gym_servers()
     return "\n".join(out) + "\n"
+
+
+GYM_SERVERS = Path(__file__).resolve().parent / "schema" / "rows" / "nemo_gym_servers.json"
+
+
+def _field_list(fields: dict, required: bool) -> str:
+    shown = [
+        f"`{k}` ({' or '.join(v['types']) if v['types'] else 'any'})"
+        for k, v in sorted(fields.items())
+        if v["required"] == required
+    ]
+    return ", ".join(shown) or "-"
+
+
+def _gym_servers() -> list[str]:
+    """The row fields each resource server of the pinned Gym verifies (tools/gen_gym_servers.py)."""
+    import json
+
+    data = json.loads(GYM_SERVERS.read_text(encoding="utf-8"))
+    servers = data["servers"]
+    out = [
+        "",
+        "## NeMo-Gym resource servers: the row fields each one verifies",
+        "",
+        "A `nemo_gym_jsonl` row is routed by `agent_ref.name` to an agent of the config's "
+        "`env.nemo_gym.config_paths`, whose resource server scores it with fields of the row. "
+        "`validate --step` and the dry run derive each server's fields from the Gym tree the "
+        "run uses (the server's verify request model, read with `ast`) and check every row "
+        "against the server its agent routes to (E-GYM-TASK-FIELD). This table is that "
+        f"derivation for the pinned Gym (`{data['gym_commit'][:7]}`); a required field has no "
+        "default (pydantic validators are not modelled).",
+        "",
+        "| server | verify model | required | optional |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, s in sorted(servers.items()):
+        if s["reason"] is None:
+            req, opt = _field_list(s["fields"], True), _field_list(s["fields"], False)
+            out.append(f"| `{name}` | `{s['model']}` | {_cell(req)} | {_cell(opt)} |")
+    out += [
+        "",
+        "Not derived (W-GYM-SERVER-UNDERIVED, said once per run; their rows are not checked "
+        "for task fields):",
+        "",
+    ]
+    out += [f"- `{n}`: {_cell(s['reason'])}" for n, s in sorted(servers.items()) if s["reason"]]
+    return out
 
 
 def render_patterns(patterns: list[Pattern], doc: Path) -> str:
