@@ -97,6 +97,7 @@ def _policy(generation: bool) -> dict:
         "max_grad_norm": 1.0,
     }
     if generation:
+        policy["draft"] = {"enabled": False}  # examples/run_grpo.py reads it directly
         policy["generation"] = {
             "backend": "vllm",
             "max_new_tokens": 512,

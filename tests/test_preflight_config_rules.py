@@ -184,15 +184,6 @@ CASES = [
         "checkpointing.metric_name",
     ),
     (
-        "dpo_val_period_without_validation_data",
-        dpo_config,
-        "dpo",
-        {"data.validation": None},
-        [],
-        "E-VALIDATION-SETTINGS",
-        "dpo.val_period",
-    ),
-    (
         "env_name_not_under_env",
         grpo_config,
         "grpo",

@@ -45,6 +45,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.interpreter",
     "runners.preflight.remote_slurm",
     "runners.preflight.rl_prep",
+    "runners.preflight.driver_setup",
 ]
 RULE_CRASH = "E-RULE-CRASH"
 

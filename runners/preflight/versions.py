@@ -16,6 +16,10 @@ RULE_VERSIONS: dict[str, str] = {
     # our own checks and the schema (itself per version)
     "unresolved_values": "all",
     "config_resolvers": "all",  # the resolver table per version: RESOLVER_VERSIONS
+    # the example script's driver before the GPU (runners/preflight/driver_setup.py)
+    "tokenizer_path": "all",
+    "logger_backends": "all",
+    "wandb_credentials": "all",
     "required_sections": "all",
     "inputs_exist": "all",
     "artifact_contracts": "all",

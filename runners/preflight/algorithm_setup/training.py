@@ -24,8 +24,10 @@ from runners.preflight.topology import (
     generation,
     warning,
 )
+from runners.preflight.versions import cite
 
 STEP_DIR = re.compile(r"^step_(\d+)$")
+DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
 
 
 def _has_validation_data(ctx: PreflightContext) -> bool:
@@ -53,7 +55,17 @@ def validation_settings(ctx: PreflightContext) -> Iterator[Finding]:
         "give data.validation.data_path, or set data.validation=null "
         f"{algo}.val_period=0 {algo}.val_at_start=false checkpointing.metric_name=null"
     )
-    if wants and not has_data:  # grpo.py:638, dpo.py:414
+    if wants and not has_data and algo == "dpo":  # DPO validates nothing and trains on
+        yield warning(
+            ctx,
+            "W-VALIDATION-SETTINGS",
+            f"{algo}.val_period",
+            "validation is on but there is no validation data: NeMo-RL's DPO validates nothing "
+            "and warns at each checkpoint that no validation metric was collected "
+            f"({cite(ctx.nemo_rl_version, DPO_NO_VAL_METRICS)}); checkpoints are not ranked",
+            fix,
+        )
+    elif wants and not has_data:  # grpo.py's assert (v0.7.0 :408)
         yield finding(
             ctx,
             "E-VALIDATION-SETTINGS",

@@ -1,0 +1,98 @@
+"""What the example script's driver does before any GPU work and refuses there: the tokenizer it
+loads, the logger backends it starts (the CPU oracle's misses, shared/oracle/REPORT.md)."""
+
+from __future__ import annotations
+
+import netrc
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from urllib.parse import urlparse
+
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import UNRESOLVED, finding
+from runners.preflight.versions import cite
+
+LOGGER_READS = {  # Logger.__init__ reads logger.<backend> when <backend>_enabled
+    "wandb": {"0.6.0": "logger.py:908", "0.7.0": "logger.py:965", "pin": "logger.py:988"},
+    "mlflow": {"0.6.0": "logger.py:930", "0.7.0": "logger.py:987", "pin": "logger.py:1010"},
+}
+WANDB_OFFLINE = {"offline", "disabled", "dryrun"}
+
+
+def _local_path(name: str) -> bool:
+    """A name `from_pretrained` can only read as a folder: a hub id is `org/name` at most."""
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1
+
+
+@rule("tokenizer_path")
+def tokenizer_path(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-TOKENIZER-PATH: policy.tokenizer.name as a local folder exists (get_tokenizer raises
+    OSError before anything starts)."""
+    name = ctx.get("policy.tokenizer.name")
+    if not isinstance(name, str) or name in ("", UNRESOLVED) or ctx.remote is not None:
+        return  # on a cluster the path is judged where the job runs
+    if name == ctx.get("policy.model_name") or not _local_path(name):
+        return  # the model input's own check, or a hub id
+    if not Path(name).expanduser().is_dir():
+        yield finding(
+            ctx,
+            "E-TOKENIZER-PATH",
+            "policy.tokenizer.name",
+            f"{name} is not a folder, so NeMo-RL's get_tokenizer fails reading it as a hub id",
+            "point it at the tokenizer's folder (often the model's: ${policy.model_name})",
+        )
+
+
+@rule("logger_backends")
+def logger_backends(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-LOGGER-SECTION: an enabled logger backend has its section (KeyError otherwise)."""
+    logger = ctx.get("logger")
+    if not isinstance(logger, dict):
+        return
+    for backend, places in LOGGER_READS.items():
+        if logger.get(f"{backend}_enabled") and not isinstance(logger.get(backend), dict):
+            yield finding(
+                ctx,
+                "E-LOGGER-SECTION",
+                f"logger.{backend}",
+                f"logger.{backend}_enabled is true but there is no logger.{backend} section "
+                f"(read at {cite(ctx.nemo_rl_version, places)})",
+                f"add logger.{backend} (e.g. +logger.{backend}={{}}) or set "
+                f"logger.{backend}_enabled=false",
+            )
+
+
+def _netrc_has(env: Mapping[str, str], host: str) -> bool:
+    home = env.get("HOME") or os.path.expanduser("~")
+    path = env.get("NETRC") or os.path.join(home, ".netrc")
+    try:
+        return netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+@rule("wandb_credentials")
+def wandb_credentials(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-WANDB-KEY: W&B online needs an API key in the job's environment or ~/.netrc (wandb.init
+    raises UsageError in Logger setup). Judged for a launch here, whose environment is known."""
+    launch = ctx.local_launch
+    if launch is None or not ctx.get("logger.wandb_enabled"):
+        return
+    env = launch.env
+    section = ctx.get("logger.wandb")
+    mode = (section.get("mode") if isinstance(section, dict) else None) or env.get("WANDB_MODE")
+    if str(mode or "").lower() in WANDB_OFFLINE or env.get("WANDB_API_KEY"):
+        return
+    host = urlparse(env.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname or ""
+    if not _netrc_has(env, host):
+        yield finding(
+            ctx,
+            "E-WANDB-KEY",
+            "logger.wandb_enabled",
+            f"W&B is on but the job has no API key (WANDB_API_KEY unset, no {host} entry in "
+            "~/.netrc): wandb.init refuses in NeMo-RL's Logger setup",
+            "run `wandb login` (writes ~/.netrc), export WANDB_API_KEY, set WANDB_MODE=offline, "
+            "or logger.wandb_enabled=false",
+        )
