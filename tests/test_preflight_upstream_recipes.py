@@ -3,12 +3,14 @@ runs gets no error from preflight, and what it refuses before the GPU does (issu
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from preflight_fixtures import context_for, error_codes, grpo_config, run_rules
 
 from catalog.nemo_rl_version import parse_version
+from runners.launch.local import Launcher, LocalLaunch
 from runners.preflight import preflight
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "nemo-rl" / "configs"
@@ -151,3 +153,16 @@ def test_tp_logprob_batch_cites_the_running_version_and_upstreams_escape(tmp_pat
     found = [f for f in run_rules(cfg, nemo_rl_version=V070) if f.code == "E-TP-LOGPROB-BATCH"]
     assert len(found) == 1 and "lm_policy.py:178-194" in found[0].message
     assert "NRL_IGNORE_TP_ACCURACY_CHECK" in (found[0].fix or "")
+
+
+def test_tp_logprob_batch_honours_the_escape_in_the_jobs_environment(tmp_path: Path) -> None:
+    """As upstream's grpo-qwen3-30ba3b-8n8g-megatron.sh, which exports the variable."""
+    cfg = grpo_config(tmp_path)
+    cfg["policy"]["megatron_cfg"]["tensor_model_parallel_size"] = 4
+    cfg["policy"].update(train_micro_batch_size=1, logprob_batch_size=4)
+    launch = LocalLaunch(
+        Launcher((sys.executable,), "--launcher"), tmp_path, {"NRL_IGNORE_TP_ACCURACY_CHECK": "1"}
+    )
+    found = run_rules(cfg, nemo_rl_version=V070, local_launch=launch)
+    assert "E-TP-LOGPROB-BATCH" not in error_codes(found)
+    assert "E-TP-LOGPROB-BATCH" in codes_of(cfg)
