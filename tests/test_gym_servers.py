@@ -238,3 +238,24 @@ def test_real_gym_math_with_judge_needs_question_and_expected_answer(tmp_path: P
     assert {k for k, f in math.fields.items() if f.required} == {"question", "expected_answer"}
     follow = server_fields(tmp_path, "instruction_following")
     assert follow.fields["id"].required and follow.fields["id"].types == ("integer",)
+
+
+def test_the_fast_path_never_accepts_a_row_the_contract_refuses(tmp_path: Path):
+    from catalog.contracts.registry import get_row_contract
+
+    routes = read_routes(gym_root(tmp_path), {"config_paths": [
+        "resources_servers/math_with_judge/configs/math_with_judge.yaml",
+        "resources_servers/instruction_following/configs/instruction_following.yaml",
+    ]}).option()  # fmt: skip
+    contract = get_row_contract("nemo_gym_rows", routes=routes)
+    values = ["2", 2, 2.0, -1, "x", None, True, [], {}, "-3"]
+    rows = []
+    for agent, base in ((MATH_AGENT, dapo_row(3)), (FOLLOW_AGENT, chat_row(3))):
+        for key in ("question", "expected_answer", "id", "kwargs"):
+            for value in values:
+                row = {**base, "question": "q", "expected_answer": "6", "id": 1, key: value}
+                rows.append({**row, "agent_ref": {"name": agent}})
+    assert contract.accept is not None
+    accepted = [r for r in rows if contract.accept(json.dumps(r).encode())]
+    assert accepted and all(contract(r) == [] for r in accepted)
+    assert any(contract(r) == [] for r in rows if r not in accepted)  # the contract decides

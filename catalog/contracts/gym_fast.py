@@ -156,40 +156,65 @@ _FIRST = {
     "null": b"n",
     "number": b"-0123456789",
 }
+# Task-field types msgspec checks in C when every routed agent gives a field the same types.
+_TYPED: dict[str, Any] = {"string": str, "integer": int, "boolean": bool, "null": None}
 
 
-def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, list]]:
-    """`base` plus every task field of `routes` as an unparsed Raw (UNSET when absent), and
-    per agent its fields as (attribute, required, first bytes its JSON types may start with
-    (None: any), and whether an integer is taken: its raw text is then all digits)."""
-    names = sorted({k for r in routes.values() for k in (r.get("fields") or {})})
+def _field_type(kinds: list[str] | None) -> Any:
+    """The struct type of a task field every agent types alike: its Python types, or Raw."""
+    if not kinds or any(k not in _TYPED for k in kinds):
+        return Raw
+    out: Any = None
+    for k in kinds:
+        out = _TYPED[k] if out is None else out | _TYPED[k]
+    return out
+
+
+def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tuple]]:
+    """`base` plus every task field of `routes` (UNSET when absent), and per agent the
+    attributes its server requires and the Raw ones to type-check here: (attribute, first
+    bytes of its JSON types, whether an integer is taken). A field typed alike by every agent
+    is decoded typed (msgspec checks it); any other stays Raw (its type is the agent's)."""
+    specs = [(r.get("fields") or {}) for r in routes.values()]
+    names = sorted({k for fields in specs for k in fields})
     attr = {name: f"f{i}" for i, name in enumerate(names)}
+    typed: dict[str, Any] = {}
+    for n in names:
+        kinds = [fields[n].get("types") if n in fields else "absent" for fields in specs]
+        same = all(k == kinds[0] for k in kinds) and kinds[0] != "absent"
+        typed[n] = _field_type(kinds[0]) if same else Raw
     struct = msgspec.defstruct(
         "_TaskRow",
-        [(attr[n], Raw | UnsetType, UNSET) for n in names],
+        [(attr[n], typed[n] | UnsetType, UNSET) for n in names],
         bases=(base,),
         rename={attr[n]: n for n in names} | {f: f for f in base.__struct_fields__},
     )
-    per_agent: dict[str, list] = {}
+    per_agent: dict[str, tuple] = {}
     for agent, route in routes.items():
-        out = per_agent[agent] = []
-        for key, spec in (route.get("fields") or {}).items():
-            kinds = spec.get("types")
-            first = b"".join(_FIRST.get(k, b"") for k in kinds) if kinds else None
-            out.append((attr[key], bool(spec.get("required")), first, "integer" in (kinds or ())))
+        fields = route.get("fields") or {}
+        required = tuple(attr[k] for k, spec in fields.items() if spec.get("required"))
+        raws = tuple(
+            (attr[k], frozenset(b"".join(_FIRST.get(t, b"") for t in spec["types"])),
+             "integer" in spec["types"])
+            for k, spec in fields.items()
+            if typed[k] is Raw and spec.get("types")
+        )  # fmt: skip
+        per_agent[agent] = (required, raws)
     return struct, per_agent
 
 
-def _task_ok(row: Any, fields: list) -> bool:
-    for attr, required, first, integer in fields:
+def _task_ok(row: Any, required: tuple, raws: tuple) -> bool:
+    for attr in required:
+        if getattr(row, attr) is UNSET:
+            return False
+    for attr, first, integer in raws:
         raw = getattr(row, attr)
-        if raw is UNSET:
-            if required:
-                return False
-        elif first is not None:
-            text = bytes(raw)
-            if not (text[:1] in first or (integer and text.lstrip(b"-").isdigit())):
-                return False
+        if (
+            raw is not UNSET
+            and memoryview(raw)[0] not in first
+            and not (integer and bytes(raw).lstrip(b"-").isdigit())
+        ):
+            return False
     return True
 
 
@@ -205,7 +230,7 @@ def gym_accept(
     if not _covered(gym_facts(gym_version)):
         return None
     row_type = _Row if default_agent_ref is None else _RowDefaultAgent
-    task: dict[str, list] = {}
+    task: dict[str, tuple] = {}
     if routes:
         row_type, task = _task_struct(row_type, routes)
     decode = msgspec.json.Decoder(row_type).decode
@@ -231,7 +256,7 @@ def gym_accept(
         name = default if ref is UNSET else ref.name
         if names is not None and ref is not UNSET and name not in names:
             return False
-        fields = task.get(name) if task and name is not None else None
-        return fields is None or _task_ok(row, fields)
+        spec = task.get(name) if task else None
+        return spec is None or _task_ok(row, *spec)
 
     return accept
