@@ -174,25 +174,33 @@ def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tu
     """`base` plus every task field of `routes` (UNSET when absent), and per agent the
     attributes its server requires and the Raw ones to type-check here: (attribute, first
     bytes of its JSON types, whether an integer is taken). A field typed alike by every agent
-    is decoded typed (msgspec checks it); any other stays Raw (its type is the agent's)."""
+    is decoded typed (msgspec checks it; and its presence, when every agent requires it); any
+    other stays Raw (its type is the agent's)."""
     specs = [(r.get("fields") or {}) for r in routes.values()]
     names = sorted({k for fields in specs for k in fields})
     attr = {name: f"f{i}" for i, name in enumerate(names)}
     typed: dict[str, Any] = {}
+    always: set[str] = set()  # required alike by every agent: a struct field without default
     for n in names:
         kinds = [fields[n].get("types") if n in fields else "absent" for fields in specs]
         same = all(k == kinds[0] for k in kinds) and kinds[0] != "absent"
         typed[n] = _field_type(kinds[0]) if same else Raw
+        if same and all(fields[n].get("required") for fields in specs):
+            always.add(n)
     struct = msgspec.defstruct(
         "_TaskRow",
-        [(attr[n], typed[n] | UnsetType, UNSET) for n in names],
+        [(attr[n], typed[n]) if n in always else (attr[n], typed[n] | UnsetType, UNSET)
+         for n in names],
         bases=(base,),
+        kw_only=True,
         rename={attr[n]: n for n in names} | {f: f for f in base.__struct_fields__},
-    )
+    )  # fmt: skip
     per_agent: dict[str, tuple] = {}
     for agent, route in routes.items():
         fields = route.get("fields") or {}
-        required = tuple(attr[k] for k, spec in fields.items() if spec.get("required"))
+        required = tuple(
+            attr[k] for k, spec in fields.items() if spec.get("required") and k not in always
+        )
         raws = tuple(
             (attr[k], frozenset(b"".join(_FIRST.get(t, b"") for t in spec["types"])),
              "integer" in spec["types"])
@@ -201,6 +209,9 @@ def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tu
         )  # fmt: skip
         per_agent[agent] = (required, raws)
     return struct, per_agent
+
+
+_NOTHING = ((), ())  # an agent whose fields msgspec checked entirely
 
 
 def _task_ok(row: Any, required: tuple, raws: tuple) -> bool:
@@ -257,6 +268,6 @@ def gym_accept(
         if names is not None and ref is not UNSET and name not in names:
             return False
         spec = task.get(name) if task else None
-        return spec is None or _task_ok(row, *spec)
+        return spec is None or spec == _NOTHING or _task_ok(row, *spec)
 
     return accept
