@@ -82,6 +82,26 @@ KINDS: tuple[FailureKind, ...] = (
         ("NVIDIA-NeMo/Gym resume_script.py", "NVIDIA-NeMo/RL#1019"),
     ),
     FailureKind(
+        "no_container_support",
+        "cluster has no container support (pyxis)",
+        False,
+        0,
+        "srun does not know `--container-image`: the cluster has no pyxis/enroot plugin, so no "
+        "job with a `container_image` can start there; a retry fails the same way.",
+        "run where pyxis is installed (`srun --help | grep container-image` on a login node "
+        "shows it), or drop `container_image` from the profile and set `nemo_rl_dir` to a "
+        "NeMo-RL checkout with its environment on the nodes",
+        (
+            Signature(
+                "unrecognized option",
+                r"unrecognized option '?--(?:no-)?container-",
+                "Slurm srun without the pyxis SPANK plugin (NVIDIA/pyxis)",
+            ),
+        ),
+        (),
+        ("NVIDIA/pyxis",),
+    ),
+    FailureKind(
         "host_oom",
         "host out of memory",
         False,
@@ -171,6 +191,26 @@ KINDS: tuple[FailureKind, ...] = (
         ),
         (),
         ("NVIDIA-NeMo/Megatron-Bridge",),
+    ),
+    FailureKind(
+        "job_code_missing",
+        "our own code is missing on the node",
+        False,
+        3,
+        "The job ran `steps` code (or its dependency pydantic) with a Python on the node that "
+        "does not have it installed: the cluster, not NeMo-RL, lacks it.",
+        "set `steps_launcher` in the profile to a command that runs steps where the job runs "
+        "(e.g. a venv on shared storage: `/shared/venv/bin/python -m steps`), or install steps "
+        "with `pip install` into the Python the job's nodes use",
+        (
+            Signature(
+                "No module named",
+                r"No module named '?(?:steps|runners|catalog|pydantic(?:_core)?)(?:'|\.|\s*$)",
+                "shared/research/newcomer-2026-11.md (rl_prep --batch on a bare cluster)",
+            ),
+        ),
+        (),
+        ("shared/research/newcomer-2026-11.md",),
     ),
     FailureKind(
         "version_skew",
@@ -310,7 +350,9 @@ OOM_DEFAULT_FIX = (
 # training-progress lines that prove an earlier error was survived, and the termination marker.
 TRACEBACK = "Traceback (most recent call last)"
 FRAME = 'File "'
-EXCEPTION_WORDS = ("Error", "Exception")
+# Exception names without "Error": KeyboardInterrupt, ...Mismatch, and classes in a module
+# named errors/exceptions (omegaconf.errors.UnsupportedInterpolationType).
+EXCEPTION_WORDS = ("Error", "Exception", "Interrupt", "Mismatch", "errors.", "exceptions.")
 PROGRESS = ("Total step time",)
 TERMINATED = "SIGTERM received"
 

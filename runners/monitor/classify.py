@@ -27,8 +27,11 @@ from catalog.failures import (
 from runners.monitor.logscan import terminal_safe
 
 PREFIX = re.compile(r"^\(([^()]{1,160})\)\s")
+# A traceback's final line: a class named ...Error/Exception/Interrupt/Exit/Mismatch, or any
+# class in a module named errors/exceptions (omegaconf.errors.UnsupportedInterpolationType).
 EXCEPTION = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Exit))"
+    r"^(?:(?:[A-Za-z_]\w*\.)*(?:errors|exceptions)\.[A-Z]\w*"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Mismatch))"
     r"(?:\((?P<inner>[\w.]+)\))?(?::\s*(?P<message>.*))?$"
 )
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')

@@ -1,0 +1,83 @@
+"""Failures named as what they are: exception classes whose names lack "Error" are still a
+traceback's final line, our own code missing on a node is not a NeMo-RL version skew, and a
+cluster without pyxis is a kind a retry cannot fix."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from runners.monitor.classify import LogClassifier, diagnose
+from runners.monitor.logscan import python_prefilter
+
+
+def _diagnose(log: str, state: str = "FAILED"):
+    classifier = LogClassifier()
+    for number, line in python_prefilter(io.BytesIO(log.encode())):
+        classifier.feed("ray-driver.log", number, line)
+    return diagnose(classifier, state, 1, "sacct")
+
+
+@pytest.mark.parametrize(
+    "last_line",
+    [
+        "omegaconf.errors.UnsupportedInterpolationType: Unsupported interpolation type mul",
+        "KeyboardInterrupt",
+        "torch.distributed.DistBackendException: NCCL communicator was aborted",
+        "ray.exceptions.RaySystemFailure: System error: the GCS is gone",
+        "nemo_rl.checks.ShapeMismatch: logits (8, 4096) vs labels (8, 4095)",
+    ],
+)
+def test_an_exception_name_without_error_is_the_failure_line(last_line):
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/nemo-rl/run.py", line 9, in main\n'
+        "    step()\n"
+        f"{last_line}\n"
+    )
+    got = _diagnose(log)
+    assert got.kind == "python_exception"
+    assert got.message == last_line
+    assert any("run.py:9 in main" in e.text for e in got.evidence)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "/usr/bin/python3: No module named steps",
+        "ModuleNotFoundError: No module named 'steps'",
+        "ModuleNotFoundError: No module named 'runners.chain'",
+        "ModuleNotFoundError: No module named 'catalog'",
+        "ModuleNotFoundError: No module named 'pydantic'",
+    ],
+)
+def test_our_own_code_missing_on_the_node_is_not_version_skew(line):
+    got = _diagnose(f"{line}\n")
+    assert got.kind == "job_code_missing" and not got.retryable
+    assert "steps_launcher" in got.fix
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ModuleNotFoundError: No module named 'vllm.entrypoints.openai.engine'",
+        "ModuleNotFoundError: No module named 'stepsize_utils'",
+        "ModuleNotFoundError: No module named 'pydantic_settings'",
+    ],
+)
+def test_a_missing_module_of_nemo_rl_stays_version_skew(line):
+    assert _diagnose(f"{line}\n").kind == "version_skew"
+
+
+def test_srun_without_pyxis_is_its_own_kind_that_a_retry_cannot_fix():
+    got = _diagnose(
+        "srun: unrecognized option '--container-image=nvcr.io/nvidia/nemo-rl:v0.7.0'\n"
+        "[ERROR] Background srun 'ray-head' died\n"
+    )
+    assert got.kind == "no_container_support" and not got.retryable
+    assert "pyxis" in got.fix
+
+
+def test_another_unrecognized_srun_option_is_not_a_missing_pyxis():
+    assert _diagnose("srun: unrecognized option '--gpus-per-task=8'\n").kind == "unknown"
