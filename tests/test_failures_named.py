@@ -1,12 +1,16 @@
 """Failures named as what they are: exception classes whose names lack "Error" are still a
 traceback's final line, our own code missing on a node is not a NeMo-RL version skew, and a
-cluster without pyxis is a kind a retry cannot fix."""
+cluster without pyxis is a kind a retry cannot fix; `logs` of a job that never wrote its driver
+log shows the batch output, and `cancel` of a finished job says it had finished (real Slurm)."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
+from cluster_fixtures import slurm, sshd, wait_for  # noqa: F401
+from test_launch_slurm import lab  # noqa: F401
 
 from runners.monitor.classify import LogClassifier, diagnose
 from runners.monitor.logscan import python_prefilter
@@ -81,3 +85,27 @@ def test_srun_without_pyxis_is_its_own_kind_that_a_retry_cannot_fix():
 
 def test_another_unrecognized_srun_option_is_not_a_missing_pyxis():
     assert _diagnose("srun: unrecognized option '--gpus-per-task=8'\n").kind == "unknown"
+
+
+def test_logs_of_an_ended_job_without_a_driver_log_shows_the_batch_output(lab):  # noqa: F811
+    *_, cli = lab
+    job_id, log = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab").stdout.split()
+    wait_for(lambda: '"COMPLETED"' in cli("status", job_id, "--json").stdout, timeout=90)
+    Path(log).unlink()  # as when the job died before ray.sub started the driver
+    out = Path(log).parent.parent / f"slurm-{job_id}.out"
+    out.write_text(out.read_text() + "srun: unrecognized option '--no-container-mount-home'\n")
+    res = cli("logs", job_id)
+    assert res.returncode == 0, res.stderr
+    assert f"the driver log {log} was never written" in res.stderr
+    assert f"showing the batch output {out}" in res.stderr
+    assert "unrecognized option '--no-container-mount-home'" in res.stdout
+
+
+def test_cancel_of_a_finished_job_says_it_had_finished(lab):  # noqa: F811
+    *_, cli = lab
+    job_id = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab").stdout.split()[0]
+    wait_for(lambda: '"COMPLETED"' in cli("status", job_id, "--json").stdout, timeout=90)
+    res = cli("cancel", job_id)
+    assert res.returncode == 0, res.stderr
+    assert f"job {job_id} had already finished: COMPLETED (exit code 0)" in res.stdout
+    assert "cancel requested" not in res.stdout

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.errors import StepsError
 from runners.launch.jobs import job_runs, progress_all, refresh, refresh_all
 from runners.launch.records import UNLOCATED
+from runners.launch.request import TERMINAL
 
 if TYPE_CHECKING:
     from runners.chain.record import ChainRecord
@@ -32,13 +33,30 @@ def live(run_dir: Path, data: dict) -> tuple[dict, dict, ChainRecord | None]:
 
 
 def followed_job(run_dir: Path, data: dict) -> dict:
-    """The job whose log `logs` shows: a chain's current segment; the record as it stands once
-    submitted, else looked up by its name again."""
+    """The job whose log `logs` shows, with its live state: a chain's current segment; a job
+    sbatch never confirmed looked up by its name again."""
     if _chain(data):
         from runners.chain.follow import refresh_chain
 
         data = refresh_chain(run_dir, data)
-    return dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
+        job = dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
+    else:
+        job = refresh(run_dir, data)
+    return _batch_output_if_no_driver_log(job)
+
+
+def _batch_output_if_no_driver_log(job: dict) -> dict:
+    """An ended Slurm job whose driver log was never written (it died before ray.sub started
+    the driver): its batch output instead, with `log_note` saying so."""
+    from runners.launch.observe import driver_log_written
+
+    log, out = job.get("log_path"), job.get("batch_output")
+    if job.get("executor") != "slurm" or job.get("state") not in TERMINAL or not out or not log:
+        return job
+    if log == out or driver_log_written(job):
+        return job
+    note = f"the driver log {log} was never written (the job ended before it started); "
+    return {**job, "log_path": out, "log_note": note + f"showing the batch output {out}"}
 
 
 def cancel(run_dir: Path, data: dict) -> str:
@@ -51,7 +69,12 @@ def cancel(run_dir: Path, data: dict) -> str:
         said = cancel_chain(data, run_dir)
         refresh_chain(run_dir, data)
         return said
-    job = data["job"] if data["job"].get("job_id") else refresh(run_dir, data)
+    job = refresh(run_dir, data)
+    if job.get("job_id") and job.get("state") in TERMINAL:
+        return (
+            f"job {job['job_id']} had already finished: {job['state']} "
+            f"(exit code {job.get('exit_code')}); nothing to cancel"
+        )
     if not job.get("job_id"):  # sbatch never confirmed it and Slurm knows no such name
         raise StepsError(
             "E-CANCEL",

@@ -15,10 +15,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from runners.launch.jobs import find_run
     from runners.run.job_view import followed_job
     from steps.cli.job_follow import follow
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    code = follow(run_dir, followed_job(run_dir, data), until_done=args.follow, tail=args.follow)
+    job = followed_job(run_dir, data)
+    if job.get("log_note"):
+        print(f"note: {job['log_note']}", file=sys.stderr, flush=True)
+    code = follow(run_dir, job, until_done=args.follow, tail=args.follow)
     return 130 if code == 130 else 0
