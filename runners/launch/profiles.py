@@ -24,9 +24,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from catalog.did_you_mean import close_matches
-from catalog.errors import StepsError
-from catalog.model_errors import error_from, first_error
+from catalog.errors import Finding, StepsError
+from catalog.model_errors import findings_from
 from catalog.tomlfile import load_toml
+from runners.launch.profile_aliases import RESERVED, Mode, translate
 from runners.launch.profile_values import (
     PROFILE_VALUE,
     AbsDir,
@@ -42,6 +43,11 @@ ENV_FILE_VAR = "STEPS_ENV_FILE"
 ENV_FILE_NAME = "env.toml"
 APPENDED = ("mounts", "secrets", "shared_dirs")
 DEFAULT_LAUNCHER = "uv run python"
+_EXAMPLES = {
+    "remote_dir": 'remote_dir = "/shared/you/steps" (a folder every node sees; Nemotron\'s '
+    "remote_job_dir is read as it)",
+    "address": 'address = "http://HEAD:8265" (the Ray dashboard)',
+}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
@@ -195,14 +201,22 @@ def trusted(path: Path, cwd: Path) -> Path:
     return path
 
 
-def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProfile:
-    """Profile `name` from `path` with its `extends` chain merged and validated."""
+def load_profile(
+    path: Path, name: str, env: Mapping[str, str] | None = None, mode: Mode = None
+) -> LocalProfile | SlurmProfile | RayProfile:
+    """Profile `name` from `path` with its `extends` chain merged, Nemotron's keys read as ours
+    (`profile_aliases`, `${oc.env:...}` from `env`) and validated: every problem in one error."""
     data = load_toml(path, code="E-PROFILE")
     for key, value in data.items():
         if not isinstance(value, dict):
             raise _error(
                 f"top-level key '{key}' is not a profile table", path, profile_line(path, key)
             )
+    if name in RESERVED:
+        raise _error(
+            f"[{name}] is a settings table (W&B, Nemotron's CLI), not a profile", path,
+            profile_line(path, name), f"use one of: {', '.join(_profiles(data)) or 'none'}",
+        )  # fmt: skip
     merged = _merged(data, name, path, [])
     executor = merged.get("executor")
     if executor not in MODELS:
@@ -212,26 +226,53 @@ def load_profile(path: Path, name: str) -> LocalProfile | SlurmProfile | RayProf
         line = profile_line(path, "executor", name) if executor is not None else None
         fix = 'set executor = "slurm", "ray" or "local"'
         raise _error(f"profile [{name}] {msg}", path, line or profile_line(path, name), fix)
+    merged, unmapped = translate(merged, os.environ if env is None else env, mode)
+    found = [
+        Finding("E-PROFILE", f"profile [{name}] {msg}", path=str(path),
+                line=profile_line(path, key, name), fix=fix, key=key)
+        for key, msg, fix in unmapped
+    ]  # fmt: skip
     try:
-        return MODELS[executor].model_validate(merged)
+        profile = MODELS[executor].model_validate(merged)
     except ValidationError as exc:
-        first = first_error(exc)
-        raise error_from(
+        found += findings_from(
             exc,
             code="E-PROFILE",
             path=path,
             data=merged,
-            locate=lambda loc: profile_line(path, _profile_key(loc, first), name),
+            locate=lambda loc: _line(path, loc, name),
             message=lambda err, loc: _problem(err, loc, name),
-            exit_code=2,
-        ) from None
+        )
+    if found:
+        raise _all_at_once(found, name)
+    return profile
 
 
-def _profile_key(loc: tuple, err: Any) -> str:
-    """The key to point at: an unknown key itself, else the profile key the error is under."""
-    if err["type"] == "extra_forbidden" or not any(p in _FIELDS for p in loc):
-        return str(loc[-1]) if loc else ""
-    return next(str(p) for p in loc if p in _FIELDS)
+def _profiles(data: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in data if k not in RESERVED)
+
+
+def _line(path: Path, loc: tuple, name: str) -> int | None:
+    """The line of the profile key an error is under (an unknown key's own); a missing key's:
+    the profile's header."""
+    key = next((str(p) for p in loc if p in _FIELDS), str(loc[-1]) if loc else name)
+    return profile_line(path, key, name) or profile_line(path, name)
+
+
+def _all_at_once(found: list[Finding], name: str) -> StepsError:
+    """One E-PROFILE naming every problem at its line: one edit fixes the file, not N retries."""
+    first = found[0]
+    if len(found) > 1:
+        listed = "\n".join(f"  {f.render(indent='  ').lstrip()}" for f in found)
+        first = Finding(
+            "E-PROFILE", f"profile [{name}] has {len(found)} problems:\n{listed}",
+            path=first.path, line=first.line, fix="fix each one above (docs/cluster.md, "
+            "\"Profiles (env.toml)\", maps Nemotron's keys to ours)",
+        )  # fmt: skip
+    return StepsError(
+        first.code, first.message, path=first.path, line=first.line, fix=first.fix,
+        key=first.key, exit_code=2,
+    )  # fmt: skip
 
 
 def _problem(err: Any, loc: tuple, name: str) -> tuple[str, str]:
@@ -246,13 +287,16 @@ def _problem(err: Any, loc: tuple, name: str) -> tuple[str, str]:
         )
     if err["type"] == PROFILE_VALUE:
         return f"profile [{name}] {where}: {err['ctx']['message']}", err["ctx"]["fix"]
-    return f"profile [{name}] {where}: {err['msg']}", "correct the value"
+    if err["type"] == "missing":
+        example = _EXAMPLES.get(where, f"{where} = ...")
+        return f"profile [{name}] needs `{where}`", f"add {example}"
+    return f"profile [{name}] {where}: {err['msg']}", f"set {where} to a valid value"
 
 
 def _merged(data: dict, name: str, path: Path, chain: list[str]) -> dict:
     if name not in data:
-        near = close_matches(name, data, n=1)
-        known = ", ".join(sorted(data)) or "none"
+        near = close_matches(name, _profiles(data), n=1)
+        known = ", ".join(_profiles(data)) or "none"
         where = f" (extended by [{chain[-1]}])" if chain else ""
         raise StepsError(
             "E-PROFILE",
@@ -331,8 +375,9 @@ def resolve_profile(
     explicit_file: str | None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    mode: Mode = None,
 ) -> tuple[str, Path, LocalProfile | SlurmProfile | RayProfile]:
-    """(name, env file, profile) for `--run/--batch NAME`."""
+    """(name, env file, profile) for `--run/--batch NAME` (`mode`: which of the two)."""
     env = os.environ if env is None else env
     path = find_env_file(explicit_file, env, cwd or Path.cwd())
-    return name, path, load_profile(path, name)
+    return name, path, load_profile(path, name, env, mode)
