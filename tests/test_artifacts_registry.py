@@ -143,6 +143,7 @@ def _lineage(*argv: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_input_name_latest_binds_the_newest_rl_prep_output_and_lineage_shows_it(tmp_path):
     runs = tmp_path / "runs"
     env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"), STEPS_RUNS_DIR=str(runs))

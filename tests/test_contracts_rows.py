@@ -253,6 +253,7 @@ json_value = st.recursive(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ROW_CONTRACTS))
 @settings(max_examples=200, deadline=None)
 @given(value=json_value)

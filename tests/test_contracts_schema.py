@@ -56,6 +56,7 @@ def agree(contract: str, row: dict, cross_field_ok: bool = True) -> None:
         assert schema_ok == fast_ok, (row, get_row_contract(contract)(row))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(binary, ranked))
 def test_preference_schema_and_fast_validator_agree(row):

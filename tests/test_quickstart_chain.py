@@ -52,6 +52,7 @@ def real_checkout(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_readme_quickstart_chain_is_clean_against_a_real_nemo_rl_and_gym(real_checkout, tmp_path):
     env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"))
     prep = steps_run("data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=env)

@@ -50,6 +50,7 @@ print(json.dumps(seconds))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", ["alone", "monitor"])
 def test_a_bad_row_with_two_workers_ends_cleanly_fifty_times(tmp_path: Path, threads: str):
     rows = [
