@@ -72,17 +72,24 @@ def _env_vars(table: Any, p: dict, environ: Mapping[str, str], out: list[Problem
 
 
 def _ssh(p: dict, out: list[Problem]) -> None:
-    """`tunnel`/`user`/`identity` (nemo-run's SSHTunnel) into `host` and `ssh_options`."""
+    """`tunnel`/`user`/`identity` (nemo-run's SSHTunnel) into `host` (`user@host`) and
+    `ssh_options` (`-i IDENTITY`); without `host` the job is submitted from this machine."""
     tunnel = p.pop("tunnel", None)
     user, identity = p.pop("user", None), p.pop("identity", None)
     if tunnel not in (None, "ssh", "local"):
-        out.append(("tunnel", f"tunnel = {tunnel!r}: steps knows ssh and local", 'tunnel = "ssh"'))
+        out.append(
+            (
+                "tunnel",
+                f"tunnel = {tunnel!r}: steps submits over ssh or here",
+                'tunnel = "ssh" with host, or no tunnel and no host (this machine)',
+            )
+        )
     if tunnel == "local" and p.get("host"):
         out.append(("tunnel", 'tunnel = "local" with a host', 'remove host (or tunnel = "ssh")'))
     host = p.get("host")
-    if (tunnel == "ssh" or user or identity) and not host:
-        out.append(("tunnel", "an ssh tunnel needs `host`", 'host = "login.cluster"'))
-    if user and host and "@" not in str(host):
+    if not host:  # no host: steps submits from this machine (a login node); ssh is unused
+        return
+    if user and "@" not in str(host):
         p["host"] = f"{user}@{host}"
     if identity:
         p["ssh_options"] = [*(p.get("ssh_options") or []), "-i", os.path.expanduser(identity)]

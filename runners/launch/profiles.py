@@ -261,6 +261,7 @@ def _line(path: Path, loc: tuple, name: str) -> int | None:
 
 def _all_at_once(found: list[Finding], name: str) -> StepsError:
     """One E-PROFILE naming every problem at its line: one edit fixes the file, not N retries."""
+    found = sorted(found, key=lambda f: f.line or 0)
     first = found[0]
     if len(found) > 1:
         listed = "\n".join(f"  {f.render(indent='  ').lstrip()}" for f in found)
