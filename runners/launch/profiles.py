@@ -5,7 +5,8 @@ directory or a parent (only when you own it and no one else can write it or its 
 `~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
 Each top-level table is a profile, but Nemotron's settings tables (`[wandb]`, read by
 runners/run for W&B, `[cli]`, `[cache]`, `[artifacts]`). Nemotron's and nemo-run's keys are read
-as ours (`profile_aliases`), and every problem of a profile is reported in one E-PROFILE. `extends = "other"` inherits another profile: tables merge
+as ours (`profile_aliases`), and every problem of a profile is reported in one E-PROFILE.
+`extends = "other"` inherits another profile: tables merge
 key by key, `mounts`, `secrets` and `shared_dirs` are appended (parent first), every other
 value (lists included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
 E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
