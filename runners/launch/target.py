@@ -163,8 +163,8 @@ def cluster_target(
     name: str, env_file: str | None, env: dict[str, str], cwd: Path, attached: bool
 ) -> tuple[ClusterTarget | None, Any, Path]:
     """(target, profile, env file): target is None for `executor = "local"` profiles."""
-    mode = "run" if attached else "batch"  # run_partition / batch_partition
-    _, path, profile = resolve_profile(name, env_file, env, cwd, mode)
+    # run_partition / batch_partition
+    _, path, profile = resolve_profile(name, env_file, env, cwd, "run" if attached else "batch")
     if profile.executor == "local":
         return None, profile, path
     return ClusterTarget(name, path, profile, dict(env), attached), profile, path
