@@ -15,7 +15,7 @@ from typing import Any
 from catalog.contracts.gym_facts import GymFacts, gym_facts
 from catalog.contracts.gym_items import ItemRules, check_input
 from catalog.contracts.gym_items import violation as _v
-from catalog.contracts.gym_task_fields import TaskFields
+from catalog.contracts.gym_task_fields import PY_TYPES, TaskFields
 from catalog.contracts.rows import RowCheck, RowViolation, type_name
 from catalog.did_you_mean import close_matches
 
@@ -26,15 +26,6 @@ FUNCTION_TOOL_KEYS = ("type", "name", "parameters", "strict")
 # Request fields with checks of their own; the others are checked by their JSON type.
 STRUCTURED = frozenset({"input", "tools", "parallel_tool_calls", "tool_choice", "stream"})
 _FUNCTION_TOOL_KEYSET = frozenset(FUNCTION_TOOL_KEYS)
-_PY_TYPES = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
 
 
 def scalar_types(facts: GymFacts) -> dict[str, tuple[type, ...] | None]:
@@ -43,7 +34,7 @@ def scalar_types(facts: GymFacts) -> dict[str, tuple[type, ...] | None]:
     out: dict[str, tuple[type, ...] | None] = {}
     for key, kinds in facts.request_fields.items():
         if key not in STRUCTURED:
-            out[key] = None if kinds is None else tuple(t for k in kinds for t in _PY_TYPES[k])
+            out[key] = None if kinds is None else tuple(t for k in kinds for t in PY_TYPES[k])
     return out
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from catalog.contracts.rows import RowViolation, type_name
 
 TASK_FIELD = "E-GYM-TASK-FIELD"
-_PY_TYPES = {
+# JSON Schema type name -> the Python types a decoded JSON value of it has.
+PY_TYPES = {
     "string": (str,),
     "number": (int, float),
     "integer": (int,),
@@ -29,7 +30,7 @@ def _lax_ok(value: Any, kinds: Iterable[str]) -> bool:
     or boolean may come as a string of one or as a boolean, an integer as an integral float;
     a string field takes only a string."""
     for kind in kinds:
-        if type(value) in _PY_TYPES[kind]:
+        if type(value) in PY_TYPES[kind]:
             return True
         if kind in ("integer", "number", "boolean"):
             if type(value) is bool or (kind == "boolean" and value in (0, 1)):
