@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from catalog.errors import StepsError
 from runners.artifacts.names import parse_ref
 from runners.artifacts.registry import load, lookup
+from runners.rundir import read_record
 
 
 def of_artifact(root: Path, text: str) -> dict:
@@ -83,8 +83,9 @@ def of_run(root: Path, run_dir: Path) -> dict:
 
 
 def _run_record(run_dir: Path) -> dict | None:
+    """The run's run.json (rundir's one reader), or None when it cannot be read."""
     try:
-        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_record(run_dir)
+    except StepsError:
         return None
     return data if isinstance(data, dict) else None
