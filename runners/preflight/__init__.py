@@ -8,11 +8,12 @@ pass: preflight fails closed, so a bug in a rule cannot silently let a launch th
 
 Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
 `data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
-`algorithm_setup/`, `remote*`: what a cluster submission will meet), `topology` (GPUs and nodes
+`algorithm_setup/`, `remote*`: what a cluster submission will meet, `upstream_judge` and
+`upstream_fold`: what the launch interpreter's own NeMo-RL says), `topology` (GPUs and nodes
 from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
-`runners.launch` (remote rules judge a submission), `runners.secrets`, `catalog`. Only `run`
-and the CLI import it.
+`runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
+upstream judge's cache key), `catalog`. Only `run` and the CLI import it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.remote_slurm",
     "runners.preflight.rl_prep",
     "runners.preflight.driver_setup",
+    "runners.preflight.upstream_judge",
 ]
 RULE_CRASH = "E-RULE-CRASH"
 
@@ -164,4 +166,7 @@ def preflight(ctx: PreflightContext) -> list[Finding]:
     from runners.config.override_findings import fold_override_findings
 
     findings = fold_override_findings(findings, ctx.compiled)
+    from runners.preflight.upstream_fold import fold_upstream
+
+    findings = fold_upstream(findings)  # upstream's verdict and ours on one key: one finding
     return sorted(findings, key=lambda f: (not f.is_error,))

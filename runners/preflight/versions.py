@@ -64,6 +64,7 @@ RULE_VERSIONS: dict[str, str] = {
     "remote_sbatch_defaults": "all",
     # local launch (runners/preflight/interpreter.py): pins read from the checkout itself
     "local_interpreter": "all",
+    "upstream_judge": "all",  # the interpreter's own NeMo-RL; pydantic validation 0.7.0+
     # NeMo-RL's convert_dcp_to_hf.py: the same three options in v0.6.0, v0.7.0 and the pin
     "dcp_export": "all",
     # asserts only the pin has (added on main after the r0.7.0 branch point)

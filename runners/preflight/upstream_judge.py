@@ -1,0 +1,246 @@
+"""Where NeMo-RL can judge, ask it (issue 29): the launch interpreter runs upstream's own checks.
+
+Our schemas and rules are derived from NeMo-RL's source and miss what only running it shows. When
+the interpreter a local launch starts can import `nemo_rl`, one bounded subprocess there
+(`upstream_program`, offline, memory-capped, killed with its children at the timeout) builds the
+algorithm's `MasterConfig` from the compiled config (pydantic from v0.7.0), loads the tokenizer
+with `get_tokenizer` and renders a chat with it, as the example script does before any GPU work.
+Its answer is cached under STEPS_CACHE_DIR, keyed by the config's digest, the interpreter and its
+site-packages, the checkout's NeMo-RL files and the tokenizer folder. No `nemo_rl` there: nothing
+is said (the derived schema judges alone). A judge that cannot finish is a warning, never an
+error. An upstream verdict and our rule on the same key are one cause (`upstream_fold`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from catalog.atomic_write import write_atomic
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import UNRESOLVED, algorithm, finding, warning
+from runners.preflight.upstream_fold import CONFIG, TOKENIZER
+
+PROGRAM = Path(__file__).with_name("upstream_program.py")
+MARK = "STEPS-UPSTREAM-JUDGE "
+SECONDS_VAR = "STEPS_UPSTREAM_JUDGE_SECONDS"  # in the launch env; 0 turns the judge off
+DEFAULT_SECONDS = 180.0  # torch + transformers + ray imports on a cold file system
+MEMORY_BYTES = 32 << 30  # address space: torch's CUDA libraries map a few GB without using them
+CACHE_FORMAT = 1
+JUDGE = "W-UPSTREAM-JUDGE"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+_KEY_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "HF_HOME", "HF_HUB_CACHE")
+_SOURCES = ("pyproject.toml", "uv.lock", "nemo_rl/__init__.py", "nemo_rl/algorithms/utils.py")
+_KEPT = ("absent", "unavailable", "judged")  # answers worth caching; a failure is asked again
+
+
+def _seconds(env: Mapping[str, str]) -> float:
+    try:
+        return max(0.0, float(env.get(SECONDS_VAR, DEFAULT_SECONDS)))
+    except ValueError:
+        return DEFAULT_SECONDS
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/upstream`."""
+    from catalog.discovery import CACHE_VAR
+
+    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "nemo-rl-steps" / "upstream"
+
+
+def _stat(path: Path | str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]
+
+
+def _tokenizer_state(config: dict) -> list:
+    """What a tokenizer folder holds (names and stats): an edit there changes the verdict."""
+    name = ((config.get("policy") or {}).get("tokenizer") or {}).get("name")
+    folder = Path(os.path.expanduser(name)) if isinstance(name, str) and name else None
+    if folder is None or not folder.is_dir():
+        return []
+    try:
+        return sorted((p.name, _stat(p)) for p in folder.iterdir())
+    except OSError:
+        return []
+
+
+def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
+    """The config's digest plus everything else that decides upstream's answer."""
+    from runners.digest import DigestMemo, memo_file
+
+    memo = DigestMemo(memo_file(launch.env))
+    checkout = Path(launch.checkout).resolve()
+    sources = [*_SOURCES, f"nemo_rl/algorithms/{algo}.py"]
+    digests = {rel: memo.digest(checkout / rel) for rel in sources if (checkout / rel).is_file()}
+    memo.save()
+    parts = [
+        CACHE_FORMAT,
+        algo,
+        hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+        list(launch.launcher.argv),
+        str(checkout),
+        [facts.executable, facts.version, {s: _stat(s) for s in facts.sites}],
+        digests,
+        sorted((k, v) for k, v in launch.env.items() if k in _KEY_VARS or k.startswith("UV_")),
+        _tokenizer_state(config),
+    ]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+
+def _cap_memory() -> None:  # runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
+    """Upstream's answer, or `{"status": "failed", "detail"}` when it gave none in time."""
+    env = {**launch.env, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""}
+    if launch.launcher.is_uv_run:
+        env["UV_NO_SYNC"] = "1"
+    argv = [*launch.launcher.argv, "-c", PROGRAM.read_text(encoding="utf-8")]
+    request = json.dumps({"algorithm": algo, "config": config}, default=str)
+    try:
+        proc = subprocess.Popen(  # the launcher the user chose, no shell
+            argv, cwd=launch.checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_cap_memory,
+        )  # fmt: skip
+    except OSError as exc:
+        return {"status": "failed", "detail": f"cannot start `{argv[0]}`: {exc.strerror or exc}"}
+    try:
+        out, err = proc.communicate(request, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the launcher and its children
+        proc.communicate()
+        return {"status": "failed", "detail": f"no answer within {seconds:.0f} s"}
+    for line in reversed(out.splitlines()):
+        if line.startswith(MARK):
+            try:
+                answer = json.loads(line[len(MARK) :])
+            except ValueError:
+                break
+            if isinstance(answer, dict) and answer.get("status") in _KEPT:
+                return answer
+            break
+    said = [t.strip() for t in (err + "\n" + out).splitlines() if t.strip()]
+    detail = said[-1][:300] if said else "it printed nothing"
+    return {"status": "failed", "detail": f"exit {proc.returncode}: {detail}"}
+
+
+def ask_upstream(launch: Any, facts: Any, algo: str, config: dict, seconds: float) -> dict:
+    """`run_judge`, through the cache."""
+    path = cache_dir(launch.env) / f"{cache_key(launch, facts, algo, config)}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(cached, dict) and cached.get("status") in _KEPT:
+            return cached
+    except (OSError, ValueError):
+        pass
+    answer = run_judge(launch, algo, config, seconds)
+    if answer.get("status") in _KEPT:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(answer) + "\n")
+        except OSError:
+            pass  # a read-only cache only costs the subprocess next time
+    return answer
+
+
+def config_key(config: Any, loc: list, missing: bool) -> tuple[str, str]:
+    """pydantic's `loc` as our dotted key (list items `[i]`) and the part under it. A loc part
+    the config does not hold is a union member's name (`DTensorConfig`) or, last in a `missing`
+    error, the missing key; a union's errors gather at the key that holds the union."""
+    key, node = "", config
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            key, node = f"{key}.{part}" if key else part, node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            key, node = f"{key}[{part}]", node[part]
+        elif last and missing:
+            return (f"{key}.{part}" if key else str(part)), ""
+        else:
+            rest = [str(p) for p in loc[i:] if isinstance(p, (str, int))]  # with the member
+            return key, ".".join(rest)
+    return key, ""
+
+
+def _config_findings(ctx: PreflightContext, answer: dict) -> Iterator[Finding]:
+    grouped: dict[str, list[str]] = {}
+    for err in answer.get("config_errors") or []:
+        key, under = config_key(ctx.config, err.get("loc") or [], err.get("type") == "missing")
+        if ctx.get(key) == UNRESOLVED:
+            continue  # unresolved_values says why
+        said = f"{under}: {err.get('msg')}" if under else str(err.get("msg"))
+        if said not in grouped.setdefault(key, []):
+            grouped[key].append(said)
+    source = Path(str(answer.get("source") or "")).name or "its algorithm module"
+    version = answer.get("version") or "?"
+    for key, said in grouped.items():
+        yield finding(
+            ctx,
+            CONFIG,
+            key or "config",
+            f"NeMo-RL {version}'s own MasterConfig ({source}) refuses it: {'; '.join(said[:4])}",
+            f"set {key or 'the config'} as NeMo-RL's MasterConfig declares it",
+        )
+
+
+def _tokenizer_finding(ctx: PreflightContext, answer: dict) -> Iterator[Finding]:
+    tok = answer.get("tokenizer")
+    if not isinstance(tok, dict) or tok.get("stage") not in ("load", "chat_template"):
+        return  # loaded, or a hub id this offline check could not fetch
+    if tok["stage"] == "load":
+        yield finding(
+            ctx, TOKENIZER, "policy.tokenizer.name",
+            f"NeMo-RL's get_tokenizer cannot load it: {tok.get('error')}",
+            "point policy.tokenizer.name at a folder holding a Hugging Face tokenizer",
+        )  # fmt: skip
+        return
+    yield finding(
+        ctx, TOKENIZER, "policy.tokenizer.chat_template",
+        f"the tokenizer NeMo-RL loads cannot render a chat (its data formatting does): "
+        f"{tok.get('error')}",
+        "set policy.tokenizer.chat_template (a Jinja template, or `default` for the tokenizer's "
+        "own), or use a tokenizer that has one",
+    )  # fmt: skip
+
+
+@rule("upstream_judge")
+def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-UPSTREAM-CONFIG / E-UPSTREAM-TOKENIZER: the launch interpreter's own NeMo-RL refuses
+    the compiled config (its MasterConfig, get_tokenizer, the chat template). W-UPSTREAM-JUDGE:
+    that check could not finish. Silent where the interpreter has no NeMo-RL."""
+    launch, algo = ctx.local_launch, algorithm(ctx)
+    seconds = _seconds(launch.env) if launch is not None else 0.0
+    if launch is None or ctx.remote is not None or algo is None or seconds == 0:
+        return
+    from runners.launch.local import ProbeFailure
+
+    facts = launch.probe()
+    if isinstance(facts, ProbeFailure):
+        return  # local_interpreter reports it
+    config = {k: v for k, v in ctx.config.items() if k != "run"}  # our own section, not sent
+    answer = ask_upstream(launch, facts, algo, config, seconds)
+    if answer.get("status") == "failed":
+        yield warning(
+            ctx, JUDGE, None,
+            f"NeMo-RL's own check of this config in `{launch.launcher.text}` did not finish "
+            f"({answer.get('detail')}); only steps' derived checks judged it",
+            f"raise {SECONDS_VAR} (now {seconds:.0f}), or set it to 0 to skip this check",
+        )  # fmt: skip
+        return
+    if answer.get("status") == "judged":
+        yield from _config_findings(ctx, answer)
+        yield from _tokenizer_finding(ctx, answer)

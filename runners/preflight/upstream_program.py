@@ -1,0 +1,91 @@
+"""Run by NeMo-RL's own interpreter (a subprocess of `upstream_judge`): upstream's code judges one
+compiled config, and the answer is one marked JSON line on stdout.
+
+Stdlib and `nemo_rl` only, Python 3.8 syntax: it runs under whatever Python the launcher starts
+and never imports steps. It reads `{"algorithm", "config"}` as JSON on stdin and does what the
+example scripts do before any GPU work: `MasterConfig(**config)` (a pydantic model from v0.7.0;
+a TypedDict before, which validates nothing) and `get_tokenizer(policy.tokenizer)` with one chat
+template render. A NeMo-RL that cannot be imported is `absent` or `unavailable`, not a verdict.
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+
+MARK = "STEPS-UPSTREAM-JUDGE "
+
+
+def _said(exc: BaseException) -> str:
+    lines = [t.strip() for t in str(exc).splitlines() if t.strip()]
+    return type(exc).__name__ + (": " + lines[0][:300] if lines else "")
+
+
+def judge_config(master: object, config: dict) -> object:
+    """pydantic's errors as [{loc, type, msg}] (never the input: it may hold a secret); None
+    where MasterConfig is not a model (upstream validates nothing there)."""
+    if not hasattr(master, "model_validate"):
+        return None
+    from pydantic import ValidationError
+
+    try:
+        master(**config)  # type: ignore[operator]  # as examples/run_*.py call it
+    except ValidationError as exc:
+        return [
+            {"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+    return []
+
+
+def judge_tokenizer(config: dict) -> object:
+    """None when the tokenizer loads and renders a chat; else what failed. A name that is not a
+    folder is a hub id this offline check may not have cached: not judged (`skipped`)."""
+    policy = config.get("policy")
+    tokenizer = policy.get("tokenizer") if isinstance(policy, dict) else None
+    if not isinstance(tokenizer, dict) or not isinstance(tokenizer.get("name"), str):
+        return None
+    from nemo_rl.algorithms.utils import get_tokenizer
+
+    try:
+        loaded = get_tokenizer(tokenizer)
+    except Exception as exc:
+        local = os.path.isdir(os.path.expanduser(tokenizer["name"]))
+        return {"stage": "load" if local else "skipped", "error": _said(exc)}
+    try:
+        loaded.apply_chat_template(
+            [{"role": "user", "content": "hello"}], tokenize=False, add_generation_prompt=True
+        )
+    except Exception as exc:
+        return {"stage": "chat_template", "error": _said(exc)}
+    return None
+
+
+def judge(request: dict) -> dict:
+    if importlib.util.find_spec("nemo_rl") is None:
+        return {"status": "absent"}
+    try:
+        module = importlib.import_module("nemo_rl.algorithms." + request["algorithm"])
+        version = getattr(importlib.import_module("nemo_rl"), "__version__", None)
+    except Exception as exc:  # no torch, a broken install: the interpreter rule's to judge
+        return {"status": "unavailable", "detail": _said(exc)}
+    master = getattr(module, "MasterConfig", None)
+    config = request["config"]
+    return {
+        "status": "judged",
+        "version": version,
+        "source": getattr(module, "__file__", None),
+        "config_errors": judge_config(master, config) if master is not None else None,
+        "tokenizer": judge_tokenizer(config),
+    }
+
+
+def main() -> None:
+    answer = judge(json.loads(sys.stdin.read()))
+    sys.stdout.write("\n" + MARK + json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
