@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.chain.segment import _CLEAN_ENV
+from runners.chain.segment_program import CLEAN_ENV
 from runners.chain.submit import segment_script
 from runners.kinds import kind_for, known
 from runners.launch.profiles import SlurmProfile
@@ -54,9 +54,8 @@ def _scripts(kind: str, variant: str, root: Path) -> dict[str, str]:
     if ray_sub:
         command = backend.job_env(req)["COMMAND"]
         out["ray.sub COMMAND"] = f"#!/bin/bash\n{command}\n"
-        launcher = profile.steps_launcher
-        out["chain.sbatch"] = segment_script(launcher, job_dir, "/opt/Nemo RL/ray.sub")
-        out["chain's sbatch environment"] = f"#!/bin/bash\n{_CLEAN_ENV}"
+        out["chain.sbatch"] = segment_script(job_dir, "/opt/Nemo RL/ray.sub")
+        out["chain's sbatch environment"] = f"#!/bin/bash\n{CLEAN_ENV}"
     else:
         out["job.sbatch"] = backend._batch_script(req)
     return out

@@ -8,15 +8,12 @@ training_info.json's `total_steps`; `step` counts within the epoch (0 at an epoc
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-STEP_DIR = re.compile(r"^step_(\d+)$")
-INFO = "training_info.json"
+from runners.chain import rules
 
 
 class TrainingInfo(BaseModel):
@@ -41,30 +38,21 @@ class Checkpoint:
 
     @property
     def epochs_done(self) -> int:
-        at_epoch_end = self.info.step == 0 and self.info.total_steps > 0
-        return self.info.epoch + 1 if at_epoch_end else self.info.epoch
+        return rules.epochs_done(self.info.model_dump())
 
 
 def latest_checkpoint(checkpoint_dir: Path) -> Checkpoint | None:
-    """The highest `step_N` with a readable training_info.json (None: nothing saved yet)."""
-    try:
-        found = [(STEP_DIR.match(p.name), p) for p in checkpoint_dir.iterdir()]
-    except OSError:
+    """The highest `step_N` with a readable training_info.json (None: nothing saved yet), as
+    the chain's rules read it (`rules.latest_checkpoint`, which a Slurm segment runs itself)."""
+    found = rules.latest_checkpoint(checkpoint_dir)
+    if found is None:
         return None
-    names = sorted(((int(m.group(1)), p) for m, p in found if m), key=lambda i: -i[0])
-    for _, path in names:
-        try:
-            info = TrainingInfo.model_validate(json.loads((path / INFO).read_text("utf-8")))
-        except (OSError, ValueError, ValidationError):
-            continue
-        return Checkpoint(path, info)
-    return None
+    try:
+        return Checkpoint(found[0], TrainingInfo.model_validate(found[1]))
+    except ValidationError:
+        return None
 
 
 def reached_end(ckpt: Checkpoint | None, max_steps: int | None, max_epochs: int | None) -> bool:
     """NeMo-RL's own end: `max_num_steps` global steps, or `max_num_epochs` whole epochs."""
-    if ckpt is None:
-        return False
-    if max_steps is not None and ckpt.total_steps >= max_steps:
-        return True
-    return max_epochs is not None and ckpt.epochs_done >= max_epochs
+    return rules.reached_end(ckpt.info.model_dump() if ckpt else None, max_steps, max_epochs)

@@ -9,9 +9,7 @@ record is kept by the attached driver (runners/chain/ray_driver.py) in the local
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -19,24 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
+from runners.chain import rules
+from runners.chain.segment_program import CANCEL_MARK, CHAIN_SECRETS, RECORD  # noqa: F401
 
-RECORD = "run.json"
-CANCEL_MARK = "CHAIN_CANCELLED"  # in the job dir: `cancel RUN` was asked; no segment may start
-CHAIN_SECRETS = ".steps-chain-secrets.env"  # the chain's 0600 copy of the run's secrets file
 ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
-_STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-def now_utc() -> tuple[str, float]:
-    """(a segment's timestamp as recorded, the same instant in epoch seconds)."""
-    t = time.time()
-    return datetime.fromtimestamp(t, timezone.utc).strftime(_STAMP), t
-
-
-def epoch_of(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    return datetime.strptime(stamp, _STAMP).replace(tzinfo=timezone.utc).timestamp()
+now_utc = rules.now_utc  # (a segment's timestamp as recorded, the same instant in epoch s)
+epoch_of = rules.epoch_of
 
 
 class Failure(BaseModel):
@@ -72,11 +58,10 @@ class Segment(BaseModel):
 
     def close(self, state: str, exit_code: int | None, steps: int, failure: Failure | None):
         """Record how the segment ended (both executors): state, steps after it, its time."""
-        stamp, now = now_utc()
-        started = epoch_of(self.started_utc)
-        self.state, self.exit_code, self.steps_after = state, exit_code, steps
-        self.ended_utc = stamp
-        self.seconds = round(now - started, 3) if started else None
+        closed = self.model_dump(mode="json")
+        rules.close_segment(closed, state, exit_code, steps, None)
+        for name in ("state", "exit_code", "steps_after", "ended_utc", "seconds"):
+            setattr(self, name, closed[name])
         self.failure = failure
 
     @property

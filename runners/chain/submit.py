@@ -1,11 +1,12 @@
 """Submitting a chain: the segment script, the chain record, and the first segment's sbatch.
 
-Every segment is the same batch script (`chain.sbatch` in the run dir): `chain-step begin`,
-then NeMo-RL's own ray.sub run inside the allocation (unchanged, from the checkout, with the
-same COMMAND/CONTAINER/MOUNTS/... variables a single job gets), then `chain-step end`. The
+Every segment is the same batch script (`chain.sbatch` in the run dir): the decision program's
+`begin`, then NeMo-RL's own ray.sub run inside the allocation (unchanged, from the checkout, with
+the same COMMAND/CONTAINER/MOUNTS/... variables a single job gets), then its `end`. The
 decisions run on the allocation's first node, outside the container, where sbatch and scancel
-are. ray.sub's header options are given on the command line (`--exclusive`; `--dependency`
-becomes the chain's own), and the batch output is appended across a requeue.
+are: `segment_program`, staged with the run dir and run by the node's python3 (3.8+). ray.sub's
+header options are given on the command line (`--exclusive`; `--dependency` becomes the chain's
+own), and the batch output is appended across a requeue.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from catalog.errors import StepsError
 from runners.chain.follow import refuse_if_live
 from runners.chain.record import CHAIN_SECRETS, ChainRecord
 from runners.chain.settings import ChainConfig
+from runners.launch import job_code
 from runners.launch.job_secrets import secrets_path
 from runners.launch.request import under
 
@@ -27,15 +29,17 @@ START_MARK = "@@steps-segment-start"
 END_MARK = "@@steps-segment-end"
 
 
-def segment_script(steps_launcher: str, job_dir: str, ray_sub: str) -> str:
+def segment_script(job_dir: str, ray_sub: str) -> str:
     """The batch script of every segment (bash; ray.sub runs as a child of it).
 
-    Each segment's driver reads and removes the run dir's secrets file (launch/job_secrets.py):
-    the first segment keeps a 0600 copy for the chain (`CHAIN_SECRETS`) and every segment puts
-    the file back from it; `chain-step` removes both once the chain ends."""
-    steps = shlex.split(steps_launcher)
-    begin = shlex.join([*steps, "chain-step", "begin", job_dir])
-    end = shlex.join([*steps, "chain-step", "end", job_dir])
+    The decisions are the program staged with the run dir (`job_code`), run by the node's
+    `python3` isolated from anything installed there. Each segment's driver reads and removes
+    the run dir's secrets file (launch/job_secrets.py): the first segment keeps a 0600 copy for
+    the chain (`CHAIN_SECRETS`) and every segment puts the file back from it; the program
+    removes both once the chain ends."""
+    decide = ["python3", "-I", job_code.segment_program(job_dir)]
+    begin = shlex.join([*decide, "begin", job_dir])
+    end = shlex.join([*decide, "end", job_dir])
     per_job = shlex.quote(secrets_path(job_dir))
     kept = shlex.quote(f"{job_dir}/{CHAIN_SECRETS}")
     return (
@@ -49,7 +53,7 @@ def segment_script(steps_launcher: str, job_dir: str, ray_sub: str) -> str:
         f"if [ -f {kept} ]; then (umask 077; cp {kept} {per_job}); fi\n"
         f"bash {shlex.quote(ray_sub)}\n"
         "code=$?\n"
-        f'{end} --exit-code "$code"\n'
+        f'{end} "$code"\n'
         'exit "$code"\n'
     )
 
@@ -148,7 +152,8 @@ def refuse_busy(plan: Any, target: Any) -> None:
 
 
 def prepare_chain(plan: Any, target: Any) -> None:
-    """Write the segment script and the chain record into the run dir (staged with it)."""
+    """Write the segment script, the chain record and (Slurm) the copy of our code the segments
+    decide with into the run dir (staged with it)."""
     from runners.rundir import update_record
 
     req = plan.request
@@ -158,6 +163,7 @@ def prepare_chain(plan: Any, target: Any) -> None:
         return
     mounts = list(target.profile.mounts)
     ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
-    text = segment_script(target.profile.steps_launcher, host_path(req.job_dir, mounts), ray_sub)
+    text = segment_script(host_path(req.job_dir, mounts), ray_sub)
     Path(plan.run_dir, SCRIPT).write_text(text, encoding="utf-8")
+    job_code.stage(plan.run_dir)
     update_record(plan.run_dir, chain=record.model_dump(mode="json"))

@@ -70,6 +70,8 @@ class RunnerKind:
     can_chain: ClassVar[bool] = False  # --until-done: trained to the end across segments
     compiles_with_nemo_rl: ClassVar[bool] = False  # the config depends on the checkout
     in_process: ClassVar[str | None] = None  # what runs in this process, for people
+    needs_gpus: ClassVar[bool] = True  # False: a cluster job asks for no GPU (--gres)
+    runs_our_code: ClassVar[bool] = False  # a cluster job runs steps: its run dir carries a copy
 
     def prepare(self, s: Setting) -> Prepared:
         from runners.config.compiler import compile_config

@@ -1,5 +1,7 @@
 """`rl_prep`: a blend prepared into NeMo-Gym JSONL shards on the CPU, in this process locally
-and as `steps run` in a plain job on a cluster (no Ray, no GPUs)."""
+and as `steps run` in a plain job on a cluster (no Ray, no GPUs). Nothing of ours is installed
+there: the job runs the copy of our code staged with its run dir, with the container's python3
+(`runners.launch.job_code`), unless the profile names a `steps_launcher`."""
 
 from __future__ import annotations
 
@@ -11,13 +13,18 @@ from runners.kinds.base import LocalRun, Prepared, RunnerKind, Setting
 class RlPrep(RunnerKind):
     name = "rl_prep"
     in_process = "runners.rl_prep.run_step"
+    needs_gpus = False
+    runs_our_code = True
 
     def job_command(
         self, s: Setting, p: Prepared, resolved: dict, config: str
     ) -> tuple[list[str], str]:
+        from runners.launch.job_code import steps_command
+
         assert s.target is not None
         job_dir = config.rsplit("/", 1)[0]
-        launcher = shlex.split(s.target.profile.steps_launcher)
+        named = s.target.profile.steps_launcher
+        launcher = shlex.split(named) if named else steps_command(job_dir)
         force = ["--force"] if s.force else []  # config.yaml has the overrides, not the flags
         return [*launcher, "run", s.step_id, "-c", config, *force], job_dir
 

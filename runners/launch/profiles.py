@@ -104,8 +104,9 @@ class SlurmProfile(_Profile):
     sbatch_args: SbatchArgs = Field([], description="Extra sbatch flags (not those steps sets).")
     setup_command: str | None = Field(None, description="ray.sub SETUP_COMMAND (every node).")
     steps_launcher: str = Field(
-        "python3 -m steps",
-        description="How the job starts `steps` (data prep, a chain's decisions) on the cluster.",
+        "",
+        description="How a data-prep job starts `steps` where it runs; empty: the copy staged "
+        "with the run dir, run by the container's python3 (`python3 JOB_DIR/code`).",
     )
     save_margin: SlurmTime = Field(
         "00:15:00",
@@ -128,7 +129,7 @@ class RayProfile(_Profile):
     entrypoint_num_cpus: float | None = Field(None, ge=0)
     entrypoint_num_gpus: float | None = Field(None, ge=0)
     entrypoint_resources: dict[str, float] = {}
-    steps_launcher: str = "python3 -m steps"
+    steps_launcher: str = ""  # empty: the copy staged with the run dir (see SlurmProfile)
 
     def shared(self) -> list[str]:
         """The folders the cluster sees: remote_dir and shared_dirs."""

@@ -123,6 +123,17 @@ def job_state(job_id, out_path, terminal):
     return {"state": UNKNOWN, "why": why}
 
 
+def exit_code_of(state, code, terminal):
+    """Slurm's `exit:signal` as a process exit code (signal N -> 128+N; failed with 0 -> 1),
+    None before the job's end."""
+    if state not in terminal:
+        return None
+    ec, _, sig = (code or "").partition(":")
+    if ec.isdigit() and int(ec):
+        return int(ec)
+    return 128 + int(sig) if sig.isdigit() and int(sig) else 0 if state == "COMPLETED" else 1
+
+
 def lookup(name):
     """{id} of the job named `name` (squeue, else sacct's last 7 days: asked side by side),
     {} when none, or {why} when Slurm could not be asked."""
@@ -314,6 +325,10 @@ def _here(req, out):
     out["stage_blocker"] = _stage_blocker(req["remote_dir"])
     if req.get("switches") is not None:
         out["env"] = environment(req)["env"]
+    if req.get("python3"):  # a chain decides outside the container with the node's python3
+        said = "import sys; print(sys.version.split()[0], sys.executable)"
+        got = ask(["python3", "-I", "-c", said])
+        out["python3"] = got.out.split() if got.ok else ["", got.why]
 
 
 def environment(req):

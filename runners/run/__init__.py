@@ -78,6 +78,8 @@ def plan_run(
     plan.chain = chain
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, plan.extra_env)
+        if not kind.needs_gpus:  # a CPU-only job asks for no GPU
+            plan.request.gpus_per_node = 0
         if chain is not None:
             from runners.chain.submit import configure, refuse_busy
 

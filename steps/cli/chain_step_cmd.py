@@ -1,7 +1,8 @@
-"""`chain-step begin|end JOB_DIR`: a chain segment's decisions, run inside its Slurm job.
+"""`chain-step begin|end JOB_DIR`: a chain segment's decisions, by hand.
 
-The segment script (`chain.sbatch`, written by `run --until-done`) calls `begin` before NeMo-RL's
-ray.sub (it prints `run` or `skip`) and `end --exit-code N` after it; nobody types this.
+A Slurm chain's segment script runs the decision program staged with its run dir
+(runners/chain/segment_program.py) with the node's python3; this command runs the same program
+from this installation, inside a segment's Slurm job (SLURM_JOB_ID set), for whoever debugs one.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from runners.chain import segment_program
 
-    from runners.chain import segment
-
-    if args.phase == "begin":
-        print(segment.begin(Path(args.job_dir)))
-        return 0
-    segment.end(Path(args.job_dir), args.exit_code)
-    return 0
+    extra = [str(args.exit_code)] if args.phase == "end" else []
+    return segment_program.main([args.phase, args.job_dir, *extra])
