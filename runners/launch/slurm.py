@@ -111,7 +111,7 @@ class SlurmBackend:
             argv.append(f"--account={account}")
         if partition:
             argv.append(f"--partition={partition}")
-        if p.gpus_per_node:
+        if p.gpus_per_node and req.gpus_per_node != 0:  # 0: a CPU-only kind (rl_prep)
             argv.append(f"--gres=gpu:{p.gpus_per_node}")
         argv += [*req.sbatch_extra, *p.sbatch_args]
         script = RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/job.sbatch"

@@ -60,6 +60,10 @@ def submit(plan: RunPlan, target: ClusterTarget) -> dict:
         from runners.chain.submit import prepare_chain
 
         prepare_chain(plan, target)
+    if plan.kind.runs_our_code:  # nothing of ours is installed there: the job carries a copy
+        from runners.launch.job_code import stage
+
+        stage(plan.run_dir)
     assert plan.request is not None  # a cluster plan has its launch request
     return submit_job(plan.run_dir, plan.step_id, plan.request, target)
 
