@@ -25,6 +25,7 @@ from runners.launch.job_secrets import secrets_path
 from runners.launch.request import under
 
 SCRIPT = "chain.sbatch"
+MIN_PYTHON = (3, 8)  # segment_program and what it imports
 START_MARK = "@@steps-segment-start"
 END_MARK = "@@steps-segment-end"
 
@@ -141,14 +142,42 @@ def configure(req: Any, target: Any) -> None:
 def refuse_busy(plan: Any, target: Any) -> None:
     """While planning (a dry run says it too): E-CHAIN-BUSY when an earlier chain of this step
     still trains the same checkpoint dir (Slurm: a job of it in the queue; Ray: its driver still
-    runs here), and the record's own refusals (a Ray checkpoint dir the driver cannot read)."""
+    runs here), the record's own refusals (a Ray checkpoint dir the driver cannot read), and
+    E-CHAIN-PYTHON when the probe found no python3 (3.8+) to decide with (Slurm)."""
     record = chain_record(plan, target, plan.chain)
     if record.executor == "ray":
         from runners.chain.ray_resume import unfinished
 
         unfinished(plan.run_dir, record)
     else:
+        refuse_node_python(getattr(getattr(target, "facts", None), "python3", None), target)
         refuse_if_live(plan.run_dir, record, target.profile)
+
+
+def refuse_node_python(found: list[str] | None, target: Any) -> None:
+    """E-CHAIN-PYTHON (exit 2): the jobs' `python3` where the probe ran is missing or older
+    than 3.8 (None: not probed)."""
+    if not found:
+        return
+    version, said = [*found, "", ""][:2]
+    parts = version.split(".")
+    if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]):
+        if (int(parts[0]), int(parts[1])) >= MIN_PYTHON:
+            return
+        why = f"python3 there is {version} ({said})"
+    else:
+        why = f"no python3 answered there: {said or 'not found on PATH'}"
+    where = target.host or "this machine"
+    raise StepsError(
+        "E-CHAIN-PYTHON",
+        f"a Slurm chain decides on the allocation's first node, outside the container, with "
+        f"the `python3` jobs find on PATH on {where}; {why}, and 3.8 or later is needed",
+        path=str(target.env_file),
+        fix="put a Python 3.8 or later first on PATH where you submit (jobs inherit it): "
+        "`module load python`, or a `python3` link in a folder first on PATH; nothing else "
+        "needs installing (the chain's program is staged with the run dir)",
+        exit_code=2,
+    )
 
 
 def prepare_chain(plan: Any, target: Any) -> None:

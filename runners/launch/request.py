@@ -81,6 +81,7 @@ class RemoteFacts:
     accounting: str | None = None  # AccountingStorageType; None when not asked
     node_cpus: int | None = None  # fewest CPUs of a node in the partition (`sinfo -o %c`)
     ray_sub_cpus: str | None = None  # ray.sub's CPUS_PER_WORKER default: "16" x GPUs | "node"
+    python3: list[str] | None = None  # jobs' `python3` there: [version, path], or ["", why]
     ray_version: str | None = None
     cluster_gpus: float | None = None
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)

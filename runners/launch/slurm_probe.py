@@ -37,6 +37,7 @@ def probe(
         "rsync": bool(shell.host),  # the run dir is staged with rsync over ssh: both ends
         "remote_dir": profile.remote_dir,
         "switches": sorted(SWITCH_VALUES) if shell.host else None,
+        "python3": True,  # a chain's decisions run with it (runners/chain/segment_program.py)
     }
     got = shell.ask(request, what="the probe (paths, scontrol, sinfo)")
     if not got.get("sbatch"):
@@ -60,6 +61,7 @@ def probe(
         facts.accounting = got["accounting"] or None
         facts.account = got.get("account") or None
     facts.ray_sub_cpus = got.get("ray_sub_cpus")
+    facts.python3 = got.get("python3")
     if got.get("stage_blocker"):
         facts.stage_problem = f"{got['stage_blocker']} is not a writable folder on {shell.where}"
     if got.get("rsync") is False:
