@@ -162,15 +162,23 @@ class JobRecord(BaseModel):
     state: str | None = None  # SUBMITTING, then the cluster's; UNKNOWN only as shown
     exit_code: int | None = None
     secrets_file: str | None = None  # the job's 0600 secrets file, removed once it ended
-    reason: str | None = None  # why the state is what it is (a refusal, no answer)
+    # In the order the backends add them, which `dump` keeps (run.json as it always was).
     submit_note: str | None = None  # the submission failed but the cluster holds the job
     last_known_state: str | None = None  # with state UNKNOWN: the state before
+    reason: str | None = None  # why the state is what it is (a refusal, no answer)
     message: str | None = None  # Ray's message about the job
     unlocated: Unlocated | None = None  # set by records.locate: its cluster is unknown
+    log_note: str | None = None  # `logs`: why the log shown is not the driver log
 
     def dump(self) -> dict[str, Any]:
         """The record as run.json holds it: what was read or set, unknown keys included."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    def forget(self, *names: str) -> None:
+        """Drop fields from the record (run.json no longer holds them): unset, not None."""
+        for name in names:
+            setattr(self, name, type(self).model_fields[name].default)
+            self.__pydantic_fields_set__.discard(name)
 
 
 class ArtifactRecord(BaseModel):

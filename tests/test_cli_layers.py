@@ -75,9 +75,11 @@ def test_jobs_rows_are_a_runners_function_returning_the_listing(tmp_path, monkey
 def test_a_run_never_submitted_has_no_job_to_follow(tmp_path):
     from catalog.errors import StepsError
     from runners.launch.submit import follow
+    from runners.rundir import JobRecord
 
+    job = JobRecord(executor="slurm", reason="sbatch timed out")
     with pytest.raises(StepsError) as caught:
-        follow(tmp_path, {"executor": "slurm", "reason": "sbatch timed out"}, until_done=True)
+        follow(tmp_path, job, until_done=True)
     assert caught.value.finding.code == "E-RUN-NO-JOB" and "sbatch timed out" in str(
         caught.value.finding.message
     )

@@ -13,6 +13,7 @@ from test_launch_slurm import lab, write_env_toml  # noqa: F401
 
 from runners.launch.observe import scan_logs
 from runners.monitor.classify import LogClassifier, diagnose
+from runners.rundir import JobRecord
 
 CORPUS = Path(__file__).resolve().parent / "data" / "failures"
 OOM_LOG = CORPUS / "gpu_oom_in_get_logprobs" / "ray-driver.log"
@@ -89,9 +90,9 @@ def test_over_ssh_the_logs_are_grepped_on_the_cluster_side(sshd):  # noqa: F811
     job["log_path"] = str(case / "ray-driver.log")
     job["batch_output"] = str(case / "slurm-5120.out")
     remote = LogClassifier()
-    scan_logs(job, remote)
+    scan_logs(JobRecord.model_validate(job), remote)
     local = LogClassifier()
-    scan_logs({**job, "host": None}, local)
+    scan_logs(JobRecord.model_validate({**job, "host": None}), local)
     got = diagnose(remote, "FAILED", 1, "sacct")
     assert got.kind == "host_oom" and got.evidence[0].path == job["batch_output"]
     assert got == diagnose(local, "FAILED", 1, "sacct")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from runners.launch.observe import JobFacts, run_jobs, run_progress
+from runners.launch.records import job_of
 from runners.monitor.progress import Progress, parse_log_tail
 from runners.monitor.tfevents import read_scalars
 
@@ -132,7 +133,7 @@ def test_the_one_line_shows_step_metric_time_eta_and_gpu_hours():
 def test_a_chains_gpu_hours_add_up_every_segment(tmp_path):
     run_dir, data, _ = _run_dir(tmp_path, "")
     data["segments"] = [{"job_id": "3", "state": "TIMEOUT"}, {"job_id": "4", "state": "TIMEOUT"}]
-    jobs = run_jobs(data, data["job"])
-    assert [j["job_id"] for j in jobs] == ["3", "4", "5"] and jobs[0]["executor"] == "slurm"
+    jobs = run_jobs(data, job_of(data))
+    assert [j.job_id for j in jobs] == ["3", "4", "5"] and jobs[0].executor == "slurm"
     facts = {i: JobFacts("TIMEOUT", 0, 3600.0, 2, "sacct") for i in ("3", "4", "5")}
     assert run_progress(run_dir, data, jobs, facts=facts).gpu_hours == 3 * 2 * 8

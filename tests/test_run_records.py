@@ -92,3 +92,106 @@ def test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD(tmp_path, odd
     assert res.returncode == 2, res.stderr
     assert "E-RUN-RECORD" in res.stderr and "Traceback" not in res.stderr
     assert f"`job.{next(iter(odd))}`" in res.stderr
+
+
+# run.json's `job` as the backends wrote it before they returned a JobRecord (a dict in the
+# order they built it), and as `update_record` writes it: the bytes a typed record must keep.
+OLD_RUN_JSON = """{
+  "step": "rl/nemo_rl/dpo",
+  "version": "1",
+  "job": {
+    "executor": "slurm",
+    "profile": "lab",
+    "host": "localhost",
+    "ssh_options": [
+      "-p",
+      "1"
+    ],
+    "remote_dir": "/srv/steps",
+    "job_id": "999",
+    "job_name": "steps-dpo-x",
+    "job_dir": "/srv/steps/x",
+    "log_template": "/srv/steps/x/%j-logs/ray-driver.log",
+    "log_path": "/srv/steps/x/999-logs/ray-driver.log",
+    "batch_output": "/srv/steps/x/slurm-999.out",
+    "submitted_utc": "2026-01-01T00:00:00.000000Z",
+    "state": "PENDING",
+    "exit_code": null,
+    "secrets_file": "/srv/steps/x/.steps-secrets.env",
+    "submit_note": "sbatch on localhost refused the job: x; but Slurm queued it as job 999 (found by name)",
+    "from_a_later_version": {
+      "a": 1
+    }
+  },
+  "final_progress": null
+}
+"""  # noqa: E501
+
+
+def test_a_run_json_written_before_typed_records_is_written_back_byte_for_byte(tmp_path):
+    from runners.rundir import read_record, update_record
+
+    (tmp_path / "run.json").write_text(OLD_RUN_JSON, encoding="utf-8")
+    job = job_of(read_record(tmp_path), tmp_path)
+    assert job.submit_note and job.model_extra == {"from_a_later_version": {"a": 1}}
+    update_record(tmp_path, job=job.dump())
+    assert (tmp_path / "run.json").read_text(encoding="utf-8") == OLD_RUN_JSON
+
+
+def _request(tmp_path: Path, secrets: list[str]):
+    from runners.launch.request import LaunchRequest
+
+    run_dir = tmp_path / "20260101T000000Z-abc"
+    return LaunchRequest(
+        step_id="rl/nemo_rl/dpo", runner="nemo_rl", run_dir=run_dir, job_dir="/srv/steps/x",
+        command=["python", "x.py"], cwd="/opt/nemo-rl", secret_names=secrets, uses_ray_sub=True,
+    )  # fmt: skip
+
+
+def test_a_slurm_backend_returns_its_record_typed_in_the_keys_and_order_run_json_had(tmp_path):
+    from runners.launch.profiles import SlurmProfile
+    from runners.launch.slurm import SlurmBackend
+
+    profile = SlurmProfile(executor="slurm", host="login", remote_dir="/srv/steps")
+    backend = SlurmBackend("lab", profile, env={})
+    job = backend.job_record(_request(tmp_path, ["WANDB_API_KEY"]))
+    assert isinstance(job, JobRecord) and job.job_name == "steps-dpo-20260101T000000Z-abc"
+    assert list(job.dump()) == [
+        "executor", "profile", "host", "ssh_options", "remote_dir", "job_id", "job_name",
+        "job_dir", "log_template", "log_path", "batch_output", "submitted_utc", "state",
+        "exit_code", "secrets_file",
+    ]  # fmt: skip
+    assert job.dump()["job_id"] is None and job.dump()["state"] == "SUBMITTING"
+    backend._identified(job, "42")
+    assert (job.state, job.log_path) == ("PENDING", "/srv/steps/x/42-logs/ray-driver.log")
+    assert job.batch_output == "/srv/steps/x/slurm-42.out"
+    job.forget("secrets_file")
+    assert "secrets_file" not in job.dump() and job.secrets_file is None
+    assert "secrets_file" not in backend.job_record(_request(tmp_path, [])).dump()
+
+
+def test_a_ray_backend_returns_its_record_typed_in_the_keys_and_order_run_json_had(tmp_path):
+    from runners.launch.profiles import RayProfile
+    from runners.launch.ray_jobs import RayBackend
+
+    backend = RayBackend("r", RayProfile(executor="ray", address="http://h:8265"))
+    job = backend.job_record(_request(tmp_path, []))
+    assert isinstance(job, JobRecord) and job.job_id == "steps-dpo-20260101t000000z-abc"
+    assert list(job.dump()) == [
+        "executor", "profile", "address", "job_id", "job_dir", "log_path", "submitted_utc",
+        "state", "exit_code",
+    ]  # fmt: skip
+
+
+def test_a_job_shown_unknown_keeps_its_last_state_and_says_why_last():
+    from runners.launch.jobs import _saved
+    from runners.launch.request import UNKNOWN, unknown
+
+    job = JobRecord.model_validate(SLURM_JOB)
+    shown = unknown(job, "ssh: no route to host")
+    assert (shown.state, shown.last_known_state, shown.reason) == (
+        UNKNOWN, "RUNNING", "ssh: no route to host",
+    )  # fmt: skip
+    assert list(shown.dump())[-3:] == ["exit_code", "last_known_state", "reason"]
+    assert job.state == "RUNNING"  # the record itself is unchanged
+    assert _saved(shown).dump() == SLURM_JOB  # run.json keeps the last known state, no why

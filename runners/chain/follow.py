@@ -19,34 +19,37 @@ from catalog.errors import StepsError
 from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, sibling_chains
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
-from runners.launch.records import located
+from runners.launch.records import job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
-from runners.rundir import update_record
+from runners.rundir import JobRecord, update_record
 
 _MARKED = "@@steps-chain-cancelled@@"
 
 
-def _shell(job: dict, env: dict[str, str] | None) -> Shell:
+def _shell(job: JobRecord, env: dict[str, str] | None) -> Shell:
     """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
     located(job)
-    return Shell(job.get("host"), list(job.get("ssh_options") or []), env)
+    return Shell(job.host, list(job.ssh_options), env)
 
 
-def _segment_job(job: dict, job_id: str, restart: int) -> dict:
+def _segment_job(job: JobRecord, job_id: str, restart: int, **ended: Any) -> JobRecord:
+    """The chain's job record for one segment (its state and exit code once it `ended`)."""
     logs = f"{job_id}-{restart}-logs" if restart else f"{job_id}-logs"
-    return {
-        **job,
-        "job_id": job_id,
-        "log_path": f"{job['job_dir']}/{logs}/{DRIVER_LOG}",
-        "batch_output": f"{job['job_dir']}/slurm-{job_id}.out",
-        "state": "PENDING",
-        "exit_code": None,
-    }
+    return job.model_copy(
+        update={
+            "job_id": job_id,
+            "log_path": f"{job.job_dir}/{logs}/{DRIVER_LOG}",
+            "batch_output": f"{job.job_dir}/slurm-{job_id}.out",
+            "state": "PENDING",
+            "exit_code": None,
+            **ended,
+        }
+    )
 
 
-def current_job(job: dict, chain: ChainRecord) -> dict:
+def current_job(job: JobRecord, chain: ChainRecord) -> JobRecord:
     """The job of the segment that runs now, else the one queued, else the last one."""
     last = chain.segments[-1] if chain.segments else None
     if last is not None and not last.ended:
@@ -54,22 +57,23 @@ def current_job(job: dict, chain: ChainRecord) -> dict:
     if chain.next_job_id and chain.state in ("queued", "running"):
         return _segment_job(job, chain.next_job_id, 0)
     if last is not None:
-        seg = {**_segment_job(job, last.job_id, last.restart), "state": last.state}
-        return {**seg, "exit_code": last.exit_code}
+        return _segment_job(
+            job, last.job_id, last.restart, state=last.state, exit_code=last.exit_code
+        )
     return job
 
 
 def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> dict:
     """run.json with the chain as its segments recorded it and `job` = the current segment."""
-    job = data["job"]
+    job = job_of(data, run_dir)
     local = ChainRecord.model_validate(data["chain"])
     if local.executor == "ray":  # the driver keeps the record here; `job` is its segment
-        if job.get("job_id") and job.get("state") not in TERMINAL:
+        if job.job_id and job.state not in TERMINAL:
             with contextlib.suppress(StepsError):
                 job = backend_for_job(job, env).refresh(job)
-        return update_record(run_dir, job=job)
-    remote = f"{job['job_dir']}/run.json"
-    mark = f"{job['job_dir']}/{CANCEL_MARK}"
+        return update_record(run_dir, job=job.dump())
+    remote = f"{job.job_dir}/run.json"
+    mark = f"{job.job_dir}/{CANCEL_MARK}"
     script = (
         f"cat {shlex.quote(remote)}\nif [ -e {shlex.quote(mark)} ]; then echo; echo {_MARKED}; fi\n"
     )
@@ -83,24 +87,23 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
         chain.state = "cancelled"
         chain.reason = chain.reason or "cancelled by `python -m steps cancel`"
     now = current_job(job, chain)
-    if now.get("state") not in TERMINAL:
+    if now.state not in TERMINAL:
         with contextlib.suppress(StepsError):  # no answer now: the recorded state stands
             now = backend_for_job(now, env).refresh(now)
-    data = update_record(run_dir, chain=chain.model_dump(mode="json"), job=now)
-    return data
+    return update_record(run_dir, chain=chain.model_dump(mode="json"), job=now.dump())
 
 
 def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -> str:
     """Mark the chain cancelled (no segment starts past the mark), then scancel all its jobs
     (Ray: the mark is in the local run dir its driver reads, and the running segment stops)."""
-    job = data["job"]
+    job = job_of(data, run_dir)
     chain = ChainRecord.model_validate(data["chain"])
     if chain.executor == "ray":
         (run_dir / CANCEL_MARK).touch()
-        said = backend_for_job(job, env).cancel(job) if job.get("job_id") else "no segment runs"
+        said = backend_for_job(job, env).cancel(job) if job.job_id else "no segment runs"
         return f"chain {chain.job_name} cancelled: no further segment starts; {said}"
-    mark = shlex.quote(f"{job['job_dir']}/{CANCEL_MARK}")
-    secrets = " ".join(shlex.quote(f"{job['job_dir']}/{n}") for n in (CHAIN_SECRETS, SECRETS_FILE))
+    mark = shlex.quote(f"{job.job_dir}/{CANCEL_MARK}")
+    secrets = " ".join(shlex.quote(f"{job.job_dir}/{n}") for n in (CHAIN_SECRETS, SECRETS_FILE))
     script = f"touch {mark}\nscancel --name={shlex.quote(chain.job_name)}\nrm -f {secrets}\n"
     proc = _shell(job, env).run(script, "cancelling the chain (scancel)")
     if proc.returncode != 0:
@@ -121,7 +124,7 @@ def refuse_if_live(run_dir: Path, chain: ChainRecord, profile: Any, env=None) ->
     host = getattr(profile, "host", None)
     names: dict[str, Path] = {}
     for other, data, earlier in sibling_chains(run_dir, chain):
-        job = data.get("job") or {}
+        job = data.get("job") or {}  # another run's, not yet trusted: only compared
         if earlier.state not in ("done", "stopped", "cancelled") and job.get("host") == host:
             names[earlier.job_name] = other
     if not names:

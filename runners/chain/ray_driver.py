@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from runners.chain.decide import Verdict, judge
 from runners.chain.failures import classify
 from runners.chain.progress import latest_checkpoint
 from runners.chain.ray_resume import DETACHED, Tee, carry_on, this_driver
 from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, now_utc, read_chain
-from runners.rundir import update_record
+from runners.rundir import JobRecord, update_record
+
+if TYPE_CHECKING:
+    from runners.launch.request import Backend
 
 
-def _save(run_dir: Path, chain: ChainRecord, job: dict | None = None) -> None:
+def _save(run_dir: Path, chain: ChainRecord, job: JobRecord | None = None) -> None:
     fields: dict[str, Any] = {"chain": chain.model_dump(mode="json")}
     if job is not None:
-        fields["job"] = job
+        fields["job"] = job.dump()
     update_record(run_dir, **fields)
 
 
@@ -41,15 +44,15 @@ def _stop(run_dir: Path, chain: ChainRecord, stop: Verdict, out: TextIO) -> int:
     return last or 1
 
 
-def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Any, out: TextIO) -> None:
+def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Backend, out: TextIO) -> None:
     """Submit the next segment, follow it to its end, record how it ended."""
     ckpt = latest_checkpoint(Path(chain.checkpoint_dir))
     n = len(chain.segments) + 1
     job = backend.job_record(req)
-    job["job_id"] = f"{chain.job_name}-{n}"
-    job["log_path"] = f"ray job logs {job['job_id']} (address {job['address']})"
+    job.job_id = f"{chain.job_name}-{n}"
+    job.log_path = f"ray job logs {job.job_id} (address {job.address})"
     seg = Segment(
-        n=n, job_id=job["job_id"], steps_before=ckpt.total_steps if ckpt else 0,
+        n=n, job_id=job.job_id, steps_before=ckpt.total_steps if ckpt else 0,
         started_utc=now_utc()[0],
     )  # fmt: skip
     chain.segments.append(seg)
@@ -59,7 +62,7 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Any, out: Tex
         backend.submit(req, job)
     finally:
         _save(run_dir, chain, job)
-    print(f"segment {n}: Ray job {job['job_id']} (from step {seg.steps_before})", file=out)
+    print(f"segment {n}: Ray job {job.job_id} (from step {seg.steps_before})", file=out)
     log = run_dir / f"segment-{n}.log"
     stdout = sys.stdout
     try:
@@ -74,14 +77,14 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Any, out: Tex
         sys.stdout = stdout
     code = 1 if code is None else int(code)
     after = latest_checkpoint(Path(chain.checkpoint_dir))
-    state = str(job.get("state"))
+    state = str(job.state)
     failure = classify(state, code, [str(log)], "Ray") if code != 0 else None
     seg.close(state, code, after.total_steps if after else 0, failure)
     _save(run_dir, chain, job)
     print(seg.line(), file=out, flush=True)
 
 
-def drive(run_dir: Path, req: Any, backend: Any, out: TextIO) -> int:
+def drive(run_dir: Path, req: Any, backend: Backend, out: TextIO) -> int:
     """Run segments until the chain is done or must stop: 0 done, else the last exit code or 1.
 
     KeyboardInterrupt and LostContact pass through (the caller says how to go on), after the

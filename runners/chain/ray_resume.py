@@ -17,13 +17,18 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from catalog.errors import StepsError
 from runners.chain.failures import classify
 from runners.chain.progress import latest_checkpoint
 from runners.chain.record import CANCEL_MARK, ChainRecord, sibling_chains, write_chain
+from runners.launch.records import job_of
 from runners.launch.request import TERMINAL
+from runners.rundir import JobRecord
+
+if TYPE_CHECKING:
+    from runners.launch.request import Backend
 
 DETACHED = "detached (Ctrl-C): no further segment starts until the chain is run again"
 
@@ -67,14 +72,15 @@ def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainReco
     return None
 
 
-def carry_on(run_dir: Path, chain: ChainRecord, backend: Any, out: TextIO) -> dict | None:
+def carry_on(run_dir: Path, chain: ChainRecord, backend: Backend, out: TextIO) -> JobRecord | None:
     """Take over an unfinished earlier chain (its open segment followed to its end first);
-    the job record of its last segment, or None when there was nothing to carry on."""
+    the job record of its last segment, or None when there was nothing to carry on (or the
+    earlier run recorded no job)."""
     found = unfinished(run_dir, chain)
     if found is None:
         return None
     old_dir, data, old = found
-    job = data.get("job") or {}
+    job = job_of(data, old_dir) if data.get("job") else None
     for seg in old.segments:
         if seg.ended:
             continue
@@ -84,26 +90,26 @@ def carry_on(run_dir: Path, chain: ChainRecord, backend: Any, out: TextIO) -> di
             file=out,
             flush=True,
         )
-        job = _wait(backend, {**job, "job_id": seg.job_id}, old_dir / f"segment-{seg.n}.log", out)
-        code = job.get("exit_code")
-        code = 1 if code is None else int(code)
+        ran = (job or JobRecord(executor="ray")).model_copy(update={"job_id": seg.job_id})
+        job = _wait(backend, ran, old_dir / f"segment-{seg.n}.log", out)
+        code = 1 if job.exit_code is None else job.exit_code
         log = [str(old_dir / f"segment-{seg.n}.log")]
-        failure = classify(str(job.get("state")), code, log, "Ray") if code != 0 else None
+        failure = classify(str(job.state), code, log, "Ray") if code != 0 else None
         after = latest_checkpoint(Path(chain.checkpoint_dir))
-        seg.close(str(job.get("state")), code, after.total_steps if after else 0, failure)
+        seg.close(str(job.state), code, after.total_steps if after else 0, failure)
         print(seg.line(), file=out, flush=True)
     chain.segments = [*old.segments, *chain.segments]
     chain.continues = str(old_dir)
     old.state, old.reason = "stopped", f"continued by run {run_dir}"
-    write_chain(old_dir, {**data, "job": job}, old)
+    write_chain(old_dir, {**data, "job": job.dump() if job else {}}, old)
     return job
 
 
-def _wait(backend: Any, job: dict, log: Path, out: TextIO) -> dict:
+def _wait(backend: Backend, job: JobRecord, log: Path, out: TextIO) -> JobRecord:
     """Follow a segment still running on the cluster (its log appended to its file) until it
     ends; its final record."""
     job = backend.refresh(job)
-    if job.get("state") not in TERMINAL:
+    if job.state not in TERMINAL:
         stdout = sys.stdout
         try:
             with log.open("a", encoding="utf-8") as fh:

@@ -35,15 +35,13 @@ class RecordedProfile:
     address: str = ""
 
 
-def backend_for_job(job: dict | JobRecord, env: dict[str, str] | None = None) -> Backend:
+def backend_for_job(job: JobRecord, env: dict[str, str] | None = None) -> Backend:
     """The backend for a recorded job (run.json `job`, located by runners/launch/records.py)."""
-    from runners.launch.records import job_of, located
+    from runners.launch.records import located
 
-    record = job if isinstance(job, JobRecord) else job_of({"job": job})
-    located(record)
-    if record.executor == "slurm":
-        where = (record.host, tuple(record.ssh_options), record.remote_dir or "/")
-        profile = RecordedProfile("slurm", *where)
+    located(job)
+    if job.executor == "slurm":
+        profile = RecordedProfile("slurm", job.host, tuple(job.ssh_options), job.remote_dir or "/")
     else:
-        profile = RecordedProfile("ray", address=record.address or "")
-    return backend_for(record.profile or "?", profile, env)
+        profile = RecordedProfile("ray", address=job.address or "")
+    return backend_for(job.profile or "?", profile, env)

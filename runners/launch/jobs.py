@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
-from runners.launch.records import UNLOCATED, locate, located, read_job_run, untrusted
+from runners.launch.records import job_of, locate, located, read_job_run, untrusted
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
-from runners.rundir import RECORD, read_record, runs_root, update_record
+from runners.rundir import RECORD, JobRecord, read_record, runs_root, update_record
 
 if TYPE_CHECKING:
     from runners.monitor.progress import Progress
@@ -73,7 +73,7 @@ def find_run(
     path = (cwd / ref).resolve()
     if (path / RECORD).is_file():
         data = locate(read_job_run(path, root.resolve()), env, cwd)
-        located(data["job"])
+        located(job_of(data))
         return path, data
     runs = _records(root)
     chosen = runs[:1] if ref == "last" else []
@@ -90,7 +90,7 @@ def find_run(
     if refused is not None:
         raise refused
     data = locate(data, env, cwd)
-    located(data["job"])
+    located(job_of(data))
     return run_dir, data
 
 
@@ -99,43 +99,40 @@ def _job_id(data: dict) -> str | None:
     return None if job_id is None else str(job_id)
 
 
-def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> dict:
+def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> JobRecord:
     """The job with its live state (written back to run.json when it changed); UNKNOWN with
     `reason` (never saved) when the cluster cannot say."""
     return refresh_all([(run_dir, data)], env)[0]
 
 
-def _group_key(job: dict) -> tuple:
+def _group_key(job: JobRecord) -> tuple[str, str | None, tuple[str, ...], str | None]:
     """Jobs answered by one round trip: same executor, host (and ssh options) or address."""
-    return (
-        job.get("executor"),
-        job.get("host"),
-        tuple(job.get("ssh_options") or ()),
-        job.get("address"),
-    )
+    return job.executor, job.host, tuple(job.ssh_options), job.address
 
 
-def _refresh_group(jobs: list[dict], env: dict[str, str] | None) -> list[dict]:
+def _refresh_group(jobs: list[JobRecord], env: dict[str, str] | None) -> list[JobRecord]:
     """One backend call for a group; any failure marks each of its jobs UNKNOWN, with why."""
     try:
-        return backend_for_job(jobs[0], env).refresh_many([dict(j) for j in jobs])
+        return backend_for_job(jobs[0], env).refresh_many([j.model_copy() for j in jobs])
     except StepsError as exc:
         return [unknown(j, exc.finding.message) for j in jobs]
     except (KeyError, TypeError, ValueError) as exc:
         return [unknown(j, f"unreadable job record ({type(exc).__name__}: {exc})") for j in jobs]
 
 
-def refresh_all(runs: list[tuple[Path, dict]], env: dict[str, str] | None = None) -> list[dict]:
+def refresh_all(
+    runs: list[tuple[Path, dict]], env: dict[str, str] | None = None
+) -> list[JobRecord]:
     """Every run's live job, in order: one round trip per host, the hosts asked concurrently;
     one host that does not answer leaves the others' answers intact."""
     from concurrent.futures import ThreadPoolExecutor
 
-    out: list[dict] = [dict(data["job"]) for _, data in runs]
+    out = [job_of(data) for _, data in runs]
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(out):
-        if job.get(UNLOCATED):  # no cluster to ask: never a command from the record
-            out[i] = unknown(job, job[UNLOCATED]["message"])
-        elif job.get("state") not in TERMINAL:
+        if job.unlocated is not None:  # no cluster to ask: never a command from the record
+            out[i] = unknown(job, job.unlocated.message)
+        elif job.state not in TERMINAL:
             groups.setdefault(_group_key(job), []).append(i)
     if groups:
         with ThreadPoolExecutor(max_workers=min(8, len(groups))) as pool:
@@ -147,18 +144,18 @@ def refresh_all(runs: list[tuple[Path, dict]], env: dict[str, str] | None = None
                 for i, new in zip(idx, answers[key].result(), strict=True):
                     out[i] = new
     for (run_dir, data), new in zip(runs, out, strict=True):
-        saved = _saved(new)
-        if saved != data["job"] and not new.get(UNLOCATED):
+        saved = _saved(new).dump()
+        if saved != data["job"] and new.unlocated is None:
             update_record(run_dir, job=saved)
     return out
 
 
-def _saved(job: dict) -> dict:
+def _saved(job: JobRecord) -> JobRecord:
     """What run.json keeps of a shown record: an UNKNOWN state is not news, the last known is."""
-    if job.get("state") != UNKNOWN:
+    if job.state != UNKNOWN:
         return job
-    kept = {k: v for k, v in job.items() if k not in ("last_known_state", "reason")}
-    kept["state"] = job.get("last_known_state")
+    kept = job.model_copy(update={"state": job.last_known_state})
+    kept.forget("last_known_state", "reason")
     return kept
 
 
@@ -166,19 +163,19 @@ NOT_STARTED = ("PENDING", "SUBMITTING", "NOT_SUBMITTED", "UNKNOWN")
 
 
 def progress_of(
-    run_dir: Path, data: dict, job: dict, stall_factor: float
+    run_dir: Path, data: dict, job: JobRecord, stall_factor: float
 ) -> tuple[Progress | None, str | None]:
     """The run's Progress, or None with the reason when its files cannot be read."""
     from runners.launch.observe import run_jobs, run_progress
 
     try:
         jobs = run_jobs(data, job)  # a chain: GPU-hours over every segment
-        return run_progress(run_dir, {**data, "job": job}, jobs, stall_factor), None
+        return run_progress(run_dir, {**data, "job": job.dump()}, jobs, stall_factor), None
     except StepsError as exc:
         return None, exc.finding.message
 
 
-def progress_all(runs: list[tuple[Path, dict]], jobs: list[dict]) -> list[Progress | None]:
+def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[Progress | None]:
     """Each run's progress (None when it has none to show). Only runs that can have moved are
     read (a job not started has none; an ended job's is kept in run.json as `final_progress`
     the first time), concurrently and each on its own: one unreadable run shows none."""
@@ -187,13 +184,13 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[dict]) -> list[Progre
 
     from runners.monitor.progress import Progress
 
-    def one(item: tuple[tuple[Path, dict], dict]) -> Progress | None:
+    def one(item: tuple[tuple[Path, dict], JobRecord]) -> Progress | None:
         (run_dir, data), job = item
-        if job.get("state") in NOT_STARTED or not job.get("job_id"):
+        if job.state in NOT_STARTED or not job.job_id:
             return None
         final = data.get("final_progress")
         progress = None
-        if job.get("state") in TERMINAL and isinstance(final, dict):
+        if job.state in TERMINAL and isinstance(final, dict):
             with contextlib.suppress(TypeError):  # written by another version of Progress
                 progress = Progress(**final)
         if progress is None:
@@ -201,7 +198,7 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[dict]) -> list[Progre
                 progress, _ = progress_of(run_dir, data, job, 5.0)
             except (OSError, ValueError, KeyError, TypeError):  # one odd run: no progress
                 return None
-            if progress is not None and job.get("state") in TERMINAL:
+            if progress is not None and job.state in TERMINAL:
                 update_record(run_dir, final_progress=progress.to_dict())
         return progress if progress and (progress.step or progress.max_steps) else None
 

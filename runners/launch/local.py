@@ -209,7 +209,7 @@ def probe(
     path = cache_dir(env) / f"{key}.json"
     for entry in (_MEMO.get(key), _read(path)):
         facts = _fresh(entry) if entry else None
-        if facts is not None:
+        if entry is not None and facts is not None:
             _MEMO[key] = entry
             return facts
     found = _run_probe(launcher, checkout, env, timeout)

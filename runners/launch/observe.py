@@ -21,10 +21,10 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from catalog.config_values import dotted_get
-from runners.launch.records import located
+from runners.launch.records import job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
@@ -32,6 +32,7 @@ from runners.launch.slurm_state import exit_code_of
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
 from runners.monitor.progress import Progress, combine, parse_log_tail
 from runners.monitor.tfevents import read_scalars
+from runners.rundir import JobRecord
 
 if TYPE_CHECKING:
     from runners.monitor.classify import Diagnosis, LogClassifier
@@ -66,28 +67,28 @@ def _seconds(text: str) -> float | None:
     return secs + (int(days) * 86400 if days.isdigit() else 0)
 
 
-def _shell(job: dict) -> Shell:
+def _shell(job: JobRecord) -> Shell:
     """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
     located(job)
-    return Shell(job.get("host"), list(job.get("ssh_options", [])))
+    return Shell(job.host, list(job.ssh_options))
 
 
-def _facts_request(jobs: list[dict]) -> dict | None:
+def _facts_request(jobs: list[JobRecord]) -> dict[str, list[str]] | None:
     """scontrol for each job that may be live (slurmctld is current; sacct lags a started job
     by the slurmdbd round trip), then one sacct for all (it keeps jobs after MinJobAge)."""
-    slurm_jobs = [j for j in jobs if j.get("executor") == "slurm"]
+    slurm_jobs = [j for j in jobs if j.executor == "slurm"]
     if not slurm_jobs:
         return None
     return {
-        "live": [str(j["job_id"]) for j in slurm_jobs if j.get("state") not in TERMINAL],
-        "all": [str(j["job_id"]) for j in slurm_jobs],
+        "live": [str(j.job_id) for j in slurm_jobs if j.state not in TERMINAL],
+        "all": [str(j.job_id) for j in slurm_jobs],
     }
 
 
-def _parse_facts(jobs: list[dict], rows: list[dict]) -> dict[str, JobFacts]:
+def _parse_facts(jobs: list[JobRecord], rows: list[dict[str, Any]]) -> dict[str, JobFacts]:
     """One JobFacts a job: scontrol's live answer wins; a later sacct record (a requeue has one
     per run) replaces an earlier one."""
-    ended = {str(j["job_id"]) for j in jobs if j.get("state") in TERMINAL}
+    ended = {str(j.job_id) for j in jobs if j.state in TERMINAL}
     out: dict[str, JobFacts] = {}
     for row in rows:
         source, jid = str(row.get("source")), str(row.get("id") or "").split(".")[0]
@@ -104,7 +105,7 @@ def _parse_facts(jobs: list[dict], rows: list[dict]) -> dict[str, JobFacts]:
     return out
 
 
-def slurm_facts(jobs: list[dict]) -> dict[str, JobFacts]:
+def slurm_facts(jobs: list[JobRecord]) -> dict[str, JobFacts]:
     """The scheduler's facts for every Slurm job of a run (same host), in one round trip."""
     request = _facts_request(jobs)
     if request is None:
@@ -138,34 +139,40 @@ def _job_path(value: object, data: dict) -> str | None:
     return posixpath.join(cwd, value) if cwd else None
 
 
-def run_jobs(data: dict, job: dict) -> list[dict]:
+def run_jobs(data: dict, job: JobRecord) -> list[JobRecord]:
     """A run's jobs, oldest first: a chain's segments (run.json `segments`) ending with `job`,
     else `[job]`; a segment record lacking a field takes the current job's (same cluster)."""
-    chain = data.get("chain") if isinstance(data.get("chain"), dict) else {}
+    chain = data["chain"] if isinstance(data.get("chain"), dict) else {}
     recorded = data.get("segments") or chain.get("segments") or []  # runners/chain's record
     segments = [s for s in recorded if isinstance(s, dict) and s.get("job_id")]
-    done = [{**job, **s} for s in segments if str(s["job_id"]) != str(job.get("job_id"))]
+    done = [
+        JobRecord.model_validate({**job.dump(), **s})
+        for s in segments
+        if str(s["job_id"]) != str(job.job_id)
+    ]
     return [*done, job]
 
 
 def run_progress(
     run_dir: Path,
     data: dict,
-    jobs: list[dict] | None = None,
+    jobs: list[JobRecord] | None = None,
     stall_factor: float = STALL_FACTOR,
     facts: dict[str, JobFacts] | None = None,
 ) -> Progress:
     """Progress of a run whose last job (a chain's current segment) is `jobs[-1]`; GPU-hours
     add up every job's nodes x GPUs per node x elapsed time."""
-    jobs = jobs or [data["job"]]
+    jobs = jobs or [job_of(data)]
     job = jobs[-1]
     config = _config(run_dir)
-    log = job.get("log_path") if job.get("executor") == "slurm" else None
+    log = job.log_path if job.executor == "slurm" else None
     ckpt = _job_path(dotted_get(config, "checkpointing.checkpoint_dir"), data)
     tb = None
     if dotted_get(config, "logger.tensorboard_enabled") is True:
         tb = _job_path(dotted_get(config, "logger.log_dir"), data)
-    request: dict = {"op": "run", "facts": _facts_request(jobs) if facts is None else None}
+    request: dict[str, Any] = {
+        "op": "run", "facts": _facts_request(jobs) if facts is None else None
+    }  # fmt: skip
     request["progress"] = {"log": log, "ckpt": ckpt, "tb": tb, "log_tail": LOG_TAIL,
                            "tb_tail": TB_TAIL}  # fmt: skip
     # One round trip for all of it: the scheduler's facts, the log's tail, checkpoints, TB.
@@ -175,7 +182,7 @@ def run_progress(
     gpus = dotted_get(config, "cluster.gpus_per_node")
     hours = 0.0
     for j in jobs:
-        f = facts.get(str(j.get("job_id")))
+        f = facts.get(str(j.job_id))
         if f is None or f.elapsed_s is None or not isinstance(gpus, int):
             continue
         hours += (f.nodes or 1) * gpus * f.elapsed_s / 3600
@@ -191,7 +198,7 @@ def run_progress(
     scalars = read_scalars(tb_tail, from_tail=True) if tb_tail else []
     if scalars:
         quiet = now - max(s.wall_time for s in scalars)
-    state = facts[str(job["job_id"])].state if str(job.get("job_id")) in facts else job.get("state")
+    state = facts[str(job.job_id)].state if str(job.job_id) in facts else job.state
     return combine(
         log_progress, checkpoint if isinstance(checkpoint, dict) else None, scalars, config,
         state=state, gpu_hours=round(hours, 2) if facts else None, quiet_seconds=quiet,
@@ -199,34 +206,34 @@ def run_progress(
     )  # fmt: skip
 
 
-def driver_log_written(job: dict) -> bool:
+def driver_log_written(job: JobRecord) -> bool:
     """Whether the job's driver log exists where it lies (one round trip): ray.sub writes it
     only once the Ray head is up, so a job that died before then left only its batch output."""
-    request = {"log": job.get("log_path"), "ckpt": None, "tb": None, "log_tail": 0, "tb_tail": 0}
+    request = {"log": job.log_path, "ckpt": None, "tb": None, "log_tail": 0, "tb_tail": 0}
     got = _shell(job).ask({"op": "run", "progress": request}, what="looking for the driver log")
     return "log_size" in (got.get("progress") or {})
 
 
-def log_files(job: dict) -> list[str]:
+def log_files(job: JobRecord) -> list[str]:
     """Every log of a job: ray.sub's driver, head and worker logs, then the batch output."""
     files = []
-    log = str(job.get("log_path") or "")
+    log = job.log_path or ""
     if log.endswith("/" + DRIVER_LOG):
         logs = log.rsplit("/", 1)[0]
         files += [log, f"{logs}/ray-head.log", f"{logs}/ray-worker-*.log"]
-    out = job.get("batch_output") or log
+    out = job.batch_output or log
     if out and out not in files:
         files.append(out)
     return files
 
 
-def scan_logs(job: dict, classifier: LogClassifier) -> None:
+def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
     """Feed every candidate line of the job's logs to `classifier`, streaming."""
     files = log_files(job)
-    if job.get("executor") == "ray":
+    if job.executor == "ray":
         _scan_ray_logs(job, classifier)
         return
-    if job.get("host") is None and shutil.which("grep") is None:
+    if job.host is None and shutil.which("grep") is None:
         import glob
 
         for pattern in files:
@@ -245,12 +252,12 @@ def scan_logs(job: dict, classifier: LogClassifier) -> None:
         proc.wait()
 
 
-def _scan_ray_logs(job: dict, classifier: LogClassifier) -> None:
+def _scan_ray_logs(job: JobRecord, classifier: LogClassifier) -> None:
     """A Ray job's driver log comes from the dashboard (Ray keeps it; there is no file here)."""
     import io
     import urllib.request
 
-    url = f"{str(job['address']).rstrip('/')}/api/jobs/{job['job_id']}/logs"
+    url = f"{str(job.address).rstrip('/')}/api/jobs/{job.job_id}/logs"
     try:
         with urllib.request.urlopen(url, timeout=30) as resp:
             text = json.loads(resp.read().decode("utf-8")).get("logs", "")
@@ -260,18 +267,18 @@ def _scan_ray_logs(job: dict, classifier: LogClassifier) -> None:
         classifier.feed("driver log (Ray dashboard)", number, line)
 
 
-def diagnose_run(run_dir: Path, data: dict, job: dict | None = None) -> Diagnosis:
+def diagnose_run(run_dir: Path, data: dict, job: JobRecord | None = None) -> Diagnosis:
     """Why the run's job (or `job`, one segment of a chain) ended: a kind of
     catalog/failures.py, retryable or not, with evidence lines and the usual fix."""
     from runners.monitor.classify import LogClassifier, diagnose
 
-    job = job or data["job"]
-    state, code, source = job.get("state"), job.get("exit_code"), "run.json"
+    job = job or job_of(data)
+    state, code, source = job.state, job.exit_code, "run.json"
     facts = slurm_facts([job])
-    if str(job.get("job_id")) in facts:
-        f = facts[str(job["job_id"])]
+    if str(job.job_id) in facts:
+        f = facts[str(job.job_id)]
         state, code, source = f.state, f.exit_code, f.source
-    elif job.get("executor") == "ray":
+    elif job.executor == "ray":
         source = "Ray job status"
     classifier = LogClassifier()
     scan_logs(job, classifier)

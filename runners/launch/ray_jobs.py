@@ -36,6 +36,7 @@ from runners.launch.request import (
     unknown,
 )
 from runners.launch.shell import LostContact, seconds
+from runners.rundir import JobRecord
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
 MAX_UPLOAD = 100 * 1024 * 1024
@@ -230,36 +231,36 @@ class RayBackend:
                 )
         return out
 
-    def job_record(self, req: LaunchRequest) -> dict:
+    def job_record(self, req: LaunchRequest) -> JobRecord:
         """The record before submitting: the submission id is ours, so it is the job id now."""
         sid = self.submission_id(req)
-        return {
-            "executor": "ray",
-            "profile": self.name,
-            "address": self.address,
-            "job_id": sid,
-            "job_dir": req.job_dir,
-            "log_path": f"ray job logs {sid} (address {self.address})",
-            "submitted_utc": submitted_now(),
-            "state": SUBMITTING,
-            "exit_code": None,
-        }
+        return JobRecord(
+            executor="ray",
+            profile=self.name,
+            address=self.address,
+            job_id=sid,
+            job_dir=req.job_dir,
+            log_path=f"ray job logs {sid} (address {self.address})",
+            submitted_utc=submitted_now(),
+            state=SUBMITTING,
+            exit_code=None,
+        )
 
-    def submit(self, req: LaunchRequest, job: dict) -> dict:
+    def submit(self, req: LaunchRequest, job: JobRecord) -> JobRecord:
         """Submit under our submission id; after any failure, ask Ray for that id first."""
         refused = self.refusals(req)  # `run` reported these before writing: a guard for callers
         if refused:
             f = refused[0]
-            job.update(state=NOT_SUBMITTED, reason=f.message)
+            job.state, job.reason = NOT_SUBMITTED, f.message
             raise StepsError(f.code, f.message, path=f.path, fix=f.fix)
         upload = req.job_dir == UPLOAD_DIR
         try:
             self._stage(req, upload)
         except StepsError as exc:
-            job.update(state=NOT_SUBMITTED, reason=exc.finding.message)
+            job.state, job.reason = NOT_SUBMITTED, exc.finding.message
             raise
         client = self.client()
-        sid = job["job_id"]
+        sid = str(job.job_id)
         runtime_env = {"working_dir": str(req.run_dir)} if upload else None
         client.timeout = seconds("SUBMIT")
         try:
@@ -272,7 +273,7 @@ class RayBackend:
                         metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
                         **self._resources(),
                     )
-                    job["state"] = "PENDING"
+                    job.state = "PENDING"
                     return job
                 except RuntimeError as exc:
                     # A head that just started has no job agent yet: Ray says to try again.
@@ -317,36 +318,36 @@ class RayBackend:
         except Exception:
             return None
 
-    def _found_or_raise(self, job: dict, failure: str, answered: bool = True) -> dict:
+    def _found_or_raise(self, job: JobRecord, failure: str, answered: bool = True) -> JobRecord:
         """After a failed submit: the job Ray holds under our id anyway, else E-SUBMIT."""
-        known = self._known(job["job_id"])
+        known = self._known(str(job.job_id))
         if known:
-            job["state"] = "PENDING"
-            job["submit_note"] = f"{failure}; but Ray holds the job under its id (found)"
+            job.state = "PENDING"
+            job.submit_note = f"{failure}; but Ray holds the job under its id (found)"
             return job
         if known is False and answered:
-            job.update(state=NOT_SUBMITTED, reason=failure)
+            job.state, job.reason = NOT_SUBMITTED, failure
             fix = "check the profile's entrypoint resources and the cluster's state"
         else:
-            job["reason"] = f"{failure}; whether Ray holds it is unknown"
+            job.reason = f"{failure}; whether Ray holds it is unknown"
             fix = (
-                f"`python -m steps status RUN` asks Ray for {job['job_id']} again; submit anew "
+                f"`python -m steps status RUN` asks Ray for {job.job_id} again; submit anew "
                 "only if it is not found"
             )
         raise StepsError("E-SUBMIT", failure, fix=fix, exit_code=2)
 
-    def refresh_many(self, jobs: list[dict]) -> list[dict]:
+    def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]:
         return [self.refresh(job) for job in jobs]
 
-    def refresh(self, job: dict) -> dict:
+    def refresh(self, job: JobRecord) -> JobRecord:
         """The live record; UNKNOWN with why when the dashboard cannot say."""
         try:
-            info = self.client().get_job_info(job["job_id"])
+            info = self.client().get_job_info(job.job_id)
         except StepsError as exc:
             return unknown(job, exc.finding.message)
         except RuntimeError as exc:
-            if job.get("state") == SUBMITTING and "does not exist" in str(exc):
-                return {**job, "reason": f"Ray holds no job {job['job_id']}"}
+            if job.state == SUBMITTING and "does not exist" in str(exc):
+                return job.model_copy(update={"reason": f"Ray holds no job {job.job_id}"})
             return unknown(job, str(exc).splitlines()[0])
         except Exception as exc:  # requests' ConnectionError/Timeout
             return unknown(job, f"the Ray dashboard at {self.address}: {exc}".splitlines()[0])
@@ -358,22 +359,22 @@ class RayBackend:
             code = code if code not in (None, 0) else 1
         else:
             code = None
-        return {**job, "state": state, "exit_code": code, "message": info.message}
+        return job.model_copy(update={"state": state, "exit_code": code, "message": info.message})
 
-    def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
+    def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
         """Print the job's log (tailing it when following); the exit code when done. A log
         stream that breaks, or ends while the job is not done, is LostContact."""
         client = self.client()
         where = f"the Ray dashboard at {self.address}"
         try:
             if not follow:
-                sys.stdout.write(client.get_job_logs(job["job_id"]))
+                sys.stdout.write(client.get_job_logs(job.job_id))
                 sys.stdout.flush()
                 return None
             import asyncio
 
             async def tail() -> None:
-                async for chunk in client.tail_job_logs(job["job_id"]):
+                async for chunk in client.tail_job_logs(job.job_id):
                     sys.stdout.write(chunk)
                     sys.stdout.flush()
 
@@ -381,16 +382,17 @@ class RayBackend:
         except Exception as exc:
             raise LostContact(where, str(exc).splitlines()[0] or type(exc).__name__) from None
         for _ in range(100):  # the log stream ends a moment before the status settles
-            job.update(self.refresh(job))
-            if job.get("state") == UNKNOWN:
-                raise LostContact(where, job.get("reason", "no answer"))
-            if job["exit_code"] is not None:
-                return job["exit_code"]
+            for name in (now := self.refresh(job)).model_fields_set:  # the caller's record too
+                setattr(job, name, getattr(now, name))
+            if job.state == UNKNOWN:
+                raise LostContact(where, job.reason or "no answer")
+            if job.exit_code is not None:
+                return job.exit_code
             time.sleep(0.2)
-        raise LostContact(where, f"the log stream ended while the job is {job.get('state')}")
+        raise LostContact(where, f"the log stream ended while the job is {job.state}")
 
-    def cancel(self, job: dict) -> str:
-        stopped = self.client().stop_job(job["job_id"])
+    def cancel(self, job: JobRecord) -> str:
+        stopped = self.client().stop_job(job.job_id)
         if stopped:
-            return f"stop requested for Ray job {job['job_id']}"
-        return f"Ray job {job['job_id']} was not running (nothing to stop)"
+            return f"stop requested for Ray job {job.job_id}"
+        return f"Ray job {job.job_id} was not running (nothing to stop)"

@@ -204,14 +204,13 @@ def locate(data: dict, env: Mapping[str, str] | None = None, cwd: Path | None = 
     return {**data, "job": job.dump()}
 
 
-def located(job: dict | JobRecord) -> dict | JobRecord:
+def located(job: JobRecord) -> JobRecord:
     """`job`, when its cluster is known; E-RECORD-PROFILE (exit 2) else."""
-    record = job if isinstance(job, JobRecord) else job_of({"job": job})
-    why = record.unlocated
+    why = job.unlocated
     if why is not None:
         raise StepsError(
             "E-RECORD-PROFILE",
-            f"where job {record.job_id or '-'} runs is unknown: {why.message}",
+            f"where job {job.job_id or '-'} runs is unknown: {why.message}",
             fix=why.fix or _FIX_LOCATE,
             exit_code=2,
         )

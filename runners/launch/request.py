@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from runners.rundir import JobRecord
+
 if TYPE_CHECKING:
     from catalog.errors import Finding
     from runners.launch.profiles import RayProfile, SlurmProfile
@@ -31,9 +33,9 @@ SUBMITTING = "SUBMITTING"  # recorded before submitting; Slurm's job id is not k
 UNKNOWN = "UNKNOWN"  # shown (never saved) when the cluster cannot say: see `unknown`
 
 
-def unknown(job: dict, why: str) -> dict:
+def unknown(job: JobRecord, why: str) -> JobRecord:
     """A job record as shown when its state cannot be learnt: UNKNOWN, why, the last known."""
-    return {**job, "state": UNKNOWN, "last_known_state": job.get("state"), "reason": why}
+    return job.model_copy(update={"state": UNKNOWN, "last_known_state": job.state, "reason": why})
 
 
 @dataclass
@@ -102,7 +104,7 @@ class Backend(Protocol):
 
     def describe(self, request: LaunchRequest) -> dict: ...
 
-    def job_record(self, request: LaunchRequest) -> dict:
+    def job_record(self, request: LaunchRequest) -> JobRecord:
         """The job's record as run.json holds it before submitting (its name, no state yet)."""
         ...
 
@@ -112,23 +114,23 @@ class Backend(Protocol):
         """What submit would refuse, as findings `run` reports before writing anything."""
         ...
 
-    def submit(self, request: LaunchRequest, job: dict) -> dict:
+    def submit(self, request: LaunchRequest, job: JobRecord) -> JobRecord:
         """Submit, completing `job` in place (also when raising: what is known is recorded)."""
         ...
 
-    def refresh(self, job: dict) -> dict:
+    def refresh(self, job: JobRecord) -> JobRecord:
         """The live record: state UNKNOWN with `reason` and `last_known_state` when the
         cluster cannot say."""
         ...
 
-    def refresh_many(self, jobs: list[dict]) -> list[dict]: ...
+    def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]: ...
 
-    def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
+    def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
         """Print the log; the exit code when done. Raises shell.LostContact when the cluster
         stops answering before the job's end."""
         ...
 
-    def cancel(self, job: dict) -> str: ...
+    def cancel(self, job: JobRecord) -> str: ...
 
 
 def under(path: str, root: str) -> bool:

@@ -35,6 +35,7 @@ from runners.launch.request import (
 )
 from runners.launch.shell import Shell, exports
 from runners.launch.slurm_probe import RAY_SUB, probe
+from runners.rundir import JobRecord
 from runners.secrets import SWITCH_VALUES
 
 DRIVER_LOG = "ray-driver.log"
@@ -158,41 +159,42 @@ class SlurmBackend:
     def job_name(req: LaunchRequest) -> str:
         return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}"
 
-    def job_record(self, req: LaunchRequest) -> dict:
+    def job_record(self, req: LaunchRequest) -> JobRecord:
         """The record run.json holds before sbatch runs: the unique job name, no id yet (a
         submission that times out or loses ssh is then still found by its name)."""
         log = f"{req.job_dir}/%j-logs/{DRIVER_LOG}" if req.uses_ray_sub else None
-        unread = {"secrets_file": job_secrets.secrets_path(req.job_dir)} if req.secret_names else {}
-        return {
-            "executor": "slurm",
-            "profile": self.name,
-            "host": self.profile.host,
-            "ssh_options": list(self.profile.ssh_options),
-            "remote_dir": self.profile.remote_dir,
-            "job_id": None,
-            "job_name": self.job_name(req),
-            "job_dir": req.job_dir,
-            "log_template": log or f"{req.job_dir}/slurm-%j.out",
-            "log_path": None,
-            "batch_output": None,
-            "submitted_utc": submitted_now(),
-            "state": SUBMITTING,
-            "exit_code": None,
-            **unread,
-        }
-
-    @staticmethod
-    def _identified(job: dict, job_id: str) -> dict:
-        """The record once Slurm gave the job its id (log paths follow from it)."""
-        job["job_id"] = job_id
-        if job.get("log_template"):
-            job["log_path"] = job["log_template"].replace("%j", job_id)
-            job["batch_output"] = f"{job['job_dir']}/slurm-{job_id}.out"
-        if job.get("state") == SUBMITTING:
-            job["state"] = "PENDING"
+        job = JobRecord(
+            executor="slurm",
+            profile=self.name,
+            host=self.profile.host,
+            ssh_options=list(self.profile.ssh_options),
+            remote_dir=self.profile.remote_dir,
+            job_id=None,
+            job_name=self.job_name(req),
+            job_dir=req.job_dir,
+            log_template=log or f"{req.job_dir}/slurm-%j.out",
+            log_path=None,
+            batch_output=None,
+            submitted_utc=submitted_now(),
+            state=SUBMITTING,
+            exit_code=None,
+        )
+        if req.secret_names:
+            job.secrets_file = job_secrets.secrets_path(req.job_dir)
         return job
 
-    def submit(self, req: LaunchRequest, job: dict) -> dict:
+    @staticmethod
+    def _identified(job: JobRecord, job_id: str) -> JobRecord:
+        """The record once Slurm gave the job its id (log paths follow from it)."""
+        job.job_id = job_id
+        if job.log_template:
+            job.log_path = job.log_template.replace("%j", job_id)
+            job.batch_output = f"{job.job_dir}/slurm-{job_id}.out"
+        if job.state == SUBMITTING:
+            job.state = "PENDING"
+        return job
+
+    def submit(self, req: LaunchRequest, job: JobRecord) -> JobRecord:
         """Stage the run dir and sbatch; `job` (from job_record) is completed in place.
 
         After any failure of sbatch (a refusal, no answer in time, ssh gone) the job is looked up
@@ -202,12 +204,12 @@ class SlurmBackend:
         try:
             self.shell.copy_dir(req.run_dir, req.job_dir)
         except StepsError as exc:
-            job.update(state=NOT_SUBMITTED, reason=exc.finding.message)
+            job.state, job.reason = NOT_SUBMITTED, exc.finding.message
             self._unstage(job)
             raise
         secrets = {n: self.env[n] for n in req.secret_names if n in self.env}
         secrets.update(req.config_secrets)
-        script = self.submit_script(req, job["job_name"], secrets)
+        script = self.submit_script(req, str(job.job_name), secrets)
         try:
             proc = self.shell.run(script, what="sbatch", bound="SUBMIT")
         except StepsError as exc:  # no answer in time or ssh failed: it may be queued
@@ -218,68 +220,69 @@ class SlurmBackend:
         said = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
         return self._found_or_raise(job, f"sbatch on {self.shell.where} refused the job: {said}")
 
-    def _found_or_raise(self, job: dict, failure: str, answered: bool = True) -> dict:
+    def _found_or_raise(self, job: JobRecord, failure: str, answered: bool = True) -> JobRecord:
         """After a failed sbatch: the job Slurm queued under our name anyway, else E-SUBMIT."""
         try:
-            job_id, why = slurm_state.lookup(self.shell, job["job_name"])
+            job_id, why = slurm_state.lookup(self.shell, str(job.job_name))
         except StepsError as exc:
             job_id, why = None, exc.finding.message
         if job_id:
-            job["submit_note"] = f"{failure}; but Slurm queued it as job {job_id} (found by name)"
+            job.submit_note = f"{failure}; but Slurm queued it as job {job_id} (found by name)"
             return self._identified(job, job_id)
         if answered and why.startswith(f"Slurm on {self.shell.where} knows no job"):
-            job.update(state=NOT_SUBMITTED, reason=failure)
+            job.state, job.reason = NOT_SUBMITTED, failure
             self._unstage(job)
             fix = "check partition, account, --time and node counts in the profile"
         else:  # sbatch may still queue it: the record keeps the name, status looks again
-            job["reason"] = f"{failure}; {why}"
+            job.reason = f"{failure}; {why}"
             fix = (
-                f"`python -m steps status RUN` looks the job up by its name ({job['job_name']}) "
+                f"`python -m steps status RUN` looks the job up by its name ({job.job_name}) "
                 "again; submit anew only if it is not found"
             )
         raise StepsError("E-SUBMIT", f"{failure} ({why})", fix=fix, exit_code=2)
 
-    def _unstage(self, job: dict) -> None:
+    def _unstage(self, job: JobRecord) -> None:
         """A submission refused for certain leaves nothing under remote_dir, its secrets file
         included: the staged run dir (a unique name under remote_dir) is removed."""
-        job_dir, root = job["job_dir"].rstrip("/"), self.profile.remote_dir.rstrip("/")
+        job_dir, root = str(job.job_dir).rstrip("/"), self.profile.remote_dir.rstrip("/")
         if job_dir.startswith(root + "/"):
             with contextlib.suppress(StepsError):  # best effort: the host may be gone
                 self.shell.run(f"rm -rf -- {shlex.quote(job_dir)}\n", what="rm")
-        job.pop("secrets_file", None)
+        job.forget("secrets_file")
 
-    def refresh_many(self, jobs: list[dict]) -> list[dict]:
+    def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]:
         """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot
         say); a job never confirmed by sbatch is found by its name."""
         out = slurm_state.refresh_many(self.shell, jobs)
         for job in out:
             self._forget_secrets(job)
         return [
-            self._identified(new, new["job_id"]) if new.get("job_id") and not old.get("job_id")
-            else new
+            self._identified(new, new.job_id) if new.job_id and not old.job_id else new
             for old, new in zip(jobs, out, strict=True)
-        ]  # fmt: skip
+        ]
 
-    def _forget_secrets(self, job: dict) -> None:
+    def _forget_secrets(self, job: JobRecord) -> None:
         """A job that ended (or was cancelled) before its driver read the secrets file: rm it."""
-        if job.get("state") in TERMINAL and job.get("secrets_file"):
-            self.shell.run(job_secrets.remove_file(job.pop("secrets_file")), what="rm")
+        if job.state in TERMINAL and job.secrets_file:
+            path = job.secrets_file
+            job.forget("secrets_file")
+            self.shell.run(job_secrets.remove_file(path), what="rm")
 
-    def refresh(self, job: dict) -> dict:
+    def refresh(self, job: JobRecord) -> JobRecord:
         """The job record with its current state and exit code."""
         return self.refresh_many([job])[0]
 
-    def follow(self, job: dict, until_done: bool, follow: bool = True) -> int | None:
+    def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
         """Print the driver log (as it grows when following); the exit code when done."""
         code = slurm_state.follow(self.shell, job, until_done, follow)
         self._forget_secrets(job)
         return code
 
-    def cancel(self, job: dict) -> str:
+    def cancel(self, job: JobRecord) -> str:
         """scancel, under the Slurm-call bound (a silent controller makes it retry for long)."""
         call = f"{self.shell.seconds('SLURM_CALL'):g}"
         proc = self.shell.run(
-            f"timeout {call} scancel {shlex.quote(job['job_id'])}\n", what="scancel"
+            f"timeout {call} scancel {shlex.quote(str(job.job_id))}\n", what="scancel"
         )
         if proc.returncode != 0:
             said = proc.stderr.strip() or f"exit status {proc.returncode}"
@@ -287,11 +290,11 @@ class SlurmBackend:
                 said = f"scancel did not answer within {call} s"
             raise StepsError(
                 "E-CANCEL",
-                f"scancel {job['job_id']} on {self.shell.where} failed: {said}",
+                f"scancel {job.job_id} on {self.shell.where} failed: {said}",
                 fix="check that Slurm answers there (`squeue`) and try again; "
                 "`python -m steps status RUN` shows the job's state",
                 exit_code=2,
             )
-        if job.get("secrets_file"):
-            self.shell.run(job_secrets.remove_file(job["secrets_file"]), what="rm")
-        return f"cancel requested for Slurm job {job['job_id']}"
+        if job.secrets_file:
+            self.shell.run(job_secrets.remove_file(job.secrets_file), what="rm")
+        return f"cancel requested for Slurm job {job.job_id}"

@@ -18,9 +18,11 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.launch.shell import LostContact, Shell
+from runners.rundir import JobRecord
 
 
 def exit_code_of(state: str, code: str) -> int | None:
@@ -37,36 +39,39 @@ def exit_code_of(state: str, code: str) -> int | None:
     return 0 if state == "COMPLETED" else 1
 
 
-def _job(job: dict) -> dict:
+def _job(job: JobRecord) -> dict[str, str]:
     """A job as remote_probe asks about it: its id, else its name; the batch output."""
     return {
-        "id": str(job.get("job_id") or ""),
-        "name": str(job.get("job_name") or ""),
-        "out": job.get("batch_output") or job.get("log_path") or "",
+        "id": job.job_id or "",
+        "name": job.job_name or "",
+        "out": job.batch_output or job.log_path or "",
     }
 
 
-def refresh_many(shell: Shell, jobs: list[dict]) -> list[dict]:
+def refresh_many(shell: Shell, jobs: list[JobRecord]) -> list[JobRecord]:
     """Each job's current record, one round trip for all (one squeue for the live ones, the
     full job_state for the rest); a job sbatch never confirmed is looked up by its name."""
     request = {"op": "states", "jobs": [_job(j) for j in jobs], "terminal": sorted(TERMINAL)}
-    rows = shell.ask(request, what="asking Slurm for job states (squeue, scontrol, sacct)")
-    rows = rows.get("rows") or []
+    got = shell.ask(request, what="asking Slurm for job states (squeue, scontrol, sacct)")
+    rows: list[dict[str, Any]] = got.get("rows") or []
     return [_row(job, rows[i] if i < len(rows) else None) for i, job in enumerate(jobs)]
 
 
-def _row(job: dict, row: dict | None) -> dict:
+def _row(job: JobRecord, row: dict[str, Any] | None) -> JobRecord:
+    """The job as remote_probe's answer `row` ({id, state, code} or {why}) says it is."""
     if row is None:
         return unknown(job, "no answer")
     if not row.get("id"):  # looked up by name: none, or Slurm could not be asked
         if "why" not in row:
-            return {**job, "reason": f"no job named {job.get('job_name')} is known to Slurm"}
+            why = f"no job named {job.job_name} is known to Slurm"
+            return job.model_copy(update={"reason": why})
         return unknown(job, row["why"] or "Slurm did not answer")
-    job = {**job, "job_id": row["id"]}
+    job = job.model_copy(update={"job_id": str(row["id"])})
     state = row.get("state") or UNKNOWN
     if state == UNKNOWN:
         return unknown(job, row.get("why") or "Slurm does not know the job")
-    return {**job, "state": state, "exit_code": exit_code_of(state, row.get("code") or "")}
+    code = exit_code_of(state, row.get("code") or "")
+    return job.model_copy(update={"state": state, "exit_code": code})
 
 
 def lookup(shell: Shell, name: str) -> tuple[str | None, str]:
@@ -80,14 +85,14 @@ def lookup(shell: Shell, name: str) -> tuple[str | None, str]:
     return None, f"Slurm on {shell.where} could not be asked: {got['why'] or 'no answer'}"
 
 
-def _shown(state: dict) -> str:
+def _shown(state: dict[str, Any]) -> str:
     """A state as the follow prints it: `RUNNING`, or `UNKNOWN: why`."""
     if state.get("state") == UNKNOWN:
         return f"{UNKNOWN}: {state.get('why') or 'Slurm does not know the job'}"
     return str(state.get("state"))
 
 
-def follow(shell: Shell, job: dict, until_done: bool, follow: bool) -> int | None:
+def follow(shell: Shell, job: JobRecord, until_done: bool, follow: bool) -> int | None:
     """Print the driver log (as it grows when following); the exit code when done.
 
     Raises LostContact when the stream ends or goes quiet before the job's end, or when Slurm
@@ -95,7 +100,7 @@ def follow(shell: Shell, job: dict, until_done: bool, follow: bool) -> int | Non
     silent = max(1.0, shell.seconds("SILENT"))
     poll = float(os.environ.get("STEPS_POLL_SECONDS", "2"))
     request = {
-        "op": "follow", **_job(job), "log": job.get("log_path") or "", "poll": poll,
+        "op": "follow", **_job(job), "log": job.log_path or "", "poll": poll,
         "silent": silent, "until_done": until_done, "follow": follow, "terminal": sorted(TERMINAL),
     }  # fmt: skip
     # The remote loop speaks at least once per poll plus its Slurm calls.
@@ -123,15 +128,15 @@ def follow(shell: Shell, job: dict, until_done: bool, follow: bool) -> int | Non
                 sys.stdout.write(decode(base64.b64decode(event["log"])))
                 sys.stdout.flush()
             elif "state" in event and until_done:
-                print(f"job {job['job_id']}: {_shown(event['state'])}", file=sys.stderr, flush=True)
+                print(f"job {job.job_id}: {_shown(event['state'])}", file=sys.stderr, flush=True)
             elif "lost" in event:
                 why = event["lost"].get("why") or "Slurm does not know the job"
                 raise LostContact(f"Slurm on {shell.where}", f"{why}, for {silent:g} s")
             elif "end" in event:
-                state, code = event["end"].get("state"), event["end"].get("code") or ""
+                state, said = event["end"].get("state"), event["end"].get("code") or ""
                 if state != UNKNOWN:
-                    job.update(state=state, exit_code=exit_code_of(state, code))
-                return job.get("exit_code") if state in TERMINAL else None
+                    job.state, job.exit_code = state, exit_code_of(state, said)
+                return job.exit_code if state in TERMINAL else None
     finally:
         sys.stdout.write(decode(b"", final=True))
         stream.close()

@@ -18,7 +18,7 @@ from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
 from runners.launch.shell import LostContact
 from runners.monitor.logscan import terminal_safe
-from runners.rundir import update_record
+from runners.rundir import JobRecord, update_record
 
 if TYPE_CHECKING:
     from runners.launch.request import LaunchRequest
@@ -31,15 +31,17 @@ class Followed:
 
     code: int
     detached: bool = False  # Ctrl-C: the job keeps running
-    job: dict | None = None  # a chain's segment job when it detached
+    job: JobRecord | None = None  # a chain's segment job when it detached
 
 
-def submit_job(run_dir: Path, step_id: str, request: LaunchRequest, target: ClusterTarget) -> dict:
+def submit_job(
+    run_dir: Path, step_id: str, request: LaunchRequest, target: ClusterTarget
+) -> JobRecord:
     """Record the job, submit it, record what became of it; the job's record.
 
     A submission refused for certain leaves no run dir (`ClusterTarget.settle`)."""
     job = target.backend.job_record(request)
-    update_record(run_dir, job=job)
+    update_record(run_dir, job=job.dump())
     try:
         target.backend.submit(request, job)
     finally:
@@ -48,17 +50,17 @@ def submit_job(run_dir: Path, step_id: str, request: LaunchRequest, target: Clus
 
 
 def follow(
-    run_dir: Path, job: dict, until_done: bool, out: TextIO | None = None, tail: bool = True
+    run_dir: Path, job: JobRecord, until_done: bool, out: TextIO | None = None, tail: bool = True
 ) -> Followed:
     """Stream the driver log to `out` (else stdout); with until_done, wait for the end, record
     it and return the job's exit code (1 when it has none).
 
     Ctrl-C detaches (130): the job keeps running. Contact lost before the job's end (ssh dropped,
     Slurm silent too long) is E-REMOTE-LOST, exit 2: the job may still run."""
-    if not job.get("job_id"):
+    if not job.job_id:
         raise StepsError(
             "E-RUN-NO-JOB",
-            f"the submission of {run_dir} was never confirmed: {job.get('reason', 'no job id')}",
+            f"the submission of {run_dir} was never confirmed: {job.reason or 'no job id'}",
             fix=f"`python -m steps status {run_dir}` looks the job up by its name again",
             exit_code=2,
         )
@@ -82,7 +84,7 @@ def follow(
         sys.stdout, sys.stderr = stdout, stderr
     if not until_done:
         return Followed(0)
-    update_record(run_dir, job=job)
+    update_record(run_dir, job=job.dump())
     return Followed(int(code) if code is not None else 1)
 
 
@@ -100,6 +102,7 @@ class TerminalSafe:
         return getattr(self.stream, name)
 
 
-def recorded_job(run_dir: Path) -> dict:
-    """The job run.json holds now (empty when none)."""
-    return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("job") or {}
+def recorded_job(run_dir: Path) -> JobRecord | None:
+    """The job run.json holds now (None when none)."""
+    data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    return JobRecord.model_validate(data["job"]) if data.get("job") else None

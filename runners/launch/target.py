@@ -17,7 +17,7 @@ from catalog.config_values import as_int, dotted_get
 from runners.launch.backends import backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
 from runners.launch.request import NOT_SUBMITTED, LaunchRequest, RemoteFacts
-from runners.rundir import update_record
+from runners.rundir import JobRecord, update_record
 
 
 def _int(value: Any, default: int) -> int:
@@ -124,13 +124,13 @@ class ClusterTarget:
         )
 
     @staticmethod
-    def settle(run_dir: Path, step_id: str, job: dict) -> None:
+    def settle(run_dir: Path, step_id: str, job: JobRecord) -> None:
         """After a submit: run.json records what became of the job; a submission refused for
         certain (no job queued: the scheduler said no and knows no job by its name) leaves no
         run dir (nor the empty folders of its step and runs/), as a refusal found before
         writing leaves none."""
-        if job.get("state") != NOT_SUBMITTED:
-            update_record(run_dir, job=job)
+        if job.state != NOT_SUBMITTED:
+            update_record(run_dir, job=job.dump())
             return
         shutil.rmtree(run_dir, ignore_errors=True)
         for folder in list(run_dir.parents)[: step_id.count("/") + 2]:  # <step id>/, runs/

@@ -19,6 +19,7 @@ from runners.launch.submit import Followed, recorded_job, submit_job
 if TYPE_CHECKING:
     from runners.launch.target import ClusterTarget
     from runners.run.plan import RunPlan, RunRequest
+    from runners.rundir import JobRecord
 
 
 @dataclass
@@ -53,7 +54,7 @@ def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
     return plan.chain is not None and target.profile.executor == "ray"
 
 
-def submit(plan: RunPlan, target: ClusterTarget) -> dict:
+def submit(plan: RunPlan, target: ClusterTarget) -> JobRecord:
     """Submit the planned job (a Slurm chain's segment script and record written first); the
     job's record, as run.json keeps it."""
     if plan.chain is not None:

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.errors import StepsError
 from runners.launch.jobs import job_runs, progress_all, refresh, refresh_all
-from runners.launch.records import UNLOCATED
+from runners.launch.records import job_of
 from runners.launch.request import TERMINAL
+from runners.rundir import JobRecord
 
 if TYPE_CHECKING:
     from runners.chain.record import ChainRecord
@@ -21,7 +22,7 @@ def _chain(data: dict) -> bool:
     return isinstance(data.get("chain"), dict)
 
 
-def live(run_dir: Path, data: dict) -> tuple[dict, dict, ChainRecord | None]:
+def live(run_dir: Path, data: dict) -> tuple[dict, JobRecord, ChainRecord | None]:
     """(run.json, the job with its live state, the chain's record or None): for `status`."""
     if not _chain(data):
         return data, refresh(run_dir, data), None
@@ -29,34 +30,37 @@ def live(run_dir: Path, data: dict) -> tuple[dict, dict, ChainRecord | None]:
     from runners.chain.record import ChainRecord
 
     data = refresh_chain(run_dir, data)
-    return data, data["job"], ChainRecord.model_validate(data["chain"])
+    return data, job_of(data, run_dir), ChainRecord.model_validate(data["chain"])
 
 
-def followed_job(run_dir: Path, data: dict) -> dict:
+def followed_job(run_dir: Path, data: dict) -> JobRecord:
     """The job whose log `logs` shows, with its live state: a chain's current segment; a job
     sbatch never confirmed looked up by its name again."""
     if _chain(data):
         from runners.chain.follow import refresh_chain
 
         data = refresh_chain(run_dir, data)
-        job = dict(data["job"]) if data["job"].get("job_id") else refresh(run_dir, data)
+        job = job_of(data, run_dir)
+        job = job if job.job_id else refresh(run_dir, data)
     else:
         job = refresh(run_dir, data)
     return _batch_output_if_no_driver_log(job)
 
 
-def _batch_output_if_no_driver_log(job: dict) -> dict:
+def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
     """An ended Slurm job whose driver log was never written (it died before ray.sub started
     the driver): its batch output instead, with `log_note` saying so."""
     from runners.launch.observe import driver_log_written
 
-    log, out = job.get("log_path"), job.get("batch_output")
-    if job.get("executor") != "slurm" or job.get("state") not in TERMINAL or not out or not log:
+    log, out = job.log_path, job.batch_output
+    if job.executor != "slurm" or job.state not in TERMINAL or not out or not log:
         return job
     if log == out or driver_log_written(job):
         return job
     note = f"the driver log {log} was never written (the job ended before it started); "
-    return {**job, "log_path": out, "log_note": note + f"showing the batch output {out}"}
+    return job.model_copy(
+        update={"log_path": out, "log_note": f"{note}showing the batch output {out}"}
+    )
 
 
 def cancel(run_dir: Path, data: dict) -> str:
@@ -70,15 +74,15 @@ def cancel(run_dir: Path, data: dict) -> str:
         refresh_chain(run_dir, data)
         return said
     job = refresh(run_dir, data)
-    if job.get("job_id") and job.get("state") in TERMINAL:
+    if job.job_id and job.state in TERMINAL:
         return (
-            f"job {job['job_id']} had already finished: {job['state']} "
-            f"(exit code {job.get('exit_code')}); nothing to cancel"
+            f"job {job.job_id} had already finished: {job.state} "
+            f"(exit code {job.exit_code}); nothing to cancel"
         )
-    if not job.get("job_id"):  # sbatch never confirmed it and Slurm knows no such name
+    if not job.job_id:  # sbatch never confirmed it and Slurm knows no such name
         raise StepsError(
             "E-CANCEL",
-            f"no job to cancel for {run_dir}: {job.get('reason', 'it was never submitted')}",
+            f"no job to cancel for {run_dir}: {job.reason or 'it was never submitted'}",
             fix="`python -m steps status RUN` shows what became of the submission",
             exit_code=2,
         )
@@ -91,12 +95,12 @@ class JobRow:
 
     run_dir: Path
     step: Any
-    job: dict
+    job: JobRecord
     progress: Progress | None
     chain: str | None  # the chain's one-line summary
 
     def to_dict(self) -> dict:
-        row = {"run_dir": str(self.run_dir), "step": self.step, **self.job}
+        row = {"run_dir": str(self.run_dir), "step": self.step, **self.job.dump()}
         row["progress"] = self.progress.to_dict() if self.progress else None
         if self.chain is not None:
             row["chain"] = self.chain
@@ -125,7 +129,7 @@ def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
 def _chain_view(run_dir: Path, data: dict) -> tuple[Path, dict]:
     """A chain's run with its record read back and `job` = the segment that runs now (a job
     whose cluster is unknown is not asked: runners/launch/records.py)."""
-    if not _chain(data) or data["job"].get(UNLOCATED):
+    if not _chain(data) or job_of(data).unlocated is not None:
         return run_dir, data
     from runners.chain.follow import refresh_chain
 

@@ -18,13 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run, refresh
     from runners.launch.observe import diagnose_run
-    from runners.launch.records import job_of
     from steps.cli.status_cmd import say  # log lines: control sequences removed
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    job = refresh(run_dir, data)
-    result = diagnose_run(run_dir, {**data, "job": job}, job)
-    shown = job_of({"job": job}, run_dir)
+    shown = refresh(run_dir, data)
+    result = diagnose_run(run_dir, {**data, "job": shown.dump()}, shown)
     if args.json:
         from steps.cli.run_render import print_json
 

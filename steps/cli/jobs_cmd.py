@@ -45,19 +45,19 @@ def run(args: argparse.Namespace) -> int:
     if not listed:
         print(f"no cluster jobs under {root}")
         return 0
-    rows = [(row.to_dict(), row.progress) for row in listed]
-    for r, shown in rows:
-        code = "" if r.get("exit_code") is None else f" exit {r['exit_code']}"
-        where = r.get("host") or r.get("address") or "local"
-        progress = f"{shown.line()}  " if shown else ""
+    for row in listed:
+        job = row.job
+        code = "" if job.exit_code is None else f" exit {job.exit_code}"
+        where = job.host or job.address or "local"
+        progress = f"{row.progress.line()}  " if row.progress else ""
         say(
-            f"{r.get('job_id') or '-':<12} {r.get('state') or '?':<10}{code:<8} "
-            f"{r.get('step') or '?':<24} {progress}{r.get('executor')}:{r.get('profile')}@{where}  "
-            f"{r['run_dir']}"
+            f"{job.job_id or '-':<12} {job.state or '?':<10}{code:<8} "
+            f"{row.step or '?':<24} {progress}{job.executor}:{job.profile}@{where}  "
+            f"{row.run_dir}"
         )
-        if r.get("chain"):
-            say(f"{'':<12} {r['chain']}")
-    for r, _ in rows:
-        if r.get("state") == UNKNOWN:
-            say(f"{r['run_dir']}: state unknown: {r.get('reason')}", err=True)
+        if row.chain:
+            say(f"{'':<12} {row.chain}")
+    for row in listed:
+        if row.job.state == UNKNOWN:
+            say(f"{row.run_dir}: state unknown: {row.job.reason}", err=True)
     return 0

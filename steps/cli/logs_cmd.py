@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     job = followed_job(run_dir, data)
-    if job.get("log_note"):
-        print(f"note: {job['log_note']}", file=sys.stderr, flush=True)
+    if job.log_note:
+        print(f"note: {job.log_note}", file=sys.stderr, flush=True)
     code = follow(run_dir, job, until_done=args.follow, tail=args.follow)
     return 130 if code == 130 else 0

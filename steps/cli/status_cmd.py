@@ -4,6 +4,10 @@ job id or `last`); `-f`/`--watch` refreshes the progress line until the job ends
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runners.rundir import JobRecord
 
 HELP = "show a cluster job's state, exit code and progress (RUN: run dir, job id or `last`)"
 
@@ -40,22 +44,20 @@ def say(text: str, err: bool = False) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
     from runners.launch.jobs import find_run, progress_of
-    from runners.launch.records import job_of
     from runners.launch.request import UNKNOWN
     from runners.run.job_view import live
 
     run_dir, data = find_run(args.ref, args.runs_dir)
-    data, job, chain = live(run_dir, data)
-    shown = job_of({"job": job}, run_dir)
+    data, shown, chain = live(run_dir, data)
     code = 2 if shown.state == UNKNOWN else 0
     if code:  # the cluster cannot be asked: no second wait for its files
         progress, why = None, shown.reason
     else:
-        progress, why = progress_of(run_dir, data, job, args.stall_factor)
+        progress, why = progress_of(run_dir, data, shown, args.stall_factor)
     if args.json:
         from steps.cli.run_render import print_json
 
-        doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": job}
+        doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": shown.dump()}
         doc["progress"] = progress.to_dict() if progress else None
         print_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
@@ -79,11 +81,11 @@ def run(args: argparse.Namespace) -> int:
         for seg in chain.segments:
             say(f"  {seg.line()}")
     if args.watch:
-        return _watch(run_dir, data, job, args)
+        return _watch(run_dir, data, shown, args)
     return code
 
 
-def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
+def _watch(run_dir, data: dict, job: JobRecord, args: argparse.Namespace) -> int:
     """One line per refresh until the job reaches a terminal state (Ctrl-C leaves, 130); 2 when
     the cluster has not said the state for STEPS_SILENT_SECONDS."""
     import time
@@ -93,20 +95,20 @@ def _watch(run_dir, data: dict, job: dict, args: argparse.Namespace) -> int:
     from runners.launch.shell import seconds
 
     silent_since = None
-    while job.get("state") not in TERMINAL:
+    while job.state not in TERMINAL:
         time.sleep(max(args.interval, 0.1))
-        data = {**data, "job": job}
+        data = {**data, "job": job.dump()}
         job = refresh(run_dir, data)
         stamp = time.strftime("%H:%M:%S")
-        if job.get("state") == UNKNOWN:
-            say(f"{stamp} UNKNOWN: {job.get('reason')}")
+        if job.state == UNKNOWN:
+            say(f"{stamp} UNKNOWN: {job.reason}")
             silent_since = silent_since or time.monotonic()
             if time.monotonic() - silent_since >= seconds("SILENT"):
                 return 2
-            job = {**job, "state": job.get("last_known_state")}
+            job = job.model_copy(update={"state": job.last_known_state})
             continue
         silent_since = None
         progress, why = progress_of(run_dir, data, job, args.stall_factor)
         line = progress.line() if progress else f"unavailable ({why})"
-        say(f"{stamp} {job.get('state')}: {line}")
+        say(f"{stamp} {job.state}: {line}")
     return 0
