@@ -100,6 +100,19 @@ def test_an_upstream_that_hangs_is_stopped_at_the_timeout_as_a_warning(
     assert not alive
 
 
+def test_an_upstream_that_wants_more_memory_than_the_cap_is_a_warning(
+    tmp_path, monkeypatch, capsys
+):
+    from runners.preflight import upstream_judge
+
+    monkeypatch.setattr(upstream_judge, "MEMORY_BYTES", 2 << 30)  # a cap this machine can test
+    _, checkout, work, env = _setup(tmp_path, STANDIN_GREEDY="4")  # fine without a cap
+    findings = _dry_run(monkeypatch, capsys, tmp_path, checkout, work, env)
+    judged = [f for f in findings if f["code"] in UPSTREAM_CODES]
+    assert [(f["code"], f["severity"]) for f in judged] == [("W-UPSTREAM-JUDGE", "warning")]
+    assert "MemoryError" in judged[0]["message"]
+
+
 def test_an_interpreter_without_nemo_rl_gets_no_upstream_finding(tmp_path, monkeypatch, capsys):
     step, checkout, work, env = _setup(tmp_path, with_nemo_rl=False)
     tiny = step / "config" / "tiny.yaml"

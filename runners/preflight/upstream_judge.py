@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import signal
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -100,21 +99,17 @@ def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
 
-def _cap_memory() -> None:  # runs in the child before exec
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-
-
 def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
     """Upstream's answer, or `{"status": "failed", "detail"}` when it gave none in time."""
     env = {**launch.env, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""}
     if launch.launcher.is_uv_run:
         env["UV_NO_SYNC"] = "1"
     argv = [*launch.launcher.argv, "-c", PROGRAM.read_text(encoding="utf-8")]
-    request = json.dumps({"algorithm": algo, "config": config}, default=str)
+    request = json.dumps({"algorithm": algo, "config": config, "memory": MEMORY_BYTES}, default=str)
     try:
         proc = subprocess.Popen(  # the launcher the user chose, no shell
             argv, cwd=launch.checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_cap_memory,
+            stderr=subprocess.PIPE, encoding="utf-8", errors="replace", start_new_session=True,
         )  # fmt: skip
     except OSError as exc:
         return {"status": "failed", "detail": f"cannot start `{argv[0]}`: {exc.strerror or exc}"}

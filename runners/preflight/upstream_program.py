@@ -68,6 +68,8 @@ def judge(request: dict) -> dict:
     try:
         module = importlib.import_module("nemo_rl.algorithms." + request["algorithm"])
         version = getattr(importlib.import_module("nemo_rl"), "__version__", None)
+    except MemoryError:
+        raise  # over the cap: the judge failed, not NeMo-RL's absence
     except Exception as exc:  # no torch, a broken install: the interpreter rule's to judge
         return {"status": "unavailable", "detail": _said(exc)}
     master = getattr(module, "MasterConfig", None)
@@ -81,8 +83,20 @@ def judge(request: dict) -> dict:
     }
 
 
+def cap_memory(limit: object) -> None:
+    """The address space this process may map (upstream's imports included), as asked."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))  # type: ignore[call-overload]
+    except (ImportError, ValueError, TypeError, OSError):
+        pass  # no limit to set here (or a lower one already): the timeout still bounds it
+
+
 def main() -> None:
-    answer = judge(json.loads(sys.stdin.read()))
+    request = json.loads(sys.stdin.read())
+    cap_memory(request.get("memory"))
+    answer = judge(request)
     sys.stdout.write("\n" + MARK + json.dumps(answer) + "\n")
     sys.stdout.flush()
 
