@@ -434,3 +434,35 @@ class Relay:
 
     def __exit__(self, *exc: object) -> None:
         self.cut()
+
+
+def bare_python_bin(folder: Path) -> Path:
+    """`folder` with a `python3` link to an interpreter that has nothing of ours and no pydantic
+    (the system's, else a pyenv one; of the test Python's version first, so the stand-in
+    container's packages load in it): first on a job's PATH, it is what a user's cluster has."""
+    import glob
+
+    bare = (
+        "import importlib.util as u, sys; sys.exit(sys.version_info < (3, 8) or any("
+        "u.find_spec(m) for m in ('pydantic', 'steps', 'runners', 'catalog')))"
+    )
+    same = f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"
+    found = [
+        p
+        for p in ["/usr/bin/python3", *glob.glob("/root/.pyenv/versions/3.*/bin/python3")]
+        if os.path.exists(p) and subprocess.run([p, "-I", "-c", bare]).returncode == 0
+    ]
+    found.sort(key=lambda p: subprocess.run([p, "-I", "-c", same]).returncode != 0)
+    if not found:
+        pytest.skip("no python3 without pydantic here (/usr/bin/python3 or a pyenv one)")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "python3").symlink_to(found[0])
+    return folder
+
+
+def container_site() -> str:
+    """The test Python's site-packages: what the pyxis stand-in gives a "container" step
+    (PYXIS_STAND_IN_SITE), as NeMo-RL's image holds pydantic, PyYAML, omegaconf..."""
+    import sysconfig
+
+    return sysconfig.get_paths()["purelib"]

@@ -13,7 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, slurm, sshd, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import (  # noqa: F401
+    CLUSTER,
+    PYTHON,
+    bare_python_bin,
+    container_site,
+    slurm,
+    sshd,
+    stand_in_checkout,
+    wait_for,
+)
 from run_fixtures import REPO, clean_env, steps_cli
 
 SECRET = "wandb0123456789abcdef0123456789abcdef0123"
@@ -64,11 +73,23 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
         STEPS_OUTPUT=str(tmp_path / "out"),
         STEPS_POLL_SECONDS="0.3",
     )
+    job_env(env, tmp_path)
 
     def cli(*argv: str):
         return steps_cli(monkeypatch, capsys, *argv, cwd=work, env=env)
 
     return tmp_path, work, env, cli
+
+
+def job_env(env: dict[str, str], root: Path) -> dict[str, str]:
+    """What a user's cluster gives a job: a `python3` with nothing of ours and no pydantic first
+    on PATH (jobs inherit the submitting PATH), pyxis (the stand-in) whose container steps get
+    the image's packages, and no PYTHONPATH leading to this checkout."""
+    bare = bare_python_bin(root / "bare-bin")
+    env["PATH"] = f"{bare}:{CLUSTER / 'pyxis'}:{env['PATH']}"
+    env["PYXIS_STAND_IN_SITE"] = container_site()
+    env.pop("PYTHONPATH", None)
+    return env
 
 
 def record_of(root: Path) -> dict:
@@ -174,27 +195,38 @@ def test_a_planted_secret_is_found_nowhere(lab, slurm):  # noqa: F811
     assert searched > 10 and next((lab_dir / "state").rglob("environment"))
 
 
-def test_rl_prep_runs_as_a_plain_srun_job(lab):
-    root, work, _env, cli = lab
-    launcher = f"{PYTHON} -m steps"
-    # No pyxis on this machine: the plain job runs without a container image here.
-    write_env_toml(work, root, extra=f'steps_launcher = "{launcher}"\n', container=False)
-    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--run", "lab")
+def test_rl_prep_runs_our_staged_code_in_the_container_with_nothing_of_ours_installed(lab):
+    root, _work, _env, cli = lab
+    # The job's python3 has neither steps nor pydantic; the container (the pyxis stand-in) has
+    # NeMo-RL's packages; the profile names no steps_launcher.
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab")
     assert res.returncode == 0, res.stdout + res.stderr
+    wait_for(lambda: cli("status", "last", "--json").stdout.count('"COMPLETED"'), timeout=90)
     manifest = json.loads((root / "out" / "rl_prep" / "tiny" / "manifest.json").read_text())
     assert sum(s["rows"] for s in manifest["splits"]["train"]["shards"]) > 0
-    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    status = json.loads(cli("status", "last", "--json").stdout)
+    job = status["job"]
     assert job["log_path"].endswith(f"slurm-{job['job_id']}.out")
-    script = Path(job["job_dir"], "job.sbatch").read_text()
-    assert (
-        f"srun --ntasks=1 {launcher} run data_prep/rl_prep -c {job['job_dir']}/config.yaml"
-        in script
-    )
+    job_dir = job["job_dir"]
+    script = Path(job_dir, "job.sbatch").read_text()
+    assert f" python3 {job_dir}/code run data_prep/rl_prep -c {job_dir}/config.yaml" in script
+    assert "--container-image=nvcr.io/nvidia/nemo-rl:v0.7.0" in script
+    code = Path(status["run_dir"], "code")  # as staged: sources and data, no caches, no tests
+    assert (code / "__main__.py").is_file() and (code / "catalog" / "codes.toml").is_file()
+    assert not list(code.rglob("__pycache__")) and not (code / "tests").exists()
+
+
+def test_a_cpu_only_job_asks_for_no_gpu(lab):
+    _root, _work, _env, cli = lab
+    dry = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert not [a for a in json.loads(dry.stdout)["launch"]["sbatch"] if "gres" in a]
+    dpo = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run", "--json")
+    assert "--gres=gpu:1" in json.loads(dpo.stdout)["launch"]["sbatch"]
 
 
 def test_force_and_sample_reach_an_rl_prep_job(lab):
-    root, work, _env, cli = lab
-    write_env_toml(work, root, extra=f'steps_launcher = "{PYTHON} -m steps"\n', container=False)
+    root, _work, _env, cli = lab
     argv = ("run", "data_prep/rl_prep", "-c", "tiny", "--sample", "2", "--run", "lab")
     first = cli(*argv)
     assert first.returncode == 0, first.stdout + first.stderr

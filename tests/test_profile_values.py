@@ -94,14 +94,16 @@ def test_values_with_spaces_and_quotes_reach_the_job_whole_through_sbatch(
     sshd,  # noqa: F811
     over_ssh,
 ):
-    root, work, _env, cli = lab
+    root, work, env, cli = lab
     host, options = sshd
     odd = f'{root}/it\'s a "shared" dir $(touch {root}/pwned)'
-    extra = f'steps_launcher = "{PYTHON} -m steps"\n'
-    extra += f"setup_command = \"echo 'setup ran' > '{root}/setup ran'\"\n"
+    # Over ssh the job has the login shell's PATH: the lab's bare python3 and pyxis come from
+    # the profile's setup, as a `module load` would give them on a cluster.
+    paths = f"export PATH={env['PATH']} PYXIS_STAND_IN_SITE={env['PYXIS_STAND_IN_SITE']}"
+    extra = f"setup_command = \"echo 'setup ran' > '{root}/setup ran'; {paths}\"\n"
     if over_ssh:
         extra += f'host = "{host}"\nssh_options = [' + ", ".join(f'"{o}"' for o in options) + "]\n"
-    write_env_toml(work, root, extra=extra, container=False)
+    write_env_toml(work, root, extra=extra)
     set_key(work / "env.toml", "remote_dir", json.dumps(odd))
     res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--run", "lab")
     assert res.returncode == 0, res.stdout + res.stderr
