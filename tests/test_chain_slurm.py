@@ -1,7 +1,9 @@
 """`run --batch PROFILE --until-done` on a real one-node Slurm: chains that train to the end.
 
 Everything is real except NeMo-RL: slurmctld/slurmd, sbatch dependencies, scancel, `scontrol
-requeue`, bash, the segment script and `chain-step` inside the jobs. The stand-in NeMo-RL
+requeue`, bash, the segment script and the decision program staged with the run dir, run inside
+the jobs by a `python3` that has nothing of ours and no pydantic (the profile names no
+`steps_launcher`: nothing of ours is installed where the jobs run). The stand-in NeMo-RL
 (tests/cluster/driver.py) trains fake steps as NeMo-RL does (tmp_step_N -> step_N with
 training_info.json, checkpoint_must_save_by, SIGTERM saves nothing, resume from the latest
 step_N, failure on request) and appends every trained step to a ledger.
@@ -22,8 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, slurm, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import PYTHON, bare_python_bin, slurm, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import REPO, clean_env
+
+from runners.launch import job_code
 
 pytestmark = pytest.mark.slow
 DPO = "rl/nemo_rl/dpo"
@@ -90,7 +94,6 @@ mounts = ["{root}:{root}", "{REPO}:{REPO}"]
 remote_dir = "{root}/shared"
 nemo_rl_dir = "{root}/RL"
 launcher = "{PYTHON}"
-steps_launcher = "{PYTHON} -m steps"
 sbatch_args = ["--oversubscribe"]
 {"gpus_per_node = 1" if gpu else ""}
 secrets = ["WANDB_API_KEY"]
@@ -98,6 +101,15 @@ env = {{ {table} }}
 """,
         encoding="utf-8",
     )
+
+
+def lab_env(root: Path, slurm: dict, **extra: str) -> dict[str, str]:  # noqa: F811
+    """The submitting environment, which the jobs inherit: the lab's Slurm, a bare `python3`
+    first on PATH, no PYTHONPATH (this test's Python has steps installed: it submits)."""
+    env = clean_env(root, SLURM_CONF=slurm["SLURM_CONF"], **extra)
+    env["PATH"] = f"{bare_python_bin(root / 'bare-bin')}:{env['PATH']}"
+    env.pop("PYTHONPATH", None)
+    return env
 
 
 class Chain:
@@ -131,9 +143,8 @@ class Chain:
         return [int(x) for x in path.read_text().split()] if path.exists() else []
 
     def steps(self, *argv: str) -> subprocess.CompletedProcess:
-        env = {**self.env, "PYTHONPATH": str(REPO)}
         return subprocess.run(
-            [PYTHON, "-m", "steps", *argv], cwd=self.work, env=env, capture_output=True,
+            [PYTHON, "-m", "steps", *argv], cwd=self.work, env=self.env, capture_output=True,
             text=True, timeout=60,
         )  # fmt: skip
 
@@ -182,10 +193,7 @@ def chains(tmp_path_factory, slurm):  # noqa: F811
         stand_in_checkout(root / "RL")
         (root / "work").mkdir()
         write_profile(root, knobs, gpu=name == "preempted")  # the lab's one GPU: preemptible
-        env = clean_env(
-            root, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY
-        )
-        env["PYTHONPATH"] = str(REPO)
+        env = lab_env(root, slurm, STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY)
         argv = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab"]
         procs[name] = (root, env, subprocess.Popen(
             [*argv, "--until-done", "--max-segments", "6", *overrides], cwd=root / "work",
@@ -366,20 +374,15 @@ def planner(tmp_path, slurm):  # noqa: F811
     stand_in_checkout(tmp_path / "RL")
     (tmp_path / "work").mkdir()
     write_profile(tmp_path, {"FAKE_STEP_SECONDS": "0.1"}, gpu=False)
-    env = clean_env(
-        tmp_path,
-        SLURM_CONF=slurm["SLURM_CONF"],
-        STEPS_OUTPUT=str(tmp_path / "out"),
-        WANDB_API_KEY=KEY,
-    )
-    env["PYTHONPATH"] = str(REPO)
+    env = lab_env(tmp_path, slurm, STEPS_OUTPUT=str(tmp_path / "out"), WANDB_API_KEY=KEY)
 
-    def run(*argv: str) -> subprocess.CompletedProcess:
+    def run(*argv: str, env: dict[str, str] = env) -> subprocess.CompletedProcess:
         cmd = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab", *argv]
         return subprocess.run(
             cmd, cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=60
         )
 
+    run.env = env  # type: ignore[attr-defined]
     return run
 
 
@@ -410,13 +413,29 @@ def test_a_chain_that_could_not_resume_or_has_no_time_to_train_is_refused(planne
     )
 
 
+def test_a_chain_whose_jobs_python3_is_older_than_3_8_is_refused_by_the_dry_run(planner, tmp_path):
+    import glob
+
+    old = sorted(glob.glob("/root/.pyenv/versions/3.[4-7].*/bin/python3"))
+    if not old:
+        pytest.skip("no python3 older than 3.8 here (a pyenv 3.7)")
+    (tmp_path / "old-bin").mkdir()
+    (tmp_path / "old-bin" / "python3").symlink_to(old[-1])
+    env = {**planner.env, "PATH": f"{tmp_path / 'old-bin'}:{planner.env['PATH']}"}
+    res = planner("--until-done", "--dry-run", env=env)
+    assert res.returncode == 2 and "E-CHAIN-PYTHON" in res.stderr, res.stdout + res.stderr
+    version = Path(old[-1]).parent.parent.name
+    assert f"python3 there is {version} ({tmp_path / 'old-bin' / 'python3'})" in res.stderr
+    assert "3.8 or later is needed" in res.stderr and "Fix: put a Python 3.8" in res.stderr
+    assert planner("--until-done", "--dry-run").returncode == 0  # the bare python3 3.8+: fine
+
+
 @pytest.fixture
 def killed_job(tmp_path, slurm):  # noqa: F811
     """A real lab job (`sleep`) with a one-segment chain record whose segment is that job."""
     from runners.chain.record import ChainRecord, Segment, now_utc, write_chain
 
-    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"])
-    env["PYTHONPATH"] = str(REPO)
+    env = lab_env(tmp_path, slurm)
     sbatch = ["sbatch", "--parsable", "--requeue", "--output=/dev/null", "--wrap", "sleep 300"]
     job_id = subprocess.run(sbatch, env=env, capture_output=True, text=True, check=True)
     job_id = job_id.stdout.strip().split(";")[0]
@@ -427,6 +446,7 @@ def killed_job(tmp_path, slurm):  # noqa: F811
         log_dir=str(job_dir), segments=[Segment(n=1, job_id=job_id, started_utc=now_utc()[0])],
     )  # fmt: skip
     write_chain(job_dir, {}, chain)
+    job_code.stage(job_dir)
     try:
         yield job_id, job_dir, env
     finally:
@@ -434,12 +454,18 @@ def killed_job(tmp_path, slurm):  # noqa: F811
 
 
 def _end(job_dir: Path, env: dict, job_id: str, code: int) -> dict:
-    """`chain-step end` as the segment script runs it after ray.sub exited with `code`."""
-    argv = [PYTHON, "-m", "steps", "chain-step", "end", str(job_dir), "--exit-code", str(code)]
+    """The decision program's `end` as the segment script runs it after ray.sub exited with
+    `code` (the bare python3 on PATH; the record our side wrote, read back by our side)."""
+    from runners.chain.record import ChainRecord
+
+    program = job_code.segment_program(str(job_dir))
+    argv = ["python3", "-I", program, "end", str(job_dir), str(code)]
     env = {**env, "SLURM_JOB_ID": job_id, "SLURM_RESTART_COUNT": "0"}
     res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    return json.loads((job_dir / "run.json").read_text())["chain"]["segments"][0]
+    chain = json.loads((job_dir / "run.json").read_text())["chain"]
+    ChainRecord.model_validate(chain)
+    return chain["segments"][0]
 
 
 def test_a_segment_slurm_is_killing_gets_slurms_state_not_failed(killed_job):

@@ -14,8 +14,7 @@ from collections import Counter
 
 import pytest
 from cluster_fixtures import PYTHON, slurm, stand_in_checkout, wait_for  # noqa: F401
-from run_fixtures import REPO, clean_env
-from test_chain_slurm import DPO, KEY, Chain, write_profile
+from test_chain_slurm import DPO, KEY, Chain, lab_env, write_profile
 
 pytestmark = pytest.mark.slow
 # One save per step; the user's deadline of an hour: only Slurm's limit ends a segment.
@@ -33,10 +32,7 @@ def killed(tmp_path_factory, slurm):  # noqa: F811
     stand_in_checkout(root / "RL")
     (root / "work").mkdir()
     write_profile(root, {"FAKE_STEP_SECONDS": "0.5"}, gpu=False)
-    env = clean_env(
-        root, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY
-    )
-    env["PYTHONPATH"] = str(REPO)
+    env = lab_env(root, slurm, STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY)
     argv = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab", "--until-done"]
     submitted = subprocess.run(
         [*argv, *OVERRIDES], cwd=root / "work", env=env, capture_output=True, text=True,
