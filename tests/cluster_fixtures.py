@@ -249,6 +249,24 @@ def ray_head(tmp_path_factory):
                 _stop_ray_head(head)
 
 
+RAY_TOKEN = "raytoken5f0c2e9a7d4b4c1e8a6f3b2d9c7e1a05"
+
+
+@pytest.fixture(scope="module")
+def ray_token_head():
+    """A real local Ray head with token authentication (RAY_AUTH_MODE=token, the token in its
+    environment); yields {url, token}. One per test module that asks: tests put the token where
+    Ray's client looks (a sandboxed HOME's ~/.ray/auth_token) or leave it out."""
+    ray_bin = Path(sys.executable).parent / "ray"
+    if not ray_bin.exists():
+        pytest.skip("ray is not installed: pip install -e '.[ray]'")
+    head = _start_ray_head_retrying(ray_bin, token=RAY_TOKEN)
+    try:
+        yield {"url": head["url"], "token": RAY_TOKEN}
+    finally:
+        _stop_ray_head(head)
+
+
 @contextlib.contextmanager
 def _locked(path: Path):
     with path.open("a") as fh:
@@ -259,13 +277,13 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _start_ray_head_retrying(ray_bin: Path, tries: int = 3) -> dict:
+def _start_ray_head_retrying(ray_bin: Path, tries: int = 3, token: str | None = None) -> dict:
     """A head that exits while starting is started again on fresh ports: on two busy cores its
     GCS can miss Ray's own start-up deadline (`Failed to get node info ... Deadline Exceeded`),
     as ray.sub's own retries of `ray start` allow for on a cluster."""
     for attempt in range(1, tries + 1):
         try:
-            return _start_ray_head(ray_bin)
+            return _start_ray_head(ray_bin, token)
         except HeadExited as exc:
             if attempt == tries:
                 pytest.fail(f"the Ray head exited {tries} times while starting: {exc}")
@@ -276,8 +294,9 @@ class HeadExited(Exception):
     """`ray start --head` ended before its head was ready (its log's tail)."""
 
 
-def _start_ray_head(ray_bin: Path) -> dict:
-    """`ray start --head --block` in a session of its own; {url, pid, dir} once it is ready."""
+def _start_ray_head(ray_bin: Path, token: str | None = None) -> dict:
+    """`ray start --head --block` in a session of its own; {url, pid, dir} once it is ready.
+    With `token`, the head runs with Ray's token authentication (RAY_AUTH_MODE=token)."""
     import tempfile
     import urllib.request
 
@@ -291,8 +310,10 @@ def _start_ray_head(ray_bin: Path) -> dict:
         "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
         "WANDB_API_KEY": RAY_SECRET,
     }
-    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
         env.pop(name, None)
+    if token:
+        env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     with (d / "head.log").open("w") as log:
         proc = subprocess.Popen(
             [str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
@@ -306,11 +327,13 @@ def _start_ray_head(ray_bin: Path) -> dict:
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     head = {"url": f"http://127.0.0.1:{port}", "pid": proc.pid, "dir": str(d)}
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
 
     def ready() -> bool:
         """The Jobs API answers and the head node is registered with its GPUs."""
         try:
-            body = urllib.request.urlopen(f"{head['url']}/api/v0/nodes", timeout=2).read()
+            nodes_url = urllib.request.Request(f"{head['url']}/api/v0/nodes", headers=auth)
+            body = urllib.request.urlopen(nodes_url, timeout=2).read()
             nodes = json.loads(body)["data"]["result"]["result"]
             return any(n["state"] == "ALIVE" and n["resources_total"].get("GPU") for n in nodes)
         except (OSError, ValueError, KeyError):

@@ -255,12 +255,21 @@ def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
 def _scan_ray_logs(job: JobRecord, classifier: LogClassifier) -> None:
     """A Ray job's driver log comes from the dashboard (Ray keeps it; there is no file here)."""
     import io
+    import urllib.error
     import urllib.request
 
-    url = f"{str(job.address).rstrip('/')}/api/jobs/{job.job_id}/logs"
+    from runners.launch.ray_sdk import auth_headers, refusal
+
+    address = str(job.address).rstrip("/")
+    url = f"{address}/api/jobs/{job.job_id}/logs"
+    request = urllib.request.Request(url, headers=auth_headers(address))  # E-RAY-AUTH
     try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=30) as resp:
             text = json.loads(resp.read().decode("utf-8")).get("logs", "")
+    except urllib.error.HTTPError as exc:
+        if refused := refusal(exc.code, address):
+            raise refused from None
+        return
     except (OSError, ValueError):
         return
     for number, line in python_prefilter(io.BytesIO(text.encode("utf-8"))):

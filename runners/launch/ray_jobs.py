@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import Finding, StepsError
-from runners.launch.ray_sdk import profile_address_only, sdk_error, sdk_missing
+from runners.launch.ray_sdk import auth_headers, bounded_client, refusal, sdk_error, sdk_missing
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -63,8 +63,7 @@ class RayBackend:
         self._client: Any = None
 
     def client(self) -> Any:
-        """Ray's JobSubmissionClient, every HTTP call of it bounded (Ray sets no timeout: a
-        dashboard whose job agent hangs would keep us waiting forever)."""
+        """Ray's JobSubmissionClient, bounded and with the cluster's token (see ray_sdk)."""
         if self._client is not None:
             return self._client
         missing = sdk_missing()
@@ -73,23 +72,16 @@ class RayBackend:
         try:
             import logging
 
-            from ray.job_submission import JobSubmissionClient
+            import ray.job_submission  # noqa: F401
 
             for name in ("ray", "ray.dashboard.modules.job.sdk"):
                 logging.getLogger(name).setLevel(logging.WARNING)
         except ImportError as exc:
             raise sdk_error([exc.name or str(exc)]) from None
-
-        class Bounded(JobSubmissionClient):
-            timeout = seconds("COMMAND")
-
-            def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
-                kwargs.setdefault("timeout", self.timeout)
-                return super()._do_request(method, endpoint, **kwargs)
-
         try:
-            with profile_address_only():
-                self._client = Bounded(self.address)
+            self._client = bounded_client(self.address, seconds("COMMAND"))
+        except StepsError:
+            raise
         except Exception as exc:  # requests' ConnectionError/Timeout, Ray's RuntimeError
             raise self._unreachable(str(exc).splitlines()[0]) from None
         return self._client
@@ -104,9 +96,12 @@ class RayBackend:
         )
 
     def _get(self, path: str) -> Any:
+        url = urllib.request.Request(f"{self.address}{path}", headers=auth_headers(self.address))
         try:
-            with urllib.request.urlopen(f"{self.address}{path}", timeout=10) as resp:
+            with urllib.request.urlopen(url, timeout=10) as resp:
                 return json.loads(resp.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            raise refusal(exc.code, self.address) or self._unreachable(str(exc)) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise self._unreachable(str(getattr(exc, "reason", exc))) from None
 
@@ -282,6 +277,9 @@ class RayBackend:
                         continue
                     first = str(exc).splitlines()[0]
                     return self._found_or_raise(job, f"the Ray cluster refused the job: {first}")
+                except StepsError:  # E-RAY-AUTH: the dashboard refused us, nothing was queued
+                    job.state = NOT_SUBMITTED
+                    raise
                 except Exception as exc:  # requests' Timeout/ConnectionError: it may be queued
                     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     failure = f"the Ray dashboard at {self.address} did not answer the submission"

@@ -1,12 +1,16 @@
 """Ray's Job Submission SDK from here: is it installed (answered without importing Ray, which
-takes seconds, so a dry run says E-RAY-MISSING exactly as a submit would), and the client's
-address taken from the profile alone (Ray's client would prefer RAY_ADDRESS)."""
+takes seconds, so a dry run says E-RAY-MISSING exactly as a submit would), the client's
+address taken from the profile alone (Ray's client would prefer RAY_ADDRESS), and the cluster's
+token read where Ray's own CLI reads it, sent as a header and kept out of every file, command
+line, record and message (a head of Ray 2.5x may run with token authentication)."""
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import StepsError
 
@@ -46,3 +50,105 @@ def profile_address_only():
         yield
     finally:
         os.environ.update(saved)
+
+
+# Where Ray's own CLI and SDK read the cluster's token, in Ray's order (ray/_raylet's
+# AuthenticationTokenLoader, Ray 2.5x): the variable, then the file it names, then the default.
+TOKEN_VAR, TOKEN_PATH_VAR = "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
+DEFAULT_TOKEN_FILE = "~/.ray/auth_token"
+WHERE_RAY_LOOKS = f"{TOKEN_VAR}, the file {TOKEN_PATH_VAR} names, or {DEFAULT_TOKEN_FILE}"
+MAX_TOKEN_BYTES = 64 * 1024
+
+
+def _source() -> str:
+    """Where Ray reads the token from here (a variable's name or a file's path)."""
+    if os.environ.get(TOKEN_VAR):
+        return TOKEN_VAR
+    named = os.environ.get(TOKEN_PATH_VAR)
+    return f"{named} ({TOKEN_PATH_VAR})" if named else str(Path.home() / ".ray" / "auth_token")
+
+
+def _token() -> str | None:
+    """The token as Ray would load it here: stripped, None when absent or empty; never shown."""
+    if os.environ.get(TOKEN_VAR):
+        return os.environ[TOKEN_VAR].strip() or None
+    named = os.environ.get(TOKEN_PATH_VAR)
+    path = Path(named) if named else Path.home() / ".ray" / "auth_token"
+    try:
+        with path.open("rb") as fh:
+            return fh.read(MAX_TOKEN_BYTES).decode("utf-8", "replace").strip() or None
+    except OSError:
+        if named:
+            raise auth_error("", f"{TOKEN_PATH_VAR} names {path}, which cannot be read") from None
+        return None
+
+
+def _dashboard_mode(address: str, timeout: float) -> str | None:
+    """The authentication mode the dashboard says it runs in (public: asked without a token);
+    None from a dashboard older than token auth, or one that cannot answer now."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{address}/api/authentication_mode", timeout=timeout) as r:
+            return str(json.loads(r.read(4096).decode("utf-8")).get("authentication_mode"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def auth_headers(address: str, timeout: float = 10) -> dict[str, str]:
+    """The Authorization header Ray's CLI would send to `address` (empty when the cluster runs
+    without token auth): the token goes only to a dashboard that asks for one (or any, with
+    RAY_AUTH_MODE=token), never with RAY_AUTH_MODE=disabled. E-RAY-AUTH when it asks for a
+    token and none is found where Ray looks."""
+    mode = os.environ.get("RAY_AUTH_MODE", "").lower()
+    if mode == "disabled" or (mode != "token" and _dashboard_mode(address, timeout) != "token"):
+        return {}
+    token = _token()
+    if token is None:
+        raise auth_error(address, f"it asks for a token and {_source()} holds none")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def auth_error(address: str, detail: str) -> StepsError:
+    at = f" at {address}" if address else ""
+    return StepsError(
+        "E-RAY-AUTH",
+        f"the Ray dashboard{at} refused us: {detail}",
+        fix=f"put the cluster's token where Ray looks for it: {WHERE_RAY_LOOKS} (`ray "
+        "get-auth-token` on the head prints it); the address is right, the dashboard answered",
+        exit_code=2,
+    )
+
+
+def refusal(status: int | None, address: str) -> StepsError | None:
+    """E-RAY-AUTH for an HTTP 401 (no token sent) or 403 (the token sent is not the cluster's)."""
+    if status == 401:
+        return auth_error(address, f"Unauthorized (401): it wants a token ({WHERE_RAY_LOOKS})")
+    if status == 403:
+        return auth_error(address, f"Forbidden (403): the token from {_source()} is not its")
+    return None
+
+
+def bounded_client(address: str, timeout: float) -> Any:
+    """Ray's JobSubmissionClient with our token header on every call (its own is sent only
+    under RAY_AUTH_MODE=token), every HTTP call bounded (Ray sets no timeout: a dashboard whose
+    job agent hangs would keep us waiting), a 401/403 answer raised as E-RAY-AUTH."""
+    from ray.exceptions import AuthenticationError
+    from ray.job_submission import JobSubmissionClient
+
+    class Bounded(JobSubmissionClient):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.timeout = timeout  # `submit` raises it while it uploads and submits
+            super().__init__(*args, **kwargs)
+
+        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self.timeout)
+            try:
+                return super()._do_request(method, endpoint, **kwargs)
+            except AuthenticationError as exc:
+                status = 403 if str(exc).startswith("Authentication failed") else 401
+                raise refusal(status, address) or exc from None
+
+    headers = auth_headers(address, timeout)
+    with profile_address_only():
+        return Bounded(address, headers=headers)
