@@ -18,16 +18,20 @@ CODE = "code"
 PACKAGES = ("steps", "runners", "catalog")
 KEEP = (".py", ".toml", ".yaml", ".yml", ".json", ".jsonl", ".md")
 SEGMENT_PROGRAM = "runners/chain/segment_program.py"
-MAIN = '''"""`python3 JOB_DIR/code ARGS`: steps from the copy staged with this job."""
+# What the job's Python must hold (NeMo-RL's image does: vLLM brings msgspec, datasets xxhash).
+NEEDS = ("pydantic", "yaml", "omegaconf", "msgspec", "xxhash", "tqdm")
+MAIN = f'''"""`python3 JOB_DIR/code ARGS`: steps from the copy staged with this job."""
+import importlib.util
 import sys
 
-try:
-    from steps.cli import main
-except ModuleNotFoundError as exc:
-    print(f"{exc} (steps staged with this job needs it in the Python that runs the job: the "
-          f"container's, {sys.executable}; pydantic, PyYAML, omegaconf, msgspec, xxhash)",
-          file=sys.stderr)
+missing = [m for m in {NEEDS!r} if importlib.util.find_spec(m) is None]
+if missing:
+    print(f"No module named {{missing[0]!r}}: steps staged with this job needs "
+          f"{{', '.join(missing)}} in the Python that runs it ({{sys.executable}}, the "
+          "container's)", file=sys.stderr)
     sys.exit(2)
+from steps.cli import main
+
 sys.exit(main())
 '''
 
