@@ -187,7 +187,8 @@ def _config_findings(ctx: PreflightContext, answer: dict) -> Iterator[Finding]:
             ctx,
             CONFIG,
             key or "config",
-            f"NeMo-RL {version}'s own MasterConfig ({source}) refuses it: {'; '.join(said[:4])}",
+            f"NeMo-RL {version}'s own MasterConfig ({source}) refuses it: {'; '.join(said[:6])}"
+            + (f" (+{len(said) - 6} more)" if len(said) > 6 else ""),
             f"set {key or 'the config'} as NeMo-RL's MasterConfig declares it",
         )
 
