@@ -11,7 +11,9 @@ Owns: `request` (the request and the Backend protocol), `backends` (which backen
 recorded job selects), `profiles` (env.toml), `target` (request from a compiled run), `shell`
 (commands here or over ssh), `local` (the launcher that starts NeMo-RL here, and one cached probe
 of its interpreter), `slurm`, `ray_jobs`, `jobs` (run.json job records).
-Also `observe` (a job's files and scheduler facts, read through `runners.monitor`).
+Also `observe` (a job's files and scheduler facts, read through `runners.monitor`), `job_code`
+(the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
+library only).
 May import: `runners.monitor`, `runners.nemo_rl` and `runners.convert` (a converter step's
 command), `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
 `runners.preflight` (preflight judges a submission; the launch layer does not judge itself).
