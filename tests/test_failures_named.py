@@ -1,17 +1,20 @@
 """Failures named as what they are: exception classes whose names lack "Error" are still a
 traceback's final line, our own code missing on a node is not a NeMo-RL version skew, and a
 cluster without pyxis is a kind a retry cannot fix; `logs` of a job that never wrote its driver
-log shows the batch output, and `cancel` of a finished job says it had finished (real Slurm)."""
+log shows the batch output, `cancel` of a finished job says it had finished, and a chain whose
+segment died before its own decision step shows that segment failed, with why (real Slurm)."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 from cluster_fixtures import slurm, sshd, wait_for  # noqa: F401
-from test_launch_slurm import lab  # noqa: F401
+from test_launch_slurm import lab, write_env_toml  # noqa: F401
 
+from runners.launch import job_code
 from runners.monitor.classify import LogClassifier, diagnose
 from runners.monitor.logscan import python_prefilter
 
@@ -109,3 +112,22 @@ def test_cancel_of_a_finished_job_says_it_had_finished(lab):  # noqa: F811
     assert res.returncode == 0, res.stderr
     assert f"job {job_id} had already finished: COMPLETED (exit code 0)" in res.stdout
     assert "cancel requested" not in res.stdout
+
+
+def test_a_chain_segment_that_died_before_its_decision_step_shows_failed_with_why(lab):  # noqa: F811
+    root, work, _env, cli = lab
+    write_env_toml(work, root, extra='save_margin = "00:04:00"\nsbatch_args = ["--begin=now+3"]\n')
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--until-done")
+    assert res.returncode == 0, res.stderr
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    Path(job_code.segment_program(job["job_dir"])).unlink()  # its `begin` cannot run now
+    wait_for(lambda: '"FAILED"' in cli("status", "last", "--json").stdout, timeout=90)
+    res = cli("status", "last")
+    assert "chain queued" not in res.stdout, res.stdout
+    assert "chain stopped (segment 1 (job " in res.stdout
+    assert "ended FAILED (exit code 2) before its decision step ran" in res.stdout
+    chain = json.loads(cli("status", "last", "--json").stdout)["chain"]
+    assert chain["state"] == "stopped" and chain["next_job_id"] is None
+    [seg] = chain["segments"]
+    assert seg["job_id"] == job["job_id"] and (seg["state"], seg["exit_code"]) == ("FAILED", 2)
+    assert "before its decision step ran" in seg["failure"]["evidence"]

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.chain.record import CANCEL_MARK, CHAIN_SECRETS, ChainRecord, sibling_chains
+from runners.chain.record import (
+    CANCEL_MARK,
+    CHAIN_SECRETS,
+    ChainRecord,
+    Failure,
+    Segment,
+    sibling_chains,
+)
 from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
 from runners.launch.records import job_of, located
@@ -26,6 +33,7 @@ from runners.launch.slurm import DRIVER_LOG
 from runners.rundir import JobRecord, update_record
 
 _MARKED = "@@steps-chain-cancelled@@"
+UNDECIDED_END = TERMINAL - {"COMPLETED", "NOT_SUBMITTED"}  # a queued job's end before `begin`
 
 
 def _shell(job: JobRecord, env: dict[str, str] | None) -> Shell:
@@ -90,7 +98,32 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
     if now.state not in TERMINAL:
         with contextlib.suppress(StepsError):  # no answer now: the recorded state stands
             now = backend_for_job(now, env).refresh(now)
+    died_undecided(chain, now)
     return update_record(run_dir, chain=chain.model_dump(mode="json"), job=now.dump())
+
+
+def died_undecided(chain: ChainRecord, now: JobRecord) -> None:
+    """The chain's queued job (its first, or the next) ended before its own decision step
+    (`begin`) ran: it recorded nothing and no later job decides for it, so the chain stopped
+    there. Shown as that segment, failed, with why (in the local run.json; the job dir's record
+    stays as the jobs left it)."""
+    if chain.state not in ("queued", "running") or now.state not in UNDECIDED_END:
+        return
+    if any(seg.job_id == str(now.job_id) for seg in chain.segments):  # it decided: recorded
+        return
+    code = "" if now.exit_code is None else f" (exit code {now.exit_code})"
+    why = f"ended {now.state}{code} before its decision step ran: nothing of it trained"
+    last = chain.segments[-1] if chain.segments else None
+    steps = (last.steps_after or last.steps_before) if last else 0
+    seg = Segment(n=len(chain.segments) + 1, job_id=str(now.job_id), steps_before=steps)
+    seg.close(
+        now.state, now.exit_code, steps, Failure(kind="unknown", retryable=False, evidence=why)
+    )
+    chain.segments.append(seg)
+    chain.state, chain.next_job_id = "stopped", None
+    chain.reason = (
+        f"segment {seg.n} (job {now.job_id}) {why}; `python -m steps logs` shows its batch output"
+    )
 
 
 def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -> str:
