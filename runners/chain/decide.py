@@ -9,6 +9,7 @@ asked with the pydantic record (the Ray driver, and whoever reads a chain on thi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from runners.chain import rules
 from runners.chain.progress import Checkpoint
@@ -27,11 +28,13 @@ def judge(
     """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
     and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
     info = ckpt.info.model_dump() if ckpt is not None else None
-    found = rules.judge(chain.model_dump(mode="json"), info, cancelled, exit_code)
-    return Verdict(*found) if found else None
+    return _verdict(rules.judge(chain.model_dump(mode="json"), info, cancelled, exit_code))
 
 
 def verdict(chain: ChainRecord, done: bool, cancelled: bool) -> Verdict | None:
     """Why no further segment may run, or None when one may (the segment list is up to date)."""
-    found = rules.verdict(chain.model_dump(mode="json"), done, cancelled)
-    return Verdict(*found) if found else None
+    return _verdict(rules.verdict(chain.model_dump(mode="json"), done, cancelled))
+
+
+def _verdict(found: tuple[str, str] | None) -> Verdict | None:
+    return Verdict(cast(ChainState, found[0]), found[1]) if found else None

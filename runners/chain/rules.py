@@ -27,19 +27,19 @@ INFO = "training_info.json"
 _STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-def now_utc():
+def now_utc() -> tuple[str, float]:
     """(a segment's timestamp as recorded, the same instant in epoch seconds)."""
     t = time.time()
     return datetime.fromtimestamp(t, timezone.utc).strftime(_STAMP), t
 
 
-def epoch_of(stamp):
+def epoch_of(stamp: str | None) -> float | None:
     if not stamp:
         return None
     return datetime.strptime(stamp, _STAMP).replace(tzinfo=timezone.utc).timestamp()
 
 
-def _info(path):
+def _info(path: Path) -> dict | None:
     """training_info.json as a dict with an integer `total_steps`, else None (unreadable)."""
     try:
         info = json.loads((path / INFO).read_text("utf-8"))
@@ -52,7 +52,7 @@ def _info(path):
     return info if ok and "total_steps" in info else None
 
 
-def latest_checkpoint(checkpoint_dir):
+def latest_checkpoint(checkpoint_dir: str | Path) -> tuple[Path, dict] | None:
     """(the highest `step_N` with a readable training_info.json, that info), else None."""
     try:
         found = [(STEP_DIR.match(p.name), p) for p in Path(checkpoint_dir).iterdir()]
@@ -65,13 +65,13 @@ def latest_checkpoint(checkpoint_dir):
     return None
 
 
-def epochs_done(info):
+def epochs_done(info: dict) -> int:
     """Whole epochs trained: a save at an epoch's end (`step` 0) has finished `epoch + 1`."""
     at_epoch_end = info.get("step", 0) == 0 and info["total_steps"] > 0
     return info.get("epoch", 0) + 1 if at_epoch_end else info.get("epoch", 0)
 
 
-def reached_end(info, max_steps, max_epochs):
+def reached_end(info: dict | None, max_steps: int | None, max_epochs: int | None) -> bool:
     """NeMo-RL's own end: `max_num_steps` global steps, or `max_num_epochs` whole epochs."""
     if info is None:
         return False
@@ -80,7 +80,7 @@ def reached_end(info, max_steps, max_epochs):
     return max_epochs is not None and epochs_done(info) >= max_epochs
 
 
-def new_segment(n, job_id, restart, steps_before):
+def new_segment(n: int, job_id: str, restart: int, steps_before: int) -> dict:
     """A segment as run.json holds it (record.Segment's fields), just started."""
     return {
         "n": n, "job_id": job_id, "restart": restart, "state": "RUNNING", "exit_code": None,
@@ -89,7 +89,9 @@ def new_segment(n, job_id, restart, steps_before):
     }  # fmt: skip
 
 
-def close_segment(seg, state, exit_code, steps, failure):
+def close_segment(
+    seg: dict, state: str, exit_code: int | None, steps: int, failure: dict | None
+) -> None:
     """Record how a segment ended (in place): its state, the steps after it, its time."""
     stamp, now = now_utc()
     started = epoch_of(seg.get("started_utc"))
@@ -98,17 +100,17 @@ def close_segment(seg, state, exit_code, steps, failure):
     seg["failure"] = failure
 
 
-def _progressed(seg):
+def _progressed(seg: dict) -> bool:
     after = seg.get("steps_after")
     return after is not None and after > seg.get("steps_before", 0)
 
 
-def gpu_hours_used(chain):
+def gpu_hours_used(chain: dict) -> float:
     seconds = sum(s.get("seconds") or 0.0 for s in chain.get("segments") or [])
     return seconds * chain.get("gpus", 1) / 3600.0
 
 
-def verdict(chain, done, cancelled):
+def verdict(chain: dict, done: bool, cancelled: bool) -> tuple[str, str] | None:
     """(state, why) when no further segment may run, None when one may (segments up to date)."""
     if cancelled:
         return "cancelled", "cancelled by `python -m steps cancel`"
@@ -139,14 +141,16 @@ def verdict(chain, done, cancelled):
     return None
 
 
-def judge(chain, info, cancelled, exit_code=0):
+def judge(
+    chain: dict, info: dict | None, cancelled: bool, exit_code: int = 0
+) -> tuple[str, str] | None:
     """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
     and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
     done = exit_code == 0 and reached_end(info, chain.get("max_steps"), chain.get("max_epochs"))
     return verdict(chain, done, cancelled)
 
 
-def segment_logs(log_dir, job_dir, job_id, restart):
+def segment_logs(log_dir: str, job_dir: str, job_id: str, restart: int) -> list[str]:
     """A segment's logs: ray.sub's driver, head and worker logs, then the batch output."""
     folder = f"{log_dir}/{job_id}-{restart}-logs" if restart else f"{log_dir}/{job_id}-logs"
     found = [f"{folder}/ray-driver.log", f"{folder}/ray-head.log"]
@@ -154,7 +158,7 @@ def segment_logs(log_dir, job_dir, job_id, restart):
     return [*found, f"{job_dir}/slurm-{job_id}.out"]
 
 
-def classify(state, exit_code, logs, scheduler="Slurm"):
+def classify(state: str, exit_code: int | None, logs: list[str], scheduler: str = "Slurm") -> dict:
     """The failure that ended a segment, {kind, retryable, evidence}: the logs streamed through
     the kinds' prefilter (never read whole), the first error in time weighed against the
     scheduler's state (runners/monitor, catalog/failures.py: whether a retry can help)."""

@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a file (-I: no script dir on sys.path): the staged copy
@@ -54,11 +55,11 @@ CLEAN_ENV = (
 class Refused(Exception):
     """A finding the segment script prints (code, message, fix) before it exits 2."""
 
-    def __init__(self, code, message, fix):
+    def __init__(self, code: str, message: str, fix: str) -> None:
         super().__init__(f"{code} {message}\n  Fix: {fix}")
 
 
-def whoami(env):
+def whoami(env: Mapping[str, str]) -> tuple[str, int]:
     """(SLURM_JOB_ID, SLURM_RESTART_COUNT) of the running segment."""
     job_id = env.get("SLURM_JOB_ID")
     if not job_id:
@@ -70,7 +71,7 @@ def whoami(env):
     return job_id, int(env.get("SLURM_RESTART_COUNT") or 0)
 
 
-def read_chain(job_dir):
+def read_chain(job_dir: str | Path) -> tuple[dict, dict]:
     """(run.json, its chain) of the job dir."""
     path = Path(job_dir) / RECORD
     try:
@@ -84,12 +85,12 @@ def read_chain(job_dir):
         ) from None
 
 
-def write_chain(job_dir, data, chain):
+def write_chain(job_dir: str | Path, data: dict, chain: dict) -> None:
     """Rewrite run.json with this chain, atomically."""
     write_atomic(Path(job_dir) / RECORD, json.dumps(dict(data, chain=chain), indent=2) + "\n")
 
 
-def controller_view(job_id):
+def controller_view(job_id: str) -> tuple[str | None, int]:
     """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller,
     or when it does not answer within the Slurm-call bound)."""
     record = remote_probe.show_job(job_id)[0] or {}
@@ -97,7 +98,7 @@ def controller_view(job_id):
     return record.get("JobState") or None, int(restarts) if restarts.isdigit() else 0
 
 
-def slurm_end(seg, job_dir):
+def slurm_end(seg: dict, job_dir: Path) -> tuple[str, int | None]:
     """A segment job's Slurm state and exit code, once it has left COMPLETING: a job killed for
     a requeue passes through it on its way back to PENDING."""
     out = f"{job_dir}/slurm-{seg['job_id']}.out"
@@ -112,7 +113,7 @@ def slurm_end(seg, job_dir):
     return state, remote_probe.exit_code_of(state, got.get("code") or "", ENDED)
 
 
-def run_bash(script, what):
+def run_bash(script: str, what: str) -> subprocess.CompletedProcess:
     """A bash script's outcome; a Slurm command that cannot start is a Refused finding."""
     try:
         return subprocess.run(["bash", "-s"], input=script, capture_output=True, text=True,
@@ -123,7 +124,7 @@ def run_bash(script, what):
         ) from None
 
 
-def submit_next(chain, after, delay=0):
+def submit_next(chain: dict, after: str, delay: int = 0) -> str:
     """sbatch the next segment behind job `after`, with this job's environment (secrets too)."""
     sbatch = chain["sbatch"]
     argv = [*sbatch[:2], f"--dependency=afterany:{after}", "--kill-on-invalid-dep=yes"]
@@ -143,18 +144,18 @@ def submit_next(chain, after, delay=0):
     return job_id
 
 
-def cancel(job_id, me):
+def cancel(job_id: str | None, me: str) -> None:
     if job_id and job_id != me:
         run_bash(f"scancel {shlex.quote(job_id)}\n", "scancel of the queued segment")
 
 
-def close(seg, chain, job_dir, state, code, steps):
+def close(seg: dict, chain: dict, job_dir: Path, state: str, code: int | None, steps: int) -> None:
     """Fill in a segment that never reached its own `end` (killed, or requeued)."""
     logs = rules.segment_logs(chain["log_dir"], str(job_dir), seg["job_id"], seg.get("restart", 0))
     rules.close_segment(seg, state, code, steps, rules.classify(state, code, logs))
 
 
-def stopped(chain, stop, job_dir, me):
+def stopped(chain: dict, stop: tuple[str, str] | None, job_dir: Path, me: str) -> bool:
     """Apply a stop verdict: record why, cancel the queued successor, drop the kept secrets."""
     if stop is None:
         return False
@@ -166,14 +167,14 @@ def stopped(chain, stop, job_dir, me):
     return True
 
 
-def _training(chain):
+def _training(chain: dict) -> tuple[dict | None, int]:
     """(the latest checkpoint's training_info or None, its global step)."""
     found = rules.latest_checkpoint(chain["checkpoint_dir"])
     info = found[1] if found else None
     return info, info["total_steps"] if info else 0
 
 
-def begin(job_dir, env=None):
+def begin(job_dir: str | Path, env: Mapping[str, str] | None = None) -> str:
     """RUN when this segment may train; SKIP (after stopping the chain) when it may not."""
     job_dir = Path(job_dir)
     me, restart = whoami(os.environ if env is None else env)
@@ -207,7 +208,7 @@ def begin(job_dir, env=None):
     return RUN
 
 
-def end(job_dir, exit_code, env=None):
+def end(job_dir: str | Path, exit_code: int, env: Mapping[str, str] | None = None) -> int:
     """Record how this segment ended; cancel the successor when the chain must not go on."""
     job_dir = Path(job_dir)
     me, restart = whoami(os.environ if env is None else env)
@@ -235,7 +236,7 @@ def end(job_dir, exit_code, env=None):
     return exit_code
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     """`begin JOB_DIR` prints run or skip; `end JOB_DIR EXIT_CODE`. A finding exits 2."""
     usage = "usage: segment_program.py begin JOB_DIR | end JOB_DIR EXIT_CODE"
     if len(argv) < 2 or argv[0] not in ("begin", "end") or (argv[0] == "end" and len(argv) < 3):
