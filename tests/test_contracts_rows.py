@@ -189,9 +189,9 @@ def test_preference_keys_follow_the_config():
     assert (v.code, v.field) == ("E-DPO-ROW", "question")
 
 
-def test_preference_empty_chosen_is_named():
+def test_preference_empty_chosen_is_a_named_warning():
     (v,) = get_row_contract("preference_rows")({"prompt": "q", "chosen": " ", "rejected": "b"})
-    assert (v.code, v.field) == ("E-DPO-ROW", "chosen")
+    assert (v.code, v.field, v.is_error) == ("W-DPO-EMPTY-RESPONSE", "chosen", False)
 
 
 def test_preference_ranked_form_needs_two_completions_of_distinct_rank():

@@ -29,6 +29,7 @@ RULE_CODES = {
     "E-JSONL",
     "W-JSONL-BLANK",
     "E-DPO-ROW",
+    "W-DPO-EMPTY-RESPONSE",
     "E-RLVR-ROW",
     "E-GYM-ROW",
     "E-GYM-AGENT-REF",
@@ -309,10 +310,10 @@ def test_folder_without_jsonl_shards_is_an_error_naming_the_folder(tmp_path: Pat
 def test_folder_of_shards_is_read_shard_by_shard_with_lines_per_shard(tmp_path: Path) -> None:
     folder = tmp_path / "shards"
     _rows(folder / "a.jsonl", [PAIR, PAIR])
-    bad = _rows(folder / "b.jsonl", [PAIR, {"prompt": "p", "chosen": "", "rejected": "r"}])
+    bad = _rows(folder / "b.jsonl", [PAIR, {"prompt": "p", "chosen": "c"}])
     proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", f"data.train.data_path={folder}")
     [f] = _errors(_findings(proc), "E-DPO-ROW")
-    assert (f["path"], f["line"], f["key"]) == (str(bad), 2, "chosen")
+    assert (f["path"], f["line"], f["key"]) == (str(bad), 2, "rejected")
 
 
 # --- Megatron checkpoints (convert/megatron_to_hf) ------------------------------------------

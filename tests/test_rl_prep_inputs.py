@@ -115,7 +115,7 @@ def test_preference_rows_failing_the_contract_are_counted_when_skipped(tmp_path:
     good = {"prompt": "p", "chosen": "c", "rejected": "r"}
     rows = [
         good,
-        {"prompt": "p", "chosen": "", "rejected": "r"},
+        {"prompt": "p", "chosen": "c"},
         {"context": "x", "completions": []},
     ]
     write_jsonl(tmp_path / "in.jsonl", rows)

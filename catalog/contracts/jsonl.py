@@ -107,7 +107,9 @@ class ScanResult:
         self.blank += other.blank
         for code, n in other.bad_by_code.items():
             self.bad_by_code[code] = self.bad_by_code.get(code, 0) + n
-        self.errors -= self.causes.merge(other.causes, line_offset)
+        known_errors, known_warnings = self.causes.merge(other.causes, line_offset)
+        self.errors -= known_errors
+        self.warnings -= known_warnings
         for f in other.findings:
             if line_offset and f.line is not None:
                 f = Finding(
@@ -232,7 +234,6 @@ def scan_range(
     max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
-    bad = res.bad_by_code
     lineno = 0
     with open(path, "rb", buffering=READ_BUFFER) as f:
         pos = start
@@ -318,17 +319,29 @@ def scan_range(
                 continue
             violations = check(row)
             if violations:
-                res.bad_rows += 1
-                for code in {v.code for v in violations}:
-                    bad[code] = bad.get(code, 0) + 1
-                for v in violations:
-                    res.errors += res.causes.add(v, where, lineno)
+                _count(res, violations, where, lineno)
         res.lines = lineno
         res.rows = lineno - res.blank
         res.bytes = pos - start
         if progress is not None and pos > last_tick:
             progress(pos - last_tick)
     return res
+
+
+def _count(res: ScanResult, violations: list, where: str, lineno: int) -> None:
+    """One row's violations into the causes; a row is bad (refused) when one is an error."""
+    codes = {v.code for v in violations if v.is_error}
+    if codes:
+        res.bad_rows += 1
+        bad = res.bad_by_code
+        for code in codes:
+            bad[code] = bad.get(code, 0) + 1
+    for v in violations:
+        if res.causes.add(v, where, lineno):
+            if v.is_error:
+                res.errors += 1
+            else:
+                res.warnings += 1
 
 
 def _blank_line(where: str, lineno: int, is_error: bool) -> Finding:

@@ -2,8 +2,10 @@
 
 `{prompt, chosen, rejected}` (BinaryPreferenceDataset; keys renamed by the data config's
 `prompt_key`/`chosen_key`/`rejected_key`): prompt a string or a message list, chosen and
-rejected non-empty strings that differ. `{context, completions}` (PreferenceDataset): exactly
-two completions whose ranks differ (the lower rank is chosen; upstream raises on a tie).
+rejected strings that differ. An empty chosen/rejected is a warning (NeMo-RL v0.7.0 trains on
+it); a message list, a null or a missing key fails its chat template (llm_message_utils.py:530).
+`{context, completions}` (PreferenceDataset): exactly two completions whose ranks differ (the
+lower rank is chosen; upstream raises on a tie).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from catalog.contracts.rows import (
     check_chat_messages,
     is_blank,
     type_name,
+    warning,
 )
 
 CODE = "E-DPO-ROW"
+EMPTY = "W-DPO-EMPTY-RESPONSE"
 
 
 def _check_ranked(row: dict, out: list[RowViolation]) -> None:
@@ -122,7 +126,15 @@ def preference_rows(
                     )
                 )
             elif not value or value.isspace():
-                out.append(RowViolation(CODE, key, f"{key!r} is empty", "give the reply text"))
+                out.append(
+                    warning(
+                        EMPTY,
+                        key,
+                        f"{key!r} is empty: NeMo-RL trains on it (the response is the chat "
+                        "template's end token alone), but the pair teaches little",
+                        "give the reply text, or drop the row",
+                    )
+                )
         if type(chosen) is str and chosen == rejected and not is_blank(chosen):
             out.append(
                 RowViolation(

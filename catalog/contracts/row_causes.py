@@ -57,21 +57,24 @@ class Cause:
             first = f"first at {locs}{more}" if places > 1 else f"first at lines {locs}{more}"
             what = f"{self.count} rows{where}: {what}; {first}"
         end = "" if what.endswith("...") else "."
-        return Finding(v.code, f"{what}{end}", path, line, fix=v.fix, key=v.field or None)
+        return Finding(
+            v.code, f"{what}{end}", path, line, fix=v.fix, severity=v.severity, key=v.field or None
+        )
 
 
 @dataclass
 class Causes:
     """The causes of one scan, in first-seen order; `dropped` counts violations of causes
-    past MAX_CAUSES (each is then one error of its own)."""
+    past MAX_CAUSES (each is then one error, or warning, of its own). A cause keeps its
+    violation's severity: a warning cause is counted as one warning, never as an error."""
 
     by_key: dict[tuple, Cause] = field(default_factory=dict)
     dropped: int = 0
 
     def add(self, v: RowViolation, where: str, line: int) -> bool:
-        """Record one violation; True when it is an error not counted before (a new cause,
-        or one past the bound)."""
-        key = (v.code, _folded(v.field), v.message, v.fix)
+        """Record one violation; True when it is an error or warning not counted before (a
+        new cause, or one past the bound)."""
+        key = (v.code, _folded(v.field), v.message, v.fix, v.severity)
         cause = self.by_key.get(key)
         if cause is None:
             if len(self.by_key) >= MAX_CAUSES:
@@ -83,22 +86,22 @@ class Causes:
         cause.seen(where, line)
         return False
 
-    def merge(self, other: Causes, line_offset: int = 0) -> int:
-        """Take `other`'s causes (its lines shifted by `line_offset`); the number of its
-        causes that were already known here (counted as errors twice until subtracted)."""
-        known = 0
+    def merge(self, other: Causes, line_offset: int = 0) -> tuple[int, int]:
+        """Take `other`'s causes (its lines shifted by `line_offset`); how many of its error
+        and warning causes were already known here (counted twice until subtracted)."""
+        known = [0, 0]
         self.dropped += other.dropped
         for key, theirs in other.by_key.items():
             mine = self.by_key.get(key)
             if mine is None:
                 mine = self.by_key[key] = Cause(theirs.violation)
             else:
-                known += 1
+                known[0 if theirs.violation.is_error else 1] += 1
             mine.count += theirs.count
             mine.files.update(theirs.files)
             room = FIRST_SHOWN - len(mine.first)
             mine.first += [(p, n + line_offset) for p, n in theirs.first[:room]]
-        return known
+        return known[0], known[1]
 
     def findings(self) -> list[Finding]:
         return [c.finding() for c in self.by_key.values()]

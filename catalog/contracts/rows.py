@@ -10,15 +10,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from catalog.errors import ERROR, WARNING
+
 
 @dataclass(frozen=True)
 class RowViolation:
-    """One broken rule of one row: `field` is a dotted path inside the row (`a.b[2].c`)."""
+    """One broken rule of one row: `field` is a dotted path inside the row (`a.b[2].c`). A
+    WARNING is data quality the trainer accepts: the row is counted and reported, never refused."""
 
     code: str
     field: str
     message: str
     fix: str | None = None
+    severity: str = ERROR
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
+
+
+def warning(code: str, field: str, message: str, fix: str | None = None) -> RowViolation:
+    """A row violation of warning severity."""
+    return RowViolation(code, field, message, fix, WARNING)
 
 
 RowCheck = Callable[[Any], "list[RowViolation]"]

@@ -48,7 +48,10 @@ def row_check(output_type: str) -> tuple[RowCheck, Accept | None]:
         violations = check(row)
         if not violations:
             return None
-        v = violations[0]
+        # A warning (data quality the trainer accepts) never refuses a row; `validate` reports it.
+        v = next((v for v in violations if getattr(v, "is_error", True)), None)
+        if v is None:
+            return None
         return RowProblem(
             str(_field(v, "code")), _field(v, "field"), str(_field(v, "message")), _field(v, "fix")
         )

@@ -131,6 +131,8 @@ def _summary(report) -> str:
     warned = len(report.findings) - shown
     if warned < report.warnings:
         head += f" ({report.warnings} warnings, first {warned} shown)"
+    elif report.warnings:
+        head += f" ({report.warnings} warning{'s' if report.warnings != 1 else ''})"
     if report.errors == 0:
         return f"{head}. OK"
     more = f", first {shown} shown" if shown < report.errors else ""
