@@ -175,15 +175,6 @@ CASES = [
         "grpo.val_period",
     ),
     (
-        "val_metric_without_validation",
-        grpo_config,
-        "grpo",
-        {"grpo.val_period": 0, "data.validation": None},
-        [],
-        "E-VALIDATION-SETTINGS",
-        "checkpointing.metric_name",
-    ),
-    (
         "env_name_not_under_env",
         grpo_config,
         "grpo",

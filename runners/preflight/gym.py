@@ -202,14 +202,22 @@ GYM_HTTP_SETUP = {
 }
 
 
+GYM_BACKENDS = (  # newest first: the generation backends should_use_nemo_gym accepts
+    ("pin", ("vllm", "megatron", "trtllm", "dynamo")),
+    ("0.7.0+", ("vllm", "megatron")),
+    ("all", ("vllm",)),
+)
+
+
 @rule("gym_generation")
 def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server: vLLM's, and from 0.7.0
-    Megatron's too (megatron_generation.py); the Gym script writes into vllm_cfg either way."""
+    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server: vLLM's, from 0.7.0
+    Megatron's too (megatron_generation.py), at the pin TRT-LLM's and Dynamo's as well
+    (nemo_gym.py:95-110); the Gym script writes into vllm_cfg either way."""
     if not uses_gym(ctx):
         return
     gen = generation(ctx)
-    backends = ("vllm", "megatron") if in_range(ctx.nemo_rl_version, "0.7.0+") else ("vllm",)
+    backends = next(b for since, b in GYM_BACKENDS if in_range(ctx.nemo_rl_version, since))
     version = ctx.nemo_rl_version.label if ctx.nemo_rl_version else "this NeMo-RL"
     if gen.get("backend") not in backends:
         yield finding(

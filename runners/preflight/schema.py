@@ -33,6 +33,10 @@ PASSED_ON = {
     ),
 }  # fmt: skip
 LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items as `[]`
+# dict[str, str] sections whose values upstream passes through str() before use, so any scalar
+# works (`VLLM_USE_RAY_V2_EXECUTOR_BACKEND: 1` in the pin's own recipes): vllm_generation.py
+# v0.7.0:206-207, pin:217-218; pydantic never sees them (VllmConfig's fields are undeclared).
+STRINGIFIED = {"policy.generation.vllm_cfg.env_vars"}
 GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
     "vllm": ("VllmConfig", "all"),
     "megatron": ("MCoreGenerationConfig", "all"),
@@ -131,7 +135,7 @@ class SchemaChecker:
         elif kind == "dict":
             if not isinstance(value, dict):
                 yield self.type_error(key, value, t)
-            elif t["value"]["t"] != "any":
+            elif t["value"]["t"] != "any" and LIST_INDEX.sub("[]", key) not in STRINGIFIED:
                 for k, v in value.items():
                     yield from self.check(v, t["value"], f"{key}.{k}")
         elif not lax_ok(value, kind):

@@ -11,6 +11,7 @@ from typing import Any
 
 from catalog.config_values import as_int
 from catalog.errors import WARNING, Finding
+from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext
 
 UNRESOLVED = "???"
@@ -87,15 +88,46 @@ def _non_colocated(ctx: PreflightContext) -> dict | None:
     return res if isinstance(res, dict) else {}
 
 
+def teacher_nodes(ctx: PreflightContext) -> int:
+    """Nodes GRPO reserves for on-policy-distillation teachers on GPUs of their own (0.7.0+:
+    v0.7.0 grpo.py:543-557, pin :782-801): one TeacherResourceConfig per distinct teacher model
+    (`deduplicate_shared_teacher_checkpoints`, default true), `num_nodes` default 1
+    (teacher_worker_group.py:59-104)."""
+    opd = ctx.get("on_policy_distillation")
+    if not in_range(ctx.nemo_rl_version, "0.7.0+") or not enabled(opd):
+        return 0
+    teachers = opd.get("non_colocated_teachers")
+    models = opd.get("teacher_model_by_agent_name")
+    if not enabled(teachers) or not isinstance(models, dict):
+        return 0
+    default = teachers.get("default_teacher_cfg") or {}
+    overrides = teachers.get("teacher_overrides") or {}
+    dedup, seen, total = bool(opd.get("deduplicate_shared_teacher_checkpoints", True)), set(), 0
+    for alias, model in models.items():
+        if dedup and str(model) in seen:
+            continue
+        seen.add(str(model))
+        merged = {**default, **(overrides.get(alias) or {})}
+        total += as_int(merged.get("num_nodes", 1)) or 0
+    return total
+
+
 def training_gpus(ctx: PreflightContext) -> tuple[int | None, str]:
-    """The GPUs the policy trains on, and how they were counted: the whole cluster, or with
-    non-colocated generation the cluster less generation's GPUs (one node) or nodes (several),
-    as grpo.setup splits it (v0.6.0 grpo.py:467-506, v0.7.0 :607-660). None when the split is
-    itself invalid (E-COLOCATION says why)."""
-    nodes, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
+    """The GPUs the policy trains on, and how they were counted: the whole cluster less the
+    nodes of non-colocated teachers (`teacher_nodes`), and with non-colocated generation less
+    generation's GPUs (one node) or nodes (several), as grpo.setup splits it (v0.6.0
+    grpo.py:467-506, v0.7.0 :607-660). None when the split is itself invalid (E-COLOCATION
+    says why)."""
+    total, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
     whole = "cluster (num_nodes x gpus_per_node)"
-    if not nodes or not per_node:
+    if not total or not per_node:
         return None, whole
+    teachers = teacher_nodes(ctx)
+    nodes = total - teachers
+    if nodes <= 0:
+        return None, whole
+    if teachers:
+        whole = f"training ({nodes} of {total} nodes; {teachers} for teachers)"
     res = _non_colocated(ctx)
     if res is None:
         return nodes * per_node, whole
@@ -110,7 +142,8 @@ def training_gpus(ctx: PreflightContext) -> tuple[int | None, str]:
     if not inf_nodes or not 0 < inf_nodes < nodes:
         return None, whole
     train = (nodes - inf_nodes) * per_node
-    return train, f"training ({nodes - inf_nodes} of {nodes} nodes; {inf_nodes} generate)"
+    held = f"{inf_nodes} generate" + (f", {teachers} teach" if teachers else "")
+    return train, f"training ({nodes - inf_nodes} of {total} nodes; {held})"
 
 
 def generation_gpus(ctx: PreflightContext) -> int | None:

@@ -28,6 +28,11 @@ from runners.preflight.versions import cite
 
 STEP_DIR = re.compile(r"^step_(\d+)$")
 DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
+GRPO_NO_VAL_METRICS = {
+    "0.6.0": "grpo.py:1988-1995",
+    "0.7.0": "grpo.py:2911-2918",
+    "pin": "grpo.py:3550-3557",
+}
 
 
 def _has_validation_data(ctx: PreflightContext) -> bool:
@@ -81,11 +86,14 @@ def validation_settings(ctx: PreflightContext) -> Iterator[Finding]:
         and enabled(ctx.get("checkpointing"))
         and not wants
     ):
-        yield finding(  # grpo.py:3549 at the first checkpoint
+        places = DPO_NO_VAL_METRICS if algo == "dpo" else GRPO_NO_VAL_METRICS
+        yield warning(  # NeMo-RL warns at each checkpoint and keeps it unranked, trains on
             ctx,
-            "E-VALIDATION-SETTINGS",
+            "W-VALIDATION-SETTINGS",
             "checkpointing.metric_name",
-            f"{metric!r} ranks checkpoints by a validation metric but validation never runs",
+            f"{metric!r} ranks checkpoints by a validation metric but validation never runs: "
+            "NeMo-RL warns at each checkpoint that no val metric was collected "
+            f"({cite(ctx.nemo_rl_version, places)}); checkpoints are not ranked",
             fix,
         )
 
