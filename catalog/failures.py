@@ -199,13 +199,15 @@ KINDS: tuple[FailureKind, ...] = (
         3,
         "The job ran `steps` code (or its dependency pydantic) with a Python on the node that "
         "does not have it installed: the cluster, not NeMo-RL, lacks it.",
-        "set `steps_launcher` in the profile to a command that runs steps where the job runs "
-        "(e.g. a venv on shared storage: `/shared/venv/bin/python -m steps`), or install steps "
-        "with `pip install` into the Python the job's nodes use",
+        "the Python that runs the job (the container's) lacks a package the copy of steps "
+        "staged with the job needs (pydantic, PyYAML, omegaconf, msgspec, xxhash, tqdm): use "
+        "an image that has them (NeMo-RL's does), or set `steps_launcher` in the profile to a "
+        "Python that has steps installed",
         (
             Signature(
                 "No module named",
-                r"No module named '?(?:steps|runners|catalog|pydantic(?:_core)?)(?:'|\.|\s*$)",
+                r"No module named '?(?:steps|runners|catalog|pydantic(?:_core)?)(?:'|\.|\s*$)"
+                r"|steps staged with this job needs",
                 "shared/research/newcomer-2026-11.md (rl_prep --batch on a bare cluster)",
             ),
         ),
