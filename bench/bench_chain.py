@@ -125,7 +125,6 @@ def main() -> int:
             f'save_margin = "00:00:59"\ncontainer_image = "img"\n'
             f'mounts = ["{root}:{root}", "{REPO}:{REPO}"]\nremote_dir = "{root}/shared"\n'
             f'nemo_rl_dir = "{rl}"\nlauncher = "{sys.executable}"\n'
-            f'steps_launcher = "{sys.executable} -m steps"\n'
             'env = { FAKE_STEP_SECONDS = "0.2" }\n',
             encoding="utf-8",
         )
