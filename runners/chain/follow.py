@@ -149,6 +149,15 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
     return f"cancel requested for every segment of chain {chain.job_name} (Slurm job name)"
 
 
+def _host(data: dict) -> str | None:
+    """Where another run's job ran, as its record says (only compared, never used to ask):
+    None when it has no job record that fits the format."""
+    try:
+        return job_of(data).host if data.get("job") is not None else None
+    except StepsError:
+        return None
+
+
 def refuse_if_live(run_dir: Path, chain: ChainRecord, profile: Any, env=None) -> None:
     """E-CHAIN-BUSY when an earlier Slurm chain of this step trains the same checkpoint dir and
     still has a job in the queue (one `squeue` by the chain names, asked where `profile` says):
@@ -157,8 +166,7 @@ def refuse_if_live(run_dir: Path, chain: ChainRecord, profile: Any, env=None) ->
     host = getattr(profile, "host", None)
     names: dict[str, Path] = {}
     for other, data, earlier in sibling_chains(run_dir, chain):
-        job = data.get("job") or {}  # another run's, not yet trusted: only compared
-        if earlier.state not in ("done", "stopped", "cancelled") and job.get("host") == host:
+        if earlier.state not in ("done", "stopped", "cancelled") and _host(data) == host:
             names[earlier.job_name] = other
     if not names:
         return

@@ -4,13 +4,20 @@ when it is chosen (a Slurm launch never imports Ray)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runners.launch.request import Backend
 from runners.rundir import JobRecord
 
+if TYPE_CHECKING:
+    from runners.launch.profiles import RayProfile, SlurmProfile
 
-def backend_for(name: str, profile: Any, env: dict[str, str] | None = None) -> Backend:
+
+def backend_for(
+    name: str,
+    profile: SlurmProfile | RayProfile | RecordedProfile,
+    env: dict[str, str] | None = None,
+) -> Backend:
     """The backend a profile selects (its module is imported only now)."""
     if profile.executor == "slurm":
         from runners.launch.slurm import SlurmBackend

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
 from runners.launch.jobs import job_runs, progress_all, refresh, refresh_all
@@ -94,7 +94,7 @@ class JobRow:
     """One run of the `jobs` listing: its live job, progress and chain summary."""
 
     run_dir: Path
-    step: Any
+    step: str | None  # run.json's step id
     job: JobRecord
     progress: Progress | None
     chain: str | None  # the chain's one-line summary
