@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from preflight_fixtures import context_for, dpo_config, run_rules
 
-from catalog.upstream import NEMO_RL_RELEASES
+from catalog.upstream import NEMO_RL_STEP_RELEASES
 from runners.preflight import preflight
 from steps.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = ROOT / "steps" / "rl" / "nemo_rl"
-SUPPORTED = [*NEMO_RL_RELEASES, "pin"]
+SUPPORTED = [*NEMO_RL_STEP_RELEASES, "pin"]  # the versions our steps' configs run on
 ADAMW = {"name": "torch.optim.AdamW", "kwargs": {"lr": 1e-6}}
 LINEAR = {"name": "torch.optim.lr_scheduler.LinearLR", "kwargs": {"total_iters": 1}}
 CONSTANT = {"name": "torch.optim.lr_scheduler.ConstantLR", "kwargs": {"factor": 1.0}}

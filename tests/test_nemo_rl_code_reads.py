@@ -11,14 +11,14 @@ import pytest
 from nemo_rl_trees import reads_tree
 from preflight_fixtures import context_for, run_rules
 
-from catalog.upstream import NEMO_RL_RELEASES, NEMO_RL_SCHEMA_DIR
+from catalog.upstream import NEMO_RL_SCHEMA_DIR, NEMO_RL_STEP_RELEASES
 from runners.nemo_rl import checkout as nemo_rl
 from runners.nemo_rl.schema import store
 from runners.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 DPO = ROOT / "steps" / "rl" / "nemo_rl" / "dpo"
-SUPPORTED = [*NEMO_RL_RELEASES, "pin"]
+SUPPORTED = [*NEMO_RL_STEP_RELEASES, "pin"]  # the versions our steps' configs run on
 WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
 
 

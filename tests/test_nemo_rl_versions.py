@@ -14,7 +14,7 @@ from preflight_fixtures import context_for, grpo_config, run_rules
 
 from catalog.errors import StepsError
 from catalog.nemo_rl_version import check_range, parse_version
-from catalog.upstream import NEMO_RL_OLDEST, NEMO_RL_RELEASES
+from catalog.upstream import NEMO_RL_OLDEST, NEMO_RL_STEP_RELEASES
 from runners.nemo_rl import checkout as nemo_rl
 from runners.nemo_rl.schema import store
 from runners.preflight import PreflightContext, load_rules, preflight
@@ -24,7 +24,7 @@ from steps.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = ROOT / "steps" / "rl" / "nemo_rl"
 SHIPPED = sorted(STEPS.glob("*/config/*.yaml"))
-SUPPORTED = [*NEMO_RL_RELEASES, "pin"]
+SUPPORTED = [*NEMO_RL_STEP_RELEASES, "pin"]  # the versions our steps' configs run on
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
@@ -179,12 +179,12 @@ def test_an_old_checkout_gets_one_error_naming_its_version_and_the_oldest(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     toy_step(tmp_path / "catalog")
-    old = nemo_rl_tree(tmp_path / "rl", "0.4.0", script="examples/run_grpo_math.py")
+    old = nemo_rl_tree(tmp_path / "rl", "0.3.1", script="examples/run_grpo_math.py")
     argv = ["run", "rl/toy_grpo", "--catalog", str(tmp_path / "catalog"), "--nemo-rl", str(old)]
     code = main([*argv, "--runs-dir", str(tmp_path / "runs"), "--dry-run"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and re.findall(r"\bE-[A-Z][A-Z-]+", err) == ["E-NEMO-RL-VERSION"]
-    assert err.startswith("E-NEMO-RL-VERSION NeMo-RL 0.4.0 at ")
+    assert err.startswith("E-NEMO-RL-VERSION NeMo-RL 0.3.1 at ")
     assert f"oldest supported version, {NEMO_RL_OLDEST}" in err and "NOT-FOUND" not in err
 
 

@@ -33,11 +33,6 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 OVERRIDES = ["++logger.wandb_enabled=false"]  # what an offline try of a recipe sets
 # What a path that exists on the cluster but not here gives (data, model, Gym configs).
 PATH_CODES = {"E-INPUT-MISSING", "E-TOKENIZER-PATH", "E-GYM-CONFIG-PATH"}
-# Corpus folders whose release `steps` does not support: (version, why), shown as skips.
-UNSUPPORTED = {
-    "v0.4.0": "0.4.0 is older than the oldest supported NeMo-RL (no shipped schema)",
-    "v0.5.0": "0.5.0 is older than the oldest supported NeMo-RL (no shipped schema)",
-}
 # True findings on upstream's own files: the code each gets, and why it is right.
 TP_ESCAPE = (
     "E-TP-LOGPROB-BATCH",
@@ -185,8 +180,6 @@ def _id(case: tuple[str, str, str]) -> str:
 def test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error(
     folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if folder in UNSUPPORTED:
-        pytest.skip(UNSUPPORTED[folder])
     root = corpus_root()
     assert root is not None
     path = root / folder / rel
@@ -219,8 +212,7 @@ def test_the_corpus_covers_every_grpo_and_dpo_file_of_every_release() -> None:
     if not CORPUS:
         pytest.skip("no shared/fixtures/nemo-rl/configs next to this checkout")
     folders = {case[0] for case in CORPUS}
-    supported = {f for f in folders if f not in UNSUPPORTED}
-    assert {version_name(f) for f in supported} == {*NEMO_RL_RELEASES, "pin"}
+    assert {version_name(f) for f in folders} == {*NEMO_RL_RELEASES, "pin"}
     counts = {f: sum(1 for c in CORPUS if c[0] == f) for f in sorted(folders)}
     print("upstream GRPO/DPO configs per corpus folder:", counts)
     assert all(n >= 20 for n in counts.values()), counts
@@ -284,3 +276,61 @@ def test_a_val_metric_without_validation_is_a_warning_as_nemo_rl_trains_on(
     warned = [f for f in found if f.code == "W-VALIDATION-SETTINGS"]
     assert [f.key for f in warned] == ["checkpointing.metric_name"]
     assert "grpo.py:2911-2918" in warned[0].message
+
+
+V050 = parse_version("0.5.0")
+
+
+def test_0_4_and_0_5_are_supported_with_their_own_shipped_schema() -> None:
+    for number in ("0.4.0", "0.5.0"):
+        version = parse_version(number)
+        assert version.supported and version.shipped == number
+        target = nemo_rl.resolve_target(None, {}, number)
+        assert target.describe("grpo").endswith(f"schema shipped for {number}")
+
+
+def test_before_0_6_one_dataset_may_bring_its_own_validation_split(tmp_path: Path) -> None:
+    """v0.5.0 examples/run_grpo.py:103-113 validates on the dataset's own split: a hub dataset
+    (its name only) is not refused; a path-based one without val_data_path is."""
+    config = grpo_config(tmp_path)
+    config["data"] = {"dataset_name": "OpenMathInstruct-2", "shuffle": True, "num_workers": 1}
+    assert "E-VALIDATION-SETTINGS" not in error_codes(run_rules(config, nemo_rl_version=V050))
+    config["data"].update(dataset_name="ResponseDataset", train_data_path="/data/train.jsonl")
+    assert "E-VALIDATION-SETTINGS" in error_codes(run_rules(config, nemo_rl_version=V050))
+
+
+def test_asserts_that_arrive_in_0_6_are_not_applied_to_0_5(tmp_path: Path) -> None:
+    """0.5.0 has no TP >= 4 logprob assert (lm_policy.py), no Megatron packing pad assert (it
+    pads by TP/CP itself, megatron/common.py:259-264), reads save_optimizer and
+    use_multiple_dataloader with .get or not at all."""
+    config = grpo_config(tmp_path)
+    meg = config["policy"]["megatron_cfg"]
+    meg.update(tensor_model_parallel_size=4, context_parallel_size=2, sequence_parallel=True)
+    config["policy"].update(train_micro_batch_size=1, logprob_batch_size=2)
+    config["policy"]["make_sequence_length_divisible_by"] = 4
+    config["policy"]["sequence_packing"] = {"enabled": True}
+    config["cluster"].update(num_nodes=1, gpus_per_node=8)
+    del config["checkpointing"]["save_optimizer"]
+    config["data"].pop("use_multiple_dataloader", None)
+    watched = {
+        ("E-TP-LOGPROB-BATCH", "policy.logprob_batch_size"),
+        ("E-SEQ-DIVISIBLE", "policy.make_sequence_length_divisible_by"),
+        ("E-SETUP-KEY", "checkpointing.save_optimizer"),
+    }
+
+    def found(version) -> set:
+        return {(f.code, f.key) for f in run_rules(config, nemo_rl_version=version)} & watched
+
+    assert found(V060) == watched and found(V050) == set()
+
+
+def test_our_step_config_on_0_5_is_told_its_data_section_has_the_newer_shape() -> None:
+    from preflight_fixtures import context_for
+
+    rlvr = REPO / "steps" / "rl" / "nemo_rl" / "rlvr"
+    ctx = context_for(rlvr / "config" / "tiny.yaml", rlvr, "0.5.0")
+    found = [f for f in preflight(ctx) if f.code == "E-SCHEMA-KEY"]
+    assert [f.key for f in found] == ["data.dataset_name"]
+    assert "0.6.0+ shape" in str(found[0].fix) and "NeMo-RL 0.5.0 reads one dataset" in str(
+        found[0].fix
+    )

@@ -37,6 +37,13 @@ LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items
 # works (`VLLM_USE_RAY_V2_EXECUTOR_BACKEND: 1` in the pin's own recipes): vllm_generation.py
 # v0.7.0:206-207, pin:217-218; pydantic never sees them (VllmConfig's fields are undeclared).
 STRINGIFIED = {"policy.generation.vllm_cfg.env_vars"}
+# NeMo-RL before 0.6.0 reads one dataset (v0.5.0 nemo_rl/data/__init__.py:21-45); a config
+# written for 0.6.0+ (data.train / data.validation / data.default, as our steps) misses it.
+OLD_DATA_LAYOUT = (
+    "this data section has the 0.6.0+ shape (data.train / validation / default); NeMo-RL "
+    "{version} reads one dataset: data.dataset_name with train_data_path / val_data_path (or "
+    "a hub dataset's name). Write it that way, or run NeMo-RL 0.6.0 or newer"
+)
 GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
     "vllm": ("VllmConfig", "all"),
     "megatron": ("MCoreGenerationConfig", "all"),
@@ -239,11 +246,14 @@ class SchemaChecker:
             elif fname in value:
                 yield from self.check(value[fname], spec["type"], prefix + fname)
             elif spec["required"] and not self._lenient:
+                fix = f"add {prefix + fname} ({describe(spec['type'])})"
+                if prefix + fname == "data.dataset_name" and "train" in value:
+                    fix = OLD_DATA_LAYOUT.format(version=self.version)
                 yield self.finding(
                     "E-SCHEMA-KEY",
                     prefix + fname,
                     f"required key is missing ({name}, {cls['source']}){_hint(fname, present)}",
-                    f"add {prefix + fname} ({describe(spec['type'])})",
+                    fix,
                 )
         shipped = self.shipped.get(LIST_INDEX.sub("[]", key), {})
         for k in present:

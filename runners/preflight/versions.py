@@ -1,8 +1,9 @@
 """Which NeMo-RL versions each preflight rule applies to (PREFLIGHT.md's "versions" column).
 
 A rule that mirrors an upstream assert applies where that assert exists; checked against the
-source of v0.6.0, v0.7.0 and the pin. Ranges: `all`, `0.7.0+`, `pin` (the pin and newer),
-`<0.6.0` (only before the supported range: the rule mirrors a bug fixed upstream). A rule
+source of v0.6.0, v0.7.0 and the pin, and for 0.4.0/0.5.0 as far as upstream's own configs of
+those releases reach (tests/test_upstream_corpus.py). Ranges: `all`, `0.7.0+`, `pin` (the pin
+and newer), `<0.6.0` (the rule mirrors a bug fixed upstream in 0.6.0). A rule
 whose sub-checks differ by version states its oldest part here and the rest in PREFLIGHT.md;
 those sub-checks read keys that only exist where the check does. An unknown version (no
 checkout, no profile) runs every rule.
@@ -29,8 +30,8 @@ RULE_VERSIONS: dict[str, str] = {
     # upstream asserts present in v0.6.0, v0.7.0 and the pin
     "batch_divisibility": "all",
     "parallel_fit": "all",
-    "tp_logprob_batch": "all",
-    "sequence_divisibility": "all",
+    "tp_logprob_batch": "all",  # the assert: 0.6.0+ (SINCE in parallelism.py)
+    "sequence_divisibility": "all",  # both its asserts: 0.6.0+ (SINCE in parallelism.py)
     "training_backend": "all",  # dp_replicate_size: 0.7.0+
     "backend_sections": "all",
     "batching_modes": "all",
@@ -82,10 +83,12 @@ def applies(rule_id: str, version: NemoRLVersion | None) -> bool:
 
 def cite(version: NemoRLVersion | None, places: dict[str, str]) -> str:
     """The upstream `file:line` of the version that runs. `places` maps the oldest version a
-    location holds from ("0.6.0", "0.7.0", "pin") to it; an unknown version gets the newest."""
+    location holds from ("0.6.0", "0.7.0", "pin") to it; an unknown version gets the newest,
+    one older than every entry the oldest (0.4/0.5 against a table that starts at 0.6.0)."""
     chosen = places[list(places)[-1]]
     if version is None:
         return chosen
+    chosen = places[next(iter(places))]
     for since, place in places.items():
         if in_range(version, since if since == "pin" else f"{since}+"):
             chosen = place

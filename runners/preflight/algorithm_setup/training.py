@@ -10,6 +10,7 @@ from typing import Any
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
+from catalog.nemo_rl_version import in_range
 from catalog.schema_paths import type_at
 from runners.nemo_rl.schema.key_reads import missing_reads
 from runners.preflight import PreflightContext, rule
@@ -36,6 +37,14 @@ GRPO_NO_VAL_METRICS = {
 
 
 def _has_validation_data(ctx: PreflightContext) -> bool:
+    """Whether the data section names validation data. Before 0.6.0 `data:` names one dataset
+    (`dataset_name`, v0.5.0 examples/run_grpo.py:103-113): a hub dataset brings its own split,
+    unknown here, so only a path-based one without `val_data_path` counts as none."""
+    data = ctx.get("data")
+    if isinstance(data, dict) and "dataset_name" in data and "train" not in data:
+        return bool(data.get("val_data_path") or data.get("val_data_paths")) or not data.get(
+            "train_data_path"
+        )
     val = ctx.get("data.validation")
     if isinstance(val, (dict, list)) and val:
         return True
@@ -160,18 +169,20 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
             f"add it, as every NeMo-RL example config that reaches that code does: "
             f"{_addition(found.doc, key)}",
         )
+    since_060 = in_range(ctx.nemo_rl_version, "0.6.0+")  # 0.4/0.5 read neither (v0.6.0
+    # checkpoint.py:104 and grpo.py:281 are the first direct reads)
     needed: list[tuple[str, str]] = [
         ("checkpointing.keep_top_k", "checkpoint.py:172"),
-        ("checkpointing.save_optimizer", "checkpoint.py:175"),
         ("data.num_workers", "grpo.py:599" if algo == "grpo" else "dpo.py:214"),
         ("policy.sequence_packing", "lm_policy.py:339" if algo == "grpo" else "dpo.py:167"),
     ]
+    if since_060:
+        needed.append(("checkpointing.save_optimizer", "checkpoint.py:175"))
     if algo == "grpo":
-        needed += [
-            ("data.use_multiple_dataloader", "grpo.py:560"),
-            ("policy.generation.colocated", "grpo.py:726"),
-        ]
-        if ctx.get("data.use_multiple_dataloader"):
+        needed.append(("policy.generation.colocated", "grpo.py:726"))
+        if since_060:
+            needed.append(("data.use_multiple_dataloader", "grpo.py:560"))
+        if since_060 and ctx.get("data.use_multiple_dataloader"):
             needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
     for key, where in needed:
         if key not in derived and _missing(ctx, key):
