@@ -9,7 +9,7 @@ reads. `validate --step` and the dry run both build the row contract's options f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,3 +113,27 @@ def read_routes(gym_root: Path | None, gym_config: Mapping | None) -> GymRoutes 
             Path(gym_root), server["type"], entrypoint or "app.py"
         )
     return routes
+
+
+SHIPPED_CONFIGS = "*/*/configs/*.yaml"
+
+
+def shipped_routes(gym_root: Path, agents: Iterable[str]) -> GymRoutes:
+    """The routes of `agents` as the Gym tree's own config files define them, each file read
+    alone (only those that name one of them): what an rl_prep blend's agent routes to before
+    any training config loads it. An agent no file defines is left out of `agents`."""
+    wanted = set(agents)
+    found = GymRoutes()
+    for path in sorted(gym_root.glob(SHIPPED_CONFIGS)):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        named = [a for a in sorted(wanted - found.agents.keys()) if a in text]
+        if not named:
+            continue
+        routes = read_routes(gym_root, {"config_paths": [path.relative_to(gym_root).as_posix()]})
+        for agent in named:
+            if routes is not None and agent in routes.agents:
+                found.agents[agent] = routes.agents[agent]
+    return found

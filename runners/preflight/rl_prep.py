@@ -16,6 +16,7 @@ from pathlib import Path
 from catalog.errors import Finding, StepsError
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import bound_file
+from runners.preflight.gym import gym_root
 
 
 def _located(ctx: PreflightContext, f: Finding) -> Finding:
@@ -54,4 +55,4 @@ def rl_prep_config(ctx: PreflightContext) -> Iterator[Finding]:
     except StepsError as exc:
         yield _located(ctx, exc.finding)
         return
-    yield from first_rows_findings(planned, opts)
+    yield from first_rows_findings(planned, opts, gym_root(ctx))

@@ -43,6 +43,9 @@ class DatasetJob:
     on_bad_row: str
     hold_val_candidate: bool  # keep back the train row nearest val (see build.py)
     max_line: int = MAX_LINE_BYTES  # longer rows are bad rows: `validate` would refuse them
+    # agent -> its resource server's task fields (the contract's `routes`): the dry run's look
+    # at the first rows checks them too (first_rows.py); the run itself does not know the Gym.
+    routes: dict | None = None
 
 
 Span = tuple[int, int]  # (start, stop) of whole lines, newlines included, in the source file
@@ -121,7 +124,10 @@ class _Rows:
 
     def __init__(self, job: DatasetJob) -> None:
         self.job = job
-        self.check, accept = _check_for(job.output_type)
+        if job.routes:
+            self.check, accept = row_check(job.output_type, job.routes)
+        else:
+            self.check, accept = _check_for(job.output_type)
         # A line the pre-filter accepts is a valid row this transform returns unchanged
         # (unless the blend maps fields or resolves placeholders first).
         keeps = job.transform in KEEPS_VALID_ROWS and not job.spec.reshapes

@@ -4,14 +4,19 @@ Each dataset's first rows go through the run's own `process_chunk` (placeholders
 blend's `map` applied, the transform, the output contract), so a map path the source lacks, a
 placeholder source with no local copy, a missing pyarrow or a damaged Parquet file is a finding
 before any row is written. Under on_bad_row=error the first bad row is the finding (the run
-would stop there); under skip, only a dataset whose first rows would all be dropped is.
+would stop there); under skip, only a dataset whose first rows would all be dropped is. Gym
+rows a dataset routes to an agent are checked for the fields its resource server reads
+(agent_fields.py), whatever on_bad_row says.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+from catalog.contracts.gym_task_fields import TASK_FIELD
 from catalog.errors import Finding, StepsError
+from runners.rl_prep.agent_fields import agent_routes, blend_agents
 from runners.rl_prep.build import CHUNK_BYTES, PlannedDataset
 from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.options import Options
@@ -43,14 +48,21 @@ def _judge(job: DatasetJob, chunks: list[Chunk]) -> tuple[ChunkResult | None, in
     return None, read, dropped
 
 
-def dataset_findings(plan: PlannedDataset, opts: Options) -> list[Finding]:
-    """What the run would refuse in this dataset's first rows (at most one finding)."""
+def _job(plan: PlannedDataset, opts: Options, on_bad_row: str) -> DatasetJob:
     spec = plan.spec
     splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
-    job = DatasetJob(spec, plan.transform, opts.output_type, splitter, opts.on_bad_row, False)
-    first = min(FIRST_ROWS, plan.sample or FIRST_ROWS)
+    return DatasetJob(spec, plan.transform, opts.output_type, splitter, on_bad_row, False)
+
+
+def _first_chunks(plan: PlannedDataset) -> list[Chunk]:
+    return list(iter_chunks(plan.files, CHUNK_BYTES, min(FIRST_ROWS, plan.sample or FIRST_ROWS)))
+
+
+def dataset_findings(plan: PlannedDataset, opts: Options) -> list[Finding]:
+    """What the run would refuse in this dataset's first rows (at most one finding)."""
+    job = _job(plan, opts, opts.on_bad_row)
     try:
-        chunks = list(iter_chunks(plan.files, CHUNK_BYTES, first))
+        chunks = _first_chunks(plan)
         failed, read, dropped = _judge(job, chunks)
         if failed is not None:
             return [_finding(failed.error or {})]
@@ -64,5 +76,32 @@ def dataset_findings(plan: PlannedDataset, opts: Options) -> list[Finding]:
     return []
 
 
-def first_rows_findings(planned: list[PlannedDataset], opts: Options) -> list[Finding]:
-    return [f for plan in planned for f in dataset_findings(plan, opts)]
+def _task_field_finding(plan: PlannedDataset, opts: Options, routes: dict) -> list[Finding]:
+    """The first of the dataset's first rows that lacks (or mistypes) a field its agent's
+    resource server reads, whatever on_bad_row says: the run writes such rows, and they score
+    nothing."""
+    job = replace(_job(plan, opts, "error"), routes=routes)
+    try:
+        failed, _, _ = _judge(job, _first_chunks(plan))
+    except StepsError:  # already the dataset's finding
+        return []
+    if failed is None or (failed.error or {}).get("code") != TASK_FIELD:
+        return []
+    return [_finding(failed.error or {})]
+
+
+def first_rows_findings(
+    planned: list[PlannedDataset], opts: Options, gym_root: Path | None = None
+) -> list[Finding]:
+    """Each dataset's first rows as the run judges them; for Gym rows routed to an agent, the
+    fields its resource server reads too (agent_fields.py), or one warning why not."""
+    agents = blend_agents([p.spec for p in planned], opts.output_type)
+    routes, unchecked = agent_routes(agents, gym_root)
+    out: list[Finding] = [] if unchecked is None else [unchecked]
+    for plan in planned:
+        found = dataset_findings(plan, opts)
+        ref = plan.spec.agent_ref or {}
+        if not found and ref.get("name") in routes:
+            found = _task_field_finding(plan, opts, routes)
+        out += found
+    return out

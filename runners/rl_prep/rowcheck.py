@@ -27,9 +27,10 @@ def _field(v: Any, name: str) -> Any:
     return v.get(name) if isinstance(v, dict) else getattr(v, name, None)
 
 
-def row_check(output_type: str) -> tuple[RowCheck, Accept | None]:
+def row_check(output_type: str, routes: dict | None = None) -> tuple[RowCheck, Accept | None]:
     """The first contract violation of a row of `output_type` (or None), and the contract's
-    fast pre-filter of raw lines (None when the contract has none)."""
+    fast pre-filter of raw lines (None when the contract has none). `routes` (Gym rows only:
+    agent -> the task fields its resource server reads) checks those fields too."""
     from catalog.contracts import get_row_contract
     from catalog.types import load_types
 
@@ -41,7 +42,8 @@ def row_check(output_type: str) -> tuple[RowCheck, Accept | None]:
             key="output_type",
             fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
         )
-    contract = get_row_contract(graph.types[output_type].contract)
+    options = {"routes": routes} if routes else {}
+    contract = get_row_contract(graph.types[output_type].contract, **options)
     check = contract.check
 
     def first_problem(row: dict) -> RowProblem | None:

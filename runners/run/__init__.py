@@ -150,10 +150,15 @@ def _context(
 
     checkout = prepared.checkout
     gym_root = remote = local = None
-    if checkout is not None:
+    source = checkout
+    if source is None and prepared.nrl is None:  # runs no NeMo-RL (rl_prep: its agents' Gym)
+        from runners.nemo_rl.checkout import locate_checkout
+
+        source = locate_checkout(s.nemo_rl_hint, s.env)
+    if source is not None:
         from catalog.upstream import GYM_SUBDIR
 
-        gym_root = checkout / GYM_SUBDIR if (checkout / GYM_SUBDIR).is_dir() else None
+        gym_root = source / GYM_SUBDIR if (source / GYM_SUBDIR).is_dir() else None
     if s.target is not None:
         remote = s.target.probe(resolved, binding, prepared.script, job_dir, ray_program)
     elif checkout is not None:

@@ -1,0 +1,82 @@
+"""The dry run's check of a blend's rows against the fields their agent's resource server reads.
+
+A blend dataset that names an agent (`agent_ref`) sends its rows to that agent's resource server,
+which scores each row with fields of it (math_with_judge: `question`, `expected_answer`). The run
+does not know the Gym, so the dry run does it: the agent's server is found in the Gym tree's own
+config files (catalog.contracts.gym_routes.shipped_routes), its fields derived from its source
+(gym_servers.py), and each such dataset's first rows, mapped and transformed as the run does,
+checked for them (E-GYM-TASK-FIELD naming the dataset, row, agent, server and field). What cannot
+be checked (no Gym tree, an agent none of its configs defines, a server whose fields cannot be
+derived) is said once (W-BLEND-AGENT-UNCHECKED).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from catalog.errors import WARNING, Finding
+
+UNCHECKED = "W-BLEND-AGENT-UNCHECKED"
+GYM_ROWS = "nemo_gym_jsonl"
+NO_GYM_FIX = (
+    "give the NeMo-RL checkout with its Gym submodule (--nemo-rl DIR), then the dry run checks "
+    "the first rows of each dataset against the fields the agent's resource server reads"
+)
+UNDERIVED_FIX = (
+    "check those rows against the server's README or data/example.jsonl, or run `steps "
+    "validate` on the output with --step and the GRPO config that loads the agent"
+)
+
+
+def blend_agents(specs: list, output_type: str) -> dict[str, list[str]]:
+    """Agent name -> the datasets that route their rows to it (Gym output only)."""
+    agents: dict[str, list[str]] = {}
+    if output_type != GYM_ROWS:
+        return agents
+    for spec in specs:
+        ref = spec.agent_ref
+        name = ref.get("name") if isinstance(ref, dict) else None
+        if isinstance(name, str) and name:
+            agents.setdefault(name, []).append(spec.name)
+    return agents
+
+
+def agent_routes(
+    agents: dict[str, list[str]], gym_root: Path | None
+) -> tuple[dict[str, dict], Finding | None]:
+    """The contract's `routes` option for the agents whose server's fields are known, and the
+    one warning about the others (None when every agent is checked)."""
+    if not agents:
+        return {}, None
+    if gym_root is None or not gym_root.is_dir():
+        where = f" ({gym_root} is not a folder)" if gym_root is not None else ""
+        why = f"no NeMo-Gym source tree to read them from{where}"
+        return {}, _unchecked(agents, why, NO_GYM_FIX)
+    from catalog.contracts.gym_routes import shipped_routes
+
+    found = shipped_routes(gym_root, agents)
+    routes: dict[str, dict] = {}
+    why: list[str] = []
+    for agent in sorted(agents):
+        server = found.agents.get(agent)
+        if agent not in found.agents:
+            why.append(f"`{agent}` is defined by none of the Gym's config files")
+        elif server is None:
+            why.append(f"`{agent}` names no resources server the same file defines")
+        elif server.reason is not None:
+            why.append(f"`{agent}`: server `{server.server}`: {server.reason}")
+        else:
+            routes[agent] = server.to_option()
+    unchecked = {a: agents[a] for a in agents if a not in routes}
+    return routes, _unchecked(unchecked, "; ".join(why), UNDERIVED_FIX) if unchecked else None
+
+
+def _unchecked(agents: dict[str, list[str]], why: str, fix: str) -> Finding:
+    said = ", ".join(f"`{a}` (datasets {', '.join(agents[a])})" for a in sorted(agents))
+    return Finding(
+        UNCHECKED,
+        f"rows routed to {said} are not checked for the fields their resource server reads: {why}",
+        fix=fix,
+        severity=WARNING,
+        key="agent_ref",
+    )
