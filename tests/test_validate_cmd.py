@@ -104,3 +104,29 @@ def test_validate_bad_option_is_a_usage_error_exit_2(tmp_path, capsys):
     p = write(tmp_path / "d.jsonl", [GYM])
     assert main(["validate", "nemo_gym_jsonl", str(p), "--option", "novalue"]) == 2
     assert "E-CLI-OPTION" in capsys.readouterr().err
+
+
+def test_a_built_in_type_resolves_to_the_contract_the_type_graph_gives():
+    from catalog.contracts.validation import _builtin_contract
+    from catalog.types import load_types
+
+    graph = load_types()
+    for name, artifact in graph.types.items():
+        assert _builtin_contract(name) in (None, artifact.contract), name
+    assert _builtin_contract("nemo_gym_jsonl") == "nemo_gym_rows"
+    assert _builtin_contract("nemo_gym_jsnol") is None  # the graph says did-you-mean
+
+
+def test_validate_of_rows_starts_without_the_type_graph_s_pydantic_models(tmp_path):
+    """Startup is part of every validate's time (bench/bench_validate.py: <= 3x a bare loop)."""
+    import subprocess
+    import sys
+
+    rows = write(tmp_path / "d.jsonl", [GYM])
+    probe = (
+        "import sys; from steps.cli import main; "
+        f"code = main(['validate', 'nemo_gym_jsonl', {str(rows)!r}]); "
+        "print(code, 'pydantic' in sys.modules, 'catalog.types' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == "0 False False", proc.stdout + proc.stderr
