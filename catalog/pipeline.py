@@ -52,6 +52,18 @@ class Stage(_Strict):
     inputs: dict[str, str] = Field(
         {}, description="Consumed port -> 'inputs.<name>', '<stage>.<port>' or '<stage>'."
     )
+    profile: str | None = Field(
+        None,
+        description="env.toml profile this stage runs with under `pipeline run --batch/--run` "
+        "(e.g. a CPU partition for data prep); default: the command line's.",
+    )
+    until_done: bool = Field(
+        False,
+        description="On a cluster: train to the end across segments (a chain, docs/chains.md); "
+        "the stages after it wait for the chain's end.",
+    )
+    max_segments: int | None = Field(None, ge=1, description="With until_done: at most N segments.")
+    gpu_hours: float | None = Field(None, gt=0, description="With until_done: a GPU-hour budget.")
     description: str | None = None
 
 

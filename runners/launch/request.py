@@ -62,6 +62,9 @@ class LaunchRequest:
     # with the sbatch flags it needs before the profile's own (the profile's win).
     batch_script: str | None = None
     sbatch_extra: list[str] = field(default_factory=list)
+    # Jobs this one starts after, each ended well (a pipeline's earlier stages): Slurm
+    # `--dependency=afterok`, and a failed one cancels this one (`--kill-on-invalid-dep=yes`).
+    after: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -114,6 +114,8 @@ class SlurmBackend:
             argv.append(f"--partition={partition}")
         if p.gpus_per_node and req.gpus_per_node != 0:  # 0: a CPU-only kind (rl_prep)
             argv.append(f"--gres=gpu:{p.gpus_per_node}")
+        if req.after:
+            argv += [f"--dependency=afterok:{':'.join(req.after)}", "--kill-on-invalid-dep=yes"]
         argv += [*req.sbatch_extra, *p.sbatch_args]
         script = RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/job.sbatch"
         argv.append(req.batch_script or script)
