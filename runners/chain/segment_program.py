@@ -162,6 +162,10 @@ def stopped(chain: dict, stop: tuple[str, str] | None, job_dir: Path, me: str) -
     chain["state"], chain["reason"] = stop
     cancel(chain.get("next_job_id"), me)
     chain["next_job_id"] = None
+    gate = chain.get("gate_job_id")  # a pipeline's next stages wait for it
+    if gate:
+        how = "scontrol release" if stop[0] == "done" else "scancel"
+        run_bash(f"{how} {shlex.quote(gate)}\n", f"{how} of the pipeline's gate job")
     for name in (CHAIN_SECRETS, SECRETS_FILE):
         (Path(job_dir) / name).unlink(missing_ok=True)
     return True

@@ -54,18 +54,26 @@ def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
     return plan.chain is not None and target.profile.executor == "ray"
 
 
-def submit(plan: RunPlan, target: ClusterTarget) -> JobRecord:
+def submit(
+    plan: RunPlan, target: ClusterTarget, after: list[str] | None = None, gate: str | None = None
+) -> JobRecord:
     """Submit the planned job (a Slurm chain's segment script and record written first); the
-    job's record, as run.json keeps it."""
+    job's record, as run.json keeps it. `after`: jobs it starts after, each ended well (a
+    pipeline's earlier stages); `gate`: a chain's held job, released at the chain's end."""
     if plan.chain is not None:
         from runners.chain.submit import prepare_chain
+        from runners.rundir import read_record, update_record
 
-        prepare_chain(plan, target)
+        prepare_chain(plan, target)  # the chain's sbatch argv, without `after`
+        if gate:
+            update_record(plan.run_dir, chain={**read_record(plan.run_dir)["chain"],
+                                               "gate_job_id": gate})  # fmt: skip
     if plan.kind.runs_our_code:  # nothing of ours is installed there: the job carries a copy
         from runners.launch.job_code import stage
 
         stage(plan.run_dir)
     assert plan.request is not None  # a cluster plan has its launch request
+    plan.request.after = list(after or [])
     return submit_job(plan.run_dir, plan.step_id, plan.request, target)
 
 
