@@ -60,6 +60,18 @@ def test_a_map_that_misses_a_field_the_agent_s_server_reads_is_found_before_writ
     assert not [f for f in findings if f["code"] == UNCHECKED]
 
 
+def test_a_real_run_stops_at_the_same_finding_before_writing_a_row(tmp_path: Path, capsys):
+    write_parquet(tmp_path / "dapo.parquet", dapo_rows(5))
+    dataset = {"name": "dapo", "path": "dapo.parquet", "map": {"question": "prompt.0.content"}}
+    blend = write_blend(tmp_path, [{**dataset, "agent_ref": AGENT}])
+    code = main(
+        ["run", "data_prep/rl_prep", "--runs-dir", str(tmp_path / "runs"), *with_gym(tmp_path),
+         f"blend_path={blend}", f"output_dir={tmp_path / 'out'}"]
+    )  # fmt: skip
+    assert code == 1 and TASK in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_check_holds_under_on_bad_row_skip_since_the_run_writes_such_rows(
     tmp_path: Path, capsys
 ):
