@@ -16,6 +16,8 @@ from runners.preflight.topology import (
     generation,
     generation_gpus,
     layout,
+    reward_model,
+    teacher_nodes,
 )
 from runners.preflight.versions import cite
 
@@ -43,6 +45,7 @@ def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
     """E-PARALLEL-FIT: TP x PP x CP divides the GPUs (lm_policy.py:226-240); vLLM TP x PP too."""
     lay = layout(ctx)
     if lay.gpus is None:
+        yield from _reward_model_fit(ctx)
         return
     mp = lay.model_parallel
     if lay.backend and lay.gpus % mp:
@@ -74,6 +77,30 @@ def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
                 f"vLLM runs on ({cite(ctx.nemo_rl_version, VLLM_WORLD_ASSERT)})",
                 f"use a vLLM model-parallel size that divides {gen_gpus}",
             )
+
+
+def _reward_model_fit(ctx: PreflightContext) -> Iterator[Finding]:
+    """The reward model's reservation leaves the policy no node (several nodes) or no GPU (one
+    node): grpo.setup asserts policy_nodes > 0 / policy_gpus_per_node > 0 (v0.7.0
+    grpo.py:535-574)."""
+    rm_nodes, rm_gpus = reward_model(ctx)
+    total, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
+    if not (rm_nodes or rm_gpus) or not total or not per_node:
+        return
+    if total > 1 and total - rm_nodes - teacher_nodes(ctx) <= 0:
+        key, what = "env.reward_model.resources.num_nodes", f"{rm_nodes} of {total} nodes"
+    elif total == 1 and per_node - rm_gpus <= 0:
+        key, what = "env.reward_model.resources.gpus_per_node", f"{rm_gpus} of {per_node} GPUs"
+    else:
+        return
+    yield finding(
+        ctx,
+        "E-PARALLEL-FIT",
+        key,
+        f"the reward model holds {what}, leaving the policy none (grpo.setup asserts "
+        "policy_nodes > 0 and policy_gpus_per_node > 0)",
+        "raise cluster.num_nodes / cluster.gpus_per_node or give the reward model fewer",
+    )
 
 
 @rule("batch_divisibility")

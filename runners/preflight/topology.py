@@ -112,38 +112,68 @@ def teacher_nodes(ctx: PreflightContext) -> int:
     return total
 
 
+def reward_model(ctx: PreflightContext) -> tuple[int, int]:
+    """(nodes, GPUs per node) GRPO holds for a reward-model environment's workers, (0, 0) when
+    none runs: `env.reward_model.resources` when a data split names env `reward_model` (v0.6.0
+    grpo.py:398-408, v0.7.0 :456-531, pin :728-770), `data.env_name` before 0.6.0 (v0.5.0
+    :298-309), `env.reward_model.enabled` at 0.4.0 (:292-293)."""
+    env = ctx.get("env") or {}
+    rm = env.get("reward_model") if isinstance(env, dict) else None
+    if not isinstance(rm, dict):
+        return 0, 0
+    data = ctx.get("data") or {}
+    if in_range(ctx.nemo_rl_version, "0.6.0+"):
+        splits = [data.get(k) for k in ("train", "validation", "default")]
+        on = any(isinstance(d, dict) and d.get("env_name") == "reward_model" for d in splits)
+    elif in_range(ctx.nemo_rl_version, "0.5.0+"):
+        on = data.get("env_name") == "reward_model"
+    else:
+        on = bool(rm.get("enabled"))
+    res = rm.get("resources") if on else None
+    if not isinstance(res, dict):
+        return 0, 0
+    return as_int(res.get("num_nodes")) or 0, as_int(res.get("gpus_per_node")) or 0
+
+
 def training_gpus(ctx: PreflightContext) -> tuple[int | None, str]:
-    """The GPUs the policy trains on, and how they were counted: the whole cluster less the
-    nodes of non-colocated teachers (`teacher_nodes`), and with non-colocated generation less
-    generation's GPUs (one node) or nodes (several), as grpo.setup splits it (v0.6.0
-    grpo.py:467-506, v0.7.0 :607-660). None when the split is itself invalid (E-COLOCATION
-    says why)."""
+    """The GPUs the policy trains on, and how they were counted, as grpo.setup splits the
+    cluster (v0.6.0 grpo.py:398-506, v0.7.0 :520-660): a reward model's nodes (several nodes)
+    or GPUs (one node, `reward_model`), non-colocated teachers' nodes (`teacher_nodes`), and
+    with non-colocated generation its GPUs (one node) or nodes (several). None when the split
+    is itself invalid (E-COLOCATION, or E-PARALLEL-FIT for the reward model, says why)."""
     total, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
     whole = "cluster (num_nodes x gpus_per_node)"
     if not total or not per_node:
         return None, whole
+    rm_nodes, rm_gpus = reward_model(ctx)
+    rm_gpus = rm_gpus if total == 1 else 0  # one node: the reward model shares it
     teachers = teacher_nodes(ctx)
-    nodes = total - teachers
-    if nodes <= 0:
+    nodes = total - teachers - (rm_nodes if total > 1 else 0)
+    if nodes <= 0 or per_node - rm_gpus <= 0:
         return None, whole
-    if teachers:
-        whole = f"training ({nodes} of {total} nodes; {teachers} for teachers)"
+    held = [f"{n} {what}" for n, what in ((rm_nodes, "reward model"), (teachers, "teachers"))]
+    held = [h for h in held if not h.startswith("0 ")] if total > 1 else []
+    if held:
+        whole = f"training ({nodes} of {total} nodes; {', '.join(held)})"
+    if rm_gpus:
+        whole = f"training (gpus_per_node {per_node} - {rm_gpus} for the reward model)"
     res = _non_colocated(ctx)
     if res is None:
-        return nodes * per_node, whole
+        return nodes * (per_node - rm_gpus), whole
     inf_gpus, inf_nodes = as_int(res.get("gpus_per_node")), as_int(res.get("num_nodes"))
     if nodes == 1:
-        if not inf_gpus or inf_gpus >= per_node:
+        if not inf_gpus or inf_gpus + rm_gpus >= per_node:
             return None, whole
+        rm = f" - {rm_gpus} for the reward model" if rm_gpus else ""
         return (
-            per_node - inf_gpus,
-            f"training (gpus_per_node {per_node} - {inf_gpus} for generation)",
+            per_node - inf_gpus - rm_gpus,
+            f"training (gpus_per_node {per_node} - {inf_gpus} for generation{rm})",
         )
     if not inf_nodes or not 0 < inf_nodes < nodes:
         return None, whole
     train = (nodes - inf_nodes) * per_node
-    held = f"{inf_nodes} generate" + (f", {teachers} teach" if teachers else "")
-    return train, f"training ({nodes - inf_nodes} of {total} nodes; {held})"
+    held = [f"{inf_nodes} generate", *held]
+    return train, f"training ({nodes - inf_nodes} of {total} nodes; {', '.join(held)})"
 
 
 def generation_gpus(ctx: PreflightContext) -> int | None:
