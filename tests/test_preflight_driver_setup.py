@@ -81,3 +81,22 @@ def test_dpo_without_validation_data_is_a_warning_grpo_an_error(tmp_path: Path) 
     grpo = grpo_config(tmp_path)
     grpo["data"]["validation"] = None
     assert "E-VALIDATION-SETTINGS" in error_codes(run_rules(grpo, nemo_rl_version=V070))
+
+
+@pytest.mark.parametrize(
+    ("env", "megatron", "refused"),
+    [
+        ({}, True, True),
+        ({"TORCH_CUDA_ARCH_LIST": "9.0"}, True, False),
+        ({}, False, False),
+    ],
+)
+def test_megatron_launched_here_needs_torch_cuda_arch_list(
+    tmp_path: Path, env: dict, megatron: bool, refused: bool
+) -> None:
+    cfg = dpo_config(tmp_path)
+    cfg["policy"]["megatron_cfg"]["enabled"] = megatron
+    cfg["policy"]["dtensor_cfg"]["enabled"] = not megatron
+    found = run_rules(cfg, "dpo", nemo_rl_version=V070, local_launch=_launch(tmp_path, **env))
+    assert ("E-MEGATRON-ARCH-LIST" in error_codes(found)) == refused
+    assert "E-MEGATRON-ARCH-LIST" not in codes(run_rules(cfg, "dpo", nemo_rl_version=V070))

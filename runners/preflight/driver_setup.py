@@ -96,3 +96,25 @@ def wandb_credentials(ctx: PreflightContext) -> Iterator[Finding]:
             "run `wandb login` (writes ~/.netrc), export WANDB_API_KEY, set WANDB_MODE=offline, "
             "or logger.wandb_enabled=false",
         )
+
+
+@rule("megatron_arch_list")
+def megatron_arch_list(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in the driver's
+    environment (Policy.__init__ raises before any worker starts; NeMo-RL's container sets it,
+    a venv on bare metal does not). Judged for a launch here, whose environment is known."""
+    launch = ctx.local_launch
+    if launch is None or ctx.get("policy.megatron_cfg.enabled") is not True:
+        return
+    if launch.env.get("TORCH_CUDA_ARCH_LIST"):
+        return
+    yield finding(
+        ctx,
+        "E-MEGATRON-ARCH-LIST",
+        "policy.megatron_cfg.enabled",
+        "the Megatron backend is on but TORCH_CUDA_ARCH_LIST is not set where NeMo-RL starts: "
+        "Policy.__init__ raises RuntimeError before any GPU work (nemo_rl/models/policy/"
+        "lm_policy.py, v0.7.0 line 121)",
+        "export TORCH_CUDA_ARCH_LIST for your GPUs (e.g. '9.0' for H100, '9.0 10.0'), as "
+        "NeMo-RL's container does, or use the DTensor backend (policy.dtensor_cfg.enabled=true)",
+    )
