@@ -41,27 +41,25 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from oracle_cpu_report import classify, describe, read_log, table
 from pydantic import BaseModel, ConfigDict
 
 REPO = Path(__file__).resolve().parent.parent
-# The GPU boundary: the first CUDA/NCCL need, after the driver's whole setup. Each marker is
-# printed only once the worker that needs a GPU has been placed and started.
-BOUNDARY = {
-    "nccl-init": r"ProcessGroupNCCL is only supported with GPUs",  # DTensor worker __init__
-    "vllm-import": r"No module named 'vllm'",  # vLLM worker: GPU-only package, not installed
-    "megatron-import": r"No module named 'megatron'",  # Megatron worker: mcore extra (CUDA)
-}
-# Findings about this CPU venv, not the config: not counted as a verdict.
+# Findings about this CPU venv or checkout, not the config: not counted as a verdict. A Gym
+# config path "does not exist under the Gym root" of a checkout without its Gym submodule.
 ENV_FINDINGS = (
     ("E-LAUNCHER", "requires-python"),
     ("E-PACKAGE-VERSION", "is not installed"),
 )
-STAGES = ("Loaded configuration from", "Applied CLI overrides", "Using log directory",
-          "Setting up compute cluster", "Ray cluster initialized", "Setting up model",
-          "Initializing DTensorPolicyWorker", "SETUP COMPLETE")  # fmt: skip
-ERR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)|StopIteration)(?::\s?(.*))?$")
-FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-NOISE = re.compile(r"\x1b\[[0-9;]*m|^\(\w+ pid=\d+(?:, ip=[^)]*)?\)\s?")
+GYM_ROOT = re.compile(r"does not exist under the Gym root (\S+)")
+
+
+def environment_finding(f: dict) -> bool:
+    code, message = f.get("code"), f.get("message", "")
+    if any(code == c and s in message for c, s in ENV_FINDINGS):
+        return True
+    root = GYM_ROOT.search(message) if code == "E-GYM-CONFIG-PATH" else None
+    return bool(root) and not any(Path(root.group(1)).glob("*"))
 
 
 class Variant(BaseModel):
@@ -79,6 +77,7 @@ class Variant(BaseModel):
     env_unset: list[str] = []
     model: bool = True  # prepend policy.model_name / tokenizer.name = {MODEL}
     timeout: int | None = None
+    gpus: int = 1  # fake GPUs its Ray head advertises (a head of its own when not 1)
     why: str = ""
 
 
@@ -88,20 +87,30 @@ class VariantsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     shipped_steps: list[str] = []
     shipped_overrides: dict[str, list[str]] = {}  # id glob -> overrides for shipped configs
+    shipped_gpus: dict[str, int] = {}  # id glob -> fake GPUs (the config's cluster size)
     variants: list[Variant] = []
 
 
-def load_variants(path: Path) -> list[Variant]:
+def load_variants(path: Path, tree: Path) -> list[Variant]:
     """The file's variants after one per config shipped under each listed step's config/."""
     doc = VariantsFile.model_validate(yaml.safe_load(path.read_text()) or {})
     shipped = []
     for step in doc.shipped_steps:
-        for cfg in sorted((REPO / "steps" / step / "config").glob("*.yaml")):
+        for cfg in sorted((tree / "steps" / step / "config").glob("*.yaml")):
             vid = f"ship-{step.rsplit('/', 1)[-1]}-{cfg.stem}"
             extra = [o for pat, ovs in doc.shipped_overrides.items() if fnmatch.fnmatch(vid, pat)
                      for o in ovs]  # fmt: skip
-            shipped.append(Variant(id=vid, step=step, config=cfg.stem, overrides=extra,
-                                   why="a config we ship (with the inputs a user passes)"))
+            gpus = [n for pat, n in doc.shipped_gpus.items() if fnmatch.fnmatch(vid, pat)]
+            shipped.append(
+                Variant(
+                    id=vid,
+                    gpus=gpus[-1] if gpus else 1,
+                    step=step,
+                    config=cfg.stem,
+                    overrides=extra,
+                    why="a config we ship (with the inputs a user passes)",
+                )
+            )
     return shipped + doc.variants
 
 
@@ -120,13 +129,14 @@ def free_port() -> int:
 class RayHead:
     """A private loopback Ray head with one fake GPU, stopped by the pid this process started."""
 
-    def __init__(self, python: str, folder: Path, env: dict[str, str]) -> None:
+    def __init__(self, python: str, folder: Path, env: dict[str, str], gpus: int = 1) -> None:
         self.port, folder = free_port(), folder
         folder.mkdir(parents=True, exist_ok=True)
         base = 30000 + (self.port % 300) * 100  # a private worker-port range per head
         argv = [str(Path(python).parent / "ray"), "start", "--head", "--block",
-                "--node-ip-address=127.0.0.1", f"--port={self.port}", "--num-gpus=1",
-                "--num-cpus=4", "--include-dashboard=false", "--disable-usage-stats",
+                "--node-ip-address=127.0.0.1", f"--port={self.port}", f"--num-gpus={gpus}",
+                f"--num-cpus={max(4, 2 * gpus)}", "--include-dashboard=false",
+                "--disable-usage-stats",
                 f"--temp-dir={folder}", "--object-store-memory=400000000",
                 f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
                 f"--dashboard-agent-listen-port={free_port()}",
@@ -192,16 +202,15 @@ def steps_argv(
             "--json", "--runs-dir", str(runs)]  # fmt: skip
 
 
-def run_steps(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+def run_steps(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     t0 = time.time()
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     try:
         doc = json.loads(proc.stdout)
     except json.JSONDecodeError:
         doc = {}
     errors = [f for f in doc.get("findings", []) if f.get("severity", "error") == "error"]
-    env_errors = [f for f in errors
-                  if any(f.get("code") == c and s in f.get("message", "") for c, s in ENV_FINDINGS)]
+    env_errors = [f for f in errors if environment_finding(f)]
     cfg = [f for f in errors if f not in env_errors]  # fmt: skip
     return {
         "rc": proc.returncode, "seconds": round(time.time() - t0, 1),
@@ -215,27 +224,6 @@ def run_steps(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
         "command": doc.get("command"), "cwd": doc.get("cwd"), "run_dir": doc.get("run_dir"),
         "stderr_tail": "" if doc else proc.stderr[-1500:],
     }  # fmt: skip
-
-
-def first_error(text: str) -> dict[str, str | None]:
-    """The exception that ended the driver and the deepest NeMo-RL frame above it."""
-    lines = []
-    for raw in text.splitlines():
-        line = NOISE.sub("", NOISE.sub("", raw))
-        if line.startswith("Exception ignored in"):
-            break  # interpreter shutdown noise after the real error
-        lines.append(line)
-    for i in range(len(lines) - 1, -1, -1):
-        if not lines[i].startswith(" ") and ERR_LINE.match(lines[i].strip()):
-            frame = None
-            for j in range(i, -1, -1):
-                m = FRAME.search(lines[j])
-                if m and ("nemo_rl" in m.group(1) or "examples/" in m.group(1)):
-                    rel = m.group(1).split("/nemo_rl/", 1)[-1]
-                    frame = f"{rel}:{m.group(2)} in {m.group(3)}"
-                    break
-            return {"error": lines[i].strip()[:400], "frame": frame}
-    return {"error": None, "frame": None}
 
 
 def run_nemo(argv: list[str], cwd: str, env: dict[str, str], log: Path, timeout: int) -> dict:
@@ -253,19 +241,10 @@ def run_nemo(argv: list[str], cwd: str, env: dict[str, str], log: Path, timeout:
                 os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
             timed_out = True
-    text = log.read_text(errors="replace")
-    reached = next((name for name, pat in BOUNDARY.items() if re.search(pat, text)), None)
-    stages = [s for s in STAGES if s in text]
-    return {"argv": argv, "rc": rc, "timed_out": timed_out, "seconds": round(time.time() - t0, 1),
-            "boundary": reached, "last_stage": stages[-1] if stages else None, "log": str(log),
-            **first_error(text)}  # fmt: skip
-
-
-def classify(flags: bool, nemo_ok: bool | None) -> str:
-    if nemo_ok is None:
-        return "not_run"
-    return {(False, True): "both_ok", (True, False): "true_positive",
-            (True, True): "false_error", (False, False): "missed"}[(flags, nemo_ok)]  # fmt: skip
+    return {
+        "argv": argv, "rc": rc, "timed_out": timed_out, "seconds": round(time.time() - t0, 1),
+        "log": str(log), **read_log(log.read_text(errors="replace")),
+    }  # fmt: skip
 
 
 class HeadPool:
@@ -288,8 +267,8 @@ class HeadPool:
 def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str]) -> dict:
     wdir = a.work / "v" / v.id
     ctx = {"W": str(wdir), "MODEL": str(a.model), "NEMO_RL": str(a.nemo_rl),
-           "DATA": str(REPO / "steps" / v.step / "data"),
-           "STEPCFG": str(REPO / "steps" / v.step / "config")}  # fmt: skip
+           "DATA": str(a.steps_dir / "steps" / v.step / "data"),
+           "STEPCFG": str(a.steps_dir / "steps" / v.step / "config")}  # fmt: skip
     prepare(v, wdir, ctx)
     config = subst(v.config, ctx)
     venv = dict(env, STEPS_OUTPUT=str(wdir / "out"))
@@ -299,53 +278,31 @@ def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str
     mine = [subst(o, ctx) for o in v.overrides]
     base = [f"policy.model_name={a.model}", f"policy.tokenizer.name={a.model}"] if v.model else []
     overrides = [o for o in base if key_of(o) not in {key_of(m) for m in mine}] + mine
-    sres = run_steps(steps_argv(a, v, config, overrides, wdir / "runs"), venv)
+    sres = run_steps(steps_argv(a, v, config, overrides, wdir / "runs"), a.steps_dir, venv)
     (wdir / "steps.json").write_text(json.dumps(sres, indent=1))
     if sres["run_dir"] and Path(sres["run_dir"], "config.yaml").is_file():
         argv, cwd, source = list(sres["command"]), sres["cwd"], "steps run dir"
     else:  # steps refused to write one: the base compile, the overrides on NeMo-RL's command line
         quiet = dict(venv, STEPS_UPSTREAM_JUDGE_SECONDS="0")
-        ref = run_steps(steps_argv(a, v, config, base, wdir / "ref-runs"), quiet)
+        ref = run_steps(steps_argv(a, v, config, base, wdir / "ref-runs"), a.steps_dir, quiet)
         if not ref["run_dir"]:
             return {"id": v.id, "why": v.why, "steps": sres, "nemo": None, "verdict": "not_run"}
         argv = [*ref["command"], *mine]
         cwd, source = ref["cwd"], "base compile + overrides on NeMo-RL's command line"
     slot = heads.take()
+    own = RayHead(a.python, wdir / "ray", venv, v.gpus) if v.gpus != 1 else None
     try:
-        nres = run_nemo(argv, cwd, dict(venv, RAY_ADDRESS=slot.address), wdir / "nemo.log",
+        address = (own or slot).address
+        nres = run_nemo(argv, cwd, dict(venv, RAY_ADDRESS=address), wdir / "nemo.log",
                         v.timeout or a.timeout)  # fmt: skip
     finally:
+        if own:
+            own.stop()
         heads.give(slot)
     nres["source"] = source
     verdict = classify(sres["flags"], nres["boundary"] is not None)
     return {"id": v.id, "step": v.step, "config": v.config, "overrides": v.overrides,
             "why": v.why, "steps": sres, "nemo": nres, "verdict": verdict}  # fmt: skip
-
-
-def describe(r: dict) -> tuple[str, str]:
-    s, n = r["steps"], r["nemo"]
-    ours = ", ".join(dict.fromkeys(s["codes"])) or "clean"
-    if s["rc"] not in (0, 1):
-        ours += f" (exit {s['rc']})"
-    if n is None:
-        return ours, "not run"
-    if n["boundary"]:
-        return ours, f"boundary ({n['boundary']}, {n['seconds']}s)"
-    tail = " (timeout)" if n["timed_out"] else ""
-    return ours, f"{n['error'] or 'no error line'} @ {n['frame']}{tail}"[:220]
-
-
-def table(results: list[dict]) -> str:
-    rows = ["| id | steps (config errors) | NeMo-RL on CPU | verdict |", "|---|---|---|---|"]
-    for r in results:
-        ours, theirs = describe(r)
-        rows.append(f"| {r['id']} | {ours} | {theirs.replace('|', '/')} | {r['verdict']} |")
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    rows.append("\ntotals: " + ", ".join(f"{k} {counts[k]}" for k in sorted(counts))
-                + f" (of {len(results)})")  # fmt: skip
-    return "\n".join(rows)
 
 
 def main() -> int:
@@ -356,20 +313,31 @@ def main() -> int:
     ap.add_argument("--work", type=Path, help="scratch folder (default: a new temp folder)")
     ap.add_argument("--variants", type=Path, default=REPO / "bench" / "oracle_variants.yaml")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="variants in parallel (default 2)")
-    ap.add_argument("--only", default="", help="comma-separated ids or globs, e.g. ship-*,dpo-tp2* (default: all)")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated ids or globs, e.g. ship-*,dpo-tp2* (default: all)",
+    )
     ap.add_argument("--timeout", type=int, default=300, help="seconds per NeMo-RL run")
     ap.add_argument("--json", type=Path, help="write the results here (default WORK/results.json)")
     ap.add_argument("--steps-python", default=sys.executable, help="python that runs steps")
+    ap.add_argument(
+        "--steps-dir", type=Path, default=REPO,
+        help="the steps tree judged (default this repo; e.g. a `git archive HEAD` export)",
+    )  # fmt: skip
     a = ap.parse_args()
     if not (a.nemo_rl / "examples" / "run_grpo.py").is_file():
         print(f"oracle_cpu: {a.nemo_rl} is not a NeMo-RL checkout", file=sys.stderr)
         return 2
-    a.nemo_rl = a.nemo_rl.resolve()
+    a.nemo_rl, a.steps_dir = a.nemo_rl.resolve(), a.steps_dir.resolve()
     a.work = (a.work or Path(tempfile.mkdtemp(prefix="oracle-cpu."))).resolve()
     a.work.mkdir(parents=True, exist_ok=True)
     only = {x for x in a.only.split(",") if x}
-    variants = [v for v in load_variants(a.variants)
-                if not only or any(fnmatch.fnmatch(v.id, pat) for pat in only)]
+    variants = [
+        v
+        for v in load_variants(a.variants, a.steps_dir)
+        if not only or any(fnmatch.fnmatch(v.id, pat) for pat in only)
+    ]
     if not a.model:
         a.model = a.work / "model"
         if not (a.model / "config.json").is_file():
@@ -379,9 +347,10 @@ def main() -> int:
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PYTHONUNBUFFERED="1", WANDB_MODE=os.environ.get("WANDB_MODE", "disabled"),
                RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
-               NEMO_RL_VENV_DIR=str(a.work / "venvs"), NEMO_RL_PY_EXECUTABLES_SYSTEM="1")  # fmt: skip
+               NEMO_RL_VENV_DIR=str(a.work / "venvs"),
+               NEMO_RL_PY_EXECUTABLES_SYSTEM="1")  # fmt: skip
     env.pop("RAY_ADDRESS", None)
-    env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # NeMo-RL's container sets it (lm_policy.py:121)
+    env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # as NeMo-RL's container (lm_policy.py:121)
     probe = subprocess.run([a.python, "-c", "import nemo_rl"], cwd="/", env=env, check=False,
                            capture_output=True)  # fmt: skip
     if probe.returncode != 0:  # NeMo-RL used from the checkout, not installed in the venv

@@ -1,0 +1,85 @@
+"""Reading a NeMo-RL log and printing the CPU oracle's confusion table (bench/oracle_cpu.py).
+
+Why apart: what counts as the GPU boundary and how a verdict reads are the oracle's judgement;
+running variants is plumbing.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The GPU boundary: the first CUDA/NCCL need, after the driver's whole setup. Each marker is
+# printed only once the worker that needs a GPU has been placed and started.
+BOUNDARY = {
+    "nccl-init": r"ProcessGroupNCCL is only supported with GPUs",  # DTensor worker __init__
+    "vllm-import": r"No module named 'vllm'",  # vLLM worker: GPU-only package, not installed
+    "megatron-import": r"No module named 'megatron'",  # Megatron worker: mcore extra (CUDA)
+}
+
+STAGES = ("Loaded configuration from", "Applied CLI overrides", "Using log directory",
+          "Setting up compute cluster", "Ray cluster initialized", "Setting up model",
+          "Initializing DTensorPolicyWorker", "SETUP COMPLETE")  # fmt: skip
+ERR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)|StopIteration)(?::\s?(.*))?$")
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+NOISE = re.compile(r"\x1b\[[0-9;]*m|^\(\w+ pid=\d+(?:, ip=[^)]*)?\)\s?")
+
+
+def first_error(text: str) -> dict[str, str | None]:
+    """The exception that ended the driver and the deepest NeMo-RL frame above it."""
+    lines = []
+    for raw in text.splitlines():
+        line = NOISE.sub("", NOISE.sub("", raw))
+        if line.startswith("Exception ignored in"):
+            break  # interpreter shutdown noise after the real error
+        lines.append(line)
+    for i in range(len(lines) - 1, -1, -1):
+        if not lines[i].startswith(" ") and ERR_LINE.match(lines[i].strip()):
+            frame = None
+            for j in range(i, -1, -1):
+                m = FRAME.search(lines[j])
+                if m and ("nemo_rl" in m.group(1) or "examples/" in m.group(1)):
+                    rel = m.group(1).split("/nemo_rl/", 1)[-1]
+                    frame = f"{rel}:{m.group(2)} in {m.group(3)}"
+                    break
+            return {"error": lines[i].strip()[:400], "frame": frame}
+    return {"error": None, "frame": None}
+
+
+def classify(flags: bool, nemo_ok: bool | None) -> str:
+    if nemo_ok is None:
+        return "not_run"
+    return {(False, True): "both_ok", (True, False): "true_positive",
+            (True, True): "false_error", (False, False): "missed"}[(flags, nemo_ok)]  # fmt: skip
+
+
+def describe(r: dict) -> tuple[str, str]:
+    s, n = r["steps"], r["nemo"]
+    ours = ", ".join(dict.fromkeys(s["codes"])) or "clean"
+    if s["rc"] not in (0, 1):
+        ours += f" (exit {s['rc']})"
+    if n is None:
+        return ours, "not run"
+    if n["boundary"]:
+        return ours, f"boundary ({n['boundary']}, {n['seconds']}s)"
+    tail = " (timeout)" if n["timed_out"] else ""
+    return ours, f"{n['error'] or 'no error line'} @ {n['frame']}{tail}"[:220]
+
+
+def table(results: list[dict]) -> str:
+    rows = ["| id | steps (config errors) | NeMo-RL on CPU | verdict |", "|---|---|---|---|"]
+    for r in results:
+        ours, theirs = describe(r)
+        rows.append(f"| {r['id']} | {ours} | {theirs.replace('|', '/')} | {r['verdict']} |")
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    rows.append("\ntotals: " + ", ".join(f"{k} {counts[k]}" for k in sorted(counts))
+                + f" (of {len(results)})")  # fmt: skip
+    return "\n".join(rows)
+
+
+def read_log(text: str) -> dict:
+    """The boundary the run reached (a BOUNDARY name or None), its last setup stage, its error."""
+    reached = next((name for name, pat in BOUNDARY.items() if re.search(pat, text)), None)
+    stages = [s for s in STAGES if s in text]
+    return {"boundary": reached, "last_stage": stages[-1] if stages else None, **first_error(text)}
