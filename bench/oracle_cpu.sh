@@ -6,8 +6,8 @@
 #   ROOT     scratch folder; gets ROOT/RL (when REF is given), ROOT/venv, ROOT/model
 #   NEMO_RL  a NeMo-RL checkout (used as it is), or with REF a git source cloned to ROOT/RL
 #   REF      a tag or commit to check out (e.g. v0.7.0)
-# Environment: PYTHON (default python3.13; NeMo-RL 0.7.0 asks for 3.13), STEPS_PYTHON (runs
-# bench/tiny_qwen3.py; default the repo's .venv, else python3).
+# Environment: PYTHON (default python3.13, else a pyenv 3.13; NeMo-RL 0.7.0 asks for 3.13),
+# STEPS_PYTHON (runs bench/tiny_qwen3.py; default the repo's .venv, else python3).
 # Costs (v0.7.0, 2026-11): ~7 min, ~6.5 GB (nvidia wheels 2.7 GB, torch 1.2 GB). Network: PyPI.
 #
 # pip cannot install NeMo-RL's dependency list as written (uv can: it applies NeMo-RL's
@@ -28,6 +28,9 @@ stop() { echo "oracle_cpu.sh: $1" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
 root=$1 src=$2 ref=${3:-}
 python=${PYTHON:-python3.13}
+if ! command -v "$python" >/dev/null; then  # a pyenv build, if any
+  for found in "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do [ -x "$found" ] && python=$found; done
+fi
 command -v "$python" >/dev/null || stop "no $python: set PYTHON to a CPython 3.13 interpreter"
 mkdir -p "$root" && root=$(cd "$root" && pwd)
 if [ -n "$ref" ]; then
