@@ -40,6 +40,13 @@ def _port_keys(stage: Any, port: str) -> list[str]:
     return list(spec.get("config_keys", []))
 
 
+def drop_pending(stage: Any, found: list[Finding]) -> list[Finding]:
+    """`found` without the findings about inputs an earlier stage has not written yet."""
+    pending = _planned_missing(stage)
+    keys = {p: _port_keys(stage, p) for p in pending}
+    return [f for f in found if not any(_about(f, keys[p], b.value) for p, b in pending.items())]
+
+
 def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
     """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit
     code of an error that stopped it before preflight (2 for setup errors), else 0."""
@@ -68,12 +75,9 @@ def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
         tag = " [inserted]" if stage.inserted else ""
         out.write(f"{i}. {stage.id} ({stage.step}){tag}\n")
         pending = _planned_missing(stage)
-        keys = {p: _port_keys(stage, p) for p in pending}
         errors = warnings = 0
         found, code = stage_findings(stage, options, env)
-        for f in found:
-            if any(_about(f, keys[p], b.value) for p, b in pending.items()):
-                continue
+        for f in drop_pending(stage, found):
             out.write(redact_text(f.render(indent="   "), secrets) + "\n")
             errors += f.is_error
             warnings += not f.is_error

@@ -57,6 +57,10 @@ class Options:
     catalog: list[str] = field(default_factory=list)
     wandb: bool = False
     out: TextIO = field(default_factory=lambda: sys.stdout)  # the one current at the call
+    profile: str | None = None  # --batch/--run PROFILE: the stages run on a cluster
+    attached: bool = False  # --run: this process drives the stages (cluster_run.py)
+    env_file: str | None = None
+    stage_args: dict[str, list[str]] = field(default_factory=dict)  # stage -> `run` flags
 
 
 def _select(plan: Any, opts: Options) -> tuple[set[str], set[str]]:
@@ -174,8 +178,9 @@ def _lineage(plan: Any, opts: Options) -> Any:
     )
 
 
-def run_pipeline(plan: Any, opts: Options, env: dict | None = None) -> int:
-    """Run every stage in order; 0 when all completed or were cached, else the failure's code."""
+def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = None) -> int:
+    """Run every stage in order (on a cluster with a profile: `cluster_run`, which needs the
+    pipeline file `pf`); 0 when all completed or were cached, else the failure's code."""
     env = dict(os.environ if env is None else env)
     unset = [n for n, b in plan.inputs.items() if b.value == "???"]
     if unset:
@@ -186,10 +191,30 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None) -> int:
             fix=f"set inputs.{unset[0]}.path in the pipeline file",
         )
     secrets = known_secrets(env, [t for s in plan.stages for t in s.overrides])
+    if opts.profile:
+        from runners.pipeline.cluster_run import run_on_cluster
+
+        return run_on_cluster(plan, pf, opts, env, secrets)
     if opts.dry_run:
         from runners.pipeline.dry_run import dry_run
 
         return dry_run(plan, opts, env, secrets)
+    return _run_here(plan, opts, env, secrets)
+
+
+def _run_stages_attached(
+    plan: Any, opts: Options, env: dict, secrets: dict[str, str], stages: list
+) -> int:
+    """`--run PROFILE`: the stages checked (`stages`), each runs as `run --run ITS_PROFILE` in
+    turn, followed to its end, with the local loop's caching and records."""
+    for sp in stages:
+        flags = [f"--run={sp.profile}", *([f"--env-file={opts.env_file}"] if opts.env_file else [])]
+        opts.stage_args[sp.stage.id] = [*flags, *(["--until-done"] if sp.chain else [])]
+    return _run_here(plan, opts, env, secrets)
+
+
+def _run_here(plan: Any, opts: Options, env: dict, secrets: dict[str, str]) -> int:
+    """The stages one after another from this process, each a `run` child."""
     consider, forced = _select(plan, opts)
     lineage = _lineage(plan, opts)
     summary: dict[str, Any] = {

@@ -138,7 +138,7 @@ def stage_argv(
         argv.append(f"--nemo-rl={options.nemo_rl}")
     if force:
         argv.append("--force")
-    return argv + overrides
+    return argv + getattr(options, "stage_args", {}).get(stage.id, []) + overrides
 
 
 def inputs_now(stage: Any) -> dict:

@@ -14,6 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+
+    if (done := pipeline_hook("cancel", args)) is not None:  # a pipeline's root or stage
+        return done
     from runners.launch.jobs import find_run
     from runners.run.job_view import cancel
     from steps.cli.status_cmd import say

@@ -16,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+
+    if (done := pipeline_hook("diagnose", args)) is not None:  # a pipeline's root or stage
+        return done
     from runners.launch.jobs import find_run, refresh
     from runners.launch.observe import diagnose_run
     from steps.cli.status_cmd import say  # log lines: control sequences removed

@@ -20,6 +20,10 @@ def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run
     from runners.run.job_view import followed_job
     from steps.cli.job_follow import follow
+    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+
+    if (done := pipeline_hook("logs", args)) is not None:  # a pipeline's root or stage
+        return done
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     job = followed_job(run_dir, data)

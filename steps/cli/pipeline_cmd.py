@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from steps.cli.common import add_catalog_arguments
 
 HELP = "run a pipeline file (plan, then each stage through `run`, with caching and lineage)"
@@ -34,6 +36,19 @@ def add_arguments(parser) -> None:
         metavar="DIR",
         help="runs dir (default $STEPS_RUNS_DIR, ./runs); root = <runs>/pipelines/<name>",
     )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--batch",
+        metavar="PROFILE",
+        help="queue every stage as a Slurm job after the stages it reads from, then return "
+        "(a stage's `profile:` wins)",
+    )
+    where.add_argument(
+        "--run",
+        metavar="PROFILE",
+        help="drive the stages from here, each `run --run PROFILE` followed to its end (Ray)",
+    )
+    p.add_argument("--env-file", metavar="PATH", help="env.toml with the profiles")
     p.add_argument("--wandb", action="store_true", help="log W&B artifacts (needs the wandb extra)")
     p.add_argument(
         "--json", action="store_true", help="progress on stderr; one JSON document on stdout"
@@ -42,12 +57,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     from runners.pipeline.runner import Options, run_pipeline
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
-    plan, _ = make_plan(args)
+    plan, pf = make_plan(args)
+    _resolve_names(plan, pf, args)
     secrets = plan_secrets(plan)
     if not args.json:
         print_plan_findings(plan, secrets)
@@ -63,12 +77,29 @@ def run(args) -> int:
         catalog=args.catalog,
         wandb=args.wandb,
         out=sys.stderr if args.json else sys.stdout,
+        profile=args.batch or args.run,
+        attached=bool(args.run),
+        env_file=args.env_file,
     )
     print(f"pipeline {plan.name}: {len(plan.stages)} stages, root {plan.root}", file=opts.out)
-    code = run_pipeline(plan, opts)
+    code = run_pipeline(plan, opts, pf=pf)
     if args.json:
         _emit(plan, secrets, code, dry_run=args.dry_run)
     return code
+
+
+def _resolve_names(plan, pf, args) -> None:
+    """Inputs given by artifact name (`path: NAME:latest`) become their versions' paths."""
+    import os
+    from pathlib import Path
+
+    from catalog.types import load_catalog_types
+    from runners.pipeline.inputs import resolve_named_inputs
+    from runners.rundir import runs_root
+
+    root = runs_root(args.runs_dir, os.environ, Path.cwd())
+    for hit in resolve_named_inputs(plan, pf, root, load_catalog_types(args.catalog)):
+        print(f"input {hit.port}: {hit.ref} -> {hit.path} ({hit.source})", file=sys.stderr)
 
 
 def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> None:

@@ -43,6 +43,10 @@ def say(text: str, err: bool = False) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
+    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+
+    if (done := pipeline_hook("status", args)) is not None:  # a pipeline's root or stage
+        return done
     from runners.launch.jobs import find_run, progress_of
     from runners.launch.request import UNKNOWN
     from runners.run.job_view import live

@@ -1,0 +1,187 @@
+"""`pipeline run --batch/--run PROFILE`: every stage planned as `run --batch` plans it, and every
+check of every stage made, before anything is queued.
+
+A stage runs with its own profile (the file's `profile:`, else the command line's), so with its
+own resources: a CPU partition for data prep, GPU nodes for RL. There is one target per profile,
+and its probe goes to the cluster once: the first stage's probe also asks about every path the
+later stages of that profile read (their pipeline inputs, their NeMo-RL scripts), and later
+stages reuse what it saw. Inputs an earlier stage will write do not exist yet: findings about
+them are dropped, as a dry run drops them (they are checked by planned type).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import Finding, StepsError
+from runners.config.secret_overrides import move_secrets
+from runners.pipeline.dry_run import drop_pending
+from runners.pipeline.lineage import cache_key
+from runners.pipeline.stage import inputs_now
+
+RUNS = "_runs"  # a stage's run dirs: <root>/<stage>/_runs/<step id>/<run>
+
+
+@dataclass
+class StagePlan:
+    """One stage as it will be submitted: its profile, its `run` plan and its findings."""
+
+    stage: Any  # catalog.planner.model.PlannedStage
+    profile: str
+    target: Any  # runners.launch.target.ClusterTarget
+    chain: bool  # until_done: a chain of segments
+    run: Any = None  # runners.run.RunPlan; None when planning it stopped at an error
+    findings: list[Finding] = field(default_factory=list)
+    code: int = 0  # the exit code of an error that stopped its planning (2: setup)
+    secret_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.run is not None and not any(f.is_error for f in self.findings)
+
+    def key(self) -> str:
+        """The stage's identity on the cluster: step, resolved config (secrets redacted),
+        inputs' contents, outputs' places, NeMo-RL version, profile and resources."""
+        rp, req = self.run, self.run.request
+        config = json.dumps(rp.resolved_redacted, sort_keys=True, default=str)
+        where = [self.profile, req.nodes, req.gpus_per_node, req.partition, self.chain]
+        chash = hashlib.sha256(f"{config}\n{where}".encode()).hexdigest()
+        return cache_key(
+            self.stage.step,
+            self.stage.version,
+            chash,
+            {p: i["fingerprint"] for p, i in inputs_now(self.stage).items()},
+            {p: b.value for p, b in self.stage.outputs.items()},
+            rp.nemo_rl_version,  # its version and source, as checked
+        )
+
+
+class _ProbeOnce:
+    """A backend's probe that goes to the cluster once, asking also about `more` paths; later
+    calls get a copy of what it saw."""
+
+    def __init__(self, probe: Any, more: list[str]) -> None:
+        self.probe, self.more, self.facts = probe, more, None
+
+    def __call__(self, paths: list[str], script: str | None) -> Any:
+        if self.facts is None:
+            self.facts = self.probe(list(dict.fromkeys([*paths, *self.more])), script)
+        facts = copy.copy(self.facts)
+        facts.exists = dict(self.facts.exists)
+        return facts
+
+
+def stage_profiles(plan: Any, pf: Any, default: str | None) -> dict[str, str]:
+    """stage id -> profile (inserted converters take the command line's); E-PIPELINE-PROFILE
+    (exit 2) for a stage with none."""
+    named = {s.id: s.profile for s in pf.model.stages if s.profile}
+    out = {}
+    for stage in plan.stages:
+        profile = named.get(stage.id) or default
+        if not profile:
+            raise StepsError(
+                "E-PIPELINE-PROFILE",
+                f"stage '{stage.id}' has no profile and none was given",
+                path=str(pf.path),
+                fix="give `--batch PROFILE` (or `--run PROFILE`), or `profile:` in the stage",
+                exit_code=2,
+            )
+        out[stage.id] = profile
+    return out
+
+
+def _paths_read(stage: Any, profile: Any) -> list[str]:
+    """What a stage's probe would ask about that is known now: its inputs that exist or come
+    from the pipeline's inputs, and its NeMo-RL script."""
+    from catalog.tomlfile import load_toml
+
+    paths = [b.value for b in stage.inputs.values() if not b.hub and not b.producer]
+    script = (load_toml(stage.step_dir / "step.toml").get("run") or {}).get("script")
+    if script and profile.nemo_rl_dir:
+        paths.append(f"{profile.nemo_rl_dir}/{script}")
+    return paths
+
+
+def targets_for(
+    plan: Any, profiles: dict[str, str], env_file: str | None, env: dict, cwd: Path, attached: bool
+) -> dict[str, Any]:
+    """profile -> its cluster target, each probing once; a `local` profile is E-PIPELINE-PROFILE."""
+    from runners.launch.target import cluster_target
+
+    targets: dict[str, Any] = {}
+    for name in dict.fromkeys(profiles.values()):
+        target, _, path = cluster_target(name, env_file, dict(env), cwd, attached=attached)
+        if target is None:
+            raise StepsError(
+                "E-PIPELINE-PROFILE",
+                f'profile [{name}] runs here (executor = "local"): a pipeline on this machine '
+                "needs no profile",
+                path=str(path),
+                fix=f"drop --batch/--run (or name a slurm or ray profile instead of [{name}])",
+                exit_code=2,
+            )
+        more = [p for s in plan.stages if profiles[s.id] == name for p in
+                _paths_read(s, target.profile)]  # fmt: skip
+        target.backend.probe = _ProbeOnce(target.backend.probe, more)
+        targets[name] = target
+    return targets
+
+
+def plan_stage(
+    stage: Any, profile: str, target: Any, spec: Any, opts: Any, env: dict, argv: list[str],
+    root: Path,
+) -> StagePlan:  # fmt: skip
+    """The stage planned exactly as `run --batch PROFILE` plans it, findings about inputs not
+    written yet dropped."""
+    from runners.run import RunRequest, plan_run
+
+    chain = bool(spec is not None and spec.until_done)
+    sp = StagePlan(stage, profile, target, chain)
+    overrides, sp.secret_env = move_secrets(stage.overrides, env)
+    options = None
+    if chain:
+        from runners.chain.settings import ChainOptions
+
+        options = ChainOptions(max_segments=spec.max_segments or ChainOptions.max_segments,
+                               gpu_hours=spec.gpu_hours)  # fmt: skip
+    req = RunRequest(
+        step=stage.step,
+        config=str(stage.config),
+        overrides=overrides,
+        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
+        nemo_rl=opts.nemo_rl,
+        runs_dir=str(root / stage.id / RUNS),
+        catalog=list(opts.catalog),
+        force=True,  # whether the stage runs again is the pipeline's decision (its cache key)
+        chain=options,
+    )
+    try:
+        sp.run = plan_run(req, cwd=Path.cwd(), env={**env, **sp.secret_env}, argv=argv,
+                          target=target)  # fmt: skip
+    except StepsError as exc:
+        sp.findings, sp.code = [exc.finding], exc.exit_code
+        return sp
+    sp.findings = drop_pending(stage, sp.run.findings)
+    return sp
+
+
+def plan_cluster(plan: Any, pf: Any, opts: Any, env: dict | None = None) -> list[StagePlan]:
+    """Every stage planned and checked for the cluster; nothing written, nothing queued."""
+    env = dict(os.environ if env is None else env)
+    profiles = stage_profiles(plan, pf, opts.profile)
+    targets = targets_for(plan, profiles, opts.env_file, env, Path.cwd(), opts.attached)
+    specs = {s.id: s for s in pf.model.stages}
+    argv = ["python", "-m", "steps", "pipeline", "run", str(plan.file)]
+    stages = []
+    for s in plan.stages:
+        name = profiles[s.id]
+        cmd = [*argv, f"--stage={s.id}"]
+        spec = specs.get(s.id)
+        stages.append(plan_stage(s, name, targets[name], spec, opts, env, cmd, plan.root))
+    return stages

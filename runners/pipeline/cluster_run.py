@@ -1,0 +1,75 @@
+"""`pipeline run FILE --batch|--run PROFILE`: plan and check every stage for its cluster, then
+hand the stages over.
+
+`--batch` (Slurm): every stage is queued now as a job after the stages it reads from, and the
+command returns (`cluster_submit`). `--run` (Slurm or Ray): this process drives the stages one
+after another, each through `run --run PROFILE` in a child (the local runner's loop), following
+each to its end; a Ray cluster has no queue to hold a stage until another ends, so a Ray
+pipeline is `--run`. Either way nothing is queued unless every stage's checks passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from catalog.errors import StepsError
+from runners.secrets import redact_text
+
+
+def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
+    """Print each stage's findings; the exit code when any stage has an error (else 0)."""
+    worst = 0
+    for i, sp in enumerate(stages, 1):
+        st = sp.stage
+        out.write(f"{i}. {st.id} ({st.step}) [{sp.profile}]{' until done' if sp.chain else ''}\n")
+        for f in sp.findings:
+            out.write(redact_text(f.render(indent="   "), secrets) + "\n")
+        for p, b in st.inputs.items():
+            if b.producer:
+                out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first\n")
+        if not sp.ok:
+            worst = max(worst, sp.code or 1)
+        elif not any(f.is_error for f in sp.findings):
+            out.write("   checks clean\n")
+    return worst
+
+
+def run_on_cluster(plan: Any, pf: Any, opts: Any, env: dict, secrets: dict[str, str]) -> int:
+    """0 when every stage was queued (--batch) or ran (--run), or the checks were clean (dry
+    run); 1 when a stage's checks failed (nothing queued); else the failing stage's code."""
+    from runners.pipeline.cluster_plan import plan_cluster
+    from runners.pipeline.runner import _run_stages_attached, _select
+
+    out = opts.out
+    stages = plan_cluster(plan, pf, opts, env)
+    executors = {sp.target.profile.executor for sp in stages}
+    if not opts.attached and executors != {"slurm"}:
+        raise StepsError(
+            "E-PIPELINE-PROFILE",
+            "a pipeline on Ray is driven by this process: stages wait for each other here, "
+            "not in a queue",
+            path=str(pf.path),
+            fix="use `pipeline run FILE --run PROFILE` (or Slurm profiles for every stage)",
+            exit_code=2,
+        )
+    worst = _report(stages, out, secrets)
+    if worst:
+        out.write(f"checks failed: nothing submitted ({len(stages)} stages)\n")
+        return worst
+    if opts.dry_run:
+        out.write(f"dry run: clean ({len(stages)} stages), nothing submitted\n")
+        return 0
+    if opts.attached:
+        return _run_stages_attached(plan, opts, env, secrets, stages)
+    from runners.pipeline.cluster_submit import submit_pipeline
+
+    _, forced = _select(plan, opts)
+    record = submit_pipeline(plan, stages, forced, out, secrets)
+    queued = sum(1 for e in record["stages"].values() if e["action"] == "submit")
+    out.write(
+        f"pipeline {plan.name}: {queued} of {len(stages)} stages queued\n"
+        f"  status: python -m steps status {plan.root}\n"
+        f"  logs:   python -m steps logs {plan.root}\n"
+        f"  cancel: python -m steps cancel {plan.root}\n"
+    )
+    return 0

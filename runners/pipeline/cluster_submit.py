@@ -1,0 +1,159 @@
+"""Submit a planned pipeline to Slurm: one job per stage, each after the stages it reads from.
+
+Every stage goes through the one submit path `run --batch` uses (`runners.run.cluster.submit`),
+with `after` = the jobs of the stages it reads from (`--dependency=afterok`, and a failed one
+cancels it: `--kill-on-invalid-dep=yes`). A stage whose record says it succeeded with the same
+key (resolved config, inputs' contents, outputs' places, profile and resources) and whose
+outputs are still there is not submitted again; one still queued or running with the same key
+is waited for, not submitted twice. A stage that runs again makes every stage after it run again.
+
+A chain stage (`until_done`) ends with its last segment, whose job id nobody knows at submit:
+its dependents wait for a gate, a held job (`sbatch --hold`, the same submit path) submitted
+before the chain, whose id the chain record keeps; the chain's decision program releases it when
+the chain is done and cancels it (and, through `--kill-on-invalid-dep`, what waits for it) when
+the chain stops otherwise. Nothing here waits for a job: the command returns once all are queued.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from catalog.errors import StepsError
+from runners.pipeline.cluster_plan import StagePlan
+from runners.pipeline.jobs import PIPELINE, RECORD, live_state
+from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.stage import cache_hit, move_aside, outputs_now
+
+GATE = "gate"  # a chain stage's gate job: its run dir is <root>/<stage>/gate/<run>
+
+
+def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | None]:
+    """What an earlier submission of the stage says now: ("cached", None) up to date, ("live",
+    job to wait for) queued or running with this key, else ("submit", None)."""
+    if not record or record.get("cache_key") != key or not record.get("run_dir"):
+        return "submit", None
+    if record.get("status") != "completed":
+        state = live_state(record["stage"], Path(record["run_dir"]))
+        if state.status in ("pending", "running"):
+            return "live", record.get("gate_job_id") or state.job_id
+        if state.status != "completed":
+            return "submit", None
+        record["status"] = "completed"
+    return ("cached", None) if cache_hit(record, key, stage) else ("submit", None)
+
+
+def _gate(sp: StagePlan, root: Path, after: list[str]) -> tuple[str, Path]:
+    """Submit a chain stage's gate: held, after what the chain starts after (so it is cancelled
+    with the chain's first segment), a batch script that does nothing; (its id, run dir)."""
+    import json
+
+    from runners.launch.request import LaunchRequest
+    from runners.launch.submit import submit_job
+    from runners.rundir import plan_run_dir, write_run_dir
+
+    run_dir = plan_run_dir(root / sp.stage.id, GATE)
+    job_dir = f"{sp.run.job_dir}-{GATE}"
+    record = json.dumps({"step": GATE, "pipeline_stage": sp.stage.id})
+    write_run_dir(run_dir, {"run.json": record + "\n", "gate.sbatch": "#!/bin/bash\ntrue\n"})
+    req = LaunchRequest(GATE, GATE, run_dir, job_dir, ["true"], job_dir, gpus_per_node=0,
+                        batch_script=f"{job_dir}/gate.sbatch", sbatch_extra=["--hold"],
+                        after=after)  # fmt: skip
+    job = submit_job(run_dir, GATE, req, sp.target)
+    return str(job.job_id), run_dir
+
+
+def submit_pipeline(
+    plan: Any, stages: list[StagePlan], forced: set[str], out: TextIO, secrets: dict[str, str]
+) -> dict:
+    """Submit what must run, in order; the pipeline record (also written to <root>/pipeline.json).
+    A submission that fails cancels what this call queued before raising."""
+    from runners.run import write_run_dir_for
+    from runners.run.cluster import submit
+
+    record: dict[str, Any] = {
+        "pipeline": plan.name,
+        "file": str(plan.file),
+        "root": str(plan.root),
+        "executor": "slurm",
+        "submitted": time.time(),
+        "status": "submitted",
+        "stages": {},
+    }
+    waits: dict[str, str] = {}  # stage -> the job its dependents start after
+    rerun: set[str] = set()
+    queued: list[dict] = []
+    try:
+        for sp in stages:
+            st, sdir = sp.stage, plan.root / sp.stage.id
+            key = sp.key()
+            before = read_json(sdir / RECORD)
+            action, live = "submit", None
+            if st.id not in forced and not set(st.after) & rerun:
+                action, live = _previous(before, key, st)
+            entry: dict[str, Any] = {"profile": sp.profile, "after_stages": st.after,
+                                     "cache_key": key, "action": action}  # fmt: skip
+            if action == "cached":
+                entry["run_dir"] = (before or {}).get("run_dir")
+                out.write(f"{st.id}: up to date ({key[:12]}), not submitted\n")
+            elif action == "live":
+                entry.update(run_dir=before["run_dir"], job_id=before.get("job_id"))
+                waits[st.id] = str(live)
+                out.write(f"{st.id}: already queued or running (job {live}), waited for\n")
+            else:
+                rerun.add(st.id)
+                after = [waits[a] for a in st.after if a in waits]
+                moved = move_aside(st, sdir) if before else []
+                gate = gate_dir = None
+                if sp.chain:
+                    gate, gate_dir = _gate(sp, plan.root, after)
+                    queued.append({"run_dir": str(gate_dir)})
+                write_run_dir_for(sp.run)
+                job = submit(sp.run, sp.target, after=after, gate=gate)
+                waits[st.id] = gate or str(job.job_id)
+                entry.update(run_dir=str(sp.run.run_dir), job_id=job.job_id, after=after,
+                             gate_job_id=gate, gate_run_dir=str(gate_dir) if gate_dir else None,
+                             log=job.log_path)  # fmt: skip
+                queued.append(entry)
+                write_json(sdir / RECORD, _stage_record(sp, entry, moved))
+                deps = f" after {', '.join(after)}" if after else ""
+                chain = f"; its dependents wait for gate job {gate}" if gate else ""
+                out.write(f"{st.id}: submitted {sp.run.step_id} job {job.job_id}{deps} "
+                          f"[{sp.profile}]{chain}\n")  # fmt: skip
+            record["stages"][st.id] = entry
+    except BaseException:
+        _cancel_queued(queued, out)
+        record["status"] = "submit failed"
+        write_json(plan.root / PIPELINE, record)
+        raise
+    write_json(plan.root / PIPELINE, record)
+    return record
+
+
+def _stage_record(sp: StagePlan, entry: dict, moved: list[str]) -> dict:
+    """`<root>/<stage>/record.json`: what was submitted, for the next run's up-to-date check."""
+    return {
+        "stage": sp.stage.id,
+        "step": sp.stage.step,
+        "version": sp.stage.version,
+        "executor": "slurm",
+        "status": "submitted",
+        "submitted": time.time(),
+        "outputs": outputs_now(sp.stage),
+        "moved_aside": moved,
+        **entry,
+    }
+
+
+def _cancel_queued(queued: list[dict], out: TextIO) -> None:
+    """Cancel the jobs this call queued (a pipeline is queued whole or not at all)."""
+    from runners.launch.jobs import find_run
+    from runners.run.job_view import cancel
+
+    for entry in reversed(queued):
+        try:
+            found, data = find_run(entry["run_dir"], None)
+            out.write(f"cancelled {found}: {cancel(found, data)}\n")
+        except (StepsError, OSError) as exc:
+            out.write(f"could not cancel {entry['run_dir']}: {exc}\n")

@@ -1,0 +1,141 @@
+"""A pipeline submitted to a cluster as the job commands see it: its record (`pipeline.json` in
+the pipeline's root, listing each stage's run dir and job), each stage's live state, and the
+stage that stopped it.
+
+A stage is one ordinary run dir (`<root>/<stage>/_runs/<step id>/<run>`): every job command works
+on it as on any run. The pipeline's root stands for the whole: `status` shows every stage,
+`cancel` cancels every job still queued or running, `logs` and `diagnose` go to the stage that
+failed (else the one that runs, else the last), `jobs` lists the stages' jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from catalog.errors import StepsError
+from runners.pipeline.lineage import read_json
+
+PIPELINE = "pipeline.json"
+RECORD = "record.json"
+CLUSTER = ("slurm",)  # executors whose pipeline record lists jobs
+FAILED = {"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+          "BOOT_FAIL", "DEADLINE", "NOT_SUBMITTED", "STOPPED"}  # fmt: skip
+
+
+@dataclass
+class StageState:
+    """One stage now: `status` is completed, cached, failed, running, pending, not run or
+    unknown; `detail` the scheduler's state, exit code, chain summary or why it did not run."""
+
+    id: str
+    status: str
+    job_id: str | None = None
+    run_dir: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def pipeline_record(path: Path) -> dict | None:
+    """The cluster pipeline record of a pipeline root (None when `path` is not one)."""
+    data = read_json(path / PIPELINE)
+    return data if data is not None and data.get("executor") in CLUSTER else None
+
+
+def stage_run_dir(path: Path) -> Path | None:
+    """The run dir a pipeline stage's folder (`<root>/<stage>`) records (None: not one)."""
+    data = read_json(path / RECORD)
+    run_dir = (data or {}).get("run_dir")
+    return Path(run_dir) if data and data.get("executor") in CLUSTER and run_dir else None
+
+
+def live_state(stage_id: str, run_dir: Path) -> StageState:
+    """A submitted stage's state, asked of its cluster (a chain: done is completed)."""
+    from runners.launch.jobs import find_run
+    from runners.launch.request import TERMINAL, UNKNOWN
+    from runners.run.job_view import live
+
+    try:
+        found, data = find_run(str(run_dir), None)
+        data, job, chain = live(found, data)
+    except StepsError as exc:
+        return StageState(stage_id, "unknown", None, str(run_dir), exc.finding.message)
+    where = StageState(stage_id, "running", job.job_id, str(run_dir))
+    if chain is not None:
+        where.detail = chain.summary()
+        where.status = {"done": "completed", "queued": "pending", "running": "running"}.get(
+            chain.state, "failed"
+        )
+        return where
+    code = f" (exit code {job.exit_code})" if job.exit_code is not None else ""
+    where.detail = f"{job.state}{code}" + (f": {job.reason}" if job.reason else "")
+    if job.state == UNKNOWN:
+        where.status = "unknown"
+    elif job.state == "COMPLETED":
+        where.status = "completed"
+    elif job.state in TERMINAL:
+        where.status = "failed"
+    elif job.state == "PENDING":
+        where.status = "pending"
+    return where
+
+
+def pipeline_states(record: dict) -> list[StageState]:
+    """Every stage of the record, in order; a stage after one that failed is `not run`."""
+    states: list[StageState] = []
+    stopped: dict[str, str] = {}  # stage -> the failed stage that stops it
+    for sid, entry in record.get("stages", {}).items():
+        upstream = [stopped.get(a, a) for a in entry.get("after_stages", []) if a in stopped]
+        if entry.get("action") == "cached":
+            states.append(StageState(sid, "cached", None, entry.get("run_dir"), "up to date"))
+            continue
+        state = live_state(sid, Path(entry["run_dir"]))
+        if upstream and state.status in ("failed", "pending", "unknown"):
+            state.status, state.detail = "not run", f"{upstream[0]} failed ({state.detail})"
+        states.append(state)
+        if state.status in ("failed", "not run"):
+            stopped[sid] = upstream[0] if upstream else sid
+    return states
+
+
+def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
+    """(the pipeline's state, the stage it names): failed at the first failed stage, else
+    running at the first not completed, else completed at the last."""
+    for s in states:
+        if s.status == "failed":
+            return "failed", s
+    for s in states:
+        if s.status not in ("completed", "cached"):
+            return s.status if s.status == "unknown" else "running", s
+    return "completed", states[-1] if states else None
+
+
+def cancel_pipeline(record: dict) -> list[str]:
+    """Cancel every stage's job still queued or running (and a chain's gate); what was said."""
+    from runners.launch.jobs import find_run
+    from runners.run.job_view import cancel
+
+    said = []
+    for sid, entry in reversed(list(record.get("stages", {}).items())):
+        if entry.get("action") == "cached" or not entry.get("run_dir"):
+            continue
+        for run_dir in [entry["run_dir"], *([entry["gate_run_dir"]] if entry.get("gate_run_dir")
+                                            else [])]:  # fmt: skip
+            try:
+                found, data = find_run(run_dir, None)
+                said.append(f"{sid}: {cancel(found, data)}")
+            except StepsError as exc:
+                said.append(f"{sid}: {exc.finding.message}")
+    return said
+
+
+def focus(states: list[StageState]) -> StageState | None:
+    """The stage `logs` and `diagnose` go to: the failed one, else the one running, else the
+    last with a run dir."""
+    _, named = verdict(states)
+    if named is not None and named.run_dir and named.status not in ("cached", "not run"):
+        return named
+    with_run = [s for s in states if s.run_dir and s.status != "cached"]
+    return with_run[-1] if with_run else None
