@@ -334,7 +334,7 @@ def test_our_step_config_on_0_5_is_told_its_data_section_has_the_newer_shape() -
     from preflight_fixtures import context_for
 
     rlvr = REPO / "steps" / "rl" / "nemo_rl" / "rlvr"
-    ctx = context_for(rlvr / "config" / "tiny.yaml", rlvr, "0.5.0")
+    ctx = context_for(rlvr / "config" / "default.yaml", rlvr, "0.5.0")
     found = [f for f in preflight(ctx) if f.code == "E-SCHEMA-KEY"]
     assert [f.key for f in found] == ["data.dataset_name"]
     assert "0.6.0+ shape" in str(found[0].fix) and "NeMo-RL 0.5.0 reads one dataset" in str(
