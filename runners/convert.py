@@ -3,10 +3,13 @@
 Runs Megatron-Bridge's conversion worker (`scripts/conversion/run_conversion.py export`, the
 script its `convert.sh` launcher runs in the job) from the Megatron-Bridge root: one CPU process,
 or `torchrun --nproc_per_node N` with `--device gpu` when `distributed.enabled`.
+Both converters run locally as a child that steps waits for (`run_to_end`), not an exec: their
+output is registered (and logged to W&B) only once the child exits 0.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,3 +97,29 @@ def require_bridge(findings: list[Finding]) -> None:
     f = next((f for f in findings if f.code == "E-MEGATRON-BRIDGE-NOT-FOUND"), None)
     if f is not None:
         raise StepsError(f.code, f.message, key=f.key, fix=f.fix, exit_code=2)
+
+
+def run_to_end(argv: list[str], cwd: Path, env: Mapping[str, str], what: str) -> dict:
+    """Run a converter as a child (its output is ours to register once it exits 0); its exit
+    code, when not 0, is this run's (E-CONVERT-FAILED: nothing registered)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        code = subprocess.run(argv, cwd=cwd, env=dict(env), check=False).returncode
+    except OSError as exc:
+        raise StepsError(
+            "E-EXEC",
+            f"cannot start {argv[0]} in {cwd}: {exc.strerror or exc}",
+            fix="check that the program is installed and on PATH",
+            exit_code=2,
+        ) from None
+    if code != 0:
+        shown = f"signal {-code}" if code < 0 else f"exit code {code}"
+        raise StepsError(
+            "E-CONVERT-FAILED",
+            f"{what} ended with {shown}: its output is not registered",
+            fix="read its messages above; remove the half-written output folder, fix the cause "
+            "and run again",
+            exit_code=128 - code if code < 0 else code,
+        )
+    return {"converter": what, "exit_code": 0, "argv": argv}

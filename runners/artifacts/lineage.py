@@ -1,4 +1,5 @@
-"""How an artifact was made, and what a run produced: read from the registry and run.json."""
+"""How an artifact was made, and what a run produced: read from the registry and run.json (a
+pending version whose run has ended is settled first: runners.artifacts.pending)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from catalog.errors import StepsError
 from runners.artifacts.names import parse_ref
+from runners.artifacts.pending import settled
 from runners.artifacts.registry import load, lookup
 from runners.rundir import read_record
 
@@ -21,7 +23,7 @@ def of_artifact(root: Path, text: str) -> dict:
             "for a run dir pass its path",
             exit_code=2,
         )
-    reg = load(root)
+    reg = settled(root, load(root))
     v = lookup(reg, ref, root)
     entry = reg.artifacts[ref.name]
     made = v.made_by
@@ -30,6 +32,8 @@ def of_artifact(root: Path, text: str) -> dict:
         "artifact": f"{ref.name}:{v.label}",
         "aliases": sorted(a for a, n in entry.aliases.items() if n == v.version),
         "type": v.type,
+        "state": v.state,
+        "reason": v.reason,
         "digest": v.digest,
         "path": v.path,
         "files": v.files,
@@ -59,12 +63,13 @@ def of_run(root: Path, run_dir: Path) -> dict:
             fix="name a run dir written by `python -m steps run`, or an artifact NAME[:ALIAS]",
             exit_code=2,
         )
-    reg = load(root)
+    reg = settled(root, load(root))
     here = str(run_dir.resolve())
     produced = [
         {
             "artifact": f"{name}:{v.label}",
             "type": v.type,
+            "state": v.state,
             "digest": v.digest,
             "path": v.path,
             "port": v.port,

@@ -2,6 +2,8 @@
 
 The inputs are recorded with their digests as the run saw them and, when an input is (or lies
 inside) a registered version, that version's `NAME:vN`: the link `steps lineage` follows.
+A run that ends elsewhere (exec'd into NeMo-RL, a cluster job) registers its outputs pending at
+launch (`record_launch`); runners.artifacts.pending settles them once it ended.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from runners.artifacts.registry import (
     InputRecord,
     Output,
     Provenance,
+    Watch,
     content_digest,
     load,
     register,
@@ -57,21 +60,37 @@ def _inputs(run: FinishedRun, reg: Any, memo: DigestMemo) -> list[InputRecord]:
     return list(out.values())
 
 
-def record_run(run: FinishedRun) -> dict:
-    """Register the outputs that exist; log to W&B when configured. Returns the report."""
-    memo = DigestMemo()
-    inputs = _inputs(run, load(run.root), memo)
+def _made_by(run: FinishedRun, memo: DigestMemo) -> Provenance:
     config_yaml = run.run_dir / "config.yaml"
-    made_by = Provenance(
+    return Provenance(
         step=run.step,
         run_dir=str(run.run_dir),
         config_digest=f"sha256:{file_sha256(config_yaml)}" if config_yaml.is_file() else None,
         nemo_rl_version=run.nemo_rl_version,
-        inputs=inputs,
+        inputs=_inputs(run, load(run.root), memo),
     )
+
+
+def _outputs(run: FinishedRun) -> list[Output]:
     name = lambda a: artifact_name(run.step, a.type, is_model(a.type, run.graph))  # noqa: E731
-    outputs = [Output(name(a), a.type, a.value, a.name) for a in run.outputs if a.is_path]
-    done = register(run.root, outputs, made_by, memo)
+    return [Output(name(a), a.type, a.value, a.name) for a in run.outputs if a.is_path]
+
+
+def record_launch(run: FinishedRun, watch: Watch | None) -> list[str]:
+    """At launch of a run that ends elsewhere: its outputs as pending versions (`watch`: this
+    process, for a local exec). Returns `NAME:vN` of each."""
+    memo = DigestMemo()
+    done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True, watch=watch)
+    memo.save()
+    return [str(r) for r in done]
+
+
+def record_run(run: FinishedRun) -> dict:
+    """Register the outputs that exist; log to W&B when configured. Returns the report."""
+    memo = DigestMemo()
+    made_by = _made_by(run, memo)
+    inputs = made_by.inputs
+    done = register(run.root, _outputs(run), made_by, memo)
     memo.save()
     report: dict[str, Any] = {
         "registry": str(registry_path(run.root)),
@@ -105,3 +124,38 @@ def record_run(run: FinishedRun) -> dict:
             is_model=lambda t: is_model(t, run.graph),
         )
     return report
+
+
+def report_lines(report: dict) -> list[str]:
+    """One line per artifact registered, used and logged (what `steps run` prints)."""
+    lines = [
+        f"registered {r['artifact']} ({r['type']}, {r['digest']}"
+        f"{'' if r['new'] else ', same content as before'}): {r['path']}"
+        for r in report.get("registered", [])
+    ]
+    wb = report.get("wandb")
+    if wb:
+        off = wb["mode"] == "offline"
+        where = f"wandb {wb['entity'] + '/' if wb.get('entity') else ''}{wb['project']}"
+        where += " (offline)" if off else ""
+        for u in wb["used"]:
+            lines.append(
+                f"{where}: input {u['artifact']} (port {u['port']}) recorded in the run's config"
+                " (W&B takes use_artifact online only)"
+                if off
+                else f"{where}: use_artifact {u['artifact']} (port {u['port']})"
+            )
+        for o in wb["logged"]:
+            how = "by reference" if o["by_reference"] else "copied"
+            lines.append(f"{where}: log_artifact {o['artifact']} ({how})")
+        if wb.get("sync"):
+            lines.append(f"{where}: nothing uploaded; `{wb['sync']}` would sync it")
+    return lines
+
+
+def pending_lines(names: list[str]) -> list[str]:
+    """What `steps run` prints for outputs registered at launch."""
+    return [
+        f"registered {n} pending: ready once the run ends (`python -m steps lineage {n}`)"
+        for n in names
+    ]

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -53,20 +54,37 @@ class Provenance(BaseModel):
     inputs: list[InputRecord] = []
 
 
+class Watch(BaseModel):
+    """How to tell that a pending version's run ended, when run.json cannot say (a local run
+    exec'd into NeMo-RL: its process keeps the pid), and where training ends."""
+
+    host: str
+    pid: int | None = None
+    started: str | None = None  # the process's start time: a reused pid is another process
+    max_steps: int | None = None
+    max_epochs: int | None = None
+
+
 class Version(BaseModel):
-    """One version of a named artifact: what it is, where it lies, which run made it."""
+    """One version of a named artifact: what it is, where it lies, which run made it.
+
+    `pending`: registered at launch by a run that ends elsewhere (NeMo-RL training, a cluster
+    job); it has no digest until `runners.artifacts.pending` settles it `ready` or `failed`."""
 
     model_config = ConfigDict(extra="allow")
 
     version: int
     type: str
-    digest: str  # xxh3_128:<hex> of the content (a folder: of its files' names and digests)
+    digest: str | None = None  # xxh3_128:<hex> of the content (a folder: its files' digests)
     path: str
     port: str
     made_by: Provenance
     created_utc: str = ""
     files: int = 0
     bytes: int = 0
+    state: Literal["ready", "pending", "failed"] = "ready"
+    reason: str | None = None  # why it failed, or why a ready one has no digest
+    watch: Watch | None = None
 
     @property
     def label(self) -> str:
@@ -168,34 +186,66 @@ def content_digest(path: Path, memo: DigestMemo) -> tuple[str, int, int]:
 
 
 def register(
-    root: Path, outputs: list[Output], made_by: Provenance, memo: DigestMemo
+    root: Path,
+    outputs: list[Output],
+    made_by: Provenance,
+    memo: DigestMemo,
+    pending: bool = False,
+    watch: Watch | None = None,
 ) -> list[Registered]:
-    """Add each existing output as a version of its name (new content only) and move `latest`."""
+    """Add each existing output as a version of its name (new content only) and move `latest`;
+    `pending`: each output as a new pending version (its run ends elsewhere, `watch` says how
+    to tell when), whether or not its folder exists yet."""
     done: list[Registered] = []
     with locked(root):
         reg = load(root)
         for out in outputs:
             path = Path(out.path)
+            entry = reg.artifacts.setdefault(out.name, Entry())
+            if pending:
+                version = new_version(entry, out, made_by, None, state="pending", watch=watch)
+                done.append(Registered(out.name, version, True))
+                continue
             if not path.exists():
                 continue
             digest, files, size = content_digest(path, memo)
-            entry = reg.artifacts.setdefault(out.name, Entry())
             same = [v for v in entry.versions if (v.digest, v.path) == (digest, str(path))]
             if same:
                 version, new = same[-1], False
+                entry.aliases[LATEST] = version.version
             else:
-                version, new = Version(
-                    version=1 + max((v.version for v in entry.versions), default=-1),
-                    type=out.type, digest=digest, path=str(path), port=out.port,
-                    made_by=made_by, files=files, bytes=size,
-                    created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                ), True  # fmt: skip
-                entry.versions.append(version)
-            entry.aliases[LATEST] = version.version
+                version = new_version(entry, out, made_by, digest, files=files, bytes=size)
+                new = True
             done.append(Registered(out.name, version, new))
         if done:
-            write_atomic(registry_path(root), reg.model_dump_json(indent=2) + "\n")
+            save(root, reg)
     return done
+
+
+def new_version(
+    entry: Entry, out: Output, made_by: Provenance, digest: str | None, **more: object
+) -> Version:
+    """The next version of `entry`, added and named `latest`."""
+    version = Version.model_validate(
+        {
+            "version": 1 + max((v.version for v in entry.versions), default=-1),
+            "type": out.type,
+            "digest": digest,
+            "path": str(out.path),
+            "port": out.port,
+            "made_by": made_by,
+            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **more,
+        }
+    )
+    entry.versions.append(version)
+    entry.aliases[LATEST] = version.version
+    return version
+
+
+def save(root: Path, reg: RegistryFile) -> None:
+    """Write the whole registry atomically (the caller holds `locked(root)`)."""
+    write_atomic(registry_path(root), reg.model_dump_json(indent=2, exclude_none=True) + "\n")
 
 
 def lookup(reg: RegistryFile, ref: Ref, root: Path) -> Version:
@@ -234,6 +284,8 @@ def version_holding(reg: RegistryFile, path: str) -> tuple[str, Version] | None:
     best = None
     for name, entry in reg.artifacts.items():
         for v in entry.versions:
+            if v.state != "ready":
+                continue
             if path == v.path or path.startswith(v.path.rstrip("/") + "/"):
                 best = (name, v) if best is None or v.created_utc >= best[1].created_utc else best
     return best

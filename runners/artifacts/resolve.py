@@ -4,7 +4,8 @@ A value is a reference when it names a tag (`:latest`, `:v3`), names a registere
 reads like one of Nemotron's names (`...Artifact...`); a path that exists is always a path. The
 local registry answers first, then W&B when it is configured and online. The artifact's type must
 be the port's, a subtype of it or a supertype (then its content is checked as a path's is);
-an unrelated type is E-ARTIFACT-TYPE.
+an unrelated type is E-ARTIFACT-TYPE. A version still pending (its run has not ended) or failed is
+E-ARTIFACT-PENDING, naming the newest ready version if there is one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.errors import StepsError
 from runners.artifacts.names import Ref, Resolved, parse_ref
-from runners.artifacts.registry import RegistryFile, load, lookup
+from runners.artifacts.pending import settled
+from runners.artifacts.registry import RegistryFile, Version, load, lookup
 
 if TYPE_CHECKING:
     from runners.artifacts.wandb_log import WandbSettings
@@ -42,7 +44,7 @@ def resolve_inputs(
 
     def registry() -> RegistryFile:
         nonlocal reg
-        reg = reg if reg is not None else load(root)
+        reg = reg if reg is not None else settled(root, load(root))
         return reg
 
     def known() -> set[str]:  # a plain name is looked up only in a registry that reads
@@ -57,7 +59,6 @@ def resolve_inputs(
             continue  # a path (an unknown port: bind names it)
         try:
             v = lookup(registry(), ref, root)
-            hit = Resolved(port, ref, v.path, v.type, "registry", v.label)
         except StepsError:
             settings = wandb()
             if settings is None or settings.offline:
@@ -66,10 +67,36 @@ def resolve_inputs(
 
             hit = fetch(settings, ref, root / "wandb-artifacts")
             hit.port = port
+        else:
+            refuse_unready(v, ref, port, registry())
+            hit = Resolved(port, ref, v.path, v.type, "registry", v.label)
         check_type(hit, port_types[port], graph)
         out[port] = hit.path
         found.append(hit)
     return out, found
+
+
+def refuse_unready(v: Version, ref: Ref, port: str, reg: RegistryFile) -> None:
+    """E-ARTIFACT-PENDING for a version whose run has not ended, or ended without it."""
+    if v.state == "ready":
+        return
+    ready = [x for x in reg.artifacts[ref.name].versions if x.state == "ready"]
+    other = f"name a ready version ({ref.name}:{ready[-1].label}), or " if ready else ""
+    run = v.made_by.run_dir or "its run"
+    if v.state == "pending":
+        why = f"is pending: the {v.made_by.step} run that makes it ({run}) has not ended"
+        fix = (f"wait for it (`python -m steps status {run}` records how it ended), then run "
+               f"again; or {other or 'run it without this input'}")  # fmt: skip
+    else:
+        why = f"failed: {v.reason or 'its run did not end well'}"
+        fix = f"{other}run {v.made_by.step} again (`python -m steps diagnose {run}` says why)"
+    raise StepsError(
+        "E-ARTIFACT-PENDING",
+        f"--input {port}={ref}: {ref.name}:{v.label} {why}",
+        path=v.path,
+        fix=fix,
+        exit_code=2,
+    )
 
 
 def check_type(hit: Resolved, port_type: str, graph: Any) -> None:

@@ -1,14 +1,24 @@
 """`dcp_to_hf`: NeMo-RL's own DCP-to-Hugging-Face converter, run from its checkout.
 
 The config compiles alone (the converter reads the checkpoint's own config.yaml); the script is
-the manifest's; a plain job on Slurm (no Ray).
+the manifest's; a plain job on Slurm (no Ray). Locally a child that steps waits for, so its
+output is registered when it exits 0.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runners.kinds.base import Command, Prepared, RunnerKind, Setting, cluster_checkout, not_found
+from runners.kinds.base import (
+    Command,
+    LocalRun,
+    Prepared,
+    RunnerKind,
+    Setting,
+    cluster_checkout,
+    not_found,
+)
 
 if TYPE_CHECKING:
     from runners.launch.local import LocalLaunch
@@ -16,6 +26,7 @@ if TYPE_CHECKING:
 
 class DcpToHf(RunnerKind):
     name = "dcp_to_hf"
+    in_process = "runners.convert.run_to_end (a child; its output registered on exit 0)"
 
     def prepare(self, s: Setting) -> Prepared:
         from runners.nemo_rl.checkout import locate_checkout
@@ -46,6 +57,11 @@ class DcpToHf(RunnerKind):
         assert s.target is not None
         launcher = s.launcher or s.target.profile.launcher
         return launch_argv(launcher, str(p.script), resolved), root
+
+    def launch(self, run: LocalRun) -> dict | None:
+        from runners.convert import run_to_end
+
+        return run_to_end(list(run.argv or []), Path(str(run.cwd)), run.env, "dcp_to_hf")
 
 
 KIND = DcpToHf()

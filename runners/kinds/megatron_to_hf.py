@@ -1,8 +1,10 @@
 """`megatron_to_hf`: Megatron-Bridge's conversion worker exports a Megatron checkpoint
-(`runners.convert` builds its command); a plain job on Slurm (no Ray)."""
+(`runners.convert` builds its command); a plain job on Slurm (no Ray). Locally a child that
+steps waits for, so its output is registered when it exits 0."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runners.kinds.base import Command, LocalRun, Prepared, RunnerKind, Setting
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
 
 class MegatronToHf(RunnerKind):
     name = "megatron_to_hf"
+    in_process = "runners.convert.run_to_end (a child; its output registered on exit 0)"
 
     def local_command(
         self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
@@ -31,10 +34,10 @@ class MegatronToHf(RunnerKind):
         return list(argv or []), str(cwd)
 
     def launch(self, run: LocalRun) -> dict | None:
-        from runners.convert import require_bridge
+        from runners.convert import require_bridge, run_to_end
 
         require_bridge(run.findings)
-        return super().launch(run)
+        return run_to_end(list(run.argv or []), Path(str(run.cwd)), run.env, "megatron_to_hf")
 
 
 KIND = MegatronToHf()

@@ -30,6 +30,7 @@ __all__ = ["RunPlan", "RunRequest", "launch_local", "plan_run", "write_run_dir_f
 
 if TYPE_CHECKING:
     from catalog.discovery import StepEntry
+    from runners.artifacts.record import FinishedRun
     from runners.bind import Binding
     from runners.chain.settings import ChainConfig
     from runners.kinds.base import Command, Prepared, RunnerKind, Setting
@@ -259,6 +260,7 @@ def write_run_dir_for(plan: RunPlan) -> Path:
 
 def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
     """Exec (never returns) or run in-process (returns its summary), as the kind does."""
+    from runners.artifacts.record import pending_lines, report_lines
     from runners.kinds.base import LocalRun
 
     if plan.deferred is not None:
@@ -267,10 +269,20 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
         return None
     run = LocalRun(plan.command, plan.cwd, plan.env, plan.resolved, plan.config_file.parent,
                    plan.findings, force)  # fmt: skip
+    if not plan.kind.in_process and plan.written:  # an exec: its outputs end up pending
+        say(pending_lines(record_pending(plan)))
     summary = plan.kind.launch(run)
     if isinstance(summary, dict) and plan.written:
         summary["artifacts"] = record_outputs(plan)
+        say(report_lines(summary["artifacts"]))
     return summary
+
+
+def say(lines: list[str]) -> None:
+    """What a run registered and logged, one line each on stderr (stdout stays the result; an
+    exec leaves no later moment to say it)."""
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
 
 
 def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
@@ -287,26 +299,42 @@ def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
     return settings_for(config, table, str(path) if path else None)
 
 
-def record_outputs(plan: RunPlan) -> dict:
-    """After a run that returned here: its outputs in the runs root's artifact registry (and in
-    W&B when configured), with the inputs and config that made them."""
+def _finished(plan: RunPlan, wandb: bool) -> FinishedRun:
+    """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
     from catalog.types import load_catalog_types
-    from runners.artifacts.record import FinishedRun, record_run
+    from runners.artifacts.record import FinishedRun
     from runners.run.files import RunFiles
 
     files = plan.files
     assert isinstance(files, RunFiles)  # set by the plan
-    root = plan.run_dir.parents[plan.step_id.count("/") + 1]  # <root>/<step id>/<run>
-    return record_run(
-        FinishedRun(
-            step=plan.step_id,
-            run_dir=plan.run_dir,
-            root=root,
-            inputs=files.binding.inputs,
-            outputs=files.binding.outputs,
-            nemo_rl_version=files.nemo_rl_version,
-            config=plan.resolved,
-            wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd)),
-            graph=load_catalog_types(),
-        )
+    return FinishedRun(
+        step=plan.step_id,
+        run_dir=plan.run_dir,
+        root=plan.run_dir.parents[plan.step_id.count("/") + 1],  # <root>/<step id>/<run>
+        inputs=files.binding.inputs,
+        outputs=files.binding.outputs,
+        nemo_rl_version=files.nemo_rl_version,
+        config=plan.resolved,
+        wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd))
+        if wandb
+        else None,
+        graph=load_catalog_types(),
     )
+
+
+def record_outputs(plan: RunPlan) -> dict:
+    """After a run that returned here: its outputs in the runs root's artifact registry (and in
+    W&B when configured), with the inputs and config that made them."""
+    from runners.artifacts.record import record_run
+
+    return record_run(_finished(plan, wandb=True))
+
+
+def record_pending(plan: RunPlan) -> list[str]:
+    """Before a run that ends elsewhere (an exec into NeMo-RL, a cluster job): its outputs as
+    pending versions, settled once it ended (runners.artifacts.pending). `NAME:vN` of each."""
+    from runners.artifacts.pending import this_process, training_end
+    from runners.artifacts.record import record_launch
+
+    watch = this_process(*training_end(plan.resolved)) if plan.target is None else None
+    return record_launch(_finished(plan, wandb=False), watch)

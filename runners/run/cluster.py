@@ -74,7 +74,17 @@ def submit(
         stage(plan.run_dir)
     assert plan.request is not None  # a cluster plan has its launch request
     plan.request.after = list(after or [])
-    return submit_job(plan.run_dir, plan.step_id, plan.request, target)
+    job = submit_job(plan.run_dir, plan.step_id, plan.request, target)
+    _pending(plan)
+    return job
+
+
+def _pending(plan: RunPlan) -> None:
+    """The job's outputs as pending versions in the artifact registry (runners.artifacts)."""
+    from runners.artifacts.record import pending_lines
+    from runners.run import record_pending, say
+
+    say(pending_lines(record_pending(plan)))
 
 
 def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
@@ -86,6 +96,7 @@ def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
     from runners.chain.submit import prepare_chain
 
     prepare_chain(plan, target)
+    _pending(plan)
     try:
         return Followed(drive(plan.run_dir, plan.request, target.backend, out))
     except KeyboardInterrupt:

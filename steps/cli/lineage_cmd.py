@@ -65,10 +65,12 @@ def _version(v: dict | None) -> str:
 def _artifact_text(doc: dict) -> str:
     made = doc["produced_by"]
     aliases = f" ({', '.join(doc['aliases'])})" if doc["aliases"] else ""
+    state = "" if doc["state"] == "ready" else f"  {doc['state'].upper()}"
     lines = [
-        f"{doc['artifact']}{aliases}  {doc['type']}",
+        f"{doc['artifact']}{aliases}  {doc['type']}{state}",
+        *([f"  why      {doc['reason']}"] if doc["reason"] else []),
         f"  path     {doc['path']}  ({doc['files']} files, {doc['bytes']} bytes)",
-        f"  digest   {doc['digest']}",
+        f"  digest   {doc['digest'] or 'none yet'}",
         f"  made by  {made['step']} (port {made['port']}) at {doc['created_utc']}",
         f"  run dir  {made['run_dir']}",
         f"  config   {made['config_digest']}",
@@ -85,7 +87,8 @@ def _artifact_text(doc: dict) -> str:
 def _run_text(doc: dict) -> str:
     lines = [f"{doc['run_dir']}  {doc['step']}", "  produced:" if doc["produced"] else ""]
     for p in doc["produced"]:
-        lines.append(f"    {p['artifact']}  {p['type']}  {p['digest']}  {p['path']}")
+        state = "" if p["state"] == "ready" else f"  {p['state'].upper()}"
+        lines.append(f"    {p['artifact']}  {p['type']}  {p['digest']}  {p['path']}{state}")
     if not doc["produced"]:
         lines[-1] = "  produced: nothing registered (a dry run, a failed run, or one not finished)"
     for i in doc["inputs"]:

@@ -1,0 +1,175 @@
+"""Outputs of runs that end elsewhere: registered pending at launch, settled once the run ended.
+
+A NeMo-RL training run hands over (a local run execs into NeMo-RL; a cluster job ends later), so
+no steps process sees it finish. At launch its outputs are registered as a pending version
+(`latest` moves to it: `NAME:latest` is refused until it is ready, never quietly the model
+before it). Whenever the registry is read to use or show a version (`--input`, pipeline inputs,
+`lineage`), a pending version whose run has ended is settled, under the registry's lock:
+`ready` with the content digest of what it holds (a NeMo-RL checkpoint_dir: its latest complete
+step_N, which becomes the version's path), or `failed` with why. How the run ended is what steps
+already records, so settling asks no cluster: run.json's chain (its end decision: done,
+stopped, cancelled), else its job state as `status`/`jobs` last saw it, else (a local exec, no
+record after it) whether the process (the pid exec keeps) is gone and its last checkpoint
+reached the config's end.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from catalog.contracts.json_text import read_json_file
+from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+from catalog.errors import ERROR, StepsError
+from runners.artifacts.registry import (
+    RegistryFile,
+    Version,
+    Watch,
+    content_digest,
+    load,
+    locked,
+    save,
+)
+from runners.digest import DigestMemo
+from runners.rundir import JobRecord, read_record
+
+OK_STATES = ("COMPLETED", "SUCCEEDED")  # Slurm's, Ray's
+BAD_STATES = ("FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+              "BOOT_FAIL", "DEADLINE", "STOPPED", "NOT_SUBMITTED")  # fmt: skip
+Ended = tuple[bool, str | None] | None  # None: not ended (or cannot tell); (ok, why)
+
+
+def this_process(max_steps: int | None = None, max_epochs: int | None = None) -> Watch:
+    """A watch on this process: a local run about to exec keeps its pid."""
+    pid = os.getpid()
+    return Watch(host=socket.gethostname(), pid=pid, started=_started(pid),
+                 max_steps=max_steps, max_epochs=max_epochs)  # fmt: skip
+
+
+def training_end(config: dict) -> tuple[int | None, int | None]:
+    """(max_num_steps, max_num_epochs) of the one algorithm section of a NeMo-RL config."""
+    sections = [v for v in config.values() if isinstance(v, dict) and "max_num_steps" in v]
+    if len(sections) != 1:
+        return None, None
+    ints = [sections[0].get(k) for k in ("max_num_steps", "max_num_epochs")]
+    steps, epochs = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in ints)
+    return steps, epochs
+
+
+def _started(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (start time in clock ticks), None where there is no /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def _alive(w: Watch) -> bool:
+    assert w.pid is not None
+    try:
+        os.kill(w.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process holds the pid: alive, and not ours unless started says so
+    return w.started is None or _started(w.pid) == w.started
+
+
+def _ended(v: Version) -> Ended:
+    """How the version's run ended, from run.json (chain, then job) or its watched process."""
+    try:
+        record = read_record(Path(v.made_by.run_dir or ""))
+    except StepsError as exc:
+        return False, f"its run record is gone: {exc.finding.message}"
+    chain, job = record.get("chain"), record.get("job")
+    if isinstance(chain, dict):
+        state, why = chain.get("state"), chain.get("reason") or ""
+        if state == "done":
+            return True, None
+        if state in ("stopped", "cancelled"):
+            return False, f"chain {state}: {why}".rstrip(": ")
+        return None
+    if isinstance(job, dict):
+        try:
+            rec = JobRecord.model_validate(job)
+        except ValidationError:
+            return None
+        if rec.state in OK_STATES:
+            return True, None
+        if rec.state in BAD_STATES:
+            code = f" (exit code {rec.exit_code})" if rec.exit_code is not None else ""
+            return False, f"job {rec.job_id or rec.job_name} ended {rec.state}{code}"
+        return None
+    w = v.watch
+    if w is None or w.pid is None or w.host != socket.gethostname() or _alive(w):
+        return None
+    return True, None  # the process is gone: the checkpoint says whether training got to its end
+
+
+def _reached(step: Path, w: Watch | None) -> str | None:
+    """Why the step_N is short of the training's end (NeMo-RL stops at max_num_steps global
+    steps or max_num_epochs whole epochs; a save at an epoch's end has `step` 0), else None."""
+    if w is None or w.pid is None or (w.max_steps is None and w.max_epochs is None):
+        return None  # a job's own state said it completed
+    try:
+        info = read_json_file(step / "training_info.json")
+        steps, epoch, in_epoch = (int(info.get(k, 0)) for k in ("total_steps", "epoch", "step"))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return f"{step.name}/training_info.json is unreadable"
+    epochs = epoch + 1 if in_epoch == 0 and steps > 0 else epoch
+    if (w.max_steps is not None and steps >= w.max_steps) or (
+        w.max_epochs is not None and epochs >= w.max_epochs
+    ):
+        return None
+    return (
+        f"the process ended at {step.name} ({steps} of max_num_steps {w.max_steps}, "
+        f"{epochs} of max_num_epochs {w.max_epochs}): stopped before training's end"
+    )
+
+
+def _settle(v: Version, memo: DigestMemo) -> bool:
+    """Settle one pending version in place when its run has ended; True when it changed."""
+    ended = _ended(v)
+    if ended is None:
+        return False
+    ok, why = ended
+    path = Path(v.path)
+    local = v.watch is not None and v.watch.pid is not None
+    if ok and local and not path.exists():
+        ok, why = False, f"the process ended and {path} does not exist"
+    if ok and "checkpoint" in v.type and "nemo_rl" in v.type and path.exists():
+        res = check_nemo_rl(path)
+        errors = [f for f in res.findings if f.severity == ERROR]
+        if errors or res.resolved is None:
+            ok, why = False, f"the run ended but {path} is no checkpoint: {errors[0].message}"
+        else:
+            why = _reached(res.resolved, v.watch)
+            ok, path = why is None, res.resolved
+    if not ok:
+        v.state, v.reason = "failed", why
+        return True
+    v.state, v.path = "ready", str(path)
+    if path.exists():
+        v.digest, v.files, v.bytes = content_digest(path, memo)
+    else:
+        v.reason = f"{path} is not visible on this machine: not hashed here"
+    return True
+
+
+def settled(root: Path, reg: RegistryFile) -> RegistryFile:
+    """`reg` with every pending version whose run ended settled (and saved); unchanged when none
+    is pending, or none has ended."""
+    if not any(v.state == "pending" for e in reg.artifacts.values() for v in e.versions):
+        return reg
+    with locked(root):
+        reg, memo = load(root), DigestMemo()
+        changed = [_settle(v, memo) for e in reg.artifacts.values() for v in e.versions
+                   if v.state == "pending"]  # fmt: skip
+        if any(changed):
+            save(root, reg)
+            memo.save()
+    return reg
