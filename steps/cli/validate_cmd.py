@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 HELP = "validate a file, folder of shards, rl_prep manifest or checkpoint against its type"
 PROGRESS_MIN_BYTES = 256 << 20
@@ -86,6 +87,26 @@ def _step_config(step: str, config: str | None, overrides: list[str]) -> dict:
     return compile_config(path, overrides).resolved()
 
 
+class _LazyBar:
+    """A tqdm byte counter made at its first update: tqdm's import then overlaps the scan's
+    workers instead of delaying their start."""
+
+    def __init__(self, **kw: Any) -> None:
+        self.kw = kw
+        self.bar: Any = None
+
+    def update(self, n: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(**self.kw)
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _progress(path: Path, contract: str):
     """A tqdm byte counter on stderr when it helps (a TTY, or a large input); else None."""
     from catalog.contracts import ROW_CONTRACTS
@@ -101,9 +122,7 @@ def _progress(path: Path, contract: str):
             total += s.path.stat().st_size
     if not (sys.stderr.isatty() or total >= PROGRESS_MIN_BYTES):
         return None, None
-    from tqdm import tqdm
-
-    bar = tqdm(
+    bar = _LazyBar(
         total=total,
         unit="B",
         unit_scale=True,
