@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,7 @@ from typing import Any
 from catalog.errors import Finding, StepsError
 from runners.config.secret_overrides import move_secrets
 from runners.pipeline.dry_run import drop_pending
-from runners.pipeline.lineage import cache_key
-from runners.pipeline.stage import inputs_now
+from runners.pipeline.lineage import cache_key, fingerprint
 
 RUNS = "_runs"  # a stage's run dirs: <root>/<stage>/_runs/<step id>/<run>
 
@@ -40,25 +38,37 @@ class StagePlan:
     findings: list[Finding] = field(default_factory=list)
     code: int = 0  # the exit code of an error that stopped its planning (2: setup)
     secret_env: dict[str, str] = field(default_factory=dict)
+    overrides: list[str] = field(default_factory=list)  # secrets replaced by references
 
     @property
     def ok(self) -> bool:
         return self.run is not None and not any(f.is_error for f in self.findings)
 
-    def key(self) -> str:
-        """The stage's identity on the cluster: step, resolved config (secrets redacted),
-        inputs' contents, outputs' places, NeMo-RL version, profile and resources."""
-        rp, req = self.run, self.run.request
-        config = json.dumps(rp.resolved_redacted, sort_keys=True, default=str)
+    def key(self, upstream: dict[str, str]) -> str:
+        """The stage's identity on the cluster: step, its config as the file and overrides give
+        it (before binding: what binding derives from an earlier stage's output is not known
+        when this one is queued) and the environment values it reads, inputs' contents (an
+        earlier stage's output: that stage's key in `upstream`), outputs' places, NeMo-RL
+        version, profile and resources."""
+        from runners.pipeline.stage import config_hash
+
+        req = self.run.request
+        chash, _, env_names = config_hash(self.stage, self.overrides)
         where = [self.profile, req.nodes, req.gpus_per_node, req.partition, self.chain]
-        chash = hashlib.sha256(f"{config}\n{where}".encode()).hexdigest()
+        inputs = {
+            p: {"stage": b.producer, "key": upstream.get(b.producer)}
+            if b.producer
+            else fingerprint(b.value, b.hub)
+            for p, b in self.stage.inputs.items()
+        }
         return cache_key(
             self.stage.step,
             self.stage.version,
-            chash,
-            {p: i["fingerprint"] for p, i in inputs_now(self.stage).items()},
+            hashlib.sha256(f"{chash}\n{where}".encode()).hexdigest(),
+            inputs,
             {p: b.value for p, b in self.stage.outputs.items()},
-            rp.nemo_rl_version,  # its version and source, as checked
+            self.run.nemo_rl_version,  # its version and source, as checked
+            {name: os.environ.get(name) for name in env_names},
         )
 
 
@@ -143,7 +153,7 @@ def plan_stage(
 
     chain = bool(spec is not None and spec.until_done)
     sp = StagePlan(stage, profile, target, chain)
-    overrides, sp.secret_env = move_secrets(stage.overrides, env)
+    sp.overrides, sp.secret_env = move_secrets(stage.overrides, env)
     options = None
     if chain:
         from runners.chain.settings import ChainOptions
@@ -153,7 +163,7 @@ def plan_stage(
     req = RunRequest(
         step=stage.step,
         config=str(stage.config),
-        overrides=overrides,
+        overrides=sp.overrides,
         input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
         nemo_rl=opts.nemo_rl,
         runs_dir=str(root / stage.id / RUNS),

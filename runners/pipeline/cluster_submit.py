@@ -83,11 +83,12 @@ def submit_pipeline(
     }
     waits: dict[str, str] = {}  # stage -> the job its dependents start after
     rerun: set[str] = set()
+    keys: dict[str, str] = {}
     queued: list[dict] = []
     try:
         for sp in stages:
             st, sdir = sp.stage, plan.root / sp.stage.id
-            key = sp.key()
+            key = keys[st.id] = sp.key(keys)
             before = read_json(sdir / RECORD)
             action, live = "submit", None
             if st.id not in forced and not set(st.after) & rerun:

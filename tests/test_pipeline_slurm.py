@@ -1,0 +1,202 @@
+"""`pipeline run FILE --batch PROFILE` on a real one-node Slurm: stages as dependent jobs.
+
+Everything is real except NeMo-RL: slurmctld/slurmd, sbatch `--dependency=afterok` and
+`--kill-on-invalid-dep`, bash, the pyxis stand-in. The three stages are rl_prep (our staged code,
+run in the "container" by a `python3` that has nothing of ours: a CPU profile, no GPU), RLVR (the
+stand-in NeMo-RL's driver through ray.sub, on the GPU profile) and convert/dcp_to_hf (a
+stand-in of NeMo-RL's converter script in the checkout). `pipeline run` is a child process that
+returns once every stage is queued; the test then waits for the jobs through `status`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import (  # noqa: F401
+    CLUSTER,
+    PYTHON,
+    bare_python_bin,
+    container_site,
+    slurm,
+    stand_in_checkout,
+    wait_for,
+)
+from run_fixtures import REPO, clean_env
+
+pytestmark = pytest.mark.slow
+CONVERTER = "examples/converters/convert_dcp_to_hf.py"
+STAND_IN_CONVERTER = """import argparse, json, os
+p = argparse.ArgumentParser()
+for flag in ("--config", "--dcp-ckpt-path", "--hf-ckpt-path"):
+    p.add_argument(flag)
+a = p.parse_args()
+os.makedirs(a.hf_ckpt_path)
+with open(os.path.join(a.hf_ckpt_path, "config.json"), "w") as fh:
+    json.dump({"converted_from": a.dcp_ckpt_path}, fh)
+for name in ("pytorch_model.bin", "tokenizer.json"):
+    open(os.path.join(a.hf_ckpt_path, name), "w").write("{}")
+print("converted", a.dcp_ckpt_path, flush=True)
+"""
+GYM_SCRIPT = "examples/nemo_gym/run_grpo_nemo_gym.py"
+STAND_IN_TRAINER = """import argparse, json, os, shutil, sys
+import yaml
+p = argparse.ArgumentParser()
+p.add_argument("--config")
+a, _ = p.parse_known_args()
+print("driver started:", os.path.basename(sys.argv[0]), flush=True)
+if os.environ.get("FAKE_EXIT", "0") != "0":
+    sys.exit(int(os.environ["FAKE_EXIT"]))
+config = yaml.safe_load(open(a.config))
+step = os.path.join(config["checkpointing"]["checkpoint_dir"], "step_1")
+os.makedirs(os.path.join(step, "policy", "weights"))
+shutil.copy(a.config, os.path.join(step, "config.yaml"))
+for name in (".metadata", "__0_0.distcp"):
+    open(os.path.join(step, "policy", "weights", name), "wb").write(b"x")
+info = {"total_steps": 1, "epoch": 0, "step": 1}
+json.dump(info, open(os.path.join(step, "training_info.json"), "w"))
+print("driver done", flush=True)
+"""
+PIPELINE = """name: lab3
+inputs:
+  blend: {{type: data_blend, path: {blend}}}
+  policy: {{type: hf_checkpoint, path: Qwen/Qwen3-0.6B}}
+stages:
+  - id: prep
+    step: data_prep/rl_prep
+    config: tiny
+    profile: cpu
+    inputs: {{blend: inputs.blend}}
+  - id: rlvr
+    step: rl/nemo_rl/rlvr
+    config: tiny_dtensor  # DTensor: a torch DCP checkpoint, for convert/dcp_to_hf
+    overrides:  # the rows rl_prep writes are NeMo-Gym rows
+      - env.should_use_nemo_gym=true
+      - grpo.max_val_samples=null
+      - "+env.nemo_gym.config_paths=[{gym_model},{gym_server}]"
+    inputs: {{train: prep.data, validation: prep.data, policy: inputs.policy}}
+  - id: convert
+    step: convert/dcp_to_hf
+    config: tiny
+    inputs: {{checkpoint: rlvr.checkpoint}}
+targets: [convert.hf]
+"""
+
+
+def profile(name: str, root: Path, gpu: bool, **knobs: str) -> str:
+    env = {"FAKE_NEMO_RL_RECORD": f"{root}/record-{name}.json", **knobs}
+    table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+    return f"""[{name}]
+executor = "slurm"
+partition = "debug"
+time = "00:05:00"
+container_image = "nvcr.io/nvidia/nemo-rl:v0.7.0"
+mounts = ["{root}:{root}", "{REPO}:{REPO}"]
+remote_dir = "{root}/shared"
+nemo_rl_dir = "{root}/RL"
+launcher = "{PYTHON}"
+sbatch_args = ["--oversubscribe"]
+{"gpus_per_node = 1" if gpu else ""}
+env = {{ {table} }}
+"""
+
+
+@pytest.fixture
+def lab(tmp_path, slurm):  # noqa: F811
+    """A work dir with env.toml ([cpu], [gpu], [gpu_fail]: its driver exits 1), the stand-in
+    NeMo-RL with a converter script, the pipeline file; `steps(...)` runs the CLI in a child."""
+    root = tmp_path
+    (stand_in_checkout(root / "RL") / CONVERTER).parent.mkdir(parents=True, exist_ok=True)
+    (root / "RL" / CONVERTER).write_text(STAND_IN_CONVERTER, encoding="utf-8")
+    (root / "RL" / GYM_SCRIPT).write_text(STAND_IN_TRAINER, encoding="utf-8")  # a DCP step_1
+    work = root / "work"
+    work.mkdir()
+    (work / "env.toml").write_text(
+        profile("cpu", root, gpu=False)
+        + profile("gpu", root, gpu=True)
+        + profile("gpu_fail", root, gpu=True, FAKE_EXIT="1"),
+        encoding="utf-8",
+    )
+    blend = REPO / "steps" / "data_prep" / "rl_prep" / "data" / "blend_tiny.yaml"
+    text = PIPELINE.format(
+        blend=blend,
+        gym_model="responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
+        gym_server="resources_servers/math_with_judge/configs/math_with_judge.yaml",
+    )
+    (work / "lab3.yaml").write_text(text, encoding="utf-8")
+    env = clean_env(root, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(root / "out"))
+    # What a user's cluster gives a job: a python3 with nothing of ours first on PATH (jobs
+    # inherit the submitting PATH), the pyxis stand-in, no PYTHONPATH to this checkout.
+    env["PATH"] = f"{bare_python_bin(root / 'bare-bin')}:{CLUSTER / 'pyxis'}:{env['PATH']}"
+    env["PYXIS_STAND_IN_SITE"] = container_site()
+    env.pop("PYTHONPATH", None)
+
+    def steps(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([PYTHON, "-m", "steps", *argv], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    return root, work, steps
+
+
+def pipeline_status(steps, pipeline_root: Path) -> dict:
+    res = steps("status", str(pipeline_root), "--json")
+    assert res.returncode in (0, 2), res.stdout + res.stderr
+    return json.loads(res.stdout)
+
+
+def ended(steps, pipeline_root: Path) -> dict:
+    """The pipeline's status once it completed or failed (waits on the cluster)."""
+    got: dict = {}
+
+    def done() -> bool:
+        got.update(pipeline_status(steps, pipeline_root))
+        return got["state"] in ("completed", "failed")
+
+    wait_for(done, timeout=240, step=1.0)
+    return got
+
+
+def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_command_returned(lab):
+    _root, work, steps = lab
+    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "lab3"
+    record = json.loads((pipeline_root / "pipeline.json").read_text())
+    stages = record["stages"]
+    assert list(stages) == ["prep", "rlvr", "convert"]
+    assert [s["action"] for s in stages.values()] == ["submit"] * 3
+    # Each stage waits for the one it reads from; prep asks for no GPU, RLVR for one.
+    assert stages["rlvr"]["after"] == [stages["prep"]["job_id"]]
+    assert stages["convert"]["after"] == [stages["rlvr"]["job_id"]]
+    prep_job = Path(stages["prep"]["run_dir"], "run.json")
+    assert json.loads(prep_job.read_text())["job"]["profile"] == "cpu"
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "completed", status
+    assert [s["status"] for s in status["stages"]] == ["completed"] * 3
+    hf = json.loads((pipeline_root / "convert" / "hf" / "config.json").read_text())
+    assert hf["converted_from"].startswith(str(pipeline_root / "rlvr" / "checkpoint"))
+    assert (pipeline_root / "prep" / "data" / "manifest.json").is_file()
+    # Nothing changed: no stage is queued again.
+    again = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("up to date") == 3, again.stdout
+    assert "0 of 3 stages queued" in again.stdout
+
+
+def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
+    _root, work, steps = lab
+    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu_fail")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "lab3"
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "failed" and status["stage"] == "rlvr", status
+    by_id = {s["id"]: s for s in status["stages"]}
+    assert by_id["prep"]["status"] == "completed"
+    assert by_id["convert"]["status"] == "not run", by_id["convert"]
+    assert not (pipeline_root / "convert" / "hf").exists()
+    text = steps("status", str(pipeline_root))
+    assert "pipeline lab3: failed at stage rlvr" in text.stdout, text.stdout + text.stderr
+    logs = steps("logs", str(pipeline_root))
+    assert "stage rlvr" in logs.stderr and "driver started" in logs.stdout, logs.stderr
