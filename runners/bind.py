@@ -1,9 +1,13 @@
 """Bind the artifacts a manifest declares to the config keys that hold their paths.
 
-Relative paths that come from a config file are read from the folder of the file that set them
-(shipped configs say `../data/x.jsonl` beside the config named with `-c`); relative paths from
-overrides or `--input` are read from the current directory. Every bound path is written back
-absolute (NeMo-RL runs from its own checkout); nothing else in the compiled config changes,
+A relative input path a config file gives NeMo-RL stays as written: NeMo-RL opens it from its
+working directory, the checkout root (`open(data_path)`, v0.7.0 nemogym_dataset.py:35;
+`load_dataset_from_path`, datasets/utils.py:81-110), so it is bound to that path, and the same
+path read from the declaring file's folder is kept beside it for the finding when only that one
+exists (runners.preflight.data_paths). For other programs (rl_prep, the converters) a config
+file's relative path is read from that file's folder. Paths from overrides or `--input` are
+read from the current directory; these, outputs, rl_prep manifests (expanded into their shards)
+and other programs' paths are written back absolute; nothing else in the compiled config changes,
 interpolations included. An rl_prep `manifest.json` given for a JSONL port binds its train and
 val splits, and Gym rows without `agent_ref` get `run.default_agent_ref` in a normalized copy
 inside the run dir.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,8 +188,12 @@ def bind(
     run_dir: Path,
     output_base: Path,
     graph: Any = None,
+    workdir: str | None = None,
+    opens_from_workdir: bool = False,
 ) -> Binding:
-    """Bind every port; mutates `compiled.config` in place (paths absolute, derived files)."""
+    """Bind every port; mutates `compiled.config` in place (paths absolute, derived files).
+    `opens_from_workdir`: the program opens the config's relative input paths from `workdir`
+    (NeMo-RL's checkout here or on the cluster; None when not known here)."""
     from runners.config.compiler import register_resolvers
 
     register_resolvers()
@@ -233,6 +242,12 @@ def bind(
                     )
                     if os.path.isabs(value) and not node._is_interpolation():
                         base = cwd  # already absolute: normpath only
+                    elif consumed and opens_from_workdir and not origin_cwd:
+                        hf = is_a(port.type, HF_ROOT)
+                        art = _opened_in(port, t.key, value, workdir, base, hf, jsonl)
+                        if art is not None:
+                            _keep_relative(binding, t, art, jsonl and agent_ref, run_dir)
+                            continue
                 if consumed and is_a(port.type, HF_ROOT) and is_hub_id(value, base):
                     binding.inputs.append(BoundArtifact(port.name, port.type, t.key, value, False))
                     if given is not None:
@@ -270,6 +285,33 @@ def bind(
                             binding, t, port, manifest, found, port.name, run_dir, agent_ref
                         )
     return binding
+
+
+def _opened_in(
+    port: Any, key: str, value: str, workdir: str | None, declared: Path, hf: bool, jsonl: bool
+) -> BoundArtifact | None:
+    """A relative path NeMo-RL opens from `workdir`, kept as written (None: an absolute path an
+    interpolation yields, a hub id, or an rl_prep manifest, which binding expands into absolute
+    shard paths)."""
+    if os.path.isabs(value):
+        return None
+    beside = absolute(value, declared)
+    if hf and is_hub_id(value, workdir or declared):
+        return None
+    joined = posixpath.normpath(posixpath.join(workdir, value)) if workdir else None
+    if jsonl and any(_read_manifest(Path(p)) for p in (beside, joined) if p):
+        return None
+    if joined is None:
+        return BoundArtifact(port.name, port.type, key, "", False, written=value, beside=beside)
+    return BoundArtifact(port.name, port.type, key, joined, written=value, beside=beside)
+
+
+def _keep_relative(binding: Binding, t: _Target, art: BoundArtifact, fill: Any, run_dir) -> None:
+    """Bind a relative path as NeMo-RL opens it; rows lacking agent_ref get their normalized
+    copy in the run dir as an absolute path does."""
+    binding.inputs.append(art)
+    if fill and art.is_path and _needs_agent_ref(Path(art.value)):
+        _derive(binding, t, art.name, [Path(art.value)], run_dir, fill)
 
 
 def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:

@@ -138,10 +138,10 @@ dpo:
   max_num_steps: 3
 data:
   train:
-    data_path: ../data/train.jsonl
+    data_path: {data}/train.jsonl
   validation:
-    data_path: ../data/val.jsonl
-"""
+    data_path: {data}/val.jsonl
+"""  # absolute: NeMo-RL opens relative paths from its checkout root, not from this folder
 
 PAIR = {"prompt": "2+2?", "chosen": "4", "rejected": "5"}
 
@@ -153,7 +153,9 @@ def dpo_step(catalog: Path) -> Path:
     (step / "data").mkdir()
     (step / "step.toml").write_text(DPO_MANIFEST, encoding="utf-8")
     (step / "config" / "base.yaml").write_text(DPO_BASE, encoding="utf-8")
-    (step / "config" / "tiny.yaml").write_text(DPO_TINY, encoding="utf-8")
+    (step / "config" / "tiny.yaml").write_text(
+        DPO_TINY.format(data=step / "data"), encoding="utf-8"
+    )
     for name in ("train", "val"):
         (step / "data" / f"{name}.jsonl").write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
     return step

@@ -170,17 +170,22 @@ def test_unresolved_value_fails_preflight_with_file_and_line(setup, cli):
     assert "Traceback" not in proc.stderr
 
 
-def test_relative_paths_are_read_from_the_folder_of_the_file_that_set_them(setup, cli):
-    tmp_path, step, _, env, base = setup
+def test_relative_data_path_stays_as_written_and_is_read_from_the_checkout(setup, cli):
+    tmp_path, step, checkout, env, base = setup
+    (checkout / "data").mkdir()
+    (checkout / "data" / "t.jsonl").write_text((step / "data" / "train.jsonl").read_text())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "child.yaml").write_text(f"defaults: {step / 'config' / 'tiny.yaml'}\n")
+    (elsewhere / "child.yaml").write_text(
+        f"defaults: {step / 'config' / 'tiny.yaml'}\ndata:\n  train:\n    data_path: data/t.jsonl\n"
+    )
     proc = cli(
         *base, "-c", str(elsewhere / "child.yaml"), "--dry-run", "--json", cwd=tmp_path, env=env
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)["config"]["data"]
-    assert data["train"]["data_path"] == str(step / "data" / "train.jsonl")
+    assert data["train"]["data_path"] == "data/t.jsonl"  # NeMo-RL opens it from its checkout
+    assert data["validation"]["data_path"] == str(step / "data" / "val.jsonl")
 
 
 def test_deleted_required_section_is_reported(setup, cli):

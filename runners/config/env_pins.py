@@ -11,7 +11,8 @@ variable without a default, and a default that refers to other keys stay referen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -20,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from runners.secrets import is_secret_env, looks_like_secret, secret_values
 
 OPEN = "${oc.env:"
+HOME_VAR = "STEPS_HOME"
 _RESOLVER = "steps_pinned_env"
 _UNSET = object()
 # The launch environment the resolver reads while `pin_env` runs, and what it last used.
@@ -124,3 +126,17 @@ def pin_env(cfg: DictConfig, env: Mapping[str, str]) -> dict[str, dict]:
     finally:
         _ENV["values"], _ENV["secrets"] = {}, {}
     return used
+
+
+def with_steps_home(env: MutableMapping[str, str]) -> str:
+    """Set `STEPS_HOME` (the folder holding the built-in `steps/` catalog) in `env` and in this
+    process, where `oc.env` resolves, unless already set; returns it. Shipped configs name their
+    data from it (`${oc.env:STEPS_HOME}/steps/rl/nemo_rl/dpo/data/tiny_train.jsonl`): NeMo-RL
+    opens relative paths from its checkout root, and `pin_env` writes the value into config.yaml.
+    """
+    from catalog.discovery import BUILTIN_ROOT
+
+    home = env.get(HOME_VAR) or os.environ.get(HOME_VAR) or str(BUILTIN_ROOT.parent)
+    env.setdefault(HOME_VAR, home)
+    os.environ.setdefault(HOME_VAR, home)
+    return home

@@ -24,8 +24,11 @@ class NemoRL(RunnerKind):
     compiles_with_nemo_rl = True
 
     def prepare(self, s: Setting) -> Prepared:
+        from runners.config.env_pins import with_steps_home
         from runners.config.values import resolved_value
         from runners.nemo_rl import checkout as nemo_rl
+
+        with_steps_home(s.env)  # before compiling: shipped configs name their data from it
 
         named = getattr(getattr(s.target, "profile", None), "nemo_rl_version", None)
         nrl = nemo_rl.resolve_target(s.nemo_rl_hint, s.env, named)

@@ -42,6 +42,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
     "runners.preflight.artifacts",
+    "runners.preflight.data_paths",
     "runners.preflight.remote",
     "runners.preflight.interpreter",
     "runners.preflight.remote_slurm",
@@ -62,6 +63,12 @@ class BoundArtifact:
     value: str
     is_path: bool = True
     expected_rows: int | None = None  # what the rl_prep manifest it came from records
+    # A relative path a config file gave a program that opens it from its own working directory
+    # (NeMo-RL: the checkout): kept as written; `value` is it joined to that directory (is_path
+    # False when that directory is not known here), `beside` the same path read from the
+    # declaring file's folder (runners.preflight.data_paths).
+    written: str = ""
+    beside: str = ""
 
 
 @dataclass

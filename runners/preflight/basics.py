@@ -138,9 +138,11 @@ def missing_sections(ctx: PreflightContext) -> list[str]:
 @rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))
 def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
     """Every consumed file or folder bound to a path exists before anything starts."""
+    from runners.preflight.data_paths import found_only_beside
+
     for art in ctx.inputs:
-        if not art.is_path or art.value == "???":
-            continue
+        if not art.is_path or art.value == "???" or found_only_beside(ctx, art):
+            continue  # found only beside its config: E-INPUT-RELATIVE says so
         path, line = _where(ctx, art.config_key)
         if not art.value:
             yield Finding(
@@ -160,6 +162,7 @@ def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
                 path=path,
                 line=line,
                 key=art.config_key,
-                fix="check the path; relative paths in a config file are read from that file's "
-                "folder, paths on the command line from the current directory",
+                fix="check the path; NeMo-RL opens a config file's relative paths from its "
+                "checkout root (rl_prep and the converters: from that file's folder), paths on "
+                "the command line are read from the current directory",
             )

@@ -246,8 +246,10 @@ def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     f = ctx.remote
     if f is None:
         return
+    from runners.preflight.data_paths import found_only_beside
+
     for art in ctx.inputs:
-        if not art.is_path or art.value not in f.exists:
+        if not art.is_path or art.value not in f.exists or found_only_beside(ctx, art):
             continue
         if not f.exists[art.value]:
             yield Finding(

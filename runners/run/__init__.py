@@ -110,6 +110,7 @@ def _chain(
 def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
     """Every port bound (paths as the job sees them; derived files planned)."""
     from runners.bind import bind
+    from runners.kinds import kind_for
     from runners.run.step import parse_inputs, resolve_refs
     from runners.rundir import runs_root
 
@@ -124,6 +125,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
     root = runs_root(req.runs_dir, s.env, s.cwd)
     wandb = lambda: wandb_settings(prepared.compiled.resolved(), None, s.env, s.cwd)  # noqa: E731
     inputs = resolve_refs(parse_inputs(req.input), s.manifest, graph, root, s.cwd, wandb)
+    workdir = remote_checkout if s.target is not None else prepared.checkout  # NeMo-RL's cwd
     return bind(
         prepared.compiled,
         s.manifest,
@@ -133,6 +135,8 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
         run_dir=Path(job_dir),
         output_base=remote_checkout or prepared.checkout or s.cwd,
         graph=graph,
+        workdir=str(workdir) if workdir else None,
+        opens_from_workdir=kind_for(s.manifest.run.runner).compiles_with_nemo_rl,
     )
 
 
