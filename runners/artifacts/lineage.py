@@ -49,6 +49,7 @@ def of_artifact(root: Path, text: str) -> dict:
         },
         "inputs": [i.model_dump() for i in made.inputs],
         "versions": [f"v{x.version}" for x in entry.versions],
+        "wandb": v.wandb,
     }
 
 

@@ -10,7 +10,8 @@ step_N, which becomes the version's path), or `failed` with why. How the run end
 already records, so settling asks no cluster: run.json's chain (its end decision: done,
 stopped, cancelled), else its job state as `status`/`jobs` last saw it, else (a local exec, no
 record after it) whether the process (the pid exec keeps) is gone and its last checkpoint
-reached the config's end.
+reached the config's end. A version that becomes ready is logged to W&B then, when its run had
+W&B configured at launch (one W&B run: the run's inputs used, the version logged).
 """
 
 from __future__ import annotations
@@ -167,9 +168,31 @@ def settled(root: Path, reg: RegistryFile) -> RegistryFile:
         return reg
     with locked(root):
         reg, memo = load(root), DigestMemo()
-        changed = [_settle(v, memo) for e in reg.artifacts.values() for v in e.versions
-                   if v.state == "pending"]  # fmt: skip
-        if any(changed):
+        changed = [(name, v) for name, e in reg.artifacts.items() for v in e.versions
+                   if v.state == "pending" and _settle(v, memo)]  # fmt: skip
+        for name, v in changed:
+            if v.state == "ready" and v.wandb and "logged" not in v.wandb:
+                _log(root, name, v)
+        if changed:
             save(root, reg)
             memo.save()
     return reg
+
+
+def _log(root: Path, name: str, v: Version) -> None:
+    """Log a version that became ready to the W&B project its run was launched with."""
+    from runners.artifacts.record import log_versions
+    from runners.artifacts.wandb_log import WandbSettings
+
+    to = dict(v.wandb or {})
+    settings = WandbSettings(str(to["project"]), to.get("entity"), str(to.get("source", "")))
+    run_dir = Path(v.made_by.run_dir or root)
+    try:
+        report = log_versions(settings, v.made_by, run_dir if run_dir.is_dir() else root,
+                              [(name, v)])  # fmt: skip
+    except StepsError as exc:  # wandb not installed where it settled: said, not retried
+        v.wandb = {**to, "logged": False, "note": exc.finding.message}
+        return
+    v.wandb = {**to, "logged": True, "mode": report["mode"]}
+    if report.get("sync"):
+        v.wandb["sync"] = report["sync"]

@@ -17,6 +17,7 @@ from runners.artifacts.registry import (
     InputRecord,
     Output,
     Provenance,
+    Version,
     Watch,
     content_digest,
     load,
@@ -76,20 +77,26 @@ def _outputs(run: FinishedRun) -> list[Output]:
     return [Output(name(a), a.type, a.value, a.name) for a in run.outputs if a.is_path]
 
 
-def record_launch(run: FinishedRun, watch: Watch | None) -> list[str]:
+def record_launch(run: FinishedRun, watch: Watch | None) -> dict:
     """At launch of a run that ends elsewhere: its outputs as pending versions (`watch`: this
-    process, for a local exec). Returns `NAME:vN` of each."""
+    process, for a local exec), with the W&B settings they are logged to once ready (one W&B
+    run then, inputs and outputs: runners.artifacts.pending). Returns the report."""
     memo = DigestMemo()
-    done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True, watch=watch)
+    to = vars(run.wandb) if run.wandb is not None else None
+    done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True,
+                    watch=watch, wandb=to)  # fmt: skip
     memo.save()
-    return [str(r) for r in done]
+    report: dict[str, Any] = {"registry": str(registry_path(run.root)),
+                              "pending": [str(r) for r in done]}  # fmt: skip
+    if to is not None and done:
+        report["wandb_when_ready"] = to
+    return report
 
 
 def record_run(run: FinishedRun) -> dict:
     """Register the outputs that exist; log to W&B when configured. Returns the report."""
     memo = DigestMemo()
     made_by = _made_by(run, memo)
-    inputs = made_by.inputs
     done = register(run.root, _outputs(run), made_by, memo)
     memo.save()
     report: dict[str, Any] = {
@@ -106,24 +113,36 @@ def record_run(run: FinishedRun) -> dict:
         ],
     }
     if run.wandb is not None:
-        used = [Logged(i.port, i.artifact or f"{i.type}-{i.port}", i.type, i.digest, i.path)
-                for i in inputs]  # fmt: skip
-        produced = [Logged(r.version.port, str(r), r.version.type, r.version.digest,
-                           r.version.path) for r in done]  # fmt: skip
-        report["wandb"] = log_run(
-            run.wandb,
-            step=run.step,
-            run_dir=run.run_dir,
-            config={
-                "step": run.step,
-                "config_digest": made_by.config_digest,
-                "nemo_rl_version": run.nemo_rl_version,
-            },
-            used=used,
-            produced=produced,
-            is_model=lambda t: is_model(t, run.graph),
-        )
+        produced = [(r.name, r.version) for r in done]
+        report["wandb"] = log_versions(run.wandb, made_by, run.run_dir, produced, run.graph)
     return report
+
+
+def log_versions(
+    settings: WandbSettings,
+    made_by: Provenance,
+    run_dir: Path,
+    produced: list[tuple[str, Version]],
+    graph: Any = None,
+) -> dict:
+    """One W&B run for a steps run: its inputs used, its registered versions logged."""
+    used = [Logged(i.port, i.artifact or f"{i.type}-{i.port}", i.type, i.digest, i.path)
+            for i in made_by.inputs]  # fmt: skip
+    logged = [Logged(v.port, f"{name}:{v.label}", v.type, v.digest, v.path)
+              for name, v in produced]  # fmt: skip
+    return log_run(
+        settings,
+        step=made_by.step,
+        run_dir=run_dir,
+        config={
+            "step": made_by.step,
+            "config_digest": made_by.config_digest,
+            "nemo_rl_version": made_by.nemo_rl_version,
+        },
+        used=used,
+        produced=logged,
+        is_model=lambda t: is_model(t, graph),
+    )
 
 
 def report_lines(report: dict) -> list[str]:
@@ -133,6 +152,14 @@ def report_lines(report: dict) -> list[str]:
         f"{'' if r['new'] else ', same content as before'}): {r['path']}"
         for r in report.get("registered", [])
     ]
+    lines += [
+        f"registered {n} pending: ready once the run ends (`python -m steps lineage {n}`)"
+        for n in report.get("pending", [])
+    ]
+    if report.get("wandb_when_ready"):
+        to = report["wandb_when_ready"]
+        lines.append(f"wandb {to['entity'] + '/' if to.get('entity') else ''}{to['project']}: "
+                     "logs them and their inputs when they are ready")  # fmt: skip
     wb = report.get("wandb")
     if wb:
         off = wb["mode"] == "offline"
@@ -151,11 +178,3 @@ def report_lines(report: dict) -> list[str]:
         if wb.get("sync"):
             lines.append(f"{where}: nothing uploaded; `{wb['sync']}` would sync it")
     return lines
-
-
-def pending_lines(names: list[str]) -> list[str]:
-    """What `steps run` prints for outputs registered at launch."""
-    return [
-        f"registered {n} pending: ready once the run ends (`python -m steps lineage {n}`)"
-        for n in names
-    ]

@@ -85,6 +85,7 @@ class Version(BaseModel):
     state: Literal["ready", "pending", "failed"] = "ready"
     reason: str | None = None  # why it failed, or why a ready one has no digest
     watch: Watch | None = None
+    wandb: dict | None = None  # W&B settings to log it to once ready, then what was logged
 
     @property
     def label(self) -> str:
@@ -192,10 +193,12 @@ def register(
     memo: DigestMemo,
     pending: bool = False,
     watch: Watch | None = None,
+    wandb: dict | None = None,
 ) -> list[Registered]:
     """Add each existing output as a version of its name (new content only) and move `latest`;
     `pending`: each output as a new pending version (its run ends elsewhere, `watch` says how
-    to tell when), whether or not its folder exists yet."""
+    to tell when; `wandb`: the W&B settings to log it to once ready), whether or not its folder
+    exists yet."""
     done: list[Registered] = []
     with locked(root):
         reg = load(root)
@@ -203,7 +206,8 @@ def register(
             path = Path(out.path)
             entry = reg.artifacts.setdefault(out.name, Entry())
             if pending:
-                version = new_version(entry, out, made_by, None, state="pending", watch=watch)
+                version = new_version(entry, out, made_by, None, state="pending", watch=watch,
+                                      wandb=wandb)  # fmt: skip
                 done.append(Registered(out.name, version, True))
                 continue
             if not path.exists():

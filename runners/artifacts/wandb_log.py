@@ -40,8 +40,8 @@ def settings_for(config: dict, env_table: Any, env_file: str | None) -> WandbSet
     """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's."""
     logger = config.get("logger") if isinstance(config, dict) else None
     if isinstance(logger, dict) and logger.get("wandb_enabled") is True:
-        wb = logger.get("wandb") if isinstance(logger.get("wandb"), dict) else {}
-        if wb.get("project"):
+        wb = logger.get("wandb")
+        if isinstance(wb, dict) and wb.get("project"):
             return WandbSettings(str(wb["project"]), _str(wb.get("entity")), "logger.wandb")
     if isinstance(env_table, dict) and env_table.get("project"):
         where = f"[wandb] in {env_file}" if env_file else "[wandb]"

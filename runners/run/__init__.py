@@ -264,7 +264,7 @@ def write_run_dir_for(plan: RunPlan) -> Path:
 
 def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
     """Exec (never returns) or run in-process (returns its summary), as the kind does."""
-    from runners.artifacts.record import pending_lines, report_lines
+    from runners.artifacts.record import report_lines
     from runners.kinds.base import LocalRun
 
     if plan.deferred is not None:
@@ -274,7 +274,7 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
     run = LocalRun(plan.command, plan.cwd, plan.env, plan.resolved, plan.config_file.parent,
                    plan.findings, force)  # fmt: skip
     if not plan.kind.in_process and plan.written:  # an exec: its outputs end up pending
-        say(pending_lines(record_pending(plan)))
+        say(report_lines(record_pending(plan)))
     summary = plan.kind.launch(run)
     if isinstance(summary, dict) and plan.written:
         summary["artifacts"] = record_outputs(plan)
@@ -303,7 +303,7 @@ def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
     return settings_for(config, table, str(path) if path else None)
 
 
-def _finished(plan: RunPlan, wandb: bool) -> FinishedRun:
+def _finished(plan: RunPlan) -> FinishedRun:
     """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
     from catalog.types import load_catalog_types
     from runners.artifacts.record import FinishedRun
@@ -319,9 +319,7 @@ def _finished(plan: RunPlan, wandb: bool) -> FinishedRun:
         outputs=files.binding.outputs,
         nemo_rl_version=files.nemo_rl_version,
         config=plan.resolved,
-        wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd))
-        if wandb
-        else None,
+        wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd)),
         graph=load_catalog_types(),
     )
 
@@ -331,14 +329,15 @@ def record_outputs(plan: RunPlan) -> dict:
     W&B when configured), with the inputs and config that made them."""
     from runners.artifacts.record import record_run
 
-    return record_run(_finished(plan, wandb=True))
+    return record_run(_finished(plan))
 
 
-def record_pending(plan: RunPlan) -> list[str]:
+def record_pending(plan: RunPlan) -> dict:
     """Before a run that ends elsewhere (an exec into NeMo-RL, a cluster job): its outputs as
-    pending versions, settled once it ended (runners.artifacts.pending). `NAME:vN` of each."""
+    pending versions, settled (and logged to W&B when configured) once it ended
+    (runners.artifacts.pending). Returns the report."""
     from runners.artifacts.pending import this_process, training_end
     from runners.artifacts.record import record_launch
 
     watch = this_process(*training_end(plan.resolved)) if plan.target is None else None
-    return record_launch(_finished(plan, wandb=False), watch)
+    return record_launch(_finished(plan), watch)

@@ -81,10 +81,10 @@ def submit(
 
 def _pending(plan: RunPlan) -> None:
     """The job's outputs as pending versions in the artifact registry (runners.artifacts)."""
-    from runners.artifacts.record import pending_lines
+    from runners.artifacts.record import report_lines
     from runners.run import record_pending, say
 
-    say(pending_lines(record_pending(plan)))
+    say(report_lines(record_pending(plan)))
 
 
 def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
