@@ -237,3 +237,42 @@ def test_a_chains_end_decision_settles_its_output(tmp_path):
     assert _resolve(root, tmp_path) == str(ckpt / "step_4")
     v = lookup(load(root), parse_ref("ModelArtifact-rlvr"), root)
     assert v.state == "ready" and v.digest.startswith("xxh3_128:") and v.files == 4
+
+
+BRIDGE_WORKER = """\
+import os, sys
+out = sys.argv[sys.argv.index("--hf-path") + 1]
+os.makedirs(out)
+open(os.path.join(out, "config.json"), "w").write("{}")
+open(os.path.join(out, "model.safetensors"), "wb").write(b"weights")
+"""
+
+
+@pytest.mark.slow  # runs Megatron-Bridge's stand-in worker as a child
+def test_megatron_export_registers_its_hf_folder_and_lineage_shows_run_and_input(tmp_path):
+    from test_run_convert import _bridge, _nemo_rl_run
+
+    ckpt = _nemo_rl_run(tmp_path / "ckpt")
+    bridge = _bridge(tmp_path / "mb")
+    (bridge / "scripts" / "conversion" / "run_conversion.py").write_text(BRIDGE_WORKER)
+    env = clean_env(tmp_path, STEPS_RUNS_DIR=str(tmp_path / "runs"))
+    out = tmp_path / "hf"
+    proc = steps_run("convert/megatron_to_hf", "-c", "tiny", f"megatron_path={ckpt}",
+                     f"megatron_bridge.root={bridge}", f"hf_path={out}",
+                     cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [reg] = json.loads(proc.stdout)["artifacts"]["registered"]
+    assert (reg["artifact"], reg["path"]) == ("ModelArtifact-megatron_to_hf:v0", str(out))
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "steps", "lineage", "ModelArtifact-megatron_to_hf"],
+        capture_output=True, text=True, cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    run_dir = only_run_dir(tmp_path / "runs", "convert/megatron_to_hf")
+    text = shown.stdout
+    assert "ModelArtifact-megatron_to_hf:v0 (latest)  hf_checkpoint" in text
+    assert f"  digest   {reg['digest']}" in text
+    assert "  made by  convert/megatron_to_hf (port hf)" in text and f"  run dir  {run_dir}" in text
+    assert f"    checkpoint: {ckpt}  megatron_checkpoint  xxh3_128:" in text
+    assert "    reference: Qwen/Qwen3-0.6B  hf_checkpoint  (hub id)" in text
