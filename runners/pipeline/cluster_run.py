@@ -10,6 +10,7 @@ pipeline is `--run`. Either way nothing is queued unless every stage's checks pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from catalog.errors import StepsError
@@ -34,11 +35,19 @@ def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
     return worst
 
 
-def run_on_cluster(plan: Any, pf: Any, opts: Any, env: dict, secrets: dict[str, str]) -> int:
-    """0 when every stage was queued (--batch) or ran (--run), or the checks were clean (dry
-    run); 1 when a stage's checks failed (nothing queued); else the failing stage's code."""
+def run_on_cluster(
+    plan: Any,
+    pf: Any,
+    opts: Any,
+    env: dict,
+    secrets: dict[str, str],
+    forced: set[str],
+    here: Callable[[list], int],
+) -> int:
+    """0 when every stage was queued (--batch) or ran (--run: `here(stages)` drives them), or
+    the checks were clean (dry run); 1 when a stage's checks failed (nothing queued); else the
+    failing stage's code. `forced`: stages submitted even when up to date."""
     from runners.pipeline.cluster_plan import plan_cluster
-    from runners.pipeline.runner import _run_stages_attached, _select
 
     out = opts.out
     stages = plan_cluster(plan, pf, opts, env)
@@ -60,10 +69,9 @@ def run_on_cluster(plan: Any, pf: Any, opts: Any, env: dict, secrets: dict[str, 
         out.write(f"dry run: clean ({len(stages)} stages), nothing submitted\n")
         return 0
     if opts.attached:
-        return _run_stages_attached(plan, opts, env, secrets, stages)
+        return here(stages)
     from runners.pipeline.cluster_submit import submit_pipeline
 
-    _, forced = _select(plan, opts)
     record = submit_pipeline(plan, stages, forced, out, secrets)
     queued = sum(1 for e in record["stages"].values() if e["action"] == "submit")
     out.write(

@@ -194,7 +194,8 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
     if opts.profile:
         from runners.pipeline.cluster_run import run_on_cluster
 
-        return run_on_cluster(plan, pf, opts, env, secrets)
+        here = functools.partial(_run_stages_attached, plan, opts, env, secrets)
+        return run_on_cluster(plan, pf, opts, env, secrets, _select(plan, opts)[1], here)
     if opts.dry_run:
         from runners.pipeline.dry_run import dry_run
 
