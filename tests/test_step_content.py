@@ -486,11 +486,9 @@ def _rows(path: Path) -> list[dict]:
 
 def _tiny_data(entry: StepEntry, name: str) -> list[tuple[str, Path]]:
     text = entry.config_path(name).read_text()
-    tiny = entry.config_path(name)
-    out = []
-    for split, rel in re.findall(r"(train|validation):\s*\n\s*data_path: (\.\./data/\S+)", text):
-        out.append((split, (tiny.parent / rel).resolve()))
-    return out
+    home = r"\$\{oc\.env:STEPS_HOME\}/(\S+)"  # NeMo-RL opens relative paths from its checkout
+    found = re.findall(r"(train|validation):\s*\n\s*data_path: " + home, text)
+    return [(split, BUILTIN_ROOT.parent / rel) for split, rel in found]
 
 
 TINY_RL = [(e, n) for e, n in RL_CONFIGS if n.endswith("tiny")]

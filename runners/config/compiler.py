@@ -11,6 +11,7 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,11 @@ RESOLVER_VERSIONS = {"add": "pin", "mul": "all", "div": "0.6.0+", "max": "0.6.0+
 
 
 def register_resolvers() -> None:
-    """Register the two-argument resolvers NeMo-RL's example scripts register."""
+    """Register the two-argument resolvers NeMo-RL's example scripts register, and give
+    `${oc.env:STEPS_HOME}` its default (steps' own folder; `env_pins.with_steps_home`)."""
+    from runners.config.env_pins import with_steps_home
+
+    with_steps_home(os.environ)
     for name, fn in RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)

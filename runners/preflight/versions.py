@@ -23,6 +23,7 @@ RULE_VERSIONS: dict[str, str] = {
     "wandb_credentials": "all",
     "required_sections": "all",
     "inputs_exist": "all",
+    "relative_inputs": "all",  # every version opens data paths from its working directory
     "artifact_contracts": "all",
     "rl_prep_config": "all",  # rl_prep's own options, no NeMo-RL involved
     "nemo_rl_schema": "all",
