@@ -146,6 +146,19 @@ def test_existing_hf_output_is_skipped_unless_forced(tmp_path):
 
 
 @pytest.mark.slow  # runs the CLI in a child process (a real run execs)
+def test_a_skipped_conversion_with_json_prints_one_document(tmp_path):
+    run = _nemo_rl_run(tmp_path / "ckpt")
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text("{}")
+    args = ["convert/megatron_to_hf", "-c", "tiny", f"megatron_path={run}", "hf_path=hf",
+            f"megatron_bridge.root={_bridge(tmp_path / 'mb')}", "--runs-dir",
+            str(tmp_path / "runs"), "--json"]  # fmt: skip
+    proc = steps_run(*args, cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["command"] is None  # one document: nothing ran
+
+
+@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
 def test_missing_bridge_is_an_error_with_the_fix(tmp_path):
     run = _nemo_rl_run(tmp_path / "ckpt")
     proc = steps_run(

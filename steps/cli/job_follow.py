@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runners.launch.submit import Followed
+    from runners.run.execute import Ended, Submitted
     from runners.rundir import JobRecord
 
 
@@ -18,22 +20,9 @@ def hints(run_dir: Path) -> str:
     )
 
 
-def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
-    """Submit; --batch prints the job and returns 0, --run follows and returns the job's code."""
-    from runners.launch.submit import recorded_job
-    from runners.run.cluster import drive_chain, drives_chain, submit
-    from steps.cli.run_render import print_json
-
-    out = sys.stderr if as_json else sys.stdout
-    if drives_chain(plan, target):
-        done = drive_chain(plan, target, out)
-        if done.detached:
-            _chain_detached(plan.run_dir, done.job)
-        if as_json:
-            now = recorded_job(plan.run_dir)
-            print_json({**plan.as_json(), "job": now.dump() if now else {}}, plan.secrets)
-        return done.code
-    job = submit(plan, target)
+def submitted(event: Submitted) -> None:
+    """The queued job, on stderr (stdout is the job id line of --batch, or the log)."""
+    job = event.job
     if job.submit_note:
         print(f"note: {job.submit_note}", file=sys.stderr)
     where = f" on {job.host}" if job.host else ""
@@ -42,17 +31,15 @@ def submit_and_report(plan: Any, target: Any, as_json: bool) -> int:
         file=sys.stderr,
         flush=True,
     )
-    if not target.attached:
-        if as_json:
-            print_json({**plan.as_json(), "job": job.dump()}, plan.secrets)
-        else:
-            print(f"{job.job_id} {job.log_path}")
-            print(hints(plan.run_dir), file=sys.stderr)
-        return 0
-    code = follow(plan.run_dir, job, until_done=True, out=out)
-    if as_json:
-        print_json({**plan.as_json(), "job": job.dump()}, plan.secrets)
-    return code
+
+
+def ended(event: Ended) -> None:
+    """How following ended: detached (Ctrl-C) says how to go on; else the job's end."""
+    if event.chain:
+        if event.followed.detached:
+            _chain_detached(event.run_dir, event.job)
+    elif event.job is not None:
+        report(event.run_dir, event.job, event.followed, until_done=True)
 
 
 def follow(
@@ -62,12 +49,17 @@ def follow(
     Ctrl-C detaches (130) and says how to follow, check and cancel."""
     from runners.launch.submit import follow as follow_job
 
-    done = follow_job(run_dir, job, until_done, out, tail)
-    if done.detached:
+    followed = follow_job(run_dir, job, until_done, out, tail)
+    report(run_dir, job, followed, until_done)
+    return followed.code
+
+
+def report(run_dir: Path, job: JobRecord, followed: Followed, until_done: bool) -> None:
+    """Detached: how to follow, check and cancel; ended (until_done): its state and code."""
+    if followed.detached:
         print(f"\ndetached: job {job.job_id} keeps running\n{hints(run_dir)}", file=sys.stderr)
     elif until_done:
         print(f"job {job.job_id} ended: {job.state} (exit code {job.exit_code})", file=sys.stderr)
-    return done.code
 
 
 def _chain_detached(run_dir: Path, job: JobRecord | None) -> None:

@@ -184,11 +184,11 @@ def _chain_options(args: argparse.Namespace):
 def run(
     args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
 ) -> int:
-    """Plan, print, then write + launch unless `--dry-run`; exit 0/1/2 (or the job's code)."""
-    from runners.run import launch_local, plan_run, write_run_dir_for
+    """Plan, print, then write + launch unless `--dry-run` (runners.run.execute decides what
+    and when); exit 0/1/2 (or the job's code)."""
     from runners.run.cluster import target_for
-    from runners.run.step import entry_for
-    from steps.cli.run_render import print_json, render_plan
+    from runners.run.execute import execute, plan_for
+    from steps.cli.run_render import render_event
 
     if step_dir is None:  # run.json records the command line, options first
         argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
@@ -198,47 +198,13 @@ def run(
     where = target_for(req, profile, args.env_file, env, Path.cwd(), attached=bool(args.run))
     if profile:
         print(f"profile [{profile}] from {where.env_file}", file=sys.stderr)
-    target = where.target
-    plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=target)
-    plan.env_file = str(where.env_file) if where.env_file else None
-    if args.dry_run:
-        if args.keep:
-            write_run_dir_for(plan)
-        if args.json:
-            print_json(plan.as_json())
-        else:
-            print(render_plan(plan, dry_run=True, show_config=args.show_config))
-        return 0 if plan.ok else 1
-    if plan.ok or target is None:  # a refused cluster launch leaves nothing, here or there
-        write_run_dir_for(plan)
-    if not args.json:
-        print(render_plan(plan, dry_run=False, show_config=args.show_config), file=sys.stderr)
-    if not plan.ok:
-        if args.json:
-            print_json(plan.as_json())
-        else:
-            where = f"run dir {plan.run_dir}" if plan.written else "nothing written or submitted"
-            print(f"preflight failed: fix the errors above ({where})", file=sys.stderr)
-        return 1
-    if target is not None:
-        from steps.cli.job_follow import submit_and_report
-
-        return submit_and_report(plan, target, as_json=args.json)
-    if plan.deferred is not None:
-        raise plan.deferred
-    if args.json and not plan.kind.in_process:
-        print_json(plan.as_json())
-    summary = launch_local(plan, force=args.force)
-    if plan.skip:
-        if args.json:
-            print_json(plan.as_json())
-        return 0
-    if summary is not None:
-        import json
-
-        doc = {**plan.as_json(), "result": summary} if args.json else summary
-        print(json.dumps(doc, indent=2, default=str))
-    return 0
+    plan = plan_for(req, where, env, step_dir, argv)
+    out = sys.stderr if args.json else sys.stdout  # a followed job's log
+    code = 0
+    for event in execute(plan, where.target, dry_run=args.dry_run, keep=args.keep,
+                         force=args.force, out=out):  # fmt: skip
+        code = render_event(event, as_json=args.json, show_config=args.show_config)
+    return code
 
 
 def _tokens(args: argparse.Namespace) -> list[str]:

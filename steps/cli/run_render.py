@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from typing import Any
 
 from runners.secrets import redact_text
@@ -13,6 +14,53 @@ def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
     from steps.cli.output import emit_json
 
     emit_json(doc, redact=lambda text: redact_text(text, secrets or {}))
+
+
+def render_event(event: Any, as_json: bool, show_config: bool) -> int:
+    """Print one event of `runners.run.execute` as `run` shows it; the exit code when it ends."""
+    from runners.run.execute import Done, Ended, HandingOver, Settled, Submitted
+    from steps.cli import job_follow
+
+    if isinstance(event, Settled):
+        plan = event.plan
+        if event.dry_run and as_json:
+            print_json(plan.as_json())
+        elif not as_json:  # a live run's plan goes to stderr: stdout is for what it prints
+            text = render_plan(plan, dry_run=event.dry_run, show_config=show_config)
+            print(text, file=sys.stdout if event.dry_run else sys.stderr)
+    elif isinstance(event, Submitted):
+        job_follow.submitted(event)
+    elif isinstance(event, Ended):
+        job_follow.ended(event)
+    elif isinstance(event, HandingOver):
+        if as_json and not event.plan.kind.in_process:  # an exec does not come back to print
+            print_json(event.plan.as_json())
+    elif isinstance(event, Done):
+        _done(event, as_json)
+        return event.code
+    return 0
+
+
+def _done(event: Any, as_json: bool) -> None:
+    """The last words: the plan or the job as JSON, --batch's job id line, a run's summary."""
+    plan, job = event.plan, event.job
+    if event.how in ("chain", "batch", "followed") and as_json:
+        print_json({**plan.as_json(), "job": job.dump() if job else {}}, plan.secrets)
+    elif event.how == "batch":
+        from steps.cli.job_follow import hints
+
+        print(f"{job.job_id} {job.log_path}")
+        print(hints(plan.run_dir), file=sys.stderr)
+    elif event.how in ("refused", "skipped") and as_json:
+        print_json(plan.as_json())
+    elif event.how == "refused":
+        where = f"run dir {plan.run_dir}" if plan.written else "nothing written or submitted"
+        print(f"preflight failed: fix the errors above ({where})", file=sys.stderr)
+    elif event.how == "local" and event.summary is not None:
+        import json
+
+        doc = {**plan.as_json(), "result": event.summary} if as_json else event.summary
+        print(json.dumps(doc, indent=2, default=str))
 
 
 def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:

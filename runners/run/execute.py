@@ -1,0 +1,147 @@
+"""After the plan: what `run` writes, and when, and the hand-over here or to a cluster.
+
+`execute` makes every decision and yields typed events as they happen; the CLI
+(`steps/cli/run_cmd.py`) renders each one as it comes (the plan before anything is handed over,
+the queued job before its log streams) and exits with the last one's `Done.code`. The rules:
+
+- a dry run hands over nothing and writes the run dir only with `keep`: 0 clean, 1 findings;
+- preflight errors hand over nothing (1): a local run's run dir is written (what was refused,
+  to read), a refused cluster launch leaves nothing, here or there;
+- a cluster launch records the job in run.json, then submits (`runners.launch.submit`);
+  attached, it follows the job to its end (the job's code); a Ray chain is driven from here;
+- a local run raises what its kind deferred, else hands over as the kind does (an exec never
+  comes back).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TextIO
+
+from runners.launch.submit import Followed
+
+if TYPE_CHECKING:
+    from runners.launch.target import ClusterTarget
+    from runners.run.cluster import Where
+    from runners.run.plan import RunPlan, RunRequest
+    from runners.rundir import JobRecord
+
+
+@dataclass
+class Settled:
+    """Planned, and its run dir written or not as the rules say: shown before any hand-over."""
+
+    plan: RunPlan
+    dry_run: bool
+
+
+@dataclass
+class Submitted:
+    """The job is queued and run.json holds its record."""
+
+    job: JobRecord
+    attached: bool
+
+
+@dataclass
+class Ended:
+    """Following the job, or driving a Ray chain, ended (`followed.detached`: Ctrl-C)."""
+
+    run_dir: Path
+    job: JobRecord | None
+    followed: Followed
+    chain: bool = False
+
+
+@dataclass
+class HandingOver:
+    """A local run starts now (an exec does not come back)."""
+
+    plan: RunPlan
+
+
+@dataclass
+class Done:
+    """The last event: the exit code, how the run ended here, what there is to show."""
+
+    code: int
+    plan: RunPlan
+    how: Literal["dry_run", "refused", "chain", "batch", "followed", "skipped", "local"]
+    job: JobRecord | None = None
+    summary: dict | None = None
+
+
+Event = Settled | Submitted | Ended | HandingOver | Done
+
+
+def plan_for(
+    req: RunRequest,
+    where: Where,
+    env: dict[str, str],
+    step_dir: Path | None = None,
+    argv: list[str] | None = None,
+) -> RunPlan:
+    """The plan of `req` where `target_for` put it (`step_dir`: a step folder's `step.py`)."""
+    from runners.run import plan_run
+    from runners.run.step import entry_for
+
+    plan = plan_run(req, entry=entry_for(req, step_dir), env=env, argv=argv, target=where.target)
+    plan.env_file = str(where.env_file) if where.env_file else None
+    return plan
+
+
+def execute(
+    plan: RunPlan,
+    target: ClusterTarget | None,
+    *,
+    dry_run: bool = False,
+    keep: bool = False,
+    force: bool = False,
+    out: TextIO | None = None,
+) -> Iterator[Event]:
+    """Carry out `plan` as the module's rules say; `out` gets a followed job's log."""
+    from runners.run import launch_local, write_run_dir_for
+
+    if dry_run:
+        if keep:
+            write_run_dir_for(plan)
+        yield Settled(plan, dry_run=True)
+        yield Done(0 if plan.ok else 1, plan, "dry_run")
+        return
+    if plan.ok or target is None:
+        write_run_dir_for(plan)
+    yield Settled(plan, dry_run=False)
+    if not plan.ok:
+        yield Done(1, plan, "refused")
+    elif target is not None:
+        yield from _on_cluster(plan, target, out)
+    elif plan.deferred is not None:
+        raise plan.deferred
+    elif plan.skip:
+        yield Done(0, plan, "skipped")
+    else:
+        yield HandingOver(plan)
+        yield Done(0, plan, "local", summary=launch_local(plan, force=force))
+
+
+def _on_cluster(plan: RunPlan, target: ClusterTarget, out: TextIO | None) -> Iterator[Event]:
+    """Record, submit, and follow when attached (a Ray chain: driven until done or stopped)."""
+    from runners.launch.submit import follow, recorded_job
+    from runners.run.cluster import drive_chain, drives_chain, submit
+
+    if drives_chain(plan, target):
+        done = drive_chain(plan, target, out or sys.stdout)
+        yield Ended(plan.run_dir, done.job, done, chain=True)
+        yield Done(done.code, plan, "chain", job=recorded_job(plan.run_dir))
+        return
+    job = submit(plan, target)
+    yield Submitted(job, target.attached)
+    if not target.attached:
+        yield Done(0, plan, "batch", job=job)
+        return
+    followed = follow(plan.run_dir, job, until_done=True, out=out)
+    yield Ended(plan.run_dir, job, followed)
+    yield Done(followed.code, plan, "followed", job=job)
