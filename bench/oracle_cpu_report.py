@@ -14,12 +14,15 @@ BOUNDARY = {
     "nccl-init": r"ProcessGroupNCCL is only supported with GPUs",  # DTensor worker __init__
     "vllm-import": r"No module named 'vllm'",  # vLLM worker: GPU-only package, not installed
     "megatron-import": r"No module named 'megatron'",  # Megatron worker: mcore extra (CUDA)
+    "automodel-import": r"No module named 'nemo_automodel'",  # DTensor V2 worker: automodel extra
 }
 
 STAGES = ("Loaded configuration from", "Applied CLI overrides", "Using log directory",
           "Setting up compute cluster", "Ray cluster initialized", "Setting up model",
           "Initializing DTensorPolicyWorker", "SETUP COMPLETE")  # fmt: skip
-ERR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)|StopIteration)(?::\s?(.*))?$")
+ERR_LINE = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|InterpolationType)|StopIteration)(?::\s?(.*))?$"
+)
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 NOISE = re.compile(r"\x1b\[[0-9;]*m|^\(\w+ pid=\d+(?:, ip=[^)]*)?\)\s?")
 
@@ -38,7 +41,7 @@ def first_error(text: str) -> dict[str, str | None]:
             for j in range(i, -1, -1):
                 m = FRAME.search(lines[j])
                 if m and ("nemo_rl" in m.group(1) or "examples/" in m.group(1)):
-                    rel = m.group(1).split("/nemo_rl/", 1)[-1]
+                    rel = re.sub(r"^.*?/(?=(?:nemo_rl|examples)/)", "", m.group(1), count=1)
                     frame = f"{rel}:{m.group(2)} in {m.group(3)}"
                     break
             return {"error": lines[i].strip()[:400], "frame": frame}
