@@ -1,12 +1,16 @@
 """Reading a NeMo-RL log and printing the CPU oracle's confusion table (bench/oracle_cpu.py).
 
 Why apart: what counts as the GPU boundary and how a verdict reads are the oracle's judgement;
-running variants is plumbing.
+running variants is plumbing. `python bench/oracle_cpu_report.py RESULTS.json [...]` reprints
+the table of earlier runs (logs re-read; for one id, the later file wins).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import sys
+from pathlib import Path
 
 # The GPU boundary: the first CUDA/NCCL need, after the driver's whole setup. Each marker is
 # printed only once the worker that needs a GPU has been placed and started.
@@ -86,3 +90,21 @@ def read_log(text: str) -> dict:
     reached = next((name for name, pat in BOUNDARY.items() if re.search(pat, text)), None)
     stages = [s for s in STAGES if s in text]
     return {"boundary": reached, "last_stage": stages[-1] if stages else None, **first_error(text)}
+
+
+def main(paths: list[str]) -> int:
+    """Reprint the table of one or more results.json, re-reading each NeMo-RL log."""
+    results = []
+    for path in paths:
+        for r in json.loads(Path(path).read_text())["results"]:
+            n = r.get("nemo")
+            if n and Path(n["log"]).is_file():
+                n.update(read_log(Path(n["log"]).read_text(errors="replace")))
+                r["verdict"] = classify(r["steps"]["flags"], n["boundary"] is not None)
+            results = [x for x in results if x["id"] != r["id"]] + [r]  # a later file wins
+    print(table(results))
+    return 1 if any(r["verdict"] in ("false_error", "missed") for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
