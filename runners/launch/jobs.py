@@ -2,14 +2,17 @@
 
 A cluster run's run.json carries `job` (executor, profile, host, job id, log path, submitted
 time, state, exit code); `refresh` asks the job's backend for its live state and writes it back,
-`progress_all` reads many runs' training progress at once.
+`progress_all` reads many runs' training progress at once, `watch` refreshes one job until it
+ends (`status -f`: the CLI prints each `Refreshed`).
 Every record is read through runners/launch/records.py: only yours, and located by its profile.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -206,3 +209,40 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[P
         return []
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(one, zip(runs, jobs, strict=True)))
+
+
+@dataclass
+class Refreshed:
+    """One refresh of a watched job: its live state (UNKNOWN: `job.reason` says why) and
+    progress (None: `why`); `silent` when the cluster has not said the state for too long."""
+
+    job: JobRecord
+    progress: Progress | None = None
+    why: str | None = None
+    silent: bool = False
+
+
+def watch(
+    run_dir: Path, data: dict, job: JobRecord, interval: float, stall_factor: float
+) -> Iterator[Refreshed]:
+    """Refresh every `interval` s until the job reaches a terminal state. A cluster that
+    cannot say is shown UNKNOWN and the last known state is watched on, until it has not said
+    for STEPS_SILENT_SECONDS: that refresh is `silent` and the last."""
+    from runners.launch.shell import seconds
+
+    silent_since = None
+    while job.state not in TERMINAL:
+        time.sleep(max(interval, 0.1))
+        data = {**data, "job": job.dump()}
+        job = refresh(run_dir, data)
+        if job.state == UNKNOWN:
+            silent_since = silent_since or time.monotonic()
+            silent = time.monotonic() - silent_since >= seconds("SILENT")
+            yield Refreshed(job, why=job.reason, silent=silent)
+            if silent:
+                return
+            job = job.model_copy(update={"state": job.last_known_state})
+            continue
+        silent_since = None
+        progress, why = progress_of(run_dir, data, job, stall_factor)
+        yield Refreshed(job, progress, why)

@@ -90,29 +90,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _watch(run_dir, data: dict, job: JobRecord, args: argparse.Namespace) -> int:
-    """One line per refresh until the job reaches a terminal state (Ctrl-C leaves, 130); 2 when
-    the cluster has not said the state for STEPS_SILENT_SECONDS."""
+    """One line per refresh until the job ends (Ctrl-C leaves, 130); 2 when the cluster has
+    not said the state for STEPS_SILENT_SECONDS (runners.launch.jobs.watch)."""
     import time
 
-    from runners.launch.jobs import progress_of, refresh
-    from runners.launch.request import TERMINAL, UNKNOWN
-    from runners.launch.shell import seconds
+    from runners.launch.jobs import watch
+    from runners.launch.request import UNKNOWN
 
-    silent_since = None
-    while job.state not in TERMINAL:
-        time.sleep(max(args.interval, 0.1))
-        data = {**data, "job": job.dump()}
-        job = refresh(run_dir, data)
+    for seen in watch(run_dir, data, job, args.interval, args.stall_factor):
         stamp = time.strftime("%H:%M:%S")
-        if job.state == UNKNOWN:
-            say(f"{stamp} UNKNOWN: {job.reason}")
-            silent_since = silent_since or time.monotonic()
-            if time.monotonic() - silent_since >= seconds("SILENT"):
+        if seen.job.state == UNKNOWN:
+            say(f"{stamp} UNKNOWN: {seen.job.reason}")
+            if seen.silent:
                 return 2
-            job = job.model_copy(update={"state": job.last_known_state})
-            continue
-        silent_since = None
-        progress, why = progress_of(run_dir, data, job, args.stall_factor)
-        line = progress.line() if progress else f"unavailable ({why})"
-        say(f"{stamp} {job.state}: {line}")
+        else:
+            line = seen.progress.line() if seen.progress else f"unavailable ({seen.why})"
+            say(f"{stamp} {seen.job.state}: {line}")
     return 0
