@@ -1,7 +1,8 @@
 """Pipeline speed vs `python -c pass` in the same run: `python bench/bench_pipeline.py`.
 
 Targets (issue 6): `plan` of a 20-stage pipeline under 0.3 s wall; `pipeline run` of a completed
-pipeline under 1 s and doing no step work. The 20-stage pipeline is rl_prep then ten chained
+pipeline under 1 s and doing no step work. With `--cluster` (issue 32): `pipeline run --batch` of
+a three-stage pipeline on the tests' one-node Slurm under 1 s more than three bare `sbatch` calls. The 20-stage pipeline is rl_prep then ten chained
 RLVR stages, each taking the previous one's checkpoint as its policy, so the planner inserts
 nine Megatron -> HF converters. The re-run uses the tiny RLVR example against stand-in NeMo-RL
 and Megatron-Bridge scripts (the test suite's), run once first so every stage is completed.
@@ -22,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PLAN_TARGET_S = 0.3
 RERUN_TARGET_S = 1.0
+CLUSTER_TARGET_S = 1.0  # issue 32: a three-stage cluster pipeline's overhead over bare sbatch
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STEPS_PATH")}
 
 
@@ -67,10 +69,60 @@ def median_pair(cmd, base, repeat, env, cwd) -> tuple[float, float, subprocess.C
     return statistics.median(a), statistics.median(b), last
 
 
+def cluster(repeat: int) -> int:
+    """`pipeline run --batch` of the tests' three-stage pipeline (rl_prep -> RLVR -> DCP to HF,
+    every stage forced: planned, checked, probed once per profile, three jobs queued) beside
+    three bare `sbatch --wrap true` calls chained with afterok, on the tests' one-node Slurm."""
+    sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests")]
+    from slurm_lab import slurm_lab
+    from test_pipeline_slurm import make_lab
+
+    with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
+        work, env = make_lab(Path(tmp), lab["SLURM_CONF"])
+        ours = [sys.executable, "-m", "steps", "pipeline", "run", "lab3.yaml", "--batch", "gpu"]
+        ours += [f"--force={s}" for s in ("prep", "rlvr", "convert")]
+        sbatch = ["sbatch", "--parsable", "--partition=debug", "--oversubscribe"]
+
+        def bare() -> float:
+            start, after = time.perf_counter(), []
+            for _ in range(3):
+                dep = [f"--dependency=afterok:{after[-1]}"] if after else []
+                proc = subprocess.run([*sbatch, *dep, "--wrap", "true"], cwd=work, env=env,
+                                      capture_output=True, text=True, check=True)  # fmt: skip
+                after.append(proc.stdout.strip().split(";")[0])
+            return time.perf_counter() - start
+
+        wall(ours, env, work)  # warm caches (catalog manifest cache, page cache)
+        steps_t, bare_t = [], []
+        for _ in range(repeat):
+            t, proc = wall(ours, env, work)
+            if proc.returncode != 0 or "3 of 3 stages queued" not in proc.stdout:
+                print(proc.stdout[-3000:], proc.stderr[-2000:])
+                return 1
+            steps_t.append(t)
+            bare_t.append(bare())
+    a, b = statistics.median(steps_t), statistics.median(bare_t)
+    ok = a - b < CLUSTER_TARGET_S
+    print(f"pipeline run --batch, 3 stages: median {a:.3f} s over {repeat} (min {min(steps_t):.3f})")
+    print(f"3 x sbatch --wrap true (afterok): median {b:.3f} s (min {min(bare_t):.3f})")
+    print(
+        f"overhead: {a - b:.3f} s ({a / b:.1f}x the bare sbatch calls); target < "
+        f"{CLUSTER_TARGET_S} s more  {'ok' if ok else 'MISSED'}"
+    )
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10, help="runs per command")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="instead: planning+submit of a three-stage pipeline on the tests' Slurm (issue 32)",
+    )
     args = parser.parse_args()
+    if args.cluster:
+        return cluster(max(1, min(args.repeat, 5)))
     py = sys.executable
     base = [py, "-c", "pass"]
     print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -84,14 +85,28 @@ stages:
 targets: [convert.hf]
 """
 
+CHAIN_PIPELINE = """name: chained
+stages:
+  - id: dpo
+    step: rl/nemo_rl/dpo
+    config: tiny_dtensor
+    until_done: true
+    overrides: [dpo.max_num_steps=8, checkpointing.save_period=1]
+  - id: convert
+    step: convert/dcp_to_hf
+    config: tiny
+    inputs: {checkpoint: dpo.checkpoint}
+"""
 
-def profile(name: str, root: Path, gpu: bool, **knobs: str) -> str:
+
+def profile(name: str, root: Path, gpu: bool, time: str = "00:05:00", **knobs: str) -> str:
     env = {"FAKE_NEMO_RL_RECORD": f"{root}/record-{name}.json", **knobs}
     table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
     return f"""[{name}]
 executor = "slurm"
 partition = "debug"
-time = "00:05:00"
+time = "{time}"
+save_margin = "00:00:58"
 container_image = "nvcr.io/nvidia/nemo-rl:v0.7.0"
 mounts = ["{root}:{root}", "{REPO}:{REPO}"]
 remote_dir = "{root}/shared"
@@ -103,11 +118,10 @@ env = {{ {table} }}
 """
 
 
-@pytest.fixture
-def lab(tmp_path, slurm):  # noqa: F811
-    """A work dir with env.toml ([cpu], [gpu], [gpu_fail]: its driver exits 1), the stand-in
-    NeMo-RL with a converter script, the pipeline file; `steps(...)` runs the CLI in a child."""
-    root = tmp_path
+def make_lab(root: Path, slurm_conf: str) -> tuple[Path, dict[str, str]]:
+    """root/work with env.toml ([cpu], [gpu], [gpu_fail]: its driver exits 1) and the pipeline
+    file, the stand-in NeMo-RL with a trainer and a converter; (work dir, the environment that
+    submits: the jobs inherit it). Also used by bench/bench_pipeline.py --cluster."""
     (stand_in_checkout(root / "RL") / CONVERTER).parent.mkdir(parents=True, exist_ok=True)
     (root / "RL" / CONVERTER).write_text(STAND_IN_CONVERTER, encoding="utf-8")
     (root / "RL" / GYM_SCRIPT).write_text(STAND_IN_TRAINER, encoding="utf-8")  # a DCP step_1
@@ -116,7 +130,9 @@ def lab(tmp_path, slurm):  # noqa: F811
     (work / "env.toml").write_text(
         profile("cpu", root, gpu=False)
         + profile("gpu", root, gpu=True)
-        + profile("gpu_fail", root, gpu=True, FAKE_EXIT="1"),
+        + profile("gpu_fail", root, gpu=True, FAKE_EXIT="1")
+        # a chain's segment may train for 2 s: its time limit (1 min) minus the save margin
+        + profile("chain", root, gpu=True, time="00:01:00", FAKE_STEP_SECONDS="0.4"),
         encoding="utf-8",
     )
     blend = REPO / "steps" / "data_prep" / "rl_prep" / "data" / "blend_tiny.yaml"
@@ -126,18 +142,26 @@ def lab(tmp_path, slurm):  # noqa: F811
         gym_server="resources_servers/math_with_judge/configs/math_with_judge.yaml",
     )
     (work / "lab3.yaml").write_text(text, encoding="utf-8")
-    env = clean_env(root, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(root / "out"))
+    (work / "chain.yaml").write_text(CHAIN_PIPELINE, encoding="utf-8")
+    env = clean_env(root, SLURM_CONF=slurm_conf, STEPS_OUTPUT=str(root / "out"))
     # What a user's cluster gives a job: a python3 with nothing of ours first on PATH (jobs
     # inherit the submitting PATH), the pyxis stand-in, no PYTHONPATH to this checkout.
     env["PATH"] = f"{bare_python_bin(root / 'bare-bin')}:{CLUSTER / 'pyxis'}:{env['PATH']}"
     env["PYXIS_STAND_IN_SITE"] = container_site()
     env.pop("PYTHONPATH", None)
+    return work, env
+
+
+@pytest.fixture
+def lab(tmp_path, slurm):  # noqa: F811
+    """The lab's work dir; `steps(...)` runs the CLI in a child process there."""
+    work, env = make_lab(tmp_path, slurm["SLURM_CONF"])
 
     def steps(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run([PYTHON, "-m", "steps", *argv], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
 
-    return root, work, steps
+    return tmp_path, work, steps
 
 
 def pipeline_status(steps, pipeline_root: Path) -> dict:
@@ -200,3 +224,24 @@ def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
     assert "pipeline lab3: failed at stage rlvr" in text.stdout, text.stdout + text.stderr
     logs = steps("logs", str(pipeline_root))
     assert "stage rlvr" in logs.stderr and "driver started" in logs.stdout, logs.stderr
+
+
+def test_a_chain_stage_holds_the_next_stage_until_the_chain_is_done(lab):
+    _root, work, steps = lab
+    res = steps("pipeline", "run", "chain.yaml", "--batch", "chain")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "chained"
+    stages = json.loads((pipeline_root / "pipeline.json").read_text())["stages"]
+    gate = stages["dpo"]["gate_job_id"]
+    # The chain's last segment is not known yet: the converter waits for the chain's gate.
+    assert gate and stages["convert"]["after"] == [gate]
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "completed", status
+    run = json.loads(Path(stages["dpo"]["run_dir"], "run.json").read_text())
+    job_dir = Path(run["job"]["job_dir"])
+    chain = json.loads((job_dir / "run.json").read_text())["chain"]
+    assert chain["state"] == "done" and len(chain["segments"]) >= 2, chain
+    hf = pipeline_root / "convert" / "hf" / "config.json"
+    last = max(s["ended_utc"] for s in chain["segments"] if s.get("ended_utc"))
+    last_end = datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
+    assert hf.stat().st_mtime >= last_end  # converted after the chain's last segment
