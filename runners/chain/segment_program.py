@@ -5,7 +5,7 @@ the container, next to sbatch and scancel, with whatever `python3` the node has 
 standard library only; nothing of ours is installed there). Submit stages our code with the run
 dir (`runners.launch.job_code`); this file puts that copy first on sys.path and imports from it
 only standard-library modules: the chain's rules (`rules`), the Slurm questions
-(`runners.launch.remote_probe`) and the failure classifier (`runners.monitor`).
+(`runners.launch.slurm_queries`) and the failure classifier (`runners.monitor`).
 
 `begin` runs first in every segment: it closes the record of a segment that was killed before
 its own `end` ran (time limit, preemption, requeue), reads the latest complete checkpoint, and
@@ -31,7 +31,7 @@ if __name__ == "__main__":  # run as a file (-I: no script dir on sys.path): the
 
 from catalog.atomic_write import write_atomic
 from runners.chain import rules
-from runners.launch import remote_probe
+from runners.launch import slurm_queries
 
 RECORD = "run.json"
 CANCEL_MARK = "CHAIN_CANCELLED"  # in the job dir: `cancel RUN` was asked; no segment may start
@@ -93,7 +93,7 @@ def write_chain(job_dir: str | Path, data: dict, chain: dict) -> None:
 def controller_view(job_id: str) -> tuple[str | None, int]:
     """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller,
     or when it does not answer within the Slurm-call bound)."""
-    record = remote_probe.show_job(job_id)[0] or {}
+    record = slurm_queries.show_job(job_id)[0] or {}
     restarts = record.get("Restarts", "")
     return record.get("JobState") or None, int(restarts) if restarts.isdigit() else 0
 
@@ -103,21 +103,21 @@ def slurm_end(seg: dict, job_dir: Path) -> tuple[str, int | None]:
     a requeue passes through it on its way back to PENDING."""
     out = f"{job_dir}/slurm-{seg['job_id']}.out"
     for _ in range(SETTLE_POLLS):
-        got = remote_probe.job_state(seg["job_id"], out, ENDED)
+        got = slurm_queries.job_state(seg["job_id"], out, ENDED)
         if got.get("state") != "COMPLETING":
             break
         time.sleep(0.5)
     if controller_view(seg["job_id"])[1] > seg.get("restart", 0):  # requeued: whatever it showed
         return "REQUEUED", None
-    state = got.get("state") or remote_probe.UNKNOWN
-    return state, remote_probe.exit_code_of(state, got.get("code") or "", ENDED)
+    state = got.get("state") or slurm_queries.UNKNOWN
+    return state, slurm_queries.exit_code_of(state, got.get("code") or "", ENDED)
 
 
 def run_bash(script: str, what: str) -> subprocess.CompletedProcess:
     """A bash script's outcome; a Slurm command that cannot start is a Refused finding."""
     try:
         return subprocess.run(["bash", "-s"], input=script, capture_output=True, text=True,
-                              timeout=4 * remote_probe.CALL)  # fmt: skip
+                              timeout=4 * slurm_queries.CALL)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Refused(
             "E-CHAIN-SUBMIT", f"{what} failed: {exc}", "check that Slurm answers"

@@ -13,7 +13,7 @@ recorded job selects), `profiles` (env.toml), `target` (request from a compiled 
 of its interpreter), `slurm`, `ray_jobs`, `jobs` (run.json job records).
 Also `observe` (a job's files and scheduler facts, read through `runners.monitor`), `job_code`
 (the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
-library only).
+library only, with `slurm_queries`: the Slurm commands it asks, one parser each).
 May import: `runners.monitor`, `runners.nemo_rl` and `runners.convert` (a converter step's
 command), `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
 `runners.preflight` (preflight judges a submission; the launch layer does not judge itself).

@@ -169,7 +169,7 @@ class Shell:
         )
 
     def program(self, request: dict) -> str:
-        """What Python reads on stdin to answer `request`: over ssh remote_probe's text with the
+        """What Python reads on stdin to answer `request`: over ssh the program's text with the
         call appended, here the request alone."""
         text = json.dumps({"call": self.seconds("SLURM_CALL"), **request})
         return text if self.host is None else f"{_probe_source()}\nmain({json.dumps(text)})\n"
@@ -330,7 +330,17 @@ _BOOT = (
 
 @functools.cache
 def _probe_source() -> str:
-    return Path(__file__).with_name("remote_probe.py").read_text(encoding="utf-8")
+    """The program sent over ssh: slurm_queries' text made the module remote_probe imports
+    (nothing is written there), then remote_probe's text, run as the main program."""
+    here = Path(__file__).parent
+    queries, probe = ((here / f"{name}.py").read_text(encoding="utf-8")
+                      for name in ("slurm_queries", "remote_probe"))  # fmt: skip
+    return (
+        "import sys, types\n"
+        "_q = sys.modules['slurm_queries'] = types.ModuleType('slurm_queries')\n"
+        f"exec(compile({queries!r}, 'slurm_queries.py', 'exec'), _q.__dict__)\n"
+        f"exec(compile({probe!r}, 'remote_probe.py', 'exec'))"
+    )
 
 
 def last_line(text: str) -> str:

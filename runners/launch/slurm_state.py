@@ -20,23 +20,16 @@ import subprocess
 import sys
 from typing import Any
 
+from runners.launch import slurm_queries
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.launch.shell import LostContact, Shell
 from runners.rundir import JobRecord
 
 
 def exit_code_of(state: str, code: str) -> int | None:
-    """Slurm's `exit:signal` as a process exit code (signal N -> 128+N; failed with 0 -> 1)."""
-    if state not in TERMINAL:
-        return None
-    exit_part, _, sig_part = (code or "").partition(":")
-    ec = int(exit_part) if exit_part.isdigit() else 0
-    sig = int(sig_part) if sig_part.isdigit() else 0
-    if ec:
-        return ec
-    if sig:
-        return 128 + sig
-    return 0 if state == "COMPLETED" else 1
+    """Slurm's `exit:signal` as a process exit code, None before the job's end (the program's
+    own rule: `runners.launch.slurm_queries.exit_code_of`)."""
+    return slurm_queries.exit_code_of(state, code, TERMINAL)
 
 
 def _job(job: JobRecord) -> dict[str, str]:
