@@ -209,10 +209,27 @@ def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_comman
     assert "0 of 3 stages queued" in again.stdout
 
 
+def named_blend(work: Path, name: str) -> None:
+    """The pipeline's blend given by artifact name; the blend file registered under it in the
+    runs root's registry."""
+    from runners.artifacts.registry import Output, Provenance, register
+    from runners.digest import DigestMemo
+
+    blend = REPO / "steps" / "data_prep" / "rl_prep" / "data" / "blend_tiny.yaml"
+    runs = work / "runs"
+    made = Provenance(step="data_prep/blend", run_dir=str(runs / "made-by-hand"))
+    register(runs, [Output("tiny-blend", "data_blend", str(blend), "blend")], made,
+             DigestMemo(runs / "memo.json"))  # fmt: skip
+    text = (work / "lab3.yaml").read_text().replace(f"path: {blend}", f"path: {name}")
+    (work / "lab3.yaml").write_text(text)
+
+
 def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
     _root, work, steps = lab
+    named_blend(work, "tiny-blend:latest")  # resolved from the registry before planning
     res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu_fail")
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "input blend: tiny-blend:latest -> " in res.stderr, res.stderr
     pipeline_root = work / "runs" / "pipelines" / "lab3"
     status = ended(steps, pipeline_root)
     assert status["state"] == "failed" and status["stage"] == "rlvr", status
@@ -245,3 +262,25 @@ def test_a_chain_stage_holds_the_next_stage_until_the_chain_is_done(lab):
     last = max(s["ended_utc"] for s in chain["segments"] if s.get("ended_utc"))
     last_end = datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
     assert hf.stat().st_mtime >= last_end  # converted after the chain's last segment
+
+
+def test_an_input_named_by_an_unknown_artifact_queues_nothing(lab):
+    _root, work, steps = lab
+    named_blend(work, "tiny-blnd:latest")
+    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "tiny-blend" in res.stdout + res.stderr  # did you mean
+    assert not (work / "runs" / "pipelines" / "lab3" / "pipeline.json").exists()
+
+
+def test_run_drives_the_stages_from_here_one_after_another(lab):
+    _root, work, steps = lab
+    res = steps("pipeline", "run", "lab3.yaml", "--run", "gpu")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    for stage in ("prep", "rlvr", "convert"):
+        assert f"{stage}: completed in" in res.stdout, res.stdout[-3000:]
+    assert "driver started" in res.stdout  # each stage's log followed here
+    pipeline_root = work / "runs" / "pipelines" / "lab3"
+    assert (pipeline_root / "convert" / "hf" / "config.json").is_file()
+    record = json.loads((pipeline_root / "prep" / "record.json").read_text())
+    assert "--run=cpu" in record["command"]

@@ -140,7 +140,31 @@ def targets_for(
                 _paths_read(s, target.profile)]  # fmt: skip
         target.backend.probe = _ProbeOnce(target.backend.probe, more)
         targets[name] = target
+    _probe_together(list(targets.values()))
     return targets
+
+
+def _probe_together(targets: list[Any]) -> None:
+    """Each profile's one probe, side by side (each is a round trip to its cluster); what a
+    probe refuses is raised again when its first stage is planned."""
+    if len(targets) < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(target: Any) -> None:
+        profile = target.profile
+        paths = [p.split(":")[0] for p in getattr(profile, "mounts", [])]
+        if profile.nemo_rl_dir:  # as target.probe asks
+            paths.append(profile.nemo_rl_dir)
+            if profile.executor == "slurm":
+                paths.append(f"{profile.nemo_rl_dir}/ray.sub")
+        try:
+            target.backend.probe(paths, None)
+        except StepsError:
+            target.backend.probe.facts = None  # asked again, and refused, by the stage
+
+    with ThreadPoolExecutor(len(targets)) as pool:
+        list(pool.map(one, targets))
 
 
 def plan_stage(

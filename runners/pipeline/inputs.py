@@ -15,13 +15,13 @@ def resolve_named_inputs(plan: Any, pf: Any, root: Path, graph: Any = None) -> l
     """Replace each input named by reference with its version's path, in the plan's inputs and
     in every stage bound to it; what each resolved to. A missing name, an unrelated type: the
     resolver's E-ARTIFACT-* error (exit 2)."""
-    from runners.artifacts.resolve import resolve_inputs
-
-    found = []
+    found: list[Any] = []
     for name, spec in pf.model.inputs.items():
         bound = plan.inputs.get(name)
         if bound is None or bound.hub or spec.path == UNSET or os.path.exists(bound.value):
             continue
+        from runners.artifacts.resolve import resolve_inputs  # only when a name may be given
+
         paths, hits = resolve_inputs({name: spec.path}, {name: spec.type}, root, pf.folder, graph)
         if not hits:
             continue

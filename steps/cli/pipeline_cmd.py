@@ -97,6 +97,8 @@ def _resolve_names(plan, pf, args) -> None:
     from runners.pipeline.inputs import resolve_named_inputs
     from runners.rundir import runs_root
 
+    if all(b.hub or os.path.exists(b.value) for b in plan.inputs.values()):
+        return
     root = runs_root(args.runs_dir, os.environ, Path.cwd())
     for hit in resolve_named_inputs(plan, pf, root, load_catalog_types(args.catalog)):
         print(f"input {hit.port}: {hit.ref} -> {hit.path} ({hit.source})", file=sys.stderr)
