@@ -213,3 +213,17 @@ def steps_cli(monkeypatch, capsys, *argv: str, cwd: Path, env: dict[str, str]) -
     code = main(list(argv))
     out = capsys.readouterr()
     return CliResult(code, out.out, out.err)
+
+
+def dry_run(
+    monkeypatch, capsys, tmp_path: Path, step: str, config_text: str, env: dict | None = None
+) -> dict:
+    """`run STEP -c <config_text written to tmp_path> --dry-run --json` against a fake NeMo-RL
+    checkout, in-process; the JSON document it printed."""
+    checkout = fake_checkout(tmp_path / "nemo-rl")
+    config = tmp_path / "cfg.yaml"
+    config.write_text(config_text, encoding="utf-8")
+    argv = ["run", step, "-c", str(config), "--nemo-rl", str(checkout), "--dry-run", "--json"]
+    argv += ["--runs-dir", str(tmp_path / "runs")]
+    run_env = env if env is not None else clean_env(tmp_path)
+    return json.loads(steps_cli(monkeypatch, capsys, *argv, cwd=tmp_path, env=run_env).stdout)

@@ -24,6 +24,10 @@ RULE_VERSIONS: dict[str, str] = {
     "required_sections": "all",
     "inputs_exist": "all",
     "relative_inputs": "all",  # every version opens data paths from its working directory
+    "output_dirs_under_file": "all",
+    "local_gpus": "all",  # placement needs the GPUs in every version
+    "zero_divisors": "all",  # the same modulo in every version (cited per version)
+    "grpo_train_rows": "all",  # drop_last=True in every version
     "artifact_contracts": "all",
     "rl_prep_config": "all",  # rl_prep's own options, no NeMo-RL involved
     "nemo_rl_schema": "all",

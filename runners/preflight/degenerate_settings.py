@@ -1,0 +1,113 @@
+"""Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts.
+
+Each was silent on the CPU oracle up to the GPU boundary (../shared/oracle) and is decided by
+what the training loop does on a GPU: a zero that NeMo-RL divides by raises ZeroDivisionError
+(an error here); a GRPO train set smaller than one step's prompts gives an empty dataloader
+(`drop_last=True`), so the run ends having trained nothing (a warning: NeMo-RL runs it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from catalog.config_values import as_int
+from catalog.errors import Finding
+from runners.preflight import BoundArtifact, PreflightContext, rule
+from runners.preflight.topology import algorithm, enabled, finding, warning
+from runners.preflight.versions import cite
+
+SAVE_PERIOD_MOD = {  # `(total_steps + 1) % save_period` on every step but the last
+    "0.6.0": "algorithms/dpo.py:644, grpo.py:1952",
+    "0.7.0": "algorithms/dpo.py:648, grpo.py:2875",
+    "pin": "algorithms/dpo.py:656, grpo.py:3511",
+}
+PAD_MOD = {  # `max_len % make_sequence_length_divisible_by` on every batch
+    "0.6.0": "data/llm_message_utils.py:334",
+    "0.7.0": "data/llm_message_utils.py:335",
+    "pin": "data/llm_message_utils.py:355",
+}
+GRPO_LOADER = {
+    "0.6.0": "algorithms/grpo.py:312",
+    "0.7.0": "algorithms/grpo.py:363",
+    "pin": "algorithms/grpo.py:598",
+}
+_TRAIN_KEY = re.compile(r"^data\.train(\.\d+)?\.data_path$")
+
+
+def _is_zero(value: object) -> bool:
+    return not isinstance(value, bool) and as_int(value) == 0
+
+
+@rule("zero_divisors")
+def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-ZERO-DIVISOR: checkpointing.save_period or make_sequence_length_divisible_by is 0."""
+    algo = algorithm(ctx)
+    steps = ctx.get(f"{algo}.max_num_steps") if algo else None
+    if _is_zero(ctx.get("checkpointing.save_period")) and as_int(steps) != 1:
+        yield finding(
+            ctx,
+            "E-ZERO-DIVISOR",
+            "checkpointing.save_period",
+            "0: NeMo-RL takes the step number modulo save_period after every training step but "
+            "the last (checkpointing enabled or not), so the first step ends in "
+            f"ZeroDivisionError ({cite(ctx.nemo_rl_version, SAVE_PERIOD_MOD)})",
+            "set checkpointing.save_period to the steps between saves (>= 1); to save only at "
+            "the end, set it to the run's max_num_steps",
+        )
+    key = "policy.make_sequence_length_divisible_by"
+    if _is_zero(ctx.get(key)):
+        yield finding(
+            ctx,
+            "E-ZERO-DIVISOR",
+            key,
+            "0: every batch's length is padded to a multiple of it, so the first batch ends in "
+            f"ZeroDivisionError ({cite(ctx.nemo_rl_version, PAD_MOD)})",
+            f"set {key}=1 (no padding), or the multiple your parallelism needs",
+        )
+
+
+def _rows_up_to(art: BoundArtifact, limit: int) -> int | None:
+    """Rows of a bound JSONL input, counted up to `limit` (None: not readable here)."""
+    if art.expected_rows is not None:
+        return art.expected_rows
+    if not art.is_path or not os.path.isfile(art.value):
+        return None
+    rows = 0
+    try:
+        with open(art.value, "rb") as fh:
+            for line in fh:
+                rows += bool(line.strip())
+                if rows >= limit:
+                    break
+    except OSError:
+        return None
+    return rows
+
+
+@rule("grpo_train_rows")
+def grpo_train_rows(ctx: PreflightContext) -> Iterator[Finding]:
+    """W-ZERO-STEPS: fewer GRPO train rows than one step's prompts: no batch, no training."""
+    if algorithm(ctx) != "grpo" or ctx.get("data.use_multiple_dataloader"):
+        return
+    batch = as_int(ctx.get("grpo.num_prompts_per_step"))
+    multiplier = ctx.get("grpo.batch_multiplier") if ctx.get("grpo.use_dynamic_sampling") else 1
+    if enabled(ctx.get("grpo.async_grpo")) or not batch or not isinstance(multiplier, int | float):
+        return
+    batch = int(batch * multiplier)
+    train = [a for a in ctx.inputs if _TRAIN_KEY.match(a.config_key)]
+    counts = [_rows_up_to(a, batch) for a in train]
+    if not train or batch < 1 or any(c is None for c in counts):
+        return
+    rows = sum(c for c in counts if c is not None)
+    if rows < batch:
+        yield warning(
+            ctx,
+            "W-ZERO-STEPS",
+            "grpo.num_prompts_per_step",
+            f"the train data has {rows} rows but each step draws {batch} prompts; the "
+            "dataloader drops the incomplete batch (drop_last=True, "
+            f"{cite(ctx.nemo_rl_version, GRPO_LOADER)}), so the run trains 0 steps",
+            f"set grpo.num_prompts_per_step to {rows} or fewer, or give more rows",
+        )
