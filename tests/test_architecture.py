@@ -20,7 +20,7 @@ PACKAGES = ("steps", "runners", "catalog")
 RUNNERS_FLOORS: tuple[tuple[str, ...], ...] = (
     ("runners.pipeline",),
     ("runners.run",),
-    ("runners.bind", "runners.check"),
+    ("runners.bind", "runners.check", "runners.validate"),
     ("runners.kinds",),
     ("runners.preflight", "runners.chain"),
     ("runners.launch", "runners.rl_prep"),

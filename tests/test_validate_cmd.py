@@ -130,3 +130,16 @@ def test_validate_of_rows_starts_without_the_type_graph_s_pydantic_models(tmp_pa
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1] == "0 False False", proc.stdout + proc.stderr
+
+
+def test_the_judging_of_an_artifact_is_decided_without_the_cli(tmp_path):
+    """runners.validate: a step's config picks the contract and its options, then the report."""
+    from runners.validate import judge, prepare
+
+    row = {k: v for k, v in GYM.items() if k != "agent_ref"}
+    p = write(tmp_path / "d.jsonl", [row])
+    judging = prepare("training_jsonl", p, step="rl/nemo_rl/rlvr", config="nemo_gym")
+    assert (judging.type_name, judging.contract) == ("nemo_gym_jsonl", "nemo_gym_rows")
+    assert judging.options["default_agent_ref"]["name"] == GYM["agent_ref"]["name"]
+    report = judge(judging, p)
+    assert report.ok and report.rows == 1

@@ -76,17 +76,6 @@ def _parse_options(items: list[str]) -> dict:
     return out
 
 
-def _step_config(step: str, config: str | None, overrides: list[str]) -> dict:
-    """The step's compiled, resolved config (what NeMo-RL would see)."""
-    from catalog.discovery import discover, resolve
-    from runners.config.compiler import compile_config
-
-    entry = resolve(step, discover([]))
-    name = config or entry.data.get("run", {}).get("default_config", "default")
-    path = Path(name) if name.endswith((".yaml", ".yml")) else entry.config_path(name)
-    return compile_config(path, overrides).resolved()
-
-
 class _LazyBar:
     """A tqdm byte counter made at its first update: tqdm's import then overlaps the scan's
     workers instead of delaying their start."""
@@ -158,131 +147,27 @@ def _summary(report) -> str:
     return f"{head}. {report.errors} error{'s' if report.errors != 1 else ''}{more}"
 
 
-def _require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
-    """A missing or unreadable input is a setup error (exit 2), not a finding in the data. A
-    FIFO or device is not opened here: the scan is its one reader."""
-    import errno
-    import os
-
-    from catalog.contracts.input_access import denied
-    from catalog.errors import StepsError
-
-    try:
-        os.lstat(path)
-    except OSError as exc:
-        if exc.errno == errno.EACCES:
-            raise denied(path) from None
-        if allow_hub_id and contract == "hf_checkpoint":
-            return  # a hub id: the contract decides
-        raise StepsError(
-            "E-INPUT-NOT-FOUND",
-            "the input does not exist",
-            path=str(path),
-            fix="check the path"
-            + (" (or pass --allow-hub-id)" if contract == "hf_checkpoint" else ""),
-            exit_code=2,
-        ) from None
-    try:
-        _require_readable(path, contract)
-    except PermissionError as exc:  # a folder on the way that this user may not search
-        raise denied(Path(exc.filename or path)) from None
-
-
-def _require_readable(path: Path, contract: str) -> None:
-    """Each file the input stands for can be opened (regular files only: see above)."""
-    import os
-    import stat
-
-    from catalog.contracts import ROW_CONTRACTS
-    from catalog.contracts.input_access import denied, folder_problem
-    from catalog.errors import StepsError
-
-    if path.is_dir() and folder_problem(path):
-        raise denied(path, path)
-    files = [path]
-    if contract in ROW_CONTRACTS and path.is_dir():
-        from catalog.contracts.jsonl import resolve_sources
-
-        files = [s.path for s in resolve_sources(path)[0]]
-    for f in files:
-        try:
-            if f.is_dir():
-                with os.scandir(f):
-                    pass
-            elif stat.S_ISREG(os.stat(f).st_mode):
-                with open(f, "rb"):
-                    pass
-        except OSError as exc:
-            raise StepsError(
-                "E-INPUT-UNREADABLE",
-                f"cannot read the input ({exc.strerror})",
-                path=str(f),
-                fix="check the path and its permissions",
-                exit_code=2,
-            ) from None
-
-
-def _step_options(args, type_name: str, contract: str) -> tuple[str, str, dict, list]:
-    """The type, contract and options --step's config judges the rows by: the same function
-    as the dry run's (catalog.contracts.options.step_contract), with --gym-version DIR as the
-    Gym tree the run would use; and the notes the dry run gives once (gym_agents_defined)."""
-    from catalog.contracts.options import step_contract
-
-    cfg = _step_config(args.step, args.config, args.overrides)
-    tree = Path(args.gym_version).expanduser() if args.gym_version else None
-    gym_root = tree if tree is not None and tree.is_dir() else None
-    type_name, contract, options = step_contract(type_name, contract, cfg, gym_root=gym_root)
-    notes = _gym_notes(cfg, gym_root) if contract == "nemo_gym_rows" else []
-    return type_name, contract, options, notes
-
-
-def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
-    """What the Gym row check cannot know, said once (as the dry run's gym_agents_defined)."""
-    from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
-    from catalog.contracts.options import gym_routes_for
-    from catalog.errors import WARNING, Finding
-
-    routes = gym_routes_for(cfg, gym_root)
-    underived = routes.underived() if routes is not None else {}
-    if not underived:
-        return []
-    message = underived_message(underived)
-    key = "env.nemo_gym.config_paths"
-    return [Finding(UNDERIVED, message, None, fix=UNDERIVED_FIX, severity=WARNING, key=key)]
-
-
 def run(args) -> int:
-    from catalog.contracts import validate_artifact
-    from catalog.contracts.validation import resolve_contract
+    """Judge the artifact (runners.validate decides by what), print the report: 0 ok, 1 not."""
+    from runners.validate import judge, prepare
 
     path = Path(args.path)
-    type_name = args.type
-    contract = resolve_contract(args.type)
-    options: dict = {}
-    notes: list = []
-    if args.step:
-        type_name, contract, options, notes = _step_options(args, type_name, contract)
-    options.update(_parse_options(args.option))
-    _require_input(path, contract, args.allow_hub_id)
-    if args.gym_version or contract == "nemo_gym_rows":
-        from catalog.contracts.gym_facts import detect_gym
-
-        options["gym_version"] = args.gym_version or options.get("gym_version") or detect_gym()
-    update, bar = (None, None) if args.json else _progress(path, contract)
+    judging = prepare(
+        args.type,
+        path,
+        step=args.step,
+        config=args.config,
+        overrides=args.overrides,
+        options=_parse_options(args.option),
+        gym_version=args.gym_version,
+        allow_hub_id=args.allow_hub_id,
+    )
+    update, bar = (None, None) if args.json else _progress(path, judging.contract)
     try:
-        report = validate_artifact(
-            type_name,
-            path,
-            options=options,
-            max_errors=max(0, args.max_errors),
-            progress=update,
-            allow_hub_id=args.allow_hub_id,
-        )
+        report = judge(judging, path, args.max_errors, args.allow_hub_id, progress=update)
     finally:
         if bar is not None:
             bar.close()
-    report.findings[:0] = notes
-    report.warnings += len(notes)
     if args.json:
         from steps.cli.output import emit_json
 
