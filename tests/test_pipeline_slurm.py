@@ -284,3 +284,25 @@ def test_run_drives_the_stages_from_here_one_after_another(lab):
     assert (pipeline_root / "convert" / "hf" / "config.json").is_file()
     record = json.loads((pipeline_root / "prep" / "record.json").read_text())
     assert "--run=cpu" in record["command"]
+
+
+def test_cancel_of_the_pipeline_root_cancels_every_queued_stage(lab):
+    _root, work, steps = lab
+    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "lab3"
+    cancel = steps("cancel", str(pipeline_root))
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert [line.split(":")[0] for line in cancel.stdout.splitlines()] == [
+        "convert",
+        "rlvr",
+        "prep",
+    ]
+    status = ended(steps, pipeline_root)
+    by_id = {s["id"]: s for s in status["stages"]}
+    named = by_id[status["stage"]]  # the first cancelled (prep may have ended already)
+    assert status["state"] == "failed" and "CANCELLED" in named["detail"], status
+    assert by_id["convert"]["status"] == "not run", status
+    assert not (pipeline_root / "convert" / "hf").exists()
+    jobs = steps("jobs", "--runs-dir", str(pipeline_root), "--json")
+    assert len(json.loads(jobs.stdout)["jobs"]) == 3, jobs.stdout  # one job per stage
