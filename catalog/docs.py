@@ -132,10 +132,10 @@ def _mermaid(graph: TypeGraph, entries: list[StepEntry]) -> list[str]:
                 f'  {_node("t_", name)} -.->|"convert via {c.via}"| {_node("t_", c.target)}'
             )
     for e in entries:
-        for t in sorted({str(p.get("type")) for p in e.consumes}):
-            edges.append(f"  {_node('t_', t)} --> {_node('s_', e.id)}")
-        for t in sorted({str(p.get("type")) for p in e.produces}):
-            edges.append(f"  {_node('s_', e.id)} --> {_node('t_', t)}")
+        for name in sorted({str(p.get("type")) for p in e.consumes}):
+            edges.append(f"  {_node('t_', name)} --> {_node('s_', e.id)}")
+        for name in sorted({str(p.get("type")) for p in e.produces}):
+            edges.append(f"  {_node('s_', e.id)} --> {_node('t_', name)}")
     return [*lines, *edges, "```"]
 
 

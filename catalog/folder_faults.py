@@ -39,7 +39,7 @@ def existing_folder(path: Path) -> Path:
     return path
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if n < 1000 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -123,7 +123,7 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
             locate=lambda loc: at(str(loc[0])) if loc else 1,
             message=lambda err, loc: _field_problem(err, str(loc[0]) if loc else "", data),
         )
-        first = {}  # one finding per field, unknown fields first
+        first: dict[str, Finding] = {}  # one finding per field, unknown fields first
         for f in found:
             first.setdefault((f.key or "").split(".")[0], f)
         order = sorted(first, key=lambda k: (k in FIELDS, FIELDS.index(k) if k in FIELDS else k))

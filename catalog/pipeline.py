@@ -82,7 +82,7 @@ class ConverterSettings(_Strict):
 
 
 class Lineage(_Strict):
-    wandb: bool = Field(False, description="Log stage outputs and inputs as W&B artifacts.")
+    wandb: bool = Field(default=False, description="Log stage outputs and inputs as W&B artifacts.")
     project: str | None = None
     entity: str | None = None
 

@@ -75,7 +75,7 @@ def key_lines(text: str) -> Lines:
 
     pos = 0
     while pos < len(text):
-        pos = _GAP.match(text, pos).end()
+        pos = _skip(_GAP, text, pos)
         if pos >= len(text):
             break
         line = at(pos)
@@ -112,29 +112,36 @@ def _table(parts: tuple, is_item: bool, arrays: dict[tuple, int]) -> tuple:
     return path
 
 
+def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where `pattern` (one that may match nothing, so always matches) ends from `pos`."""
+    found = pattern.match(text, pos)
+    return found.end() if found else pos
+
+
 def _value(text: str, pos: int, key: tuple, out: Lines, at: Callable[[int], int]) -> int:
     """Skip the value at `pos`, noting the lines of inline-table keys and array items."""
-    pos = _GAP.match(text, pos).end()
+    pos = _skip(_GAP, text, pos)
     for quote in ('"""', "'''", '"', "'"):
         if text.startswith(quote, pos):
             return _string_end(text, pos, quote)
     if text.startswith("[", pos):
         index, pos = 0, pos + 1
-        while (pos := _GAP.match(text, pos).end()) < len(text) and text[pos] != "]":
-            out[(*key, index)] = at(pos)
-            pos, index = _value(text, pos, (*key, index), out, at), index + 1
+        while (pos := _skip(_GAP, text, pos)) < len(text) and text[pos] != "]":
+            item = (*key, index)
+            out[item] = at(pos)
+            pos, index = _value(text, pos, item, out, at), index + 1
         return pos + 1
     if text.startswith("{", pos):
         pos += 1
-        while (pos := _GAP.match(text, pos).end()) < len(text) and text[pos] != "}":
+        while (pos := _skip(_GAP, text, pos)) < len(text) and text[pos] != "}":
             pair = _PAIR.match(text, pos)
             if pair is None:
-                return _SCALAR.match(text, pos + 1).end()
+                return _skip(_SCALAR, text, pos + 1)
             inner = (*key, *_parts(pair[1]))
             out[inner] = at(pos)
             pos = _value(text, pair.end(), inner, out, at)
         return pos + 1
-    return max(_SCALAR.match(text, pos).end(), pos + 1)
+    return max(_skip(_SCALAR, text, pos), pos + 1)
 
 
 def _string_end(text: str, pos: int, quote: str) -> int:

@@ -65,8 +65,9 @@ def _walk(node: Any, prefix: tuple, first_line: int, out: Lines) -> None:
             _walk(v, key, first_line, out)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            out[(*prefix, i)] = v.start_mark.line + first_line
-            _walk(v, (*prefix, i), first_line, out)
+            key = (*prefix, i)
+            out[key] = v.start_mark.line + first_line
+            _walk(v, key, first_line, out)
 
 
 def top_level_lines(node: Any, first_line: int = 1) -> dict[str, int]:

@@ -223,29 +223,26 @@ def check_megatron(path: Path) -> CheckpointResult:
         folder = steps[-1][1]
     if (folder / "policy" / "weights").is_dir():
         folder = folder / "policy" / "weights"
-    if (folder / "metadata.json").is_file():
-        it: Path | None = folder
-    else:
-        it = _latest_iter(res, folder)
-        if it is None:
-            if res.findings:
-                return res
-            if dcp_folder(folder) is not None:
-                res.error(
-                    MEGATRON,
-                    "a torch DCP checkpoint (.metadata + *.distcp, no iter_*): NeMo-RL's DTensor "
-                    "policy wrote it, not Megatron, so Megatron-Bridge cannot load it",
-                    folder,
-                    fix="validate it as nemo_rl_dcp_checkpoint; export it with convert/dcp_to_hf",
-                )
-            else:
-                res.error(
-                    MEGATRON,
-                    "no iter_* folders and no dist-checkpoint metadata.json",
-                    folder,
-                    fix="point at the Megatron checkpoint folder (the one holding iter_*)",
-                )
+    it = folder if (folder / "metadata.json").is_file() else _latest_iter(res, folder)
+    if it is None:
+        if res.findings:
             return res
+        if dcp_folder(folder) is not None:
+            res.error(
+                MEGATRON,
+                "a torch DCP checkpoint (.metadata + *.distcp, no iter_*): NeMo-RL's DTensor "
+                "policy wrote it, not Megatron, so Megatron-Bridge cannot load it",
+                folder,
+                fix="validate it as nemo_rl_dcp_checkpoint; export it with convert/dcp_to_hf",
+            )
+        else:
+            res.error(
+                MEGATRON,
+                "no iter_* folders and no dist-checkpoint metadata.json",
+                folder,
+                fix="point at the Megatron checkpoint folder (the one holding iter_*)",
+            )
+        return res
     _check_iter(res, it)
     res.resolved = it
     res.note = f"iteration {it.name}"

@@ -107,6 +107,7 @@ def contract_options(
             "gym_version": gym_version_for(config, gym_root),
             "routes": (routes.option() or None) if routes is not None else None,
         }
+    keys: tuple[str, ...]
     if contract == "preference_rows":
         keys = ("prompt_key", "chosen_key", "rejected_key")
     elif contract == "verifiable_prompt_rows":
