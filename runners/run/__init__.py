@@ -5,11 +5,13 @@
 run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
 kind does (exec, or in-process; an in-process run's outputs are then registered by name,
 `runners.artifacts`); a cluster launch goes through `cluster` (the profile, the
-submit, a Ray chain driven). The CLI (`steps/cli/run_cmd.py` and the job commands) parses
+submit, a Ray chain driven); `execute` decides, after the plan, what is written when and how it
+is handed over, as typed events. The CLI (`steps/cli/run_cmd.py` and the job commands) parses
 arguments and renders; nothing here prints.
 
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `cluster` (a run handed to a cluster), `job_view` (a launched run as `jobs`,
+run dir's files), `cluster` (a run handed to a cluster), `execute` (the plan carried out, as
+events), `job_view` (a launched run as `jobs`,
 `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
 `runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
