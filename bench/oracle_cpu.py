@@ -78,6 +78,7 @@ class Variant(BaseModel):
     model: bool = True  # prepend policy.model_name / tokenizer.name = {MODEL}
     timeout: int | None = None
     gpus: int = 1  # fake GPUs its Ray head advertises (a head of its own when not 1)
+    fails_after: str = ""  # where it fails just past the boundary on a GPU (file:line)
     why: str = ""
 
 
@@ -300,9 +301,10 @@ def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str
             own.stop()
         heads.give(slot)
     nres["source"] = source
-    verdict = classify(sres["flags"], nres["boundary"] is not None)
+    verdict = classify(sres["flags"], nres["boundary"] is not None, v.fails_after)
     return {"id": v.id, "step": v.step, "config": v.config, "overrides": v.overrides,
-            "why": v.why, "steps": sres, "nemo": nres, "verdict": verdict}  # fmt: skip
+            "why": v.why, "fails_after": v.fails_after, "steps": sres, "nemo": nres,
+            "verdict": verdict}  # fmt: skip
 
 
 def main() -> int:

@@ -52,9 +52,13 @@ def first_error(text: str) -> dict[str, str | None]:
     return {"error": None, "frame": None}
 
 
-def classify(flags: bool, nemo_ok: bool | None) -> str:
+def classify(flags: bool, nemo_ok: bool | None, fails_after: str = "") -> str:
+    """The verdict. `fails_after`: the variant is known to fail just past the boundary (on a
+    GPU), so a refusal there is right and silence is a miss after the boundary."""
     if nemo_ok is None:
         return "not_run"
+    if nemo_ok and fails_after:
+        return "true_positive_after" if flags else "missed_after"
     return {(False, True): "both_ok", (True, False): "true_positive",
             (True, True): "false_error", (False, False): "missed"}[(flags, nemo_ok)]  # fmt: skip
 
@@ -100,7 +104,8 @@ def main(paths: list[str]) -> int:
             n = r.get("nemo")
             if n and Path(n["log"]).is_file():
                 n.update(read_log(Path(n["log"]).read_text(errors="replace")))
-                r["verdict"] = classify(r["steps"]["flags"], n["boundary"] is not None)
+                ok = n["boundary"] is not None
+                r["verdict"] = classify(r["steps"]["flags"], ok, r.get("fails_after", ""))
             results = [x for x in results if x["id"] != r["id"]] + [r]  # a later file wins
     print(table(results))
     return 1 if any(r["verdict"] in ("false_error", "missed") for r in results) else 0
