@@ -266,6 +266,19 @@ class HeadPool:
 
 
 def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str]) -> dict:
+    """Both verdicts on one variant. NeMo-RL attaches to a fake-GPU head (RAY_ADDRESS); steps
+    sees a machine with that many GPUs (CUDA_VISIBLE_DEVICES), as on a real GPU box."""
+    slot = heads.take()
+    own = RayHead(a.python, a.work / "ray-own" / v.id, env, v.gpus) if v.gpus != 1 else None
+    try:
+        return judge_on(a, v, env, (own or slot).address)
+    finally:
+        if own:
+            own.stop()
+        heads.give(slot)
+
+
+def judge_on(a: argparse.Namespace, v: Variant, env: dict[str, str], address: str) -> dict:
     wdir = a.work / "v" / v.id
     ctx = {"W": str(wdir), "MODEL": str(a.model), "NEMO_RL": str(a.nemo_rl),
            "DATA": str(a.steps_dir / "steps" / v.step / "data"),
@@ -279,27 +292,20 @@ def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str
     mine = [subst(o, ctx) for o in v.overrides]
     base = [f"policy.model_name={a.model}", f"policy.tokenizer.name={a.model}"] if v.model else []
     overrides = [o for o in base if key_of(o) not in {key_of(m) for m in mine}] + mine
-    sres = run_steps(steps_argv(a, v, config, overrides, wdir / "runs"), a.steps_dir, venv)
+    gpus = dict(venv, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in range(v.gpus)))
+    sres = run_steps(steps_argv(a, v, config, overrides, wdir / "runs"), a.steps_dir, gpus)
     (wdir / "steps.json").write_text(json.dumps(sres, indent=1))
     if sres["run_dir"] and Path(sres["run_dir"], "config.yaml").is_file():
         argv, cwd, source = list(sres["command"]), sres["cwd"], "steps run dir"
     else:  # steps refused to write one: the base compile, the overrides on NeMo-RL's command line
-        quiet = dict(venv, STEPS_UPSTREAM_JUDGE_SECONDS="0")
+        quiet = dict(gpus, STEPS_UPSTREAM_JUDGE_SECONDS="0")
         ref = run_steps(steps_argv(a, v, config, base, wdir / "ref-runs"), a.steps_dir, quiet)
         if not ref["run_dir"]:
             return {"id": v.id, "why": v.why, "steps": sres, "nemo": None, "verdict": "not_run"}
         argv = [*ref["command"], *mine]
         cwd, source = ref["cwd"], "base compile + overrides on NeMo-RL's command line"
-    slot = heads.take()
-    own = RayHead(a.python, wdir / "ray", venv, v.gpus) if v.gpus != 1 else None
-    try:
-        address = (own or slot).address
-        nres = run_nemo(argv, cwd, dict(venv, RAY_ADDRESS=address), wdir / "nemo.log",
-                        v.timeout or a.timeout)  # fmt: skip
-    finally:
-        if own:
-            own.stop()
-        heads.give(slot)
+    nres = run_nemo(argv, cwd, dict(venv, RAY_ADDRESS=address), wdir / "nemo.log",
+                    v.timeout or a.timeout)  # fmt: skip
     nres["source"] = source
     verdict = classify(sres["flags"], nres["boundary"] is not None, v.fails_after)
     return {"id": v.id, "step": v.step, "config": v.config, "overrides": v.overrides,
