@@ -10,7 +10,9 @@ read from the current directory; these, outputs, rl_prep manifests (expanded int
 and other programs' paths are written back absolute; nothing else in the compiled config changes,
 interpolations included. An rl_prep `manifest.json` given for a JSONL port binds its train and
 val splits, and Gym rows without `agent_ref` get `run.default_agent_ref` in a normalized copy
-inside the run dir.
+inside the run dir. An input an earlier pipeline stage will write (`pending`) is bound to what
+the job derives when it starts (`runners.pipeline.materialize`, from `inputs/deferred.json`):
+rows into `inputs/PORT.jsonl`, a NeMo-RL checkpoint_dir as a link `inputs/PORT` to its step_N.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ JSONL_ROOT = "training_jsonl"
 HF_ROOT = "hf_checkpoint"
 MANIFEST_NAME = "manifest.json"
 SPLIT_OF_PORT = {"train": "train", "validation": "val", "val": "val", "test": "test"}
+DEFERRED = "inputs/deferred.json"
+CHECKPOINT_ROOT = "nemo_rl_checkpoint"
 
 
 @dataclass
@@ -46,14 +51,22 @@ class Derived:
     agent_ref: dict | None = None
     port: str = ""
 
-    def write(self, run_dir: Path) -> None:
+    def write(self, run_dir: Path, check: Callable[[Path], None] | None = None) -> None:
+        """Written aside, judged by `check` there, then renamed: never half there."""
         out = run_dir / self.relpath
         out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as dst:
-            for src in self.sources:
-                with src.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        dst.write(_with_agent_ref(line, self.agent_ref))
+        aside = out.with_name(f".partial-{out.name}")
+        try:
+            with aside.open("w", encoding="utf-8") as dst:
+                for src in self.sources:
+                    with src.open(encoding="utf-8") as fh:
+                        for line in fh:
+                            dst.write(_with_agent_ref(line, self.agent_ref))
+            if check is not None:
+                check(aside)
+            aside.replace(out)
+        finally:
+            aside.unlink(missing_ok=True)
 
 
 def _with_agent_ref(line: str, agent_ref: dict | None) -> str:
@@ -73,10 +86,14 @@ class Binding:
     inputs: list[BoundArtifact] = field(default_factory=list)
     outputs: list[BoundArtifact] = field(default_factory=list)
     derived: list[Derived] = field(default_factory=list)
+    later: list[dict] = field(default_factory=list)  # read by runners.pipeline.materialize
 
     def materialize(self, run_dir: Path) -> None:
         for d in self.derived:
-            d.write(run_dir)
+            if d.sources:  # none: an earlier stage's output, derived when the job starts
+                d.write(run_dir)
+        if self.later:
+            (run_dir / DEFERRED).write_text(json.dumps(self.later, indent=1), encoding="utf-8")
 
 
 @dataclass
@@ -145,11 +162,8 @@ def _read_manifest(path: Path) -> tuple[Path, dict] | None:
 def _split_shards(manifest: Path, data: dict, split: str, port: str) -> list[tuple[Path, Any]]:
     """Each shard of `split`: its path and the row count the manifest records."""
     shards = ((data["splits"].get(split) or {}).get("shards")) or []
-    paths = [
-        (manifest.parent / s["path"], s.get("rows"))
-        for s in shards
-        if isinstance(s, dict) and "path" in s
-    ]
+    listed = [s for s in shards if isinstance(s, dict) and "path" in s]
+    paths = [(manifest.parent / s["path"], s.get("rows")) for s in listed]
     if not paths:
         raise StepsError(
             "E-INPUT-MANIFEST",
@@ -190,10 +204,12 @@ def bind(
     graph: Any = None,
     workdir: str | None = None,
     opens_from_workdir: bool = False,
+    pending: frozenset[str] = frozenset(),
 ) -> Binding:
     """Bind every port; mutates `compiled.config` in place (paths absolute, derived files).
     `opens_from_workdir`: the program opens the config's relative input paths from `workdir`
-    (NeMo-RL's checkout here or on the cluster; None when not known here)."""
+    (NeMo-RL's checkout here or on the cluster; None when not known here). `pending`: ports
+    given an output an earlier pipeline stage has not written yet."""
     from runners.config.compiler import register_resolvers
 
     register_resolvers()
@@ -221,6 +237,9 @@ def bind(
         jsonl = consumed and is_a(port.type, JSONL_ROOT)
         for dotted in port.config_keys:
             for t in _targets(cfg, dotted, create=given is not None):
+                later = absolute(given, cwd) if consumed and port.name in pending else None
+                if later and _defer(binding, t, port, later, run_dir, agent_ref, is_a):
+                    continue
                 if given is not None:
                     value, base = given, cwd
                 else:
@@ -360,6 +379,19 @@ def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> 
         _derive(binding, t, name, shards, run_dir, fill)
 
 
+def _defer(binding: Binding, t: _Target, port: Any, path: str, run_dir: Path, fill, is_a) -> bool:
+    """A pending input of rows or a NeMo-RL checkpoint bound to what the job derives from it
+    when it starts (False: another type, bound as it is: its path is exact already)."""
+    rows, ckpt = is_a(port.type, JSONL_ROOT), is_a(port.type, CHECKPOINT_ROOT)
+    if rows or ckpt:
+        binding.inputs.append(BoundArtifact(port.name, port.type, t.key, path))
+        rel = _derive(binding, t, port.name, [], run_dir, fill) if rows else f"inputs/{port.name}"
+        t.parent[t.leaf] = str(run_dir / rel)
+        binding.later.append({"relpath": rel, "source": path, "port": port.name, "rows": rows,
+                              "type": port.type, "key": t.key, "agent_ref": fill})  # fmt: skip
+    return rows or ckpt
+
+
 def _derive(
     binding: Binding,
     t: _Target,
@@ -367,7 +399,7 @@ def _derive(
     sources: list[Path],
     run_dir: Path,
     agent_ref: dict | None,
-) -> None:
+) -> str:
     used = {d.relpath for d in binding.derived}
     rel = f"inputs/{name}.jsonl"
     i = 1
@@ -375,3 +407,4 @@ def _derive(
         rel, i = f"inputs/{name}_{i}.jsonl", i + 1
     binding.derived.append(Derived(rel, sources, agent_ref, name))
     t.parent[t.leaf] = str(run_dir / rel)
+    return rel

@@ -6,7 +6,8 @@ own resources: a CPU partition for data prep, GPU nodes for RL. There is one tar
 and its probe goes to the cluster once: the first stage's probe also asks about every path the
 later stages of that profile read (their pipeline inputs, their NeMo-RL scripts), and later
 stages reuse what it saw. Inputs an earlier stage will write do not exist yet: findings about
-them are dropped, as a dry run drops them (they are checked by planned type).
+them are dropped, as a dry run drops them (they are checked by planned type), and the job
+derives and judges them when it starts (`materialize`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from catalog.errors import Finding, StepsError
 from runners.config.secret_overrides import move_secrets
+from runners.pipeline import materialize
 from runners.pipeline.dry_run import drop_pending
 from runners.pipeline.lineage import cache_key, fingerprint
 
@@ -194,6 +196,7 @@ def plan_stage(
         catalog=list(opts.catalog),
         force=True,  # whether the stage runs again is the pipeline's decision (its cache key)
         chain=options,
+        pending=[p for p, b in stage.inputs.items() if b.producer],
     )
     try:
         sp.run = plan_run(req, cwd=Path.cwd(), env={**env, **sp.secret_env}, argv=argv,
@@ -201,6 +204,7 @@ def plan_stage(
     except StepsError as exc:
         sp.findings, sp.code = [exc.finding], exc.exit_code
         return sp
+    materialize.first(sp.run, target)
     sp.findings = drop_pending(stage, sp.run.findings)
     return sp
 

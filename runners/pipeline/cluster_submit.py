@@ -24,6 +24,7 @@ from catalog.errors import StepsError
 from runners.pipeline.cluster_plan import StagePlan
 from runners.pipeline.jobs import PIPELINE, RECORD, live_state
 from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.materialize import stage_code
 from runners.pipeline.stage import cache_hit, move_aside, outputs_now
 
 GATE = "gate"  # a chain stage's gate job: its run dir is <root>/<stage>/gate/<run>
@@ -111,6 +112,7 @@ def submit_pipeline(
                     gate, gate_dir = _gate(sp, plan.root, after)
                     queued.append({"run_dir": str(gate_dir)})
                 write_run_dir_for(sp.run)
+                stage_code(sp.run)  # its inputs derived in the job (runners.pipeline.materialize)
                 job = submit(sp.run, sp.target, after=after, gate=gate)
                 waits[st.id] = gate or str(job.job_id)
                 entry.update(run_dir=str(sp.run.run_dir), job_id=job.job_id, after=after,

@@ -139,6 +139,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
         graph=graph,
         workdir=str(workdir) if workdir else None,
         opens_from_workdir=kind_for(s.manifest.run.runner).compiles_with_nemo_rl,
+        pending=frozenset(req.pending),
     )
 
 

@@ -33,6 +33,7 @@ class RunRequest:
     launcher: str | None = None  # what starts NeMo-RL's script (`--launcher`, a profile's)
     launcher_from: str = "--launcher"
     chain: ChainOptions | None = None  # --until-done
+    pending: list[str] = field(default_factory=list)  # inputs a pipeline's earlier stage writes
 
 
 @dataclass

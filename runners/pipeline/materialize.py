@@ -1,0 +1,165 @@
+"""Inputs an earlier stage of a queued pipeline writes, derived inside the job when it starts.
+
+`pipeline run --batch` queues every stage before any has run, so a stage that reads an rl_prep
+output cannot expand its manifest into shards, nor a converter pick the latest step_N, when it
+is planned. `runners.bind` binds such an input to a path in the run dir and records how to
+derive it (`inputs/deferred.json`); `first` puts `materialize-inputs JOB_DIR --` before the
+stage's program, run by the Python that runs the program (the profile's `steps_launcher`, else
+its `launcher` on the copy of our code staged with the run dir, `runners.launch.job_code`).
+In the job `materialize` judges each input by the stage's contract (the dry run's own rule,
+`runners.preflight.artifacts`), writes the rows with bind's writer (aside, judged, renamed) or
+links the checkpoint's latest complete step_N, then execs the program. A failure is a finding
+(E-STAGE-INPUT) and exit 1: Slurm's `afterok` then cancels the stages after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from catalog.errors import Finding, StepsError
+from runners.bind import DEFERRED, Derived, _read_manifest, _split_shards
+
+SUBCOMMAND = "materialize-inputs"
+CODE = "E-STAGE-INPUT"
+
+
+class Later(BaseModel):
+    """One entry of `inputs/deferred.json` (written by `runners.bind._defer`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    relpath: str  # in the run dir
+    source: str  # the earlier stage's output, as the job sees it
+    port: str
+    rows: bool  # rows into one file; else a link to a NeMo-RL checkpoint's step_N
+    type: str
+    key: str  # the config key bound to relpath
+    agent_ref: dict | None = None
+
+
+def first(run: Any, target: Any) -> None:
+    """Prefix a planned stage's job command with the materialize step (when it defers any)."""
+    files = run.files
+    if files is None or not files.binding.later or run.request is None:
+        return
+    named = target.profile.steps_launcher
+    code = f"{run.job_dir}/code"
+    launcher = shlex.split(named) if named else [*shlex.split(target.profile.launcher), code]
+    run.command = run.request.command = [*launcher, SUBCOMMAND, run.job_dir, "--", *run.command]
+
+
+def stage_code(run: Any) -> None:
+    """The copy of our code the materialize step runs, unless the submit stages it anyway."""
+    from runners.launch.job_code import stage
+
+    files, profile = run.files, run.target.profile
+    later = files is not None and files.binding.later
+    if later and not run.kind.runs_our_code and run.chain is None and not profile.steps_launcher:
+        stage(run.run_dir)
+
+
+def _failure(later: Later, message: str, fix: str, path: str) -> StepsError:
+    return StepsError(CODE, f"input {later.port} ({later.key}): {message}", path=path, fix=fix,
+                      exit_code=1)  # fmt: skip
+
+
+def _judge(job_dir: Path, later: Later, path: Path, expected: int | None, out: TextIO) -> None:
+    """The stage's contract on `path`, as its dry run would have judged it: warnings printed,
+    errors printed and raised as one E-STAGE-INPUT."""
+    import yaml
+
+    from catalog.upstream import GYM_SUBDIR
+    from runners.preflight import BoundArtifact, PreflightContext
+    from runners.preflight.artifacts import artifact_contracts
+
+    config = yaml.safe_load((job_dir / "resolved.yaml").read_text(encoding="utf-8")) or {}
+    gym = Path.cwd() / GYM_SUBDIR  # the job runs from the NeMo-RL checkout
+    art = BoundArtifact(later.port, later.type, later.key, str(path), expected_rows=expected)
+    ctx = PreflightContext("", None, config, inputs=[art],
+                           gym_root=gym if gym.is_dir() else None)  # fmt: skip
+    findings = list(artifact_contracts(ctx))
+    for f in findings:
+        out.write(f.render() + "\n")
+    errors = sum(1 for f in findings if f.is_error)
+    if errors:
+        raise _failure(
+            later,
+            f"{later.source}, written by an earlier stage, breaks this stage's contract "
+            f"({errors} finding{'s' if errors > 1 else ''} above)",
+            "fix the stage that wrote it (its config or data) and run the pipeline again; "
+            f"`python -m steps validate {later.type} {later.source}` lists every bad row",
+            later.source,
+        )
+
+
+def _rows(job_dir: Path, later: Later, out: TextIO) -> None:
+    """The split's shards (or the one file) into `relpath`, as bind writes them at plan time."""
+    source = Path(later.source)
+    found = _read_manifest(source)
+    expected = None
+    if found is not None:
+        from runners.bind import SPLIT_OF_PORT
+
+        listed = _split_shards(*found, SPLIT_OF_PORT.get(later.port, later.port), later.port)
+        sources = [p for p, _ in listed]
+        counts = [n for _, n in listed]
+        if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+            expected = sum(counts)
+    elif source.is_file():
+        sources = [source]
+    else:
+        raise _failure(later, f"{source} was not written by the stage before this one",
+                       "read that stage's log (`python -m steps logs PIPELINE_ROOT`)",
+                       str(source))  # fmt: skip
+    derived = Derived(later.relpath, sources, later.agent_ref, later.port)
+    derived.write(job_dir, lambda aside: _judge(job_dir, later, aside, expected, out))
+    out.write(f"input {later.port}: {len(sources)} file(s) of {source} -> {later.relpath}\n")
+
+
+def _checkpoint(job_dir: Path, later: Later, out: TextIO) -> None:
+    """A link `relpath` to the checkpoint's latest complete step_N (made aside, renamed)."""
+    from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+
+    source = Path(later.source)
+    _judge(job_dir, later, source, None, out)
+    step = check_nemo_rl(source).resolved or source
+    link = job_dir / later.relpath
+    link.parent.mkdir(parents=True, exist_ok=True)
+    aside = link.with_name(f".partial-{link.name}")
+    aside.unlink(missing_ok=True)
+    aside.symlink_to(step, target_is_directory=True)
+    aside.replace(link)
+    out.write(f"input {later.port}: {later.relpath} -> {step}\n")
+
+
+def materialize(job_dir: Path, out: TextIO = sys.stdout) -> None:
+    """Derive every deferred input of the run dir `job_dir`; StepsError on the first failure."""
+    path = job_dir / DEFERRED
+    try:
+        entries = TypeAdapter(list[Later]).validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise StepsError("E-RUN-RECORD", f"cannot read the deferred inputs ({exc})", path=str(path),
+                         fix="submit the pipeline again", exit_code=2) from None  # fmt: skip
+    for later in entries:
+        (_rows if later.rows else _checkpoint)(job_dir, later, out)
+    out.flush()
+
+
+def main(job_dir: str, program: list[str], out: TextIO = sys.stdout) -> int:
+    """Materialize, then exec `program`; a failure is printed as a finding, never a traceback."""
+    try:
+        materialize(Path(job_dir), out)
+    except StepsError as exc:
+        finding: Finding = exc.finding
+        out.write(f"steps: {finding.render()}\n")
+        out.flush()
+        return exc.exit_code or 1
+    if program:
+        sys.stdout.flush()
+        os.execvp(program[0], program)
+    return 0
