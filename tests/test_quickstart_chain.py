@@ -23,9 +23,9 @@ from catalog.upstream import GYM_SUBDIR, NEMO_RL_COMMIT
 MIRRORS = REPO.parent / ".mirror"
 RL_GIT = Path(os.environ.get("STEPS_NEMO_RL_GIT", MIRRORS / "NVIDIA-NeMo+RL" / "repo"))
 GYM_GIT = Path(os.environ.get("STEPS_NEMO_GYM_GIT", MIRRORS / "NVIDIA-NeMo+Gym" / "repo"))
-# Findings about the Python that would start NeMo-RL here (no torch/vllm in the test venv),
-# not about the data or the config.
-INTERPRETER = ("E-LAUNCHER", "E-PACKAGE")
+# Findings about the Python that would start NeMo-RL here (no torch/vllm in the test venv) and
+# its GPUs (none on a CPU test machine), not about the data or the config.
+INTERPRETER = ("E-LAUNCHER", "E-PACKAGE", "W-LOCAL-GPUS")
 
 
 def _git(repo: Path, *args: str) -> bytes:
