@@ -1,18 +1,15 @@
 """Bind the artifacts a manifest declares to the config keys that hold their paths.
 
-A relative input path a config file gives NeMo-RL stays as written: NeMo-RL opens it from its
-working directory, the checkout root (`open(data_path)`, v0.7.0 nemogym_dataset.py:35;
-`load_dataset_from_path`, datasets/utils.py:81-110), so it is bound to that path, and the same
-path read from the declaring file's folder is kept beside it for the finding when only that one
-exists (runners.preflight.data_paths). For other programs (rl_prep, the converters) a config
-file's relative path is read from that file's folder. Paths from overrides or `--input` are
-read from the current directory; these, outputs, rl_prep manifests (expanded into their shards)
-and other programs' paths are written back absolute; nothing else in the compiled config changes,
-interpolations included. An rl_prep `manifest.json` given for a JSONL port binds its train and
-val splits, and Gym rows without `agent_ref` get `run.default_agent_ref` in a normalized copy
-inside the run dir. An input an earlier pipeline stage will write (`pending`) is bound to what
-the job derives when it starts (`runners.pipeline.materialize`, from `inputs/deferred.json`):
-rows into `inputs/PORT.jsonl`, a NeMo-RL checkpoint_dir as a link `inputs/PORT` to its step_N.
+A config file's relative input path for NeMo-RL stays as written and is bound where NeMo-RL
+opens it, its checkout root (v0.7.0 nemogym_dataset.py:35), beside the same path read from the
+file's folder (runners.preflight.data_paths); other programs' are read from that folder. Paths
+from overrides or `--input` are read from the current directory; these, outputs, rl_prep
+manifests' shards and other programs' paths are written back absolute; nothing else changes.
+An rl_prep `manifest.json` given for a JSONL port binds its train and val splits, and Gym rows
+without `agent_ref` get `run.default_agent_ref` in a normalized copy inside the run dir. An
+input an earlier pipeline stage will write (`pending`) is bound to what the job derives when it
+starts (`runners.pipeline.materialize`, from `inputs/deferred.json`): rows into
+`inputs/PORT.jsonl`, a NeMo-RL checkpoint_dir as a link `inputs/PORT` to its step_N.
 """
 
 from __future__ import annotations
@@ -309,9 +306,8 @@ def bind(
 def _opened_in(
     port: Any, key: str, value: str, workdir: str | None, declared: Path, hf: bool, jsonl: bool
 ) -> BoundArtifact | None:
-    """A relative path NeMo-RL opens from `workdir`, kept as written (None: an absolute path an
-    interpolation yields, a hub id, or an rl_prep manifest, which binding expands into absolute
-    shard paths)."""
+    """A relative path NeMo-RL opens from `workdir`, kept as written (None: absolute, a hub id,
+    or an rl_prep manifest: bound as before)."""
     if os.path.isabs(value):
         return None
     beside = absolute(value, declared)
@@ -326,8 +322,7 @@ def _opened_in(
 
 
 def _keep_relative(binding: Binding, t: _Target, art: BoundArtifact, fill: Any, run_dir) -> None:
-    """Bind a relative path as NeMo-RL opens it; rows lacking agent_ref get their normalized
-    copy in the run dir as an absolute path does."""
+    """Bind a kept relative path; rows lacking agent_ref get a normalized copy, as others do."""
     binding.inputs.append(art)
     if fill and art.is_path and _needs_agent_ref(Path(art.value)):
         _derive(binding, t, art.name, [Path(art.value)], run_dir, fill)
