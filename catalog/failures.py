@@ -215,6 +215,20 @@ KINDS: tuple[FailureKind, ...] = (
         ("shared/research/newcomer-2026-11.md",),
     ),
     FailureKind(
+        "stage_input",
+        "an earlier stage's output failed this stage's contract",
+        False,
+        3,
+        "A pipeline stage queued before the stage it reads from had run derives that input when "
+        "its job starts (`materialize-inputs`): it was missing, or its rows or checkpoint broke "
+        "this stage's contract, so the program never started.",
+        "read the findings printed above E-STAGE-INPUT in the stage's log; fix the stage that "
+        "wrote the input (or this stage's config) and run the pipeline again",
+        (Signature("E-STAGE-INPUT", source="steps materialize-inputs (pipeline --batch)"),),
+        (),
+        ("steps: runners/pipeline/materialize.py",),
+    ),
+    FailureKind(
         "version_skew",
         "missing module or version skew",
         False,

@@ -90,6 +90,7 @@ class Binding:
             if d.sources:  # none: an earlier stage's output, derived when the job starts
                 d.write(run_dir)
         if self.later:
+            (run_dir / DEFERRED).parent.mkdir(exist_ok=True)
             (run_dir / DEFERRED).write_text(json.dumps(self.later, indent=1), encoding="utf-8")
 
 

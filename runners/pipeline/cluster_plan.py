@@ -205,7 +205,9 @@ def plan_stage(
         sp.findings, sp.code = [exc.finding], exc.exit_code
         return sp
     materialize.first(sp.run, target)
-    sp.findings = drop_pending(stage, sp.run.findings)
+    # What is judged in the job instead is not the plan's finding (nor run.json's): with it
+    # dropped, the run dir is written whole (its derived files, the deferred record).
+    sp.findings = sp.run.findings = drop_pending(stage, sp.run.findings)
     return sp
 
 
