@@ -34,6 +34,9 @@ SANDBOXED = {
     "STEPS_OUTPUT": "steps-output",
     "STEPS_CACHE_DIR": "steps-cache",
 }
+# What NeMo-RL's container sets and a local Megatron launch needs (E-MEGATRON-ARCH-LIST): tests
+# launch "here" as if in that container; the rule's own tests give the environment explicitly.
+CONTAINER_ENV = {"TORCH_CUDA_ARCH_LIST": "9.0"}
 RUNS_DIR = "STEPS_RUNS_DIR"  # tmp_path/runs: where a run from cwd=tmp_path would put them
 UNSET = (
     "STEPS_PATH",
@@ -84,10 +87,11 @@ def pytest_configure(config) -> None:
     global _session_dir
     _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
     _bytecode(config)
-    for var in (*SANDBOXED, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE"):
+    for var in (*SANDBOXED, *CONTAINER_ENV, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE"):
         _saved[var] = os.environ.get(var)
         os.environ.pop(var, None)
     os.environ.update(sandbox_env(_session_dir))
+    os.environ.update(CONTAINER_ENV)
     os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
     _hypothesis_home(_session_dir / "hypothesis")
@@ -143,7 +147,7 @@ def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
     (base / "home").mkdir()
     for var in UNSET:
         monkeypatch.delenv(var, raising=False)
-    for var, value in sandbox_env(base).items():
+    for var, value in {**sandbox_env(base), **CONTAINER_ENV}.items():
         monkeypatch.setenv(var, value)
     monkeypatch.setenv(RUNS_DIR, str(tmp_path / "runs"))
     return base
