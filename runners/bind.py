@@ -18,7 +18,6 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +47,8 @@ class Derived:
     agent_ref: dict | None = None
     port: str = ""
 
-    def write(self, run_dir: Path, check: Callable[[Path], None] | None = None) -> None:
-        """Written aside, judged by `check` there, then renamed: never half there."""
+    def write(self, run_dir: Path) -> None:
+        """Written aside, then renamed: never half there."""
         out = run_dir / self.relpath
         out.parent.mkdir(parents=True, exist_ok=True)
         aside = out.with_name(f".partial-{out.name}")
@@ -57,10 +56,7 @@ class Derived:
             with aside.open("w", encoding="utf-8") as dst:
                 for src in self.sources:
                     with src.open(encoding="utf-8") as fh:
-                        for line in fh:
-                            dst.write(_with_agent_ref(line, self.agent_ref))
-            if check is not None:
-                check(aside)
+                        dst.writelines(_with_agent_ref(line, self.agent_ref) for line in fh)
             aside.replace(out)
         finally:
             aside.unlink(missing_ok=True)
@@ -376,8 +372,7 @@ def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> 
 
 
 def _defer(binding: Binding, t: _Target, port: Any, path: str, run_dir: Path, fill, is_a) -> bool:
-    """A pending input of rows or a NeMo-RL checkpoint bound to what the job derives from it
-    when it starts (False: another type, bound as it is: its path is exact already)."""
+    """Rows or a checkpoint not written yet: bound to what the job derives (False: other types)."""
     rows, ckpt = is_a(port.type, JSONL_ROOT), is_a(port.type, CHECKPOINT_ROOT)
     if rows or ckpt:
         binding.inputs.append(BoundArtifact(port.name, port.type, t.key, path))

@@ -199,14 +199,30 @@ def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_comman
     status = ended(steps, pipeline_root)
     assert status["state"] == "completed", status
     assert [s["status"] for s in status["stages"]] == ["completed"] * 3
+    # The rows prep wrote reached the trainer: the file its config names, joined in the job.
+    manifest = json.loads((pipeline_root / "prep" / "data" / "manifest.json").read_text())
+    for port, key, split in (("train", "train", "train"), ("validation", "validation", "val")):
+        path = Path(job_config(stages["rlvr"])["data"][key]["data_path"])
+        assert path.name == f"{port}.jsonl" and path.is_file(), path
+        rows = sum(s["rows"] for s in manifest["splits"][split]["shards"])
+        assert len(path.read_text().splitlines()) == rows > 0
+    # The converter got the latest complete step_N, though none existed when it was queued.
     hf = json.loads((pipeline_root / "convert" / "hf" / "config.json").read_text())
-    assert hf["converted_from"].startswith(str(pipeline_root / "rlvr" / "checkpoint"))
-    assert (pipeline_root / "prep" / "data" / "manifest.json").is_file()
+    step = pipeline_root / "rlvr" / "checkpoint" / "step_1"
+    assert Path(hf["converted_from"]).resolve() == step / "policy" / "weights", hf
     # Nothing changed: no stage is queued again.
     again = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.count("up to date") == 3, again.stdout
     assert "0 of 3 stages queued" in again.stdout
+
+
+def job_config(stage: dict) -> dict:
+    """The config.yaml a stage's job ran with (its run dir as the job sees it)."""
+    import yaml
+
+    run = json.loads(Path(stage["run_dir"], "run.json").read_text())
+    return yaml.safe_load(Path(run["job"]["job_dir"], "config.yaml").read_text())
 
 
 def named_blend(work: Path, name: str) -> None:
@@ -241,6 +257,33 @@ def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
     assert "pipeline lab3: failed at stage rlvr" in text.stdout, text.stdout + text.stderr
     logs = steps("logs", str(pipeline_root))
     assert "stage rlvr" in logs.stderr and "driver started" in logs.stdout, logs.stderr
+
+
+def test_prepared_rows_that_break_the_rl_stage_contract_stop_it_before_training(lab):
+    from preflight_fixtures import gym_root
+
+    root, work, steps = lab
+    # The cluster's NeMo-RL has its Gym tree: the job judges the rows' agents by the stage's
+    # config_paths, which load math_with_judge only; prep routes chat rows to
+    # instruction_following_simple_agent, something no plan could see before prep ran.
+    gym_root(root / "RL" / "3rdparty" / "Gym-workspace")
+    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "lab3"
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "failed" and status["stage"] == "rlvr", status
+    by_id = {s["id"]: s for s in status["stages"]}
+    assert by_id["prep"]["status"] == "completed"
+    assert by_id["convert"]["status"] == "not run", by_id["convert"]
+    logs = steps("logs", str(pipeline_root))
+    assert "E-STAGE-INPUT input train (data.train.data_path)" in logs.stdout, logs.stdout
+    assert "instruction_following_simple_agent" in logs.stdout
+    assert "driver started" not in logs.stdout  # the trainer never ran
+    stage = json.loads((pipeline_root / "pipeline.json").read_text())["stages"]["rlvr"]
+    inputs = Path(json.loads(Path(stage["run_dir"], "run.json").read_text())["job"]["job_dir"])
+    assert sorted(p.name for p in (inputs / "inputs").iterdir()) == ["deferred.json"]
+    diagnosis = steps("diagnose", str(pipeline_root))
+    assert "stage_input" in diagnosis.stdout + diagnosis.stderr, diagnosis.stdout
 
 
 def test_a_chain_stage_holds_the_next_stage_until_the_chain_is_done(lab):

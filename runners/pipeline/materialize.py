@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from catalog.errors import Finding, StepsError
-from runners.bind import DEFERRED, Derived, _read_manifest, _split_shards
+from runners.bind import DEFERRED, SPLIT_OF_PORT, Derived, _read_manifest, _split_shards
 
 SUBCOMMAND = "materialize-inputs"
 CODE = "E-STAGE-INPUT"
@@ -68,9 +68,9 @@ def _failure(later: Later, message: str, fix: str, path: str) -> StepsError:
                       exit_code=1)  # fmt: skip
 
 
-def _judge(job_dir: Path, later: Later, path: Path, expected: int | None, out: TextIO) -> None:
-    """The stage's contract on `path`, as its dry run would have judged it: warnings printed,
-    errors printed and raised as one E-STAGE-INPUT."""
+def _judge(job_dir: Path, later: Later, files: list[tuple[Path, Any]], out: TextIO) -> None:
+    """The stage's contract on each file (with the rows a manifest records), as its dry run
+    judges a bound input: warnings printed, errors printed and raised as one E-STAGE-INPUT."""
     import yaml
 
     from catalog.upstream import GYM_SUBDIR
@@ -79,9 +79,11 @@ def _judge(job_dir: Path, later: Later, path: Path, expected: int | None, out: T
 
     config = yaml.safe_load((job_dir / "resolved.yaml").read_text(encoding="utf-8")) or {}
     gym = Path.cwd() / GYM_SUBDIR  # the job runs from the NeMo-RL checkout
-    art = BoundArtifact(later.port, later.type, later.key, str(path), expected_rows=expected)
-    ctx = PreflightContext("", None, config, inputs=[art],
-                           gym_root=gym if gym.is_dir() else None)  # fmt: skip
+    arts = [
+        BoundArtifact(later.port, later.type, later.key, str(path), expected_rows=rows)
+        for path, rows in files
+    ]
+    ctx = PreflightContext("", None, config, inputs=arts, gym_root=gym if gym.is_dir() else None)
     findings = list(artifact_contracts(ctx))
     for f in findings:
         out.write(f.render() + "\n")
@@ -91,34 +93,30 @@ def _judge(job_dir: Path, later: Later, path: Path, expected: int | None, out: T
             later,
             f"{later.source}, written by an earlier stage, breaks this stage's contract "
             f"({errors} finding{'s' if errors > 1 else ''} above)",
-            "fix the stage that wrote it (its config or data) and run the pipeline again; "
-            f"`python -m steps validate {later.type} {later.source}` lists every bad row",
+            "do what the findings above say (in the earlier stage's config or data, or in this "
+            "stage's config), then run the pipeline again",
             later.source,
         )
 
 
 def _rows(job_dir: Path, later: Later, out: TextIO) -> None:
-    """The split's shards (or the one file) into `relpath`, as bind writes them at plan time."""
+    """The split's shards (or the one file), judged, then joined into `relpath` by bind's
+    writer: the bytes binding writes when the manifest exists at plan time."""
     source = Path(later.source)
     found = _read_manifest(source)
-    expected = None
     if found is not None:
-        from runners.bind import SPLIT_OF_PORT
-
         listed = _split_shards(*found, SPLIT_OF_PORT.get(later.port, later.port), later.port)
-        sources = [p for p, _ in listed]
-        counts = [n for _, n in listed]
-        if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
-            expected = sum(counts)
+        files = [(p, n if isinstance(n, int) and not isinstance(n, bool) else None)
+                 for p, n in listed]  # fmt: skip
     elif source.is_file():
-        sources = [source]
+        files = [(source, None)]
     else:
         raise _failure(later, f"{source} was not written by the stage before this one",
                        "read that stage's log (`python -m steps logs PIPELINE_ROOT`)",
                        str(source))  # fmt: skip
-    derived = Derived(later.relpath, sources, later.agent_ref, later.port)
-    derived.write(job_dir, lambda aside: _judge(job_dir, later, aside, expected, out))
-    out.write(f"input {later.port}: {len(sources)} file(s) of {source} -> {later.relpath}\n")
+    _judge(job_dir, later, files, out)
+    Derived(later.relpath, [p for p, _ in files], later.agent_ref, later.port).write(job_dir)
+    out.write(f"input {later.port}: {len(files)} file(s) of {source} -> {later.relpath}\n")
 
 
 def _checkpoint(job_dir: Path, later: Later, out: TextIO) -> None:
@@ -126,7 +124,7 @@ def _checkpoint(job_dir: Path, later: Later, out: TextIO) -> None:
     from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
 
     source = Path(later.source)
-    _judge(job_dir, later, source, None, out)
+    _judge(job_dir, later, [(source, None)], out)
     step = check_nemo_rl(source).resolved or source
     link = job_dir / later.relpath
     link.parent.mkdir(parents=True, exist_ok=True)
