@@ -35,7 +35,6 @@ HF_ROOT = "hf_checkpoint"
 MANIFEST_NAME = "manifest.json"
 SPLIT_OF_PORT = {"train": "train", "validation": "val", "val": "val", "test": "test"}
 DEFERRED = "inputs/deferred.json"
-CHECKPOINT_ROOT = "nemo_rl_checkpoint"
 
 
 @dataclass
@@ -82,9 +81,8 @@ class Binding:
     later: list[dict] = field(default_factory=list)  # read by runners.pipeline.materialize
 
     def materialize(self, run_dir: Path) -> None:
-        for d in self.derived:
-            if d.sources:  # none: an earlier stage's output, derived when the job starts
-                d.write(run_dir)
+        for d in [d for d in self.derived if d.sources]:  # none: derived when the job starts
+            d.write(run_dir)
         if self.later:
             (run_dir / DEFERRED).parent.mkdir(exist_ok=True)
             (run_dir / DEFERRED).write_text(json.dumps(self.later, indent=1), encoding="utf-8")
@@ -373,7 +371,7 @@ def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> 
 
 def _defer(binding: Binding, t: _Target, port: Any, path: str, run_dir: Path, fill, is_a) -> bool:
     """Rows or a checkpoint not written yet: bound to what the job derives (False: other types)."""
-    rows, ckpt = is_a(port.type, JSONL_ROOT), is_a(port.type, CHECKPOINT_ROOT)
+    rows, ckpt = is_a(port.type, JSONL_ROOT), is_a(port.type, "nemo_rl_checkpoint")
     if rows or ckpt:
         binding.inputs.append(BoundArtifact(port.name, port.type, t.key, path))
         rel = _derive(binding, t, port.name, [], run_dir, fill) if rows else f"inputs/{port.name}"
