@@ -21,6 +21,7 @@ RULE_VERSIONS: dict[str, str] = {
     "tokenizer_path": "all",
     "logger_backends": "all",
     "wandb_credentials": "all",
+    "megatron_arch_list": "0.5.0+",  # lm_policy.py raises from v0.5.0 (:97); v0.4.0 does not
     "required_sections": "all",
     "inputs_exist": "all",
     "relative_inputs": "all",  # every version opens data paths from its working directory
