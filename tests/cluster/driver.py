@@ -10,9 +10,10 @@ With $FAKE_STEP_SECONDS set it trains fake steps the way NeMo-RL does (the resea
 nemo-rl-resume-2026-11): it resumes from the highest complete `step_N` under
 checkpointing.checkpoint_dir, prints `===== Epoch e/E =====`, `===== Step s/S =====` (within the
 epoch) and a loss line per step, saves into `tmp_step_N` and renames it to `step_N` with
-training_info.json ({epoch, step within the epoch, total_steps, consumed_samples}) every
-save_period steps, at the last step and when checkpoint_must_save_by (DD:HH:MM:SS, counted after
-setup, with the mean step time fitted in) is reached, then prints `Timeout has been reached,
+policy/weights (stand-in torch DCP files), config.yaml and training_info.json ({epoch, step
+within the epoch, total_steps, consumed_samples}) every save_period steps, at the last step
+and when checkpoint_must_save_by (DD:HH:MM:SS, counted after setup, with the mean step time
+fitted in) is reached, then prints `Timeout has been reached,
 stopping training early` and exits 0. SIGTERM saves nothing: `*** SIGTERM received ***`, exit 134.
 Each trained global step is appended to $FAKE_LEDGER. $FAKE_FAIL_AT_STEP=k prints
 $FAKE_FAIL_LOG (lines split on `|`) before training step k and exits 1; with $FAKE_FAIL_ONCE=PATH
@@ -96,6 +97,11 @@ def save(ckpt_dir: str, info: dict) -> None:
         json.dump(info, fh)
     with open(os.path.join(tmp, "config.yaml"), "w") as fh:
         fh.write(text)
+    weights = os.path.join(tmp, "policy", "weights")  # a DTensor run's torch DCP files
+    os.makedirs(weights)
+    for name in (".metadata", "__0_0.distcp"):
+        with open(os.path.join(weights, name), "wb") as fh:
+            fh.write(b"x")
     time.sleep(env_float("FAKE_SAVE_SECONDS", 0))
     shutil.rmtree(final, ignore_errors=True)
     os.rename(tmp, final)
