@@ -199,13 +199,16 @@ def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_comman
     status = ended(steps, pipeline_root)
     assert status["state"] == "completed", status
     assert [s["status"] for s in status["stages"]] == ["completed"] * 3
-    # The rows prep wrote reached the trainer: the file its config names, joined in the job.
-    manifest = json.loads((pipeline_root / "prep" / "data" / "manifest.json").read_text())
-    for port, key, split in (("train", "train", "train"), ("validation", "validation", "val")):
-        path = Path(job_config(stages["rlvr"])["data"][key]["data_path"])
+    # The rows prep wrote reached the trainer: the file its config names, the split's shards
+    # joined in the job (every row has its agent_ref: nothing to fill, the same bytes).
+    data = pipeline_root / "prep" / "data"
+    manifest = json.loads((data / "manifest.json").read_text())
+    for port, split in (("train", "train"), ("validation", "val")):
+        path = Path(job_config(stages["rlvr"])["data"][port]["data_path"])
         assert path.name == f"{port}.jsonl" and path.is_file(), path
-        rows = sum(s["rows"] for s in manifest["splits"][split]["shards"])
-        assert len(path.read_text().splitlines()) == rows > 0
+        shards = manifest["splits"][split]["shards"]
+        assert len(path.read_text().splitlines()) == sum(s["rows"] for s in shards) > 0
+        assert path.read_bytes() == b"".join((data / s["path"]).read_bytes() for s in shards)
     # The converter got the latest complete step_N, though none existed when it was queued.
     hf = json.loads((pipeline_root / "convert" / "hf" / "config.json").read_text())
     step = pipeline_root / "rlvr" / "checkpoint" / "step_1"

@@ -23,7 +23,14 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from catalog.errors import Finding, StepsError
-from runners.bind import DEFERRED, SPLIT_OF_PORT, Derived, _read_manifest, _split_shards
+from runners.bind import (
+    DEFERRED,
+    SPLIT_OF_PORT,
+    Derived,
+    _needs_agent_ref,
+    _read_manifest,
+    _split_shards,
+)
 
 SUBCOMMAND = "materialize-inputs"
 CODE = "E-STAGE-INPUT"
@@ -115,7 +122,9 @@ def _rows(job_dir: Path, later: Later, out: TextIO) -> None:
                        "read that stage's log (`python -m steps logs PIPELINE_ROOT`)",
                        str(source))  # fmt: skip
     _judge(job_dir, later, files, out)
-    Derived(later.relpath, [p for p, _ in files], later.agent_ref, later.port).write(job_dir)
+    paths = [p for p, _ in files]
+    fill = later.agent_ref if any(_needs_agent_ref(p) for p in paths) else None  # as bind fills
+    Derived(later.relpath, paths, fill, later.port).write(job_dir)
     out.write(f"input {later.port}: {len(files)} file(s) of {source} -> {later.relpath}\n")
 
 
@@ -152,12 +161,19 @@ def main(job_dir: str, program: list[str], out: TextIO = sys.stdout) -> int:
     """Materialize, then exec `program`; a failure is printed as a finding, never a traceback."""
     try:
         materialize(Path(job_dir), out)
-    except StepsError as exc:
-        finding: Finding = exc.finding
+    except (StepsError, OSError) as exc:
+        finding = exc.finding if isinstance(exc, StepsError) else Finding(
+            CODE, f"cannot derive the inputs in the run dir ({exc})", job_dir,
+            fix="check the run dir's filesystem (space, permissions) and run the pipeline again",
+        )  # fmt: skip
         out.write(f"steps: {finding.render()}\n")
         out.flush()
-        return exc.exit_code or 1
-    if program:
-        sys.stdout.flush()
+        return getattr(exc, "exit_code", 1) or 1
+    if not program:
+        return 0
+    out.flush()
+    try:
         os.execvp(program[0], program)
-    return 0
+    except OSError as exc:  # the program is not there: as a shell would say it
+        out.write(f"steps: cannot run {program[0]}: {exc.strerror}\n")
+        return 127
