@@ -229,7 +229,7 @@ def bind(
         jsonl = consumed and is_a(port.type, JSONL_ROOT)
         for dotted in port.config_keys:
             for t in _targets(cfg, dotted, create=given is not None):
-                later = absolute(given, cwd) if consumed and port.name in pending else None
+                later = absolute(given, cwd) if given and consumed and port.name in pending else ""
                 if later and _defer(binding, t, port, later, run_dir, agent_ref, is_a):
                     continue
                 if given is not None:
