@@ -27,7 +27,8 @@ def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
             out.write(redact_text(f.render(indent="   "), secrets) + "\n")
         for p, b in st.inputs.items():
             if b.producer:
-                out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first\n")
+                out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first, "
+                          "judged when this stage's job starts\n")  # fmt: skip
         if not sp.ok:
             worst = max(worst, sp.code or 1)
         elif not any(f.is_error for f in sp.findings):
