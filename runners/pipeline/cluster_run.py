@@ -28,7 +28,7 @@ def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
         for p, b in st.inputs.items():
             if b.producer:
                 out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first, "
-                          "judged when this stage's job starts\n")  # fmt: skip
+                          "judged when this stage starts\n")  # fmt: skip
         if not sp.ok:
             worst = max(worst, sp.code or 1)
         elif not any(f.is_error for f in sp.findings):
