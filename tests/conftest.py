@@ -64,13 +64,23 @@ LONGEST_FIRST = (
     "test_chain_ray.py",
     "test_launch_lost_contact.py",
     "test_chain_slurm.py",
+    # The CPU-bound upstream corpus (5-15 s of CPU each) runs while the first four wait.
+    "test_upstream_corpus_pin_part1.py",
+    "test_upstream_corpus_pin_part2.py",
+    "test_upstream_corpus_v0_7_0_part1.py",
+    "test_upstream_corpus_v0_7_0_part2.py",
     "test_launch_raysub_real.py",
+    "test_pipeline_slurm.py",
     "test_launch_ray.py",
     "test_launch_slurm.py",
+    "test_ray_token_auth.py",  # its own Ray head (token auth), after raysub_real's three
+    "test_upstream_corpus_v0_6_0.py",
     "test_diagnose_slurm.py",
     "test_launch_secrets.py",
     "test_launch_slurm_defaults.py",
     "test_pipeline_run.py",
+    "test_upstream_corpus_v0_5_0.py",
+    "test_upstream_corpus_v0_4_0.py",
 )
 
 _saved: dict[str, str | None] = {}
@@ -109,7 +119,7 @@ def _bytecode(config) -> None:
 
 # What makes a test a `lab` test: it needs a real daemon (Slurm, sshd, a Ray head), through a
 # fixture or by starting its own. `pytest -m "not lab"` is the edit loop's fast tier.
-LAB_FIXTURES = {"slurm", "sshd", "ray_head"}
+LAB_FIXTURES = {"slurm", "sshd", "ray_head", "ray_token_head"}
 LAB_FILES = {"test_launch_lost_contact.py", "test_launch_raysub_real.py"}
 
 

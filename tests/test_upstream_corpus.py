@@ -1,26 +1,19 @@
-"""Upstream's own GRPO and DPO example configs compile as NeMo-RL compiles them and get no error
-from preflight but the paths that do not exist on this machine (issue 29 item 4).
+"""Preflight facts the upstream corpus brought out, one release against another, and that the
+corpus itself is complete (issue 29 item 4).
 
-The corpus is `examples/configs/` of every NeMo-RL release from v0.4.0 and the pin, unmodified
-(`../shared/fixtures/nemo-rl/configs/<version>/`). Each file is compiled by `steps` for its own
-version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
-`load_config` + `parse_hydra_overrides` written here from upstream's rules; both must resolve
-to the same dict. Preflight then runs as a dry run does, without a launch or a step of ours.
+The corpus check itself (every GRPO and DPO file of every release compiled by us and by a
+reference of NeMo-RL's loader, then dry-run) is `upstream_corpus.py`, run by one module per
+release, `test_upstream_corpus_<release>.py`, so that xdist spreads the releases over workers.
 """
 
 from __future__ import annotations
 
 import copy
-import os
-from functools import cache
 from pathlib import Path
 
 import pytest
-import yaml
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
 from preflight_fixtures import error_codes, grpo_config, gym_config, run_rules
+from upstream_corpus import REPO, corpus, module_names, version_name
 
 from catalog.nemo_rl_version import parse_version
 from catalog.upstream import NEMO_RL_RELEASES
@@ -29,199 +22,20 @@ from runners.preflight import PreflightContext, preflight
 from runners.preflight.gym import gym_generation
 from runners.preflight.topology import training_gpus
 
-REPO = Path(__file__).resolve().parents[1]
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-OVERRIDES = ["++logger.wandb_enabled=false"]  # what an offline try of a recipe sets
-# What a path that exists on the cluster but not here gives (data, model, Gym configs).
-PATH_CODES = {"E-INPUT-MISSING", "E-TOKENIZER-PATH", "E-GYM-CONFIG-PATH"}
-# True findings on upstream's own files: the code each gets, and why it is right.
-TP_ESCAPE = (
-    "E-TP-LOGPROB-BATCH",
-    "TP >= 4 with train_micro_batch_size != logprob_batch_size: upstream runs it only with "
-    "NRL_IGNORE_TP_ACCURACY_CHECK=1 (tests/test_suites/llm/*.sh export it; v0.7.0 "
-    "tests/unit/test_config_validation.py:168-179 skips these files)",
-)
-BATCH_MULTIPLIER = (
-    "E-GRPO-SAMPLING",
-    "inherits grpo.batch_multiplier 1.5 from prorlv2 and sets use_dynamic_sampling false: "
-    "grpo.py asserts batch_multiplier == 1 (v0.6.0 :292-294, v0.7.0 :343-345, pin :571-573)",
-)
-KNOWN = {
-    "recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml": TP_ESCAPE,
-    "recipes/llm/grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml": TP_ESCAPE,
-    "recipes/llm/grpo-qwen3-30ba3b-8n8g-megatron.yaml": TP_ESCAPE,
-    "recipes/llm/performance/grpo-qwen3-30ba3b-4n8g-40K.yaml": TP_ESCAPE,
-    "recipes/llm/performance/grpo-qwen3-32b-4n8g.yaml": TP_ESCAPE,  # v0.6.0: TP 4, lbs 2
-    "recipes/llm/performance/grpo-qwen3-32b-8n8g-async-1off.yaml": TP_ESCAPE,  # v0.6.0
-    "prorlv2_1_moe.yaml": BATCH_MULTIPLIER,
-    "prorlv2_1_moe.v2.yaml": BATCH_MULTIPLIER,
-}
-REFERENCE_RESOLVERS = {
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "max": lambda a, b: max(a, b),
-    "add": lambda a, b: a + b,
-}
-ENV = {"HF_HOME": "/nonexistent/hf_home"}  # upstream's mopd recipes read ${oc.env:HF_HOME}
-
-
-def corpus_root() -> Path | None:
-    for shared in (REPO / "shared", REPO.parent / "shared"):
-        if (shared / "fixtures" / "nemo-rl" / "configs").is_dir():
-            return shared / "fixtures" / "nemo-rl" / "configs"
-    return None
-
-
-def version_name(folder: str) -> str:
-    return "pin" if folder.startswith("pin") else folder.removeprefix("v")
-
-
-@cache
-def _yaml(path: Path) -> dict:
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
-    return data if isinstance(data, dict) else {}
-
-
-def _parents(path: Path) -> list[Path]:
-    found = _yaml(path).get("defaults") or []
-    return [path.parent / str(p) for p in ([found] if isinstance(found, str) else found)]
-
-
-def chain_outside(path: Path, root: Path) -> Path | None:
-    """The first parent in the `defaults:` chain that is not in the corpus (upstream keeps it
-    outside examples/configs/, e.g. examples/nemo_gym/), else None."""
-    for parent in _parents(path):
-        if not parent.is_file():
-            return parent
-        missing = chain_outside(parent, root)
-        if missing is not None:
-            return missing
-    return None
-
-
-def algorithm_of(path: Path) -> str | None:
-    """`grpo` or `dpo` when the file or a parent has that section (what selects the script);
-    with a parent outside the corpus, upstream's recipe name says (`grpo-...`, `dpo-...`)."""
-    keys = set(_yaml(path))
-    for parent in _parents(path):
-        keys.add((algorithm_of(parent) if parent.is_file() else _named(path)) or "")
-    return next((a for a in ("grpo", "dpo") if a in keys), None)
-
-
-def _named(path: Path) -> str | None:
-    return next((a for a in ("grpo", "dpo") if path.name.startswith((a, f"vlm_{a}"))), None)
-
-
-def corpus() -> list[tuple[str, str, str]]:
-    """(version folder, path relative to it, algorithm) of every GRPO and DPO file."""
-    root = corpus_root()
-    if root is None:
-        return []
-    out = []
-    for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
-        for path in sorted((root / folder).rglob("*.yaml")):
-            algo = algorithm_of(path)
-            if algo is not None:
-                out.append((folder, path.relative_to(root / folder).as_posix(), algo))
-    return out
-
-
-CORPUS = corpus()
-
-
-def _merge_marked(base: DictConfig, child: DictConfig) -> DictConfig:
-    """A top-level section marked `_override_: true` replaces the parent's (upstream's
-    merge_with_override); deeper markers stay as written."""
-    for key in list(child.keys()):
-        section = child[key]
-        if isinstance(section, DictConfig) and section.get("_override_", False):
-            section.pop("_override_")
-            if key in base:
-                base.pop(key)
-    return OmegaConf.merge(base, child)  # type: ignore[return-value]
-
-
-def reference_load(path: Path) -> DictConfig:
-    """NeMo-RL's load_config: OmegaConf.load, then parents (a name or a list, relative to the
-    file's folder) merged in order, depth first, and the file itself last."""
-    return OmegaConf.create(_reference_loaded(path.resolve()))
-
-
-@cache
-def _reference_loaded(path: Path) -> dict:
-    """`reference_load` of one file, unresolved, computed once (parents are shared widely)."""
-    config = OmegaConf.load(path)
-    assert isinstance(config, DictConfig)
-    if "defaults" in config:
-        parents = config.pop("defaults")
-        names = [parents] if isinstance(parents, str) else [str(p) for p in parents]
-        merged: DictConfig = OmegaConf.create({})
-        for name in names:
-            merged = _merge_marked(merged, reference_load(path.parent / name))
-        config = _merge_marked(merged, config)
-    return OmegaConf.to_container(config, resolve=False)  # type: ignore[return-value]
-
-
-def reference_compile(path: Path, overrides: list[str]) -> dict:
-    """load_config, parse_hydra_overrides (struct mode, Hydra's own parser and applier), and
-    the resolvers NeMo-RL's utils/config.py registers (mul, div, max; the pin adds add)."""
-    for name, fn in REFERENCE_RESOLVERS.items():
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)
-    config = reference_load(path)
-    OmegaConf.set_struct(config, True)
-    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
-    ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=config)
-    OmegaConf.set_struct(config, False)
-    return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
-
-
-def _id(case: tuple[str, str, str]) -> str:
-    return f"{case[0]}/{case[1]}"
-
-
-@pytest.mark.slow  # ~600 compiles, each twice, and dry runs: 1.5 min on two busy cores
-@pytest.mark.parametrize(("folder", "rel", "algo"), CORPUS, ids=map(_id, CORPUS))
-def test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error(
-    folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = corpus_root()
-    assert root is not None
-    path = root / folder / rel
-    outside = chain_outside(path, root)
-    if outside is not None:
-        where = Path(os.path.relpath(outside, root / folder)).as_posix()
-        pytest.skip(f"parent {where} lives outside examples/configs/ (not in the corpus)")
-    for name, value in ENV.items():
-        monkeypatch.setenv(name, value)
-    version = parse_version(version_name(folder), source="corpus", named=True)
-    compiled = nemo_rl.compile_for(nemo_rl.Target(None, version), algo, path, OVERRIDES)
-    resolved = compiled.resolved()
-    assert resolved == reference_compile(path, OVERRIDES)
-    ctx = PreflightContext(
-        step_id=f"upstream/{algo}",
-        manifest=None,
-        config=resolved,
-        config_file=path,
-        compiled=compiled,
-        nemo_rl_version=version,
-    )
-    errors = {f.code: f.message for f in preflight(ctx) if f.is_error}
-    unexpected = {c: m for c, m in errors.items() if c not in PATH_CODES}
-    known = KNOWN.get(rel)
-    if known is not None and known[0] in unexpected:
-        unexpected.pop(known[0])
-    assert unexpected == {}, f"{folder}/{rel}"
-
 
 def test_the_corpus_covers_every_grpo_and_dpo_file_of_every_release() -> None:
-    if not CORPUS:
+    """Every release has its files and a module that checks them."""
+    cases = corpus()
+    if not cases:
         pytest.skip("no shared/fixtures/nemo-rl/configs next to this checkout")
-    folders = {case[0] for case in CORPUS}
-    assert {version_name(f) for f in folders} == {*NEMO_RL_RELEASES, "pin"}
-    counts = {f: sum(1 for c in CORPUS if c[0] == f) for f in sorted(folders)}
-    print("upstream GRPO/DPO configs per corpus folder:", counts)
+    versions = {version_name(case[0]) for case in cases}
+    assert versions == {*NEMO_RL_RELEASES, "pin"}
+    counts = {v: sum(1 for c in cases if version_name(c[0]) == v) for v in sorted(versions)}
+    print("upstream GRPO/DPO configs per release:", counts)
     assert all(n >= 20 for n in counts.values()), counts
+    modules = [name for v in sorted(versions) for name in module_names(v)]
+    missing = [name for name in modules if not (REPO / "tests" / name).is_file()]
+    assert missing == [], "each release needs its module(s): a copy of another, names changed"
 
 
 PIN, V070, V060 = (parse_version(v) for v in ("pin", "0.7.0", "0.6.0"))

@@ -1,0 +1,259 @@
+"""The upstream corpus check: upstream's own GRPO and DPO example configs compile as NeMo-RL
+compiles them and get no error from preflight but the paths that do not exist on this machine
+(issue 29 item 4). One test module per release (`test_upstream_corpus_<release>.py`, made by
+`corpus_test`), so that xdist's whole-file workers check the releases side by side.
+
+The corpus is `examples/configs/` of every NeMo-RL release from v0.4.0 and the pin, unmodified
+(`../shared/fixtures/nemo-rl/configs/<version>/`). Each file is compiled by `steps` for its own
+version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
+`load_config` + `parse_hydra_overrides` written here from upstream's rules; both must resolve
+to the same dict. Preflight then runs as a dry run does, without a launch or a step of ours.
+The reference merges each list of parents once per process; nothing is shared between releases
+(their rules differ, and their files almost all differ too).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
+
+from catalog.nemo_rl_version import parse_version
+from runners.nemo_rl import checkout as nemo_rl
+from runners.preflight import PreflightContext, preflight
+
+REPO = Path(__file__).resolve().parents[1]
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+OVERRIDES = ["++logger.wandb_enabled=false"]  # what an offline try of a recipe sets
+# What a path that exists on the cluster but not here gives (data, model, Gym configs).
+PATH_CODES = {"E-INPUT-MISSING", "E-TOKENIZER-PATH", "E-GYM-CONFIG-PATH"}
+# True findings on upstream's own files: the code each gets, and why it is right.
+TP_ESCAPE = (
+    "E-TP-LOGPROB-BATCH",
+    "TP >= 4 with train_micro_batch_size != logprob_batch_size: upstream runs it only with "
+    "NRL_IGNORE_TP_ACCURACY_CHECK=1 (tests/test_suites/llm/*.sh export it; v0.7.0 "
+    "tests/unit/test_config_validation.py:168-179 skips these files)",
+)
+BATCH_MULTIPLIER = (
+    "E-GRPO-SAMPLING",
+    "inherits grpo.batch_multiplier 1.5 from prorlv2 and sets use_dynamic_sampling false: "
+    "grpo.py asserts batch_multiplier == 1 (v0.6.0 :292-294, v0.7.0 :343-345, pin :571-573)",
+)
+KNOWN = {
+    "recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml": TP_ESCAPE,
+    "recipes/llm/grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml": TP_ESCAPE,
+    "recipes/llm/grpo-qwen3-30ba3b-8n8g-megatron.yaml": TP_ESCAPE,
+    "recipes/llm/performance/grpo-qwen3-30ba3b-4n8g-40K.yaml": TP_ESCAPE,
+    "recipes/llm/performance/grpo-qwen3-32b-4n8g.yaml": TP_ESCAPE,  # v0.6.0: TP 4, lbs 2
+    "recipes/llm/performance/grpo-qwen3-32b-8n8g-async-1off.yaml": TP_ESCAPE,  # v0.6.0
+    "prorlv2_1_moe.yaml": BATCH_MULTIPLIER,
+    "prorlv2_1_moe.v2.yaml": BATCH_MULTIPLIER,
+}
+REFERENCE_RESOLVERS = {
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "max": lambda a, b: max(a, b),
+    "add": lambda a, b: a + b,
+}
+ENV = {"HF_HOME": "/nonexistent/hf_home"}  # upstream's mopd recipes read ${oc.env:HF_HOME}
+
+
+def corpus_root() -> Path | None:
+    for shared in (REPO / "shared", REPO.parent / "shared"):
+        if (shared / "fixtures" / "nemo-rl" / "configs").is_dir():
+            return shared / "fixtures" / "nemo-rl" / "configs"
+    return None
+
+
+def version_name(folder: str) -> str:
+    return "pin" if folder.startswith("pin") else folder.removeprefix("v")
+
+
+@cache
+def _yaml(path: Path) -> dict:
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
+    return data if isinstance(data, dict) else {}
+
+
+def _parents(path: Path) -> list[Path]:
+    found = _yaml(path).get("defaults") or []
+    return [path.parent / str(p) for p in ([found] if isinstance(found, str) else found)]
+
+
+def chain_outside(path: Path, root: Path) -> Path | None:
+    """The first parent in the `defaults:` chain that is not in the corpus (upstream keeps it
+    outside examples/configs/, e.g. examples/nemo_gym/), else None."""
+    for parent in _parents(path):
+        if not parent.is_file():
+            return parent
+        missing = chain_outside(parent, root)
+        if missing is not None:
+            return missing
+    return None
+
+
+def algorithm_of(path: Path) -> str | None:
+    """`grpo` or `dpo` when the file or a parent has that section (what selects the script);
+    with a parent outside the corpus, upstream's recipe name says (`grpo-...`, `dpo-...`)."""
+    keys = set(_yaml(path))
+    for parent in _parents(path):
+        keys.add((algorithm_of(parent) if parent.is_file() else _named(path)) or "")
+    return next((a for a in ("grpo", "dpo") if a in keys), None)
+
+
+def _named(path: Path) -> str | None:
+    return next((a for a in ("grpo", "dpo") if path.name.startswith((a, f"vlm_{a}"))), None)
+
+
+def corpus(version: str | None = None) -> list[tuple[str, str, str]]:
+    """(version folder, path relative to it, algorithm) of every GRPO and DPO file (of the one
+    release `version`, `0.7.0` or `pin`, if given)."""
+    root = corpus_root()
+    if root is None:
+        return []
+    out = []
+    for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
+        if version is not None and version_name(folder) != version:
+            continue
+        for path in sorted((root / folder).rglob("*.yaml")):
+            algo = algorithm_of(path)
+            if algo is not None:
+                out.append((folder, path.relative_to(root / folder).as_posix(), algo))
+    return out
+
+
+# Releases with the most files are checked in parts (every n-th file), one module each.
+PARTS = {"pin": 2, "0.7.0": 2}
+
+
+def module_names(version: str) -> list[str]:
+    """The test modules that check one release's files: `test_upstream_corpus_v0_6_0.py`, or
+    `test_upstream_corpus_pin_part1.py` and `..._part2.py` for a release in PARTS."""
+    slug = version if version == "pin" else "v" + version.replace(".", "_")
+    parts = PARTS.get(version, 1)
+    if parts == 1:
+        return [f"test_upstream_corpus_{slug}.py"]
+    return [f"test_upstream_corpus_{slug}_part{n}.py" for n in range(1, parts + 1)]
+
+
+def _merge_marked(base: DictConfig, child: DictConfig) -> DictConfig:
+    """A top-level section marked `_override_: true` replaces the parent's (upstream's
+    merge_with_override); deeper markers stay as written."""
+    for key in list(child.keys()):
+        section = child[key]
+        if isinstance(section, DictConfig) and section.get("_override_", False):
+            section.pop("_override_")
+            if key in base:
+                base.pop(key)
+    return OmegaConf.merge(base, child)  # type: ignore[return-value]
+
+
+def _merge_kept(base: DictConfig, child: DictConfig) -> DictConfig:
+    """`_merge_marked` of inputs that are kept for reuse: it changes its inputs only where the
+    child marks a section, so only then does it get copies (merging copies anyway)."""
+    marked = any(isinstance(s, DictConfig) and "_override_" in s for s in child.values())
+    if marked:
+        base, child = copy.deepcopy(base), copy.deepcopy(child)
+    return _merge_marked(base, child)
+
+
+def reference_load(path: Path) -> DictConfig:
+    """NeMo-RL's load_config: OmegaConf.load, then parents (a name or a list, relative to the
+    file's folder) merged in order, depth first, and the file itself last. A new config."""
+    config = OmegaConf.load(path)
+    assert isinstance(config, DictConfig)
+    if "defaults" in config:
+        parents = config.pop("defaults")
+        names = [parents] if isinstance(parents, str) else [str(p) for p in parents]
+        merged = _merged_parents(tuple((path.parent / name).resolve() for name in names))
+        config = _merge_kept(merged, config)
+    return config
+
+
+@cache
+def _merged_parents(paths: tuple[Path, ...]) -> DictConfig:
+    """The parents' `reference_load`s merged in order into an empty config: computed once per
+    list, as most recipes share one parent (kept: only `_merge_kept` reads it)."""
+    merged: DictConfig = OmegaConf.create({})
+    for path in paths:
+        merged = _merge_kept(merged, _loaded_parent(path))
+    return merged
+
+
+@cache
+def _loaded_parent(path: Path) -> DictConfig:
+    return reference_load(path)
+
+
+def reference_compile(path: Path, overrides: list[str]) -> dict:
+    """load_config, parse_hydra_overrides (struct mode, Hydra's own parser and applier), and
+    the resolvers NeMo-RL's utils/config.py registers (mul, div, max; the pin adds add)."""
+    for name, fn in REFERENCE_RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+    config = reference_load(path)
+    OmegaConf.set_struct(config, True)
+    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+    ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=config)
+    OmegaConf.set_struct(config, False)
+    return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
+
+
+def _id(case: tuple[str, str, str]) -> str:
+    return f"{case[0]}/{case[1]}"
+
+
+def check_config(folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One upstream file: compiled by us as by the reference, and no error but missing paths."""
+    root = corpus_root()
+    assert root is not None
+    path = root / folder / rel
+    outside = chain_outside(path, root)
+    if outside is not None:
+        where = Path(os.path.relpath(outside, root / folder)).as_posix()
+        pytest.skip(f"parent {where} lives outside examples/configs/ (not in the corpus)")
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    version = parse_version(version_name(folder), source="corpus", named=True)
+    compiled = nemo_rl.compile_for(nemo_rl.Target(None, version), algo, path, OVERRIDES)
+    resolved = compiled.resolved()
+    assert resolved == reference_compile(path, OVERRIDES)
+    ctx = PreflightContext(
+        step_id=f"upstream/{algo}",
+        manifest=None,
+        config=resolved,
+        config_file=path,
+        compiled=compiled,
+        nemo_rl_version=version,
+    )
+    errors = {f.code: f.message for f in preflight(ctx) if f.is_error}
+    unexpected = {c: m for c, m in errors.items() if c not in PATH_CODES}
+    known = KNOWN.get(rel)
+    if known is not None and known[0] in unexpected:
+        unexpected.pop(known[0])
+    assert unexpected == {}, f"{folder}/{rel}"
+
+
+def corpus_test(version: str, part: int = 1) -> Callable[..., None]:
+    """The test of every GRPO and DPO file of one release (of its `part` of PARTS), for its
+    module to hold."""
+    parts = PARTS.get(version, 1)
+    assert 1 <= part <= parts, f"NeMo-RL {version} is checked in {parts} part(s)"
+    cases = corpus(version)[part - 1 :: parts]
+
+    @pytest.mark.slow  # each file compiled twice and dry-run: 5-15 s a module on two cores
+    @pytest.mark.parametrize(("folder", "rel", "algo"), cases, ids=map(_id, cases))
+    def test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error(
+        folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        check_config(folder, rel, algo, monkeypatch)
+
+    return test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error
