@@ -147,6 +147,9 @@ def test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_edit_but_the_
     ]
     doc, out = dry(text + f'nemo_rl_dir = "{tmp_path}/RL"\n')
     assert "E-PROFILE" not in [x["code"] for x in doc["findings"]], doc["findings"]
+    env["NEMO_RL_HOME"] = str(tmp_path / "RL")  # the checkout here, at the same path there
+    assert "E-PROFILE" not in [x["code"] for x in dry(text)[0]["findings"]]
+    env.pop("NEMO_RL_HOME")
     sbatch = doc["launch"]["sbatch"]
     assert "--partition=batch_long" in sbatch and "--account=my_account" in sbatch
     assert "--exclusive" in sbatch, sbatch

@@ -137,7 +137,8 @@ def cluster_checkout(s: Setting) -> str:
             f"profile [{target.name}] has no nemo_rl_dir: the cluster's NeMo-RL checkout "
             "is needed to run a NeMo-RL step",
             path=str(target.env_file),
-            fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it)',
+            fix='set nemo_rl_dir = "/path/to/RL" (as the job sees it), or pass --nemo-rl DIR '
+            "(or NEMO_RL_HOME) when the cluster sees this machine's checkout at the same path",
             exit_code=2,
         )
     return target.profile.nemo_rl_dir

@@ -8,7 +8,7 @@ renders what they return (`runners.launch.submit.Followed`, the job's record).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -41,6 +41,12 @@ def target_for(
     from runners.launch.target import cluster_target
 
     target, chosen, path = cluster_target(profile, env_file, env, cwd, attached=attached)
+    here = req.nemo_rl or env.get("NEMO_RL_HOME")
+    if target is not None and not target.profile.nemo_rl_dir and here:
+        # The checkout compiled against, at the same path on the cluster's shared storage (a
+        # Nemotron env.toml names none); the dry run's probe checks it is there.
+        at = str((cwd / here).resolve())
+        target = replace(target, profile=target.profile.model_copy(update={"nemo_rl_dir": at}))
     if target is None:  # executor = "local": this machine, with the profile's settings
         req.nemo_rl = req.nemo_rl or chosen.nemo_rl_dir
         env.update(chosen.env)
