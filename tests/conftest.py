@@ -123,12 +123,42 @@ LAB_FIXTURES = {"slurm", "sshd", "ray_head", "ray_token_head"}
 LAB_FILES = {"test_launch_lost_contact.py", "test_launch_raysub_real.py"}
 
 
+# Exhaustive tests of seconds each whose behaviour quicker tests also check: `slow`, so the fast
+# tier stays fast (CI and the README command run them). File::test, and why each is slow.
+SLOW = {
+    "test_contracts_schema.py::test_verifiable_prompt_schema_and_fast_validator_agree": "property",
+    "test_contracts_schema.py::test_nemo_gym_schema_and_fast_validator_agree": "property",
+    "test_upstream_judge.py::test_an_upstream_that_hangs_is_stopped_at_the_timeout_as_a_warning": (
+        "waits out a 3 s timeout"
+    ),
+    "test_validate_hostile.py::test_millions_of_bad_rows_past_max_errors_take_about_the_time_of_"
+    "good_rows": "millions of rows, timed",
+    "test_contracts_jsonl.py::test_a_100_mb_line_is_skipped_in_bounded_memory_and_later_lines_"
+    "still_checked": "writes and reads 100 MB",
+    "test_docs.py::test_an_installed_copy_checks_clean_and_docs_refuses_to_write_into_it": (
+        "installs a copy"
+    ),
+    "test_artifacts_registry.py::test_runs_registering_at_once_lose_no_version": "many processes",
+    "test_rl_prep_hostile.py::test_a_billion_laughs_blend_is_refused_at_its_anchor_in_bounded_"
+    "memory": "bounded-memory stress",
+}
+
+
 def pytest_collection_modifyitems(items) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    unused = set(SLOW)
     for item in items:
         if item.path.name in LAB_FILES or LAB_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
+        name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        if name in SLOW:
+            item.add_marker(pytest.mark.slow)
+            unused.discard(name)
+    collected = {item.path.name for item in items}
+    stale = sorted(n for n in unused if n.split("::")[0] in collected)
+    if stale:
+        raise pytest.UsageError(f"conftest SLOW names tests that do not exist: {stale}")
 
 
 def _hypothesis_home(path: Path) -> None:
