@@ -2,7 +2,7 @@
 
 A rule that mirrors an upstream assert applies where that assert exists; checked against the
 source of v0.6.0, v0.7.0 and the pin, and for 0.4.0/0.5.0 as far as upstream's own configs of
-those releases reach (tests/test_upstream_corpus.py). Ranges: `all`, `0.7.0+`, `pin` (the pin
+those releases reach (tests/upstream_corpus.py). Ranges: `all`, `0.7.0+`, `pin` (the pin
 and newer), `<0.6.0` (the rule mirrors a bug fixed upstream in 0.6.0). A rule
 whose sub-checks differ by version states its oldest part here and the rest in PREFLIGHT.md;
 those sub-checks read keys that only exist where the check does. An unknown version (no
