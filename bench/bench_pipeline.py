@@ -2,10 +2,11 @@
 
 Targets (issue 6): `plan` of a 20-stage pipeline under 0.3 s wall; `pipeline run` of a completed
 pipeline under 1 s and doing no step work. With `--cluster` (issue 32): `pipeline run --batch` of
-a three-stage pipeline on the tests' one-node Slurm under 1 s more than three bare `sbatch` calls. The 20-stage pipeline is rl_prep then ten chained
-RLVR stages, each taking the previous one's checkpoint as its policy, so the planner inserts
-nine Megatron -> HF converters. The re-run uses the tiny RLVR example against stand-in NeMo-RL
-and Megatron-Bridge scripts (the test suite's), run once first so every stage is completed.
+a three-stage pipeline on the tests' one-node Slurm under 1 s more than three bare `sbatch`
+calls. The 20-stage pipeline is rl_prep then ten chained RLVR stages, each taking the previous
+one's checkpoint as its policy, so the planner inserts nine Megatron -> HF converters. The re-run
+uses the tiny RLVR example against stand-in NeMo-RL and Megatron-Bridge scripts (the test
+suite's), run once first so every stage is completed.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def cluster(repeat: int) -> int:
             bare_t.append(bare())
     a, b = statistics.median(steps_t), statistics.median(bare_t)
     ok = a - b < CLUSTER_TARGET_S
-    print(f"pipeline run --batch, 3 stages: median {a:.3f} s over {repeat} (min {min(steps_t):.3f})")
+    low = min(steps_t)
+    print(f"pipeline run --batch, 3 stages: median {a:.3f} s over {repeat} (min {low:.3f})")
     print(f"3 x sbatch --wrap true (afterok): median {b:.3f} s (min {min(bare_t):.3f})")
     print(
         f"overhead: {a - b:.3f} s ({a / b:.1f}x the bare sbatch calls); target < "
