@@ -86,14 +86,23 @@ def pipeline_states(record: dict) -> list[StageState]:
     """Every stage of the record, in order; a stage after one that failed is `not run`."""
     states: list[StageState] = []
     stopped: dict[str, str] = {}  # stage -> the failed stage that stops it
+    ended_ok: set[str] = set()
     for sid, entry in record.get("stages", {}).items():
-        upstream = [stopped.get(a, a) for a in entry.get("after_stages", []) if a in stopped]
+        after = entry.get("after_stages", [])
+        upstream = [stopped.get(a, a) for a in after if a in stopped]
         if entry.get("action") == "cached":
             states.append(StageState(sid, "cached", None, entry.get("run_dir"), "up to date"))
+            ended_ok.add(sid)
             continue
         state = live_state(sid, Path(entry["run_dir"]))
+        waiting = [a for a in after if a not in ended_ok]
         if upstream and state.status in ("failed", "pending", "unknown"):
             state.status, state.detail = "not run", f"{upstream[0]} failed ({state.detail})"
+        elif waiting and state.status == "failed":  # ended (cancelled) still waiting on `after`
+            state.status = "not run"
+            state.detail = f"ended before {waiting[0]} did ({state.detail})"
+        if state.status == "completed":
+            ended_ok.add(sid)
         states.append(state)
         if state.status in ("failed", "not run"):
             stopped[sid] = upstream[0] if upstream else sid
