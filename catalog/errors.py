@@ -78,3 +78,13 @@ class StepsError(Exception):
 
 def has_errors(findings: list[Finding]) -> bool:
     return any(f.is_error for f in findings)
+
+
+def cannot_start(program: str, cwd: object, exc: OSError) -> StepsError:
+    """E-EXEC: a program steps hands over to (exec or a waited child) did not start."""
+    return StepsError(
+        "E-EXEC",
+        f"cannot start {program} in {cwd}: {exc.strerror or exc}",
+        fix="check that the program is installed and on PATH",
+        exit_code=2,
+    )

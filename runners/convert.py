@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import Finding, StepsError
+from catalog.errors import Finding, StepsError, cannot_start
 
 
 def latest_iteration(path: Path) -> Path | None:
@@ -107,12 +107,7 @@ def run_to_end(argv: list[str], cwd: Path, env: Mapping[str, str], what: str) ->
     try:
         code = subprocess.run(argv, cwd=cwd, env=dict(env), check=False).returncode
     except OSError as exc:
-        raise StepsError(
-            "E-EXEC",
-            f"cannot start {argv[0]} in {cwd}: {exc.strerror or exc}",
-            fix="check that the program is installed and on PATH",
-            exit_code=2,
-        ) from None
+        raise cannot_start(argv[0], cwd, exc) from None
     if code != 0:
         shown = f"signal {-code}" if code < 0 else f"exit code {code}"
         raise StepsError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import StepsError
+from catalog.errors import StepsError, cannot_start
 from catalog.nemo_rl_version import (
     BRANCH,
     NemoRLVersion,
@@ -105,12 +105,7 @@ def exec_command(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
         os.chdir(cwd)
         os.execvpe(argv[0], argv, dict(env))
     except OSError as exc:
-        raise StepsError(
-            "E-EXEC",
-            f"cannot start {argv[0]} in {cwd}: {exc.strerror or exc}",
-            fix="check that the program is installed and on PATH",
-            exit_code=2,
-        ) from None
+        raise cannot_start(argv[0], cwd, exc) from None
 
 
 def is_checkout(path: Path) -> bool:
