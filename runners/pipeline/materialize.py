@@ -10,6 +10,13 @@ In the job `materialize` judges each input by the stage's contract (the dry run'
 `runners.preflight.artifacts`), writes the rows with bind's writer (aside, judged, renamed) or
 links the checkpoint's latest complete step_N, then execs the program. A failure is a finding
 (E-STAGE-INPUT) and exit 1: Slurm's `afterok` then cancels the stages after it.
+
+A stage's inputs are fixed when it first starts. A chain's every segment starts through this
+step, so what the first start derived is recorded (`inputs/materialized.json`: each file's
+sha256, each link's step_N, written whole once all are in place) and a later start reuses it:
+rows whose digest still matches are neither judged nor rewritten, a link keeps the step it
+named (not a newer one). Rows gone or changed are derived again aside and put back only when
+their digest is the recorded one; otherwise, like a recorded step that is gone, E-STAGE-INPUT.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from catalog.atomic_write import write_atomic
 from catalog.errors import Finding, StepsError
+from catalog.file_digest import SHA256, file_digests
 from runners.bind import (
     DEFERRED,
     SPLIT_OF_PORT,
@@ -34,6 +43,7 @@ from runners.bind import (
 
 SUBCOMMAND = "materialize-inputs"
 CODE = "E-STAGE-INPUT"
+RECORD = "inputs/materialized.json"
 
 
 class Later(BaseModel):
@@ -47,6 +57,22 @@ class Later(BaseModel):
     type: str
     key: str  # the config key bound to relpath
     agent_ref: dict | None = None
+
+
+class Written(BaseModel):
+    """What the stage's first start put at `relpath` for one input (an entry of RECORD)."""
+
+    model_config = ConfigDict(extra="forbid")
+    relpath: str
+    source: str
+    port: str
+    sha256: str | None = None  # rows: the joined file's digest
+    target: str | None = None  # a checkpoint: the step_N the link names
+
+    def of(self, later: Later) -> bool:
+        """Whether this records `later` (a deferred.json rewritten since is derived anew)."""
+        same = (self.relpath, self.source, self.port) == (later.relpath, later.source, later.port)
+        return same and (self.sha256 is not None) == later.rows
 
 
 def first(run: Any, target: Any) -> None:
@@ -106,54 +132,120 @@ def _judge(job_dir: Path, later: Later, files: list[tuple[Path, Any]], out: Text
         )
 
 
-def _rows(job_dir: Path, later: Later, out: TextIO) -> None:
-    """The split's shards (or the one file), judged, then joined into `relpath` by bind's
-    writer: the bytes binding writes when the manifest exists at plan time."""
+def _sources(later: Later) -> list[tuple[Path, int | None]]:
+    """The split's shards (with the rows the manifest records), or the one file."""
     source = Path(later.source)
     found = _read_manifest(source)
     if found is not None:
         listed = _split_shards(*found, SPLIT_OF_PORT.get(later.port, later.port), later.port)
-        files = [(p, n if isinstance(n, int) and not isinstance(n, bool) else None)
-                 for p, n in listed]  # fmt: skip
-    elif source.is_file():
-        files = [(source, None)]
-    else:
-        raise _failure(later, f"{source} was not written by the stage before this one",
-                       "read that stage's log (`python -m steps logs PIPELINE_ROOT`)",
-                       str(source))  # fmt: skip
-    _judge(job_dir, later, files, out)
+        return [(p, n if isinstance(n, int) and not isinstance(n, bool) else None)
+                for p, n in listed]  # fmt: skip
+    if source.is_file():
+        return [(source, None)]
+    raise _failure(later, f"{source} was not written by the stage before this one",
+                   "read that stage's log (`python -m steps logs PIPELINE_ROOT`)",
+                   str(source))  # fmt: skip
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return file_digests(path, (SHA256,))[SHA256]
+    except FileNotFoundError:
+        return None
+
+
+def _rows(job_dir: Path, later: Later, out: TextIO, kept: Written | None) -> Written:
+    """The rows into `relpath`, judged and joined by bind's writer (the bytes binding writes
+    when the manifest exists at plan time); on a later start, the recorded file kept as is."""
+    path = job_dir / later.relpath
+    if kept is not None and _sha256(path) == kept.sha256:
+        out.write(f"input {later.port}: {later.relpath} kept as the stage's first start wrote it "
+                  f"(sha256 {kept.sha256[:16]})\n")  # fmt: skip
+        return kept
+    files = _sources(later)
+    if kept is None:  # on a later start the digest judges: the same bytes were judged then
+        _judge(job_dir, later, files, out)
     paths = [p for p, _ in files]
     fill = later.agent_ref if any(_needs_agent_ref(p) for p in paths) else None  # as bind fills
-    Derived(later.relpath, paths, fill, later.port).write(job_dir)
-    out.write(f"input {later.port}: {len(files)} file(s) of {source} -> {later.relpath}\n")
+    aside = job_dir / Path(later.relpath).with_name(f".derived-{path.name}")
+    try:
+        Derived(str(aside.relative_to(job_dir)), paths, fill, later.port).write(job_dir)
+        digest = _sha256(aside) or ""
+        if kept is not None and digest != kept.sha256:
+            raise _failure(
+                later,
+                f"{later.relpath}, the rows this stage started with (sha256 {kept.sha256}), is "
+                f"gone or changed, and {later.source} now gives other rows (sha256 {digest}): "
+                "this segment would train on other data than the segments before it",
+                "run the pipeline again: the stage starts over on what the earlier stage wrote",
+                str(path),
+            )
+        aside.replace(path)
+    finally:
+        aside.unlink(missing_ok=True)
+    again = "put back as the stage's first start wrote it, " if kept is not None else ""
+    out.write(f"input {later.port}: {len(files)} file(s) of {later.source} -> {later.relpath} "
+              f"({again}sha256 {digest[:16]})\n")  # fmt: skip
+    return Written(relpath=later.relpath, source=later.source, port=later.port, sha256=digest)
 
 
-def _checkpoint(job_dir: Path, later: Later, out: TextIO) -> None:
-    """A link `relpath` to the checkpoint's latest complete step_N (made aside, renamed)."""
-    from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
-
-    source = Path(later.source)
-    _judge(job_dir, later, [(source, None)], out)
-    step = check_nemo_rl(source).resolved or source
-    link = job_dir / later.relpath
+def _link(link: Path, step: Path) -> None:
+    """`link` -> `step`, made aside and renamed: never missing, never half made."""
     link.parent.mkdir(parents=True, exist_ok=True)
     aside = link.with_name(f".partial-{link.name}")
     aside.unlink(missing_ok=True)
     aside.symlink_to(step, target_is_directory=True)
     aside.replace(link)
+
+
+def _checkpoint(job_dir: Path, later: Later, out: TextIO, kept: Written | None) -> Written:
+    """A link `relpath` to the checkpoint's latest complete step_N; on a later start, to the
+    step the first start linked (a newer step_N is not this stage's input)."""
+    from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+
+    link = job_dir / later.relpath
+    if kept is not None and kept.target is not None:
+        step = Path(kept.target)
+        if not step.is_dir():
+            raise _failure(later, f"{step}, the step this stage started from, is gone",
+                           "run the pipeline again: the stage starts over from the checkpoint's "
+                           "latest complete step", str(step))  # fmt: skip
+        if link.is_symlink() and os.readlink(link) == str(step):
+            out.write(f"input {later.port}: {later.relpath} -> {step} kept\n")
+            return kept
+        _link(link, step)
+        out.write(f"input {later.port}: {later.relpath} -> {step} (linked again)\n")
+        return kept
+    source = Path(later.source)
+    _judge(job_dir, later, [(source, None)], out)
+    step = check_nemo_rl(source).resolved or source
+    _link(link, step)
     out.write(f"input {later.port}: {later.relpath} -> {step}\n")
+    return Written(relpath=later.relpath, source=later.source, port=later.port, target=str(step))
+
+
+def _read(path: Path, what: str, model: Any) -> Any:
+    try:
+        return TypeAdapter(model).validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise StepsError("E-RUN-RECORD", f"cannot read {what} ({exc})", path=str(path),
+                         fix="submit the pipeline again", exit_code=2) from None  # fmt: skip
 
 
 def materialize(job_dir: Path, out: TextIO = sys.stdout) -> None:
-    """Derive every deferred input of the run dir `job_dir`; StepsError on the first failure."""
-    path = job_dir / DEFERRED
-    try:
-        entries = TypeAdapter(list[Later]).validate_json(path.read_bytes())
-    except (OSError, ValidationError) as exc:
-        raise StepsError("E-RUN-RECORD", f"cannot read the deferred inputs ({exc})", path=str(path),
-                         fix="submit the pipeline again", exit_code=2) from None  # fmt: skip
+    """Derive every deferred input of the run dir `job_dir` (or keep what the stage's first
+    start derived); StepsError on the first failure."""
+    entries = _read(job_dir / DEFERRED, "the deferred inputs", list[Later])
+    record = job_dir / RECORD
+    kept: list[Written] = []
+    if record.exists() or record.is_symlink():
+        kept = _read(record, "the inputs the stage's first start derived", list[Written])
+    written = []
     for later in entries:
-        (_rows if later.rows else _checkpoint)(job_dir, later, out)
+        prior = next((w for w in kept if w.of(later)), None)
+        written.append((_rows if later.rows else _checkpoint)(job_dir, later, out, prior))
+    if written != kept:
+        write_atomic(record, TypeAdapter(list[Written]).dump_json(written, indent=1))
     out.flush()
 
 
