@@ -11,6 +11,7 @@ returns once every stage is queued; the test then waits for the jobs through `st
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -311,6 +312,64 @@ def test_a_chain_stage_holds_the_next_stage_until_the_chain_is_done(lab):
     last = max(s["ended_utc"] for s in chain["segments"] if s.get("ended_utc"))
     last_end = datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
     assert hf.stat().st_mtime >= last_end  # converted after the chain's last segment
+
+
+DATA_LEDGER_TRAINER = """import argparse, hashlib, json, os, runpy, sys
+import yaml
+p = argparse.ArgumentParser()
+p.add_argument("--config")
+a, _ = p.parse_known_args()
+path = yaml.safe_load(open(a.config))["data"]["train"]["data_path"]
+st = os.stat(path)
+seen = {"ino": st.st_ino, "mtime_ns": st.st_mtime_ns,
+        "sha256": hashlib.sha256(open(path, "rb").read()).hexdigest()}
+with open(os.environ["FAKE_DATA_LEDGER"], "a") as fh:
+    fh.write(json.dumps(seen) + "\\n")
+from omegaconf import OmegaConf
+OmegaConf.register_new_resolver("mul", lambda a, b: a * b)  # as NeMo-RL registers it
+runpy.run_path(os.path.join(os.path.dirname(__file__), "chain_driver.py"), run_name="__main__")
+"""
+
+
+def test_a_chain_stage_trains_every_segment_on_the_rows_its_first_segment_derived(lab):
+    import yaml
+
+    from runners.launch.slurm import DRIVER_LOG
+
+    root, work, steps = lab
+    # The RL stage trains as NeMo-RL does (resumes, saves before its time limit), and records
+    # which rows file its config named, as it saw it (inode, mtime, digest), once per segment.
+    (root / "RL" / GYM_SCRIPT).write_text(DATA_LEDGER_TRAINER, encoding="utf-8")
+    (root / "RL" / GYM_SCRIPT).with_name("chain_driver.py").write_text(
+        (CLUSTER / "driver.py").read_text(), encoding="utf-8")  # fmt: skip
+    ledger = root / "data-ledger.jsonl"
+    knobs = {"FAKE_STEP_SECONDS": "0.4", "FAKE_DATA_LEDGER": str(ledger)}
+    with (work / "env.toml").open("a", encoding="utf-8") as fh:
+        fh.write(profile("gym_chain", root, gpu=True, time="00:01:00", **knobs))
+    pf = yaml.safe_load((work / "lab3.yaml").read_text())
+    pf["name"], pf["stages"], pf["targets"] = "prepchain", pf["stages"][:2], ["rlvr.checkpoint"]
+    pf["stages"][1]["until_done"] = True
+    pf["stages"][1]["overrides"] += ["grpo.max_num_steps=8", "checkpointing.save_period=1"]
+    (work / "prepchain.yaml").write_text(yaml.safe_dump(pf, sort_keys=False))
+    res = steps("pipeline", "run", "prepchain.yaml", "--batch", "gym_chain")
+    assert res.returncode == 0, res.stdout + res.stderr
+    pipeline_root = work / "runs" / "pipelines" / "prepchain"
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "completed", status
+    stage = json.loads((pipeline_root / "pipeline.json").read_text())["stages"]["rlvr"]
+    job_dir = Path(json.loads(Path(stage["run_dir"], "run.json").read_text())["job"]["job_dir"])
+    segments = json.loads((job_dir / "run.json").read_text())["chain"]["segments"]
+    assert len(segments) >= 2, segments
+    # Every segment's trainer saw the one file the first segment's start wrote: not rewritten.
+    seen = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert len(seen) == len(segments) and all(s == seen[0] for s in seen), seen
+    data = Path(job_config(stage)["data"]["train"]["data_path"])
+    assert data.stat().st_ino == seen[0]["ino"] and data.stat().st_mtime_ns == seen[0]["mtime_ns"]
+    logs = [(job_dir / f"{s['job_id']}-logs" / DRIVER_LOG).read_text() for s in segments]
+    assert re.search(r"input train: \d+ file\(s\) of .* -> inputs/train.jsonl", logs[0]), logs[0]
+    for later in logs[1:]:
+        assert "input train: inputs/train.jsonl kept as the stage's first start wrote it" in later
+        assert "file(s) of" not in later, later
 
 
 def test_an_input_named_by_an_unknown_artifact_queues_nothing(lab):
