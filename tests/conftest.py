@@ -104,7 +104,8 @@ def pytest_configure(config) -> None:
     os.environ.update(CONTAINER_ENV)
     os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
-    _hypothesis_home(_session_dir / "hypothesis")
+    # Outside the repo, and kept between runs: its source-constants cache saves each worker ~1 s.
+    _hypothesis_home(Path(tempfile.gettempdir()) / f"steps-tests-hypothesis-{os.getuid()}")
 
 
 def _bytecode(config) -> None:
@@ -141,6 +142,33 @@ SLOW = {
     "test_artifacts_registry.py::test_runs_registering_at_once_lose_no_version": "many processes",
     "test_rl_prep_hostile.py::test_a_billion_laughs_blend_is_refused_at_its_anchor_in_bounded_"
     "memory": "bounded-memory stress",
+    # end to end through `python -m steps` children (in-process tests cover the same rules)
+    "test_secret_values.py::test_a_pipeline_stages_secret_overrides_reach_no_record_run_dir_or_"
+    "output": "a pipeline's children",
+    "test_secret_values.py::test_a_literal_list_secret_reaches_nemo_rl_as_a_list_and_no_file_"
+    "holds_it": "exec into a stand-in",
+    "test_launch_parity.py::test_without_rays_sdk_the_dry_run_and_the_submit_both_refuse": (
+        "two CLI children"
+    ),
+    "test_gpu_smoke.py::test_check_only_makes_the_model_and_runs_the_preflight_of_the_real_"
+    "command": "runs the smoke script",
+    "test_run_dryrun.py::test_a_literal_secret_reaches_nemo_rl_through_the_environment": (
+        "exec into a stand-in"
+    ),
+    "test_preflight_artifacts.py::test_dpo_row_with_chosen_equal_to_rejected_stops_the_run_"
+    "before_exec": "a CLI child",
+    "test_nemotron_env_toml.py::test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_"
+    "edit_but_the_host": "a CLI child",
+}
+
+
+# Whole files of end-to-end tests: each test runs `python -m steps` (or several) in a child
+# process, about half a second of CPU each, where the in-process tests of the same rules are fast.
+SLOW_FILES = {
+    "test_output_faults.py": "full disks and unwritable folders, through the real CLI",
+    "test_run_launcher.py": "probes real launchers (uv, Pythons) in children",
+    "test_record_trust.py": "every job command on planted records, through the real CLI",
+    "test_log_escapes.py": "job logs printed by the real CLI",
 }
 
 
@@ -152,7 +180,7 @@ def pytest_collection_modifyitems(items) -> None:
         if item.path.name in LAB_FILES or LAB_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
         name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
-        if name in SLOW:
+        if name in SLOW or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
             unused.discard(name)
     collected = {item.path.name for item in items}

@@ -113,6 +113,7 @@ def _named(path: Path) -> str | None:
     return next((a for a in ("grpo", "dpo") if path.name.startswith((a, f"vlm_{a}"))), None)
 
 
+@cache  # a release checked in parts is listed once per process
 def corpus(version: str | None = None) -> list[tuple[str, str, str]]:
     """(version folder, path relative to it, algorithm) of every GRPO and DPO file (of the one
     release `version`, `0.7.0` or `pin`, if given)."""

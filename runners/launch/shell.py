@@ -217,8 +217,10 @@ class Shell:
             start_new_session=True,
         )
         assert proc.stdin is not None
-        proc.stdin.write(self.program(request).encode())
-        proc.stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # ssh ended first (refused): stderr says why
+            proc.stdin.write(self.program(request).encode())
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
         return Stream(proc, err)
 
     def _unreachable(self, detail: str) -> StepsError:
