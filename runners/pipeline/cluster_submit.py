@@ -16,6 +16,7 @@ the chain stops otherwise. Nothing here waits for a job: the command returns onc
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -70,6 +71,7 @@ def submit_pipeline(
 ) -> dict:
     """Submit what must run, in order; the pipeline record (also written to <root>/pipeline.json).
     A submission that fails cancels what this call queued before raising."""
+    from runners.artifacts.record import report_lines
     from runners.run import write_run_dir_for
     from runners.run.cluster import submit
 
@@ -113,7 +115,9 @@ def submit_pipeline(
                     queued.append({"run_dir": str(gate_dir)})
                 write_run_dir_for(sp.run)
                 stage_code(sp.run)  # its inputs derived in the job (runners.pipeline.materialize)
-                job = submit(sp.run, sp.target, after=after, gate=gate)
+                job, pending = submit(sp.run, sp.target, after=after, gate=gate)
+                for line in report_lines(pending):  # on stderr, as `run --batch` shows them
+                    print(line, file=sys.stderr, flush=True)
                 waits[st.id] = gate or str(job.job_id)
                 entry.update(run_dir=str(sp.run.run_dir), job_id=job.job_id, after=after,
                              gate_job_id=gate, gate_run_dir=str(gate_dir) if gate_dir else None,
