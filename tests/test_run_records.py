@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO
+from run_fixtures import REPO, clean_env
 
 from catalog.errors import Finding
 from runners.launch.records import job_of
@@ -195,3 +195,26 @@ def test_a_job_shown_unknown_keeps_its_last_state_and_says_why_last():
     assert list(shown.dump())[-3:] == ["exit_code", "last_known_state", "reason"]
     assert job.state == "RUNNING"  # the record itself is unchanged
     assert _saved(shown).dump() == SLURM_JOB  # run.json keeps the last known state, no why
+
+
+def test_an_in_process_run_yields_what_it_registered_before_done_and_prints_nothing(
+    tmp_path, capsys
+):
+    from runners.run import RunRequest, plan_run
+    from runners.run.execute import Done, HandingOver, Registered, execute
+
+    out = tmp_path / "out"
+    req = RunRequest(step="data_prep/rl_prep", config="tiny", runs_dir=str(tmp_path / "runs"),
+                     overrides=[f"output_dir={out}", "sample=20"])  # fmt: skip
+    plan = plan_run(req, cwd=tmp_path, env=clean_env(tmp_path), argv=["steps", "run"])
+    events = list(execute(plan, None))
+    assert [type(e) for e in events[-3:]] == [HandingOver, Registered, Done]
+    registered, done = events[-2], events[-1]
+    [reg] = registered.report["registered"]
+    assert (reg["artifact"], reg["path"], reg["new"]) == (
+        "DataBlendsArtifact-rl:v0",
+        str(out),
+        True,
+    )
+    assert done.code == 0 and done.summary["artifacts"] == registered.report
+    assert "registered" not in capsys.readouterr().err  # the CLI renders it, not runners

@@ -266,8 +266,9 @@ def write_run_dir_for(plan: RunPlan) -> Path:
 
 
 def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
-    """Exec (never returns) or run in-process (returns its summary), as the kind does."""
-    from runners.artifacts.record import report_lines
+    """Exec (never returns) or run in-process (returns its summary, with what it registered
+    under "artifacts"), as the kind does; an exec's pending outputs are the caller's to record
+    first (`record_pending`): nothing comes back after it."""
     from runners.kinds.base import LocalRun
 
     if plan.deferred is not None:
@@ -276,20 +277,10 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
         return None
     run = LocalRun(plan.command, plan.cwd, plan.env, plan.resolved, plan.config_file.parent,
                    plan.findings, force)  # fmt: skip
-    if not plan.kind.in_process and plan.written:  # an exec: its outputs end up pending
-        say(report_lines(record_pending(plan)))
     summary = plan.kind.launch(run)
     if isinstance(summary, dict) and plan.written:
         summary["artifacts"] = record_outputs(plan)
-        say(report_lines(summary["artifacts"]))
     return summary
-
-
-def say(lines: list[str]) -> None:
-    """What a run registered and logged, one line each on stderr (stdout stays the result; an
-    exec leaves no later moment to say it)."""
-    for line in lines:
-        print(line, file=sys.stderr, flush=True)
 
 
 def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):

@@ -2,8 +2,9 @@
 
 `target_for` resolves the profile before planning (a `local` profile only sets this machine's
 checkout, launcher and env); `submit` records and submits the planned job (a Slurm chain's
-segment script and record first); `drive_chain` is this process driving a Ray chain. The CLI
-renders what they return (`runners.launch.submit.Followed`, the job's record).
+segment script and record first); `start_chain` then `drive_chain` is this process driving a
+Ray chain. The CLI renders what they return (the job's record, `runners.launch.submit.Followed`,
+and from `submit` and `start_chain` the outputs registered pending).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from catalog.errors import StepsError
 from runners.launch.shell import LostContact
 from runners.launch.submit import Followed, recorded_job, submit_job
+from runners.run import record_pending
 
 if TYPE_CHECKING:
     from runners.launch.target import ClusterTarget
@@ -62,10 +64,12 @@ def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
 
 def submit(
     plan: RunPlan, target: ClusterTarget, after: list[str] | None = None, gate: str | None = None
-) -> JobRecord:
+) -> tuple[JobRecord, dict]:
     """Submit the planned job (a Slurm chain's segment script and record written first); the
-    job's record, as run.json keeps it. `after`: jobs it starts after, each ended well (a
-    pipeline's earlier stages); `gate`: a chain's held job, released at the chain's end."""
+    job's record, as run.json keeps it, and the report of its outputs registered pending
+    (`runners.run.record_pending`, for the caller to show). `after`: jobs it starts after, each
+    ended well (a pipeline's earlier stages); `gate`: a chain's held job, released at the
+    chain's end."""
     if plan.chain is not None:
         from runners.chain.submit import prepare_chain
         from runners.rundir import read_record, update_record
@@ -81,28 +85,26 @@ def submit(
     assert plan.request is not None  # a cluster plan has its launch request
     plan.request.after = list(after or [])
     job = submit_job(plan.run_dir, plan.step_id, plan.request, target)
-    _pending(plan)
-    return job
+    return job, record_pending(plan)
 
 
-def _pending(plan: RunPlan) -> None:
-    """The job's outputs as pending versions in the artifact registry (runners.artifacts)."""
-    from runners.artifacts.record import report_lines
-    from runners.run import record_pending, say
+def start_chain(plan: RunPlan, target: ClusterTarget) -> dict:
+    """A Ray chain's record written and its outputs registered pending; the registry's report
+    (for the caller to show before `drive_chain`)."""
+    from runners.chain.submit import prepare_chain
 
-    say(report_lines(record_pending(plan)))
+    prepare_chain(plan, target)
+    return record_pending(plan)
 
 
 def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
-    """Drive a Ray chain (runners/chain/ray_driver.py) until it is done or stops.
+    """Drive a Ray chain started by `start_chain` (runners/chain/ray_driver.py) until it is done
+    or stops.
 
     Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
     running the same command again carries the chain on (runners/chain/ray_resume.py)."""
     from runners.chain.ray_driver import drive
-    from runners.chain.submit import prepare_chain
 
-    prepare_chain(plan, target)
-    _pending(plan)
     try:
         return Followed(drive(plan.run_dir, plan.request, target.backend, out))
     except KeyboardInterrupt:

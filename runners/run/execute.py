@@ -10,7 +10,9 @@ the queued job before its log streams) and exits with the last one's `Done.code`
 - a cluster launch records the job in run.json, then submits (`runners.launch.submit`);
   attached, it follows the job to its end (the job's code); a Ray chain is driven from here;
 - a local run raises what its kind deferred, else hands over as the kind does (an exec never
-  comes back).
+  comes back);
+- what the run registers is `Registered`: an exec's pending outputs before `HandingOver`, an
+  in-process run's outputs after it returned, a job's pending outputs before `Submitted`.
 """
 
 from __future__ import annotations
@@ -64,6 +66,15 @@ class HandingOver:
 
 
 @dataclass
+class Registered:
+    """What the run put in the artifact registry (`runners.artifacts.record`'s report): pending
+    versions before a run that ends elsewhere (an exec, a cluster job, a Ray chain), settled
+    ones after an in-process run."""
+
+    report: dict
+
+
+@dataclass
 class Done:
     """The last event: the exit code, how the run ended here, what there is to show."""
 
@@ -74,7 +85,7 @@ class Done:
     summary: dict | None = None
 
 
-Event = Settled | Submitted | Ended | HandingOver | Done
+Event = Settled | Submitted | Ended | HandingOver | Registered | Done
 
 
 def plan_for(
@@ -103,7 +114,7 @@ def execute(
     out: TextIO | None = None,
 ) -> Iterator[Event]:
     """Carry out `plan` as the module's rules say; `out` gets a followed job's log."""
-    from runners.run import launch_local, write_run_dir_for
+    from runners.run import launch_local, record_pending, write_run_dir_for
 
     if dry_run:
         if keep:
@@ -123,21 +134,28 @@ def execute(
     elif plan.skip:
         yield Done(0, plan, "skipped")
     else:
+        if not plan.kind.in_process:  # an exec never comes back: its outputs end up pending
+            yield Registered(record_pending(plan))
         yield HandingOver(plan)
-        yield Done(0, plan, "local", summary=launch_local(plan, force=force))
+        summary = launch_local(plan, force=force)
+        if summary is not None and "artifacts" in summary:
+            yield Registered(summary["artifacts"])
+        yield Done(0, plan, "local", summary=summary)
 
 
 def _on_cluster(plan: RunPlan, target: ClusterTarget, out: TextIO | None) -> Iterator[Event]:
     """Record, submit, and follow when attached (a Ray chain: driven until done or stopped)."""
     from runners.launch.submit import follow, recorded_job
-    from runners.run.cluster import drive_chain, drives_chain, submit
+    from runners.run.cluster import drive_chain, drives_chain, start_chain, submit
 
     if drives_chain(plan, target):
+        yield Registered(start_chain(plan, target))
         done = drive_chain(plan, target, out or sys.stdout)
         yield Ended(plan.run_dir, done.job, done, chain=True)
         yield Done(done.code, plan, "chain", job=recorded_job(plan.run_dir))
         return
-    job = submit(plan, target)
+    job, pending = submit(plan, target)
+    yield Registered(pending)
     yield Submitted(job, target.attached)
     if not target.attached:
         yield Done(0, plan, "batch", job=job)

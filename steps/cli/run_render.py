@@ -18,7 +18,7 @@ def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
 
 def render_event(event: Any, as_json: bool, show_config: bool) -> int:
     """Print one event of `runners.run.execute` as `run` shows it; the exit code when it ends."""
-    from runners.run.execute import Done, Ended, HandingOver, Settled, Submitted
+    from runners.run.execute import Done, Ended, HandingOver, Registered, Settled, Submitted
     from steps.cli import job_follow
 
     if isinstance(event, Settled):
@@ -32,6 +32,8 @@ def render_event(event: Any, as_json: bool, show_config: bool) -> int:
         job_follow.submitted(event)
     elif isinstance(event, Ended):
         job_follow.ended(event)
+    elif isinstance(event, Registered):
+        print_registered(event.report)
     elif isinstance(event, HandingOver):
         if as_json and not event.plan.kind.in_process:  # an exec does not come back to print
             print_json(event.plan.as_json())
@@ -39,6 +41,15 @@ def render_event(event: Any, as_json: bool, show_config: bool) -> int:
         _done(event, as_json)
         return event.code
     return 0
+
+
+def print_registered(report: dict) -> None:
+    """What a run registered and logged, one line each on stderr (stdout stays the result),
+    flushed: an exec comes next and never comes back."""
+    from runners.artifacts.record import report_lines
+
+    for line in report_lines(report):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _done(event: Any, as_json: bool) -> None:
