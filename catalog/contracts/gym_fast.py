@@ -13,7 +13,7 @@ parts every supported Gym has; for a Gym that lacks one (`_covered`), the pre-fi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
@@ -170,7 +170,10 @@ def _field_type(kinds: list[str] | None) -> Any:
     return out
 
 
-def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tuple]]:
+_R = TypeVar("_R", bound=Struct)
+
+
+def _task_struct(base: type[_R], routes: dict[str, Any]) -> tuple[type[_R], dict[str, tuple]]:
     """`base` plus every task field of `routes` (UNSET when absent), and per agent the
     attributes its server requires and the Raw ones to type-check here: (attribute, first
     bytes of its JSON types, whether an integer is taken). A field typed alike by every agent
@@ -182,8 +185,8 @@ def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tu
     typed: dict[str, Any] = {}
     always: set[str] = set()  # required alike by every agent: a struct field without default
     for n in names:
-        kinds = [fields[n].get("types") if n in fields else "absent" for fields in specs]
-        same = all(k == kinds[0] for k in kinds) and kinds[0] != "absent"
+        kinds = [fields[n].get("types") for fields in specs if n in fields]
+        same = len(kinds) == len(specs) and all(k == kinds[0] for k in kinds)
         typed[n] = _field_type(kinds[0]) if same else Raw
         if same and all(fields[n].get("required") for fields in specs):
             always.add(n)
@@ -208,7 +211,7 @@ def _task_struct(base: type, routes: dict[str, Any]) -> tuple[type, dict[str, tu
             if typed[k] is Raw and spec.get("types")
         )  # fmt: skip
         per_agent[agent] = (required, raws)
-    return struct, per_agent
+    return cast("type[_R]", struct), per_agent  # a subclass of `base`
 
 
 _NOTHING = ((), ())  # an agent whose fields msgspec checked entirely
@@ -240,7 +243,9 @@ def gym_accept(
     None when the judging Gym lacks part of the shape the structs take."""
     if not _covered(gym_facts(gym_version)):
         return None
-    row_type = _Row if default_agent_ref is None else _RowDefaultAgent
+    row_type: type[_Row | _RowDefaultAgent] = (
+        _Row if default_agent_ref is None else _RowDefaultAgent
+    )
     task: dict[str, tuple] = {}
     if routes:
         row_type, task = _task_struct(row_type, routes)
@@ -267,7 +272,7 @@ def gym_accept(
         name = default if ref is UNSET else ref.name
         if names is not None and ref is not UNSET and name not in names:
             return False
-        spec = task.get(name) if task else None
+        spec = task.get(name) if task and name is not None else None
         return spec is None or spec == _NOTHING or _task_ok(row, *spec)
 
     return accept

@@ -118,6 +118,8 @@ def wire(state: PlanState) -> None:
     """Record each `inputs:` entry of each stage as (source ref, type) on the stage."""
     for sid in list(state.order_hint):
         st = state.stages[sid]
+        if st.index is None:  # inserted by the planner: no `inputs:` of its own
+            continue
         spec = state.model.stages[st.index]
         for port, ref in spec.inputs.items():
             where = ("stages", st.index, "inputs", port)
@@ -162,10 +164,10 @@ def missing(state: PlanState) -> None:
             want = st.types_in[port]
             key = keys[0] if keys else port
             if spec.get("parameter"):  # a value stands in; a converted artifact would not fit
-                cands = _candidates(state, sid, lambda t, want=want: state.graph.is_a(t, want))
+                cands = _candidates(state, sid, want, state.graph.is_a)
                 fix = f"give the stage the override {key}=<HF hub id or folder>"
                 fix += f", or wire it, e.g. inputs: {{{port}: {cands[0]}}}" if cands else ""
-            elif cands := _candidates(state, sid, lambda t, want=want: state.reaches(t, want)):
+            elif cands := _candidates(state, sid, want, state.reaches):
                 fix = f"wire it, e.g. inputs: {{{port}: {cands[0]}}}"
             else:
                 fix = (
@@ -183,17 +185,20 @@ def missing(state: PlanState) -> None:
             )
 
 
-def _candidates(state: PlanState, sid: str, fits: Callable[[str], bool]) -> list[str]:
-    """References that could feed a stage: pipeline inputs first, then outputs of the stages
-    that do not depend on it (wiring those would close a loop)."""
-    out = [f"inputs.{n}" for n, b in state.plan.inputs.items() if fits(b.type)]
+def _candidates(
+    state: PlanState, sid: str, want: str, fits: Callable[[str, str], bool]
+) -> list[str]:
+    """References of a type that `fits(type, want)` that could feed a stage: pipeline inputs
+    first, then outputs of the stages that do not depend on it (wiring those would close a
+    loop)."""
+    out = [f"inputs.{n}" for n, b in state.plan.inputs.items() if fits(b.type, want)]
     after = _downstream(state, sid)
     return out + [
         f"{o}.{p}"
         for o in state.order_hint
         if o not in after
         for p, t in state.stages[o].types_out.items()
-        if fits(t)
+        if fits(t, want)
     ]
 
 
