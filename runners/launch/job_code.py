@@ -1,20 +1,33 @@
-"""Our code staged with a job: a copy of steps/, runners/ and catalog/ in its run dir (`code/`).
+"""Our code staged with a job: steps/, runners/ and catalog/ as the job's `code/` folder.
 
-Nothing of ours is installed on a user's cluster. A job that runs our code runs this copy, as
+Nothing of ours is installed on a user's cluster. A job that runs our code runs a copy of it, as
 nemo-run ships a job's code with it: data prep in the container (`python3 JOB_DIR/code run ...`:
 Python runs `code/__main__.py` with `code/` first on sys.path, so the copy wins over anything
 installed there and the job's PYTHONPATH is left alone) and a chain's decisions on the
 allocation's first node (`python3 -I JOB_DIR/code/runners/chain/segment_program.py`, the
 standard library only). What is copied is what the installed package holds (pyproject's
 package-data): sources and data files, no caches, no tests.
+
+One copy per version of our code, shared by every job of it: the copy is named by a fingerprint
+of the package (each kept file's path, size and mtime, and the `__main__.py` written with it),
+made once in this machine's cache (`$STEPS_CACHE_DIR/nemo-rl-steps/code/FINGERPRINT`) and once
+under a profile's remote_dir (`_code/FINGERPRINT`, at the path the job sees). A run dir's `code`
+links to the first, its job dir's to the second, so a pipeline's stages copy it once and a later
+submit copies nothing. Each copy is written aside and renamed: a FINGERPRINT folder is whole.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 CODE = "code"
+SHARED = "_code"  # under remote_dir: one copy per fingerprint, linked from each job dir
 PACKAGES = ("steps", "runners", "catalog")
 KEEP = (".py", ".toml", ".yaml", ".yml", ".json", ".jsonl", ".md")
 SEGMENT_PROGRAM = "runners/chain/segment_program.py"
@@ -34,26 +47,100 @@ from steps.cli import main
 
 sys.exit(main())
 '''
+_SHIPPED: set[tuple[str, str]] = set()  # (where, remote copy) known whole in this process
 
 
-def _ignored(folder: str, names: list[str]) -> set[str]:
-    """What the copy leaves out: caches, and files the package would not install."""
-    base = Path(folder)
-    return {
-        n for n in names
-        if n == "__pycache__" or (not (base / n).is_dir() and not n.endswith(KEEP))
-    }  # fmt: skip
+class Stager(Protocol):
+    """What `ship` needs of a launcher's shell (runners/launch/shell.py)."""
+
+    @property
+    def where(self) -> str: ...
+
+    def put_once(self, local: Path, remote: str) -> None: ...
+
+
+def _source_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=1)
+def source() -> tuple[str, tuple[str, ...]]:
+    """The package's fingerprint and its kept files (relative paths): one walk of stat calls."""
+    root, files = _source_root(), []
+    digest = hashlib.sha256(MAIN.encode())
+    for package in PACKAGES:
+        for folder, dirs, names in os.walk(root / package):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(n for n in names if n.endswith(KEEP)):
+                path = os.path.join(folder, name)
+                st, rel = os.stat(path), os.path.relpath(path, root)
+                digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                files.append(rel)
+    return digest.hexdigest()[:20], tuple(files)
+
+
+def cache_root() -> Path:
+    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/code`."""
+    from runners.digest import memo_file
+
+    return memo_file().parent / CODE
+
+
+def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
+    """`final` made whole or not at all: `fill` writes a folder beside it, renamed into place;
+    a folder another process put there first is kept (it is as whole as ours)."""
+    partial = final.with_name(f".{final.name}.{os.getpid()}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fill(partial)
+    try:
+        partial.rename(final)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not final.is_dir():
+            raise
+
+
+def _copy(dest: Path) -> None:
+    root, (_, files) = _source_root(), source()
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, target)
+    (dest / "__main__.py").write_text(MAIN, encoding="utf-8")
+
+
+def shared_copy() -> Path:
+    """This machine's whole copy of our code at its fingerprint, made now if missing."""
+    final = cache_root() / source()[0]
+    if not final.is_dir():
+        write_aside(final, _copy)
+    return final
 
 
 def stage(run_dir: Path) -> None:
-    """Copy our packages into `run_dir/code` (written aside, then renamed: never half there)."""
-    root = Path(__file__).resolve().parents[2]
-    partial = run_dir / f".{CODE}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    for package in PACKAGES:
-        shutil.copytree(root / package, partial / package, ignore=_ignored)
-    (partial / "__main__.py").write_text(MAIN, encoding="utf-8")
-    partial.rename(run_dir / CODE)
+    """`run_dir/code`: a link to this machine's shared copy of our code (copied once per
+    fingerprint); the link is put in place by a rename, never half there."""
+    link, aside = run_dir / CODE, run_dir / f".{CODE}.link"
+    if link.is_dir() and not link.is_symlink():
+        shutil.rmtree(link)
+    aside.unlink(missing_ok=True)
+    aside.symlink_to(shared_copy(), target_is_directory=True)
+    aside.replace(link)
+
+
+def ship(shell: Stager, run_dir: Path, remote_dir: str) -> str | None:
+    """The shared copy `run_dir/code` links to, put under remote_dir once (`_code/FINGERPRINT`,
+    written aside and renamed there); its path there, for the job dir's `code` link. None when
+    the run dir has no code staged."""
+    link = run_dir / CODE
+    if not link.is_symlink():
+        return None
+    remote = f"{remote_dir.rstrip('/')}/{SHARED}/{Path(os.readlink(link)).name}"
+    if (shell.where, remote) not in _SHIPPED:
+        shell.put_once(link.resolve(), remote)
+        _SHIPPED.add((shell.where, remote))
+    return remote
 
 
 def steps_command(job_dir: str) -> list[str]:

@@ -232,23 +232,35 @@ class Shell:
             exit_code=2,
         )
 
-    def copy_dir(self, local: Path, remote: str) -> None:
-        """Put the folder `local` at `remote` (rsync over ssh, or a local copy)."""
+    def copy_dir(self, local: Path, remote: str, links: Mapping[str, str] | None = None) -> None:
+        """Put the folder `local` at `remote` (rsync over ssh, or a local copy); each name in
+        `links` is not copied but made there a symlink to the given path (the job's `code`)."""
+        links = dict(links or {})
         if self.host is None:
             dest = Path(remote)
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(local, dest, dirs_exist_ok=True)
+
+                def skip(folder: str, names: list[str]) -> list[str]:
+                    return [n for n in names if n in links and folder == str(local)]
+
+                shutil.copytree(local, dest, dirs_exist_ok=True, ignore=skip)
+                for name, target in links.items():
+                    (dest / name).unlink(missing_ok=True)
+                    (dest / name).symlink_to(target, target_is_directory=True)
             except OSError as exc:
                 raise self._stage_failed(remote, str(exc)) from None
             return
         ssh = shlex.join(["ssh", *SSH_BASE, *self.ssh_options])
-        parent = shlex.quote(str(Path(remote).parent))
+        prepare = f"mkdir -p {shlex.quote(remote)}"
+        for name, target in links.items():
+            prepare += f" && ln -sfn -- {shlex.quote(target)} {shlex.quote(f'{remote}/{name}')}"
         argv = [
             "rsync",
             "-a",
+            *(f"--exclude=/{name}" for name in links),
             "--rsync-path",
-            f"mkdir -p {parent} && rsync",
+            f"{prepare} && rsync",
             "-e",
             ssh,
             "--",
@@ -268,6 +280,28 @@ class Shell:
             ) from None
         if proc.returncode != 0:
             raise self._stage_failed(remote, f"rsync failed: {proc.stderr.strip()}")
+
+    def put_once(self, local: Path, remote: str) -> None:
+        """Put the folder `local` at `remote` unless a folder is there already: copied beside it
+        and renamed into place, so `remote` is never seen half written (runners/launch/job_code)."""
+        if self.host is None:
+            if not Path(remote).is_dir():
+                from runners.launch.job_code import write_aside
+
+                try:
+                    write_aside(Path(remote), lambda aside: self.copy_dir(local, str(aside)))
+                except OSError as exc:
+                    raise self._stage_failed(remote, str(exc)) from None
+            return
+        there = shlex.quote(remote)
+        if self.run(f"test -d {there}\n", what="test -d").returncode == 0:
+            return
+        aside = f"{Path(remote).parent}/.{Path(remote).name}.{os.getpid()}.partial"
+        self.copy_dir(local, aside)
+        moved = self.run(f"mv -T -- {shlex.quote(aside)} {there} 2>/dev/null || rm -rf -- "
+                         f"{shlex.quote(aside)}\ntest -d {there}\n", what="mv")  # fmt: skip
+        if moved.returncode != 0:
+            raise self._stage_failed(remote, f"cannot rename {aside} into place")
 
     def _stage_failed(self, remote: str, detail: str, bound: bool = False) -> StepsError:
         dest = f"{self.host}:{remote}" if self.host else remote

@@ -24,7 +24,7 @@ import shlex
 from pathlib import Path
 
 from catalog.errors import Finding, StepsError
-from runners.launch import job_secrets, slurm_state
+from runners.launch import job_code, job_secrets, slurm_state
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -203,8 +203,10 @@ class SlurmBackend:
         by its unique name before anything is reported: Slurm may have queued it anyway."""
         if not req.uses_ray_sub:
             (req.run_dir / "job.sbatch").write_text(self._batch_script(req), encoding="utf-8")
-        try:
-            self.shell.copy_dir(req.run_dir, req.job_dir)
+        try:  # our code, when the job runs it: one shared copy under remote_dir, linked
+            code = job_code.ship(self.shell, req.run_dir, self.profile.remote_dir)
+            links = {job_code.CODE: code} if code else None
+            self.shell.copy_dir(req.run_dir, req.job_dir, links)
         except StepsError as exc:
             job.state, job.reason = NOT_SUBMITTED, exc.finding.message
             self._unstage(job)
