@@ -20,6 +20,7 @@ from cluster_fixtures import bare_python_bin
 from runners.chain.record import ChainRecord, Segment, write_chain
 from runners.launch import job_code
 from runners.launch.job_secrets import SECRETS_FILE
+from runners.launch.shell import Shell
 
 OLDEST = sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3"))
 NOT_STDLIB = ("pydantic", "yaml", "omegaconf", "msgspec", "xxhash", "pyarrow")
@@ -108,3 +109,48 @@ def test_the_staged_copy_runs_steps_with_the_packages_a_container_has(job_dir):
                          capture_output=True, text=True, cwd=job_dir)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "data_prep/rl_prep" in res.stdout
+
+
+def test_runs_of_one_code_version_link_one_whole_copy_never_a_half_written_one(tmp_path):
+    fingerprint = job_code.source()[0]
+    killed = job_code.cache_root() / f".{fingerprint}.1.partial"  # a copy killed half way
+    (killed / "steps").mkdir(parents=True)
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run in runs:
+        run.mkdir()
+        job_code.stage(run)
+    copies = {(run / job_code.CODE).resolve() for run in runs}
+    assert copies == {job_code.cache_root() / fingerprint}
+    copy = copies.pop()
+    assert sorted(p.name for p in copy.iterdir()) == ["__main__.py", "catalog", "runners", "steps"]
+    assert len([p for p in copy.rglob("*") if p.is_file()]) == len(job_code.source()[1]) + 1
+
+
+def test_a_copy_that_fails_half_way_leaves_nothing_under_its_name(tmp_path):
+    final = tmp_path / "code" / "abc"
+
+    def fill(aside: Path) -> None:
+        (aside / "steps").mkdir(parents=True)
+        raise OSError("No space left on device")
+
+    with pytest.raises(OSError):
+        job_code.write_aside(final, fill)
+    assert list((tmp_path / "code").iterdir()) == []
+
+
+def test_a_remote_dir_gets_the_shared_copy_once_and_each_job_dir_links_it(job_dir, tmp_path):
+    remote, shell = tmp_path / "remote", Shell()
+    shared = job_code.ship(shell, job_dir, str(remote))
+    assert shared == f"{remote}/{job_code.SHARED}/{job_code.source()[0]}"
+    for name in ("one", "two"):
+        shell.copy_dir(job_dir, str(remote / name), {job_code.CODE: shared})
+        assert (remote / name / job_code.CODE).resolve() == Path(shared)
+        assert (remote / name / "run.json").is_file()
+    (Path(shared) / "marker").write_text("")  # the same version put again copies nothing
+    shell.put_once(job_dir / job_code.CODE, shared)
+    assert (Path(shared) / "marker").exists()
+    assert sorted(p.name for p in remote.iterdir()) == [job_code.SHARED, "one", "two"]
+    assert [p.name for p in (remote / job_code.SHARED).iterdir()] == [Path(shared).name]
+    res = subprocess.run([sys.executable, "-I", str(remote / "two" / job_code.CODE), "list"],
+                         capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 0 and "data_prep/rl_prep" in res.stdout, res.stderr

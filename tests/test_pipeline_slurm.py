@@ -187,7 +187,7 @@ def ended(steps, pipeline_root: Path) -> dict:
 
 
 def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_command_returned(lab):
-    _root, work, steps = lab
+    root, work, steps = lab
     res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
     assert res.returncode == 0, res.stdout + res.stderr
     pipeline_root = work / "runs" / "pipelines" / "lab3"
@@ -200,6 +200,11 @@ def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_comman
     assert stages["convert"]["after"] == [stages["rlvr"]["job_id"]]
     prep_job = Path(stages["prep"]["run_dir"], "run.json")
     assert json.loads(prep_job.read_text())["job"]["profile"] == "cpu"
+    # Our code travelled once: every stage's job dir links the one copy under remote_dir.
+    jobs = [json.loads(Path(s["run_dir"], "run.json").read_text())["job"] for s in stages.values()]
+    assert all(Path(j["job_dir"], "code").is_symlink() for j in jobs)
+    copies = {Path(j["job_dir"], "code").resolve() for j in jobs}
+    assert len(copies) == 1 and copies.pop().parent == (root / "shared" / "_code").resolve()
     status = ended(steps, pipeline_root)
     assert status["state"] == "completed", status
     assert [s["status"] for s in status["stages"]] == ["completed"] * 3

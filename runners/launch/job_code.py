@@ -92,7 +92,11 @@ def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
     partial = final.with_name(f".{final.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fill(partial)
+    try:
+        fill(partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     try:
         partial.rename(final)
     except OSError:
