@@ -159,6 +159,22 @@ SLOW = {
     "before_exec": "a CLI child",
     "test_nemotron_env_toml.py::test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_"
     "edit_but_the_host": "a CLI child",
+    "test_run_dryrun.py::test_preflight_errors_stop_the_launch_with_exit_1": "a CLI child",
+    "test_rl_prep_hostile.py::test_a_device_or_fifo_as_blend_is_refused_before_it_is_read": (
+        "CLI children"
+    ),
+    "test_rl_prep_hostile.py::test_a_billion_laughs_step_config_is_refused_at_its_anchor_in_"
+    "bounded_memory": "a CLI child under a memory limit",
+    "test_dcp_checkpoints.py::test_dcp_export_runs_nemo_rls_converter_on_the_latest_step": (
+        "a CLI child and its converter"
+    ),
+    "test_artifacts_registry.py::test_input_name_of_the_wrong_type_stops_the_run_before_"
+    "anything_is_written": "CLI children",
+    "test_status_watch.py::test_status_follow_prints_unknown_lines_and_exits_2_when_the_cluster_"
+    "stays_silent": "a CLI child waiting out its silence bound",
+    "test_run_records.py::test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD": (
+        "a CLI child per command and field"
+    ),
 }
 
 
