@@ -81,9 +81,9 @@ def source() -> tuple[str, tuple[str, ...]]:
 
 def cache_root() -> Path:
     """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/code`."""
-    from runners.digest import memo_file
+    from runners.launch.local import cache_dir
 
-    return memo_file().parent / CODE
+    return cache_dir(os.environ).parent / CODE
 
 
 def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
