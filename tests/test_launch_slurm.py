@@ -251,6 +251,23 @@ def test_submit_over_ssh_stages_the_run_dir_with_rsync(lab, sshd):  # noqa: F811
     assert record_of(root)["secrets_present"] == {"WANDB_API_KEY": True}
 
 
+def test_over_ssh_our_code_goes_once_under_remote_dir_and_each_job_dir_links_it(lab, sshd):  # noqa: F811
+    root, work, _env, cli = lab
+    host, options = sshd
+    opts = ", ".join(f'"{o}"' for o in options)
+    write_env_toml(work, root, extra=f'host = "{host}"\nssh_options = [{opts}]\n')
+    jobs = []
+    for _ in range(2):
+        res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab", "--force")
+        assert res.returncode == 0, res.stdout + res.stderr
+        jobs.append(json.loads(cli("status", "last", "--json").stdout)["job"])
+    links = [Path(job["job_dir"], "code") for job in jobs]
+    assert jobs[0]["job_dir"] != jobs[1]["job_dir"] and all(p.is_symlink() for p in links)
+    shared = root / "shared" / "_code"
+    assert {p.resolve() for p in links} == {c.resolve() for c in shared.iterdir()}  # one, whole
+    assert (links[0] / "runners" / "chain" / "segment_program.py").is_file()
+
+
 def test_an_unreachable_host_is_one_clear_error_exit_2(lab):
     root, work, _env, cli = lab
     port = "-p 1"
