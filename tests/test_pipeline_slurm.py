@@ -419,3 +419,24 @@ def test_cancel_of_the_pipeline_root_cancels_every_queued_stage(lab):
     assert not (pipeline_root / "convert" / "hf").exists()
     jobs = steps("jobs", "--runs-dir", str(pipeline_root), "--json")
     assert len(json.loads(jobs.stdout)["jobs"]) == 3, jobs.stdout  # one job per stage
+
+
+def test_a_forced_stage_whose_previous_job_still_runs_is_refused_and_nothing_stays_queued(lab):
+    import yaml
+
+    _root, work, steps = lab
+    pf = yaml.safe_load((work / "lab3.yaml").read_text())
+    pf["name"] = "busy"
+    (work / "busy.yaml").write_text(yaml.safe_dump(pf, sort_keys=False))
+    first = steps("pipeline", "run", "busy.yaml", "--batch", "gpu_held")  # rlvr, convert held
+    assert first.returncode == 0, first.stdout + first.stderr
+    pipeline_root = work / "runs" / "pipelines" / "busy"
+    try:
+        again = steps("pipeline", "run", "busy.yaml", "--batch", "gpu_held", "--force=rlvr")
+        assert again.returncode == 2, again.stdout + again.stderr
+        assert "E-PIPELINE-BUSY" in again.stderr and "stage 'rlvr'" in again.stderr
+        assert f"cancel {pipeline_root / 'rlvr'}" in again.stderr
+        jobs = steps("jobs", "--runs-dir", str(pipeline_root), "--json")
+        assert len(json.loads(jobs.stdout)["jobs"]) == 3, jobs.stdout  # the first run's, only
+    finally:
+        steps("cancel", str(pipeline_root))

@@ -107,6 +107,7 @@ def submit_pipeline(
                 out.write(f"{st.id}: already queued or running (job {live}), waited for\n")
             else:
                 rerun.add(st.id)
+                _refuse_busy(before, st.id, sdir)
                 after = [waits[a] for a in st.after if a in waits]
                 moved = move_aside(st, sdir) if before else []
                 gate = gate_dir = None
@@ -136,6 +137,25 @@ def submit_pipeline(
         raise
     write_json(plan.root / PIPELINE, record)
     return record
+
+
+def _refuse_busy(before: dict | None, stage_id: str, sdir: Path) -> None:
+    """E-PIPELINE-BUSY (exit 2) when the stage is to run again while its previous job is still
+    queued or running: both would write the stage's outputs (moving them aside under it)."""
+    if not before or before.get("status") == "completed" or not before.get("run_dir"):
+        return
+    state = live_state(stage_id, Path(before["run_dir"]))
+    if state.status in ("pending", "running"):
+        raise StepsError(
+            "E-PIPELINE-BUSY",
+            f"stage '{stage_id}' is to run again (forced, changed, or after a stage that runs "
+            f"again) while its previous job {state.job_id} is still {state.status}: both jobs "
+            "would write its outputs",
+            path=str(sdir / RECORD),
+            fix=f"wait for job {state.job_id} to end, or cancel it first (`python -m steps "
+            f"cancel {sdir}`), then run the pipeline again",
+            exit_code=2,
+        )
 
 
 def _stage_record(sp: StagePlan, entry: dict, moved: list[str]) -> dict:
