@@ -80,8 +80,14 @@ def cluster(repeat: int) -> int:
 
     with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
         work, env = make_lab(Path(tmp), lab["SLURM_CONF"])
-        ours = [sys.executable, "-m", "steps", "pipeline", "run", "lab3.yaml", "--batch", "gpu"]
-        ours += [f"--force={s}" for s in ("prep", "rlvr", "convert")]
+        # A fresh root per run: a stage run again while its previous job still runs is refused.
+        roots = iter(range(1_000))
+
+        def ours() -> list[str]:
+            root = f"--root=bench-{next(roots)}"
+            cmd = [sys.executable, "-m", "steps", "pipeline", "run", "lab3.yaml", "--batch", "gpu"]
+            return [*cmd, root, *(f"--force={s}" for s in ("prep", "rlvr", "convert"))]
+
         sbatch = ["sbatch", "--parsable", "--partition=debug", "--oversubscribe"]
 
         def bare() -> float:
@@ -93,10 +99,10 @@ def cluster(repeat: int) -> int:
                 after.append(proc.stdout.strip().split(";")[0])
             return time.perf_counter() - start
 
-        wall(ours, env, work)  # warm caches (catalog manifest cache, page cache)
+        wall(ours(), env, work)  # warm caches (catalog manifest cache, page cache)
         steps_t, bare_t = [], []
         for _ in range(repeat):
-            t, proc = wall(ours, env, work)
+            t, proc = wall(ours(), env, work)
             if proc.returncode != 0 or "3 of 3 stages queued" not in proc.stdout:
                 print(proc.stdout[-3000:], proc.stderr[-2000:])
                 return 1
