@@ -129,9 +129,6 @@ LAB_FILES = {"test_launch_lost_contact.py", "test_launch_raysub_real.py"}
 SLOW = {
     "test_contracts_schema.py::test_verifiable_prompt_schema_and_fast_validator_agree": "property",
     "test_contracts_schema.py::test_nemo_gym_schema_and_fast_validator_agree": "property",
-    "test_upstream_judge.py::test_an_upstream_that_hangs_is_stopped_at_the_timeout_as_a_warning": (
-        "waits out a 3 s timeout"
-    ),
     "test_validate_hostile.py::test_millions_of_bad_rows_past_max_errors_take_about_the_time_of_"
     "good_rows": "millions of rows, timed",
     "test_contracts_jsonl.py::test_a_100_mb_line_is_skipped_in_bounded_memory_and_later_lines_"
@@ -185,6 +182,7 @@ SLOW_FILES = {
     "test_run_launcher.py": "probes real launchers (uv, Pythons) in children",
     "test_record_trust.py": "every job command on planted records, through the real CLI",
     "test_log_escapes.py": "job logs printed by the real CLI",
+    "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
 }
 
 
