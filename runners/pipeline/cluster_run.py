@@ -73,7 +73,7 @@ def run_on_cluster(
         return here(stages)
     from runners.pipeline.cluster_submit import submit_pipeline
 
-    record = submit_pipeline(plan, stages, forced, out, secrets)
+    record = submit_pipeline(plan, stages, forced, out, secrets, err=opts.err)
     queued = sum(1 for e in record["stages"].values() if e["action"] == "submit")
     out.write(
         f"pipeline {plan.name}: {queued} of {len(stages)} stages queued\n"

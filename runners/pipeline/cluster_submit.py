@@ -67,10 +67,16 @@ def _gate(sp: StagePlan, root: Path, after: list[str]) -> tuple[str, Path]:
 
 
 def submit_pipeline(
-    plan: Any, stages: list[StagePlan], forced: set[str], out: TextIO, secrets: dict[str, str]
+    plan: Any,
+    stages: list[StagePlan],
+    forced: set[str],
+    out: TextIO,
+    secrets: dict[str, str],
+    err: TextIO | None = None,
 ) -> dict:
     """Submit what must run, in order; the pipeline record (also written to <root>/pipeline.json).
-    A submission that fails cancels what this call queued before raising."""
+    A submission that fails cancels what this call queued before raising. `err` gets what each
+    submitted stage registered (pending outputs), as `run --batch` shows it on stderr."""
     from runners.artifacts.record import report_lines
     from runners.run import write_run_dir_for
     from runners.run.cluster import submit
@@ -117,8 +123,8 @@ def submit_pipeline(
                 write_run_dir_for(sp.run)
                 stage_code(sp.run)  # its inputs derived in the job (runners.pipeline.materialize)
                 job, pending = submit(sp.run, sp.target, after=after, gate=gate)
-                for line in report_lines(pending):  # on stderr, as `run --batch` shows them
-                    print(line, file=sys.stderr, flush=True)
+                for line in report_lines(pending):
+                    print(line, file=err or sys.stderr, flush=True)
                 waits[st.id] = gate or str(job.job_id)
                 entry.update(run_dir=str(sp.run.run_dir), job_id=job.job_id, after=after,
                              gate_job_id=gate, gate_run_dir=str(gate_dir) if gate_dir else None,

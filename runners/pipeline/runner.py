@@ -57,6 +57,7 @@ class Options:
     catalog: list[str] = field(default_factory=list)
     wandb: bool = False
     out: TextIO = field(default_factory=lambda: sys.stdout)  # the one current at the call
+    err: TextIO = field(default_factory=lambda: sys.stderr)  # what runs registered, as `run` shows
     profile: str | None = None  # --batch/--run PROFILE: the stages run on a cluster
     attached: bool = False  # --run: this process drives the stages (cluster_run.py)
     env_file: str | None = None
