@@ -252,6 +252,15 @@ def named_blend(work: Path, name: str) -> None:
     (work / "lab3.yaml").write_text(text)
 
 
+def stopped_at_rlvr(steps, pipeline_root: Path) -> None:
+    """The pipeline ended failed at rlvr: prep completed, convert never ran."""
+    status = ended(steps, pipeline_root)
+    assert status["state"] == "failed" and status["stage"] == "rlvr", status
+    by_id = {s["id"]: s for s in status["stages"]}
+    assert by_id["prep"]["status"] == "completed"
+    assert by_id["convert"]["status"] == "not run", by_id["convert"]
+
+
 def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
     _root, work, steps = lab
     named_blend(work, "tiny-blend:latest")  # resolved from the registry before planning
@@ -259,11 +268,7 @@ def test_a_failing_middle_stage_cancels_the_rest_and_status_names_it(lab):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "input blend: tiny-blend:latest -> " in res.stderr, res.stderr
     pipeline_root = work / "runs" / "pipelines" / "lab3"
-    status = ended(steps, pipeline_root)
-    assert status["state"] == "failed" and status["stage"] == "rlvr", status
-    by_id = {s["id"]: s for s in status["stages"]}
-    assert by_id["prep"]["status"] == "completed"
-    assert by_id["convert"]["status"] == "not run", by_id["convert"]
+    stopped_at_rlvr(steps, pipeline_root)
     assert not (pipeline_root / "convert" / "hf").exists()
     text = steps("status", str(pipeline_root))
     assert "pipeline lab3: failed at stage rlvr" in text.stdout, text.stdout + text.stderr
@@ -282,11 +287,7 @@ def test_prepared_rows_that_break_the_rl_stage_contract_stop_it_before_training(
     res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
     assert res.returncode == 0, res.stdout + res.stderr
     pipeline_root = work / "runs" / "pipelines" / "lab3"
-    status = ended(steps, pipeline_root)
-    assert status["state"] == "failed" and status["stage"] == "rlvr", status
-    by_id = {s["id"]: s for s in status["stages"]}
-    assert by_id["prep"]["status"] == "completed"
-    assert by_id["convert"]["status"] == "not run", by_id["convert"]
+    stopped_at_rlvr(steps, pipeline_root)
     logs = steps("logs", str(pipeline_root))
     assert "E-STAGE-INPUT input train (data.train.data_path)" in logs.stdout, logs.stdout
     assert "instruction_following_simple_agent" in logs.stdout
