@@ -126,6 +126,7 @@ def corpus(version: str | None = None) -> list[tuple[str, str, str]]:
     return [case for case in _listing(root) if version in (None, version_name(case[0]))]
 
 
+@cache
 def _listing(root: Path) -> list[tuple[str, str, str]]:
     """Every release's cases; kept on disk under the files' names, sizes and mtimes, since
     finding each file's algorithm parses ~1,000 files (~0.7 s) in every worker's collection."""
