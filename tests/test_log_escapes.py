@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from run_fixtures import REPO
 
-from runners.monitor.logscan import terminal_safe
+from runners.monitor.terminal import terminal_safe
 
 HOSTILE = "ValueError: boom \x1b]0;TITLE\x07\x1b[2J\x1b[31m"
 CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")  # any C0/DEL, C1 as UTF-8

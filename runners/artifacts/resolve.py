@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.errors import StepsError
 from runners.artifacts.names import Ref, Resolved, parse_ref
-from runners.artifacts.pending import settled
-from runners.artifacts.registry import RegistryFile, Version, load, lookup
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the registry's models are built only when a reference is looked up
+    from runners.artifacts.registry import RegistryFile, Version
     from runners.artifacts.wandb_log import WandbSettings
 
 
@@ -43,6 +42,9 @@ def resolve_inputs(
     reg = None
 
     def registry() -> RegistryFile:
+        from runners.artifacts.pending import settled
+        from runners.artifacts.registry import load
+
         nonlocal reg
         reg = reg if reg is not None else settled(root, load(root))
         return reg
@@ -57,6 +59,8 @@ def resolve_inputs(
         ref = parse_ref(value)
         if ref is None or port not in port_types or not _is_ref(value, ref, known, cwd):
             continue  # a path (an unknown port: bind names it)
+        from runners.artifacts.registry import lookup
+
         try:
             v = lookup(registry(), ref, root)
         except StepsError:

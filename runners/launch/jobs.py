@@ -128,8 +128,6 @@ def refresh_all(
 ) -> list[JobRecord]:
     """Every run's live job, in order: one round trip per host, the hosts asked concurrently;
     one host that does not answer leaves the others' answers intact."""
-    from concurrent.futures import ThreadPoolExecutor
-
     out = [job_of(data) for _, data in runs]
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(out):
@@ -137,20 +135,29 @@ def refresh_all(
             out[i] = unknown(job, job.unlocated.message)
         elif job.state not in TERMINAL:
             groups.setdefault(_group_key(job), []).append(i)
-    if groups:
-        with ThreadPoolExecutor(max_workers=min(8, len(groups))) as pool:
-            answers = {
-                key: pool.submit(_refresh_group, [out[i] for i in idx], env)
-                for key, idx in groups.items()
-            }
-            for key, idx in groups.items():
-                for i, new in zip(idx, answers[key].result(), strict=True):
-                    out[i] = new
+    asked = {key: [out[i] for i in idx] for key, idx in groups.items()}
+    for key, answer in _ask_hosts(asked, env).items():
+        for i, new in zip(groups[key], answer, strict=True):
+            out[i] = new
     for (run_dir, data), new in zip(runs, out, strict=True):
         saved = _saved(new).dump()
         if saved != data["job"] and new.unlocated is None:
             update_record(run_dir, job=saved)
     return out
+
+
+def _ask_hosts(
+    asked: dict[tuple, list[JobRecord]], env: dict[str, str] | None
+) -> dict[tuple, list[JobRecord]]:
+    """Each host's answer for its jobs: several hosts are asked concurrently, one (`status`,
+    `logs` of a run) from this thread, with no pool to start."""
+    if len(asked) <= 1:
+        return {key: _refresh_group(jobs, env) for key, jobs in asked.items()}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(asked))) as pool:
+        futures = {key: pool.submit(_refresh_group, jobs, env) for key, jobs in asked.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def _saved(job: JobRecord) -> JobRecord:

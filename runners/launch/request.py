@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from runners.rundir import JobRecord
-
 if TYPE_CHECKING:
     from catalog.errors import Finding
     from runners.launch.profiles import RayProfile, SlurmProfile
+    from runners.rundir import JobRecord
 
 TERMINAL = {
     "COMPLETED",

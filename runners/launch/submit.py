@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from catalog.errors import StepsError
 from runners.launch.backends import backend_for_job
 from runners.launch.shell import LostContact
-from runners.monitor.logscan import terminal_safe
+from runners.monitor.terminal import terminal_safe
 from runners.rundir import JobRecord, update_record
 
 if TYPE_CHECKING:

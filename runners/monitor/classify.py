@@ -24,7 +24,7 @@ from catalog.failures import (
     kind_for_state,
     oom_fix,
 )
-from runners.monitor.logscan import terminal_safe
+from runners.monitor.terminal import terminal_safe
 
 PREFIX = re.compile(r"^\(([^()]{1,160})\)\s")
 # A traceback's final line: a class named ...Error/Exception/Interrupt/Exit/Mismatch, or any

@@ -5,7 +5,6 @@ Two engines find those lines, both streaming and never reading a file whole: GNU
 keyword as a fixed string (`grep -a -n -F`, over 1 GB/s; the same script runs on a login node
 over ssh, so only matching lines cross the network), and, where grep is absent, one compiled
 regex alternation over 8 MiB chunks (line numbers from counting newlines in C).
-`terminal_safe` makes any text from a job's log or a remote fit to print on a terminal.
 """
 
 from __future__ import annotations
@@ -21,16 +20,6 @@ FILE_MARK = "@@steps-file@@"
 CHUNK = 8 << 20
 MAX_LINE = 64 << 10  # a candidate line is cut here (a binary blob is not a log line)
 _PREFILTER = re.compile(b"|".join(re.escape(k.encode()) for k in keywords()))
-# Every terminal control sequence: OSC/DCS/SOS/PM/APC strings (to BEL or ST, else to the line's
-# end), CSI, other ESC sequences, a lone ESC, C0 controls but tab, newline and CR, DEL, C1. It
-# starts with one character class, so clean text is scanned at memchr-like speed.
-_STRING = r"[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-_CSI = r"[0-?]*[ -/]*[@-~]?"
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
-    rf"(?:(?<=\x1b)(?:[\]PX^_]{_STRING}|\[{_CSI}|[ -/]*[0-~]?)"
-    rf"|(?<=[\x90\x98\x9d\x9e\x9f]){_STRING}|(?<=\x9b){_CSI})?"
-)
 
 
 def python_prefilter(stream: BinaryIO, chunk_size: int = CHUNK) -> Iterator[tuple[int, bytes]]:
@@ -66,16 +55,6 @@ def python_prefilter(stream: BinaryIO, chunk_size: int = CHUNK) -> Iterator[tupl
             yield line_no, buf[start : min(end, start + MAX_LINE)]
             pos = end + 1
         base += buf.count(b"\n")
-
-
-def terminal_safe(text: str, cr: str = "\n") -> str:
-    """`text` with every terminal control sequence removed: a job's log (anyone's program
-    writes it) must not set the terminal's title, move the cursor, clear the screen or answer
-    back through it. A lone CR becomes `cr` (by default a newline: a progress bar's updates stay
-    visible, none hides what came before it on its line). Chunks of a stream may be passed one
-    by one: a sequence cut between two chunks leaves its printable tail, never a control byte."""
-    text = _CONTROL.sub("", text)
-    return text.replace("\r\n", "\n").replace("\r", cr) if "\r" in text else text
 
 
 def grep_script(paths: Iterable[str]) -> str:

@@ -13,12 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from catalog.errors import StepsError
-from runners.launch.shell import LostContact
-from runners.launch.submit import Followed, recorded_job, submit_job
 from runners.run import record_pending
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the submit stack (pydantic records, backends) only when a job goes out
+    from runners.launch.submit import Followed
     from runners.launch.target import ClusterTarget
     from runners.run.plan import RunPlan, RunRequest
     from runners.rundir import JobRecord
@@ -82,6 +80,8 @@ def submit(
         from runners.launch.job_code import stage
 
         stage(plan.run_dir)
+    from runners.launch.submit import submit_job
+
     assert plan.request is not None  # a cluster plan has its launch request
     plan.request.after = list(after or [])
     job = submit_job(plan.run_dir, plan.step_id, plan.request, target)
@@ -103,7 +103,10 @@ def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
 
     Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
     running the same command again carries the chain on (runners/chain/ray_resume.py)."""
+    from catalog.errors import StepsError
     from runners.chain.ray_driver import drive
+    from runners.launch.shell import LostContact
+    from runners.launch.submit import Followed, recorded_job
 
     try:
         return Followed(drive(plan.run_dir, plan.request, target.backend, out))

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from runners.launch.submit import Followed
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the submit stack only when a job goes out (a dry run is cheap to start)
+    from runners.launch.submit import Followed
     from runners.launch.target import ClusterTarget
     from runners.run.cluster import Where
     from runners.run.plan import RunPlan, RunRequest

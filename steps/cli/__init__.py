@@ -164,7 +164,7 @@ def _fail(finding, code: int, command, as_json: bool, before: int, parser=None) 
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {finding.message}", file=sys.stderr)
     else:  # a message may quote a remote's stderr (scancel, ssh): no control sequence passes
-        from runners.monitor.logscan import terminal_safe
+        from runners.monitor.terminal import terminal_safe
 
         print(terminal_safe(finding.render()), file=sys.stderr)
     return code

@@ -36,7 +36,7 @@ def say(text: str, err: bool = False) -> None:
     """Print a line that may hold text from a job's log or a remote, control sequences removed."""
     import sys
 
-    from runners.monitor.logscan import terminal_safe
+    from runners.monitor.terminal import terminal_safe
 
     print(terminal_safe(text), file=sys.stderr if err else sys.stdout, flush=True)
 

@@ -1,0 +1,68 @@
+"""A CLI child starts cheaply: each command imports what its path needs (issue 28 item 8).
+
+The suite and users start `python -m steps ...` hundreds of times; what a path imports and never
+uses is paid by every start. Each test runs the command as users do and reads the modules it
+imported from `python -X importtime`'s report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Submitting, following and the artifact registry: a dry run without a profile uses none of them.
+SUBMIT_STACK = {
+    "runners.launch.submit",
+    "runners.launch.backends",
+    "runners.launch.shell",
+    "runners.artifacts.pending",
+    "runners.artifacts.registry",
+    "runners.monitor.logscan",
+}
+
+
+def imported(args: list[str], cwd: Path, **env: str) -> tuple[int, set[str]]:
+    """The exit code of `python -m steps ARGS` and every module it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "steps", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        timeout=120,
+    )
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("import time:")]
+    return proc.returncode, {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}
+
+
+def test_a_dry_run_imports_no_submit_stack_and_no_artifact_registry(tmp_path):
+    code, mods = imported(
+        ["run", "rl/nemo_rl/rlvr", "-c", "tiny", "--dry-run", "--runs-dir", str(tmp_path)], REPO
+    )
+    assert code in (0, 1) and "runners.run.execute" in mods
+    assert sorted(mods & SUBMIT_STACK) == []
+
+
+def test_a_finding_is_printed_without_the_log_prefilter(tmp_path):
+    code, mods = imported(["run", "no/such/step", "--dry-run"], tmp_path)
+    assert code == 2 and "runners.monitor.terminal" in mods  # the finding was made safe to print
+    assert sorted(mods & {"runners.monitor.logscan", "catalog.failures"}) == []
+
+
+def test_status_of_one_hosts_job_asks_it_without_a_thread_pool(tmp_path):
+    run_dir = tmp_path / "runs" / "rl" / "nemo_rl" / "dpo" / "20260101T000000Z-running0"
+    run_dir.mkdir(parents=True)
+    job = {"executor": "slurm", "profile": "lab", "host": "localhost", "job_id": "41",
+           "job_name": "steps-dpo-41", "state": "RUNNING"}  # fmt: skip
+    (run_dir / "run.json").write_text(json.dumps({"step": "rl/nemo_rl/dpo", "job": job}))
+    (tmp_path / "env.toml").write_text(
+        '[lab]\nexecutor = "slurm"\nhost = "localhost"\nremote_dir = "/srv/steps"\n'
+        'ssh_options = ["-o", "ConnectTimeout=5", "-p", "1"]\n'
+    )
+    code, mods = imported(["status", str(run_dir)], tmp_path, STEPS_ENV_FILE="")
+    assert code == 2  # nothing listens on port 1: the state shown is UNKNOWN
+    assert "runners.launch.backends" in mods and "concurrent.futures" not in mods
