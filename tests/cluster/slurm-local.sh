@@ -123,19 +123,38 @@ up() {
   exit 1
 }
 
+INNODB="--innodb-buffer-pool-size=32M --innodb-log-file-size=8M"
+
+# An empty data dir (root without a password), made once per MariaDB build and user and copied
+# for each lab: mariadb-install-db costs seconds of CPU, and a lab starts per pytest worker.
+# Made aside and renamed under a lock: a template that exists is complete. Prints its path.
+db_template() {
+  local tpl
+  tpl=${TMPDIR:-/tmp}/steps-lab-mariadb-$(id -u)-$("$1" --version | cksum | cut -d' ' -f1)
+  (
+    flock 9
+    if [[ ! -d $tpl ]]; then
+      rm -rf "$tpl.new"; mkdir -p "$tpl.new.tmp"
+      mariadb-install-db --no-defaults --user=root --datadir="$tpl.new" --tmpdir="$tpl.new.tmp" $INNODB \
+        --auth-root-authentication-method=normal --skip-test-db >"$LAB/log/mariadb-install.log" 2>&1
+      rm -rf "$tpl.new.tmp"; mv "$tpl.new" "$tpl"
+    fi
+  ) 9>"$tpl.lock"
+  echo "$tpl"
+}
+
 # A private MariaDB (TCP on 127.0.0.1, root without a password: a throw-away lab) and a slurmdbd
 # that stores this lab's jobs in it; the cluster is registered before slurmctld starts.
 start_accounting() {
-  local db=$LAB/mysql i auth=$(cat "$LAB/run/auth_mode")
+  local db=$LAB/mysql i auth=$(cat "$LAB/run/auth_mode") mariadbd
+  mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
   # Its own tmpdir: labs started side by side (one per pytest worker) crash each other's Aria
   # temporary tables when they share /tmp.
   mkdir -p "$db/tmp"
-  mariadb-install-db --no-defaults --user=root --datadir="$db/data" --tmpdir="$db/tmp" \
-    --auth-root-authentication-method=normal --skip-test-db >"$LAB/log/mariadb-install.log" 2>&1
-  "$(command -v mariadbd || echo /usr/sbin/mariadbd)" --no-defaults --user=root --datadir="$db/data" --tmpdir="$db/tmp" \
+  cp -a "$(db_template "$mariadbd")" "$db/data"
+  "$mariadbd" --no-defaults --user=root --datadir="$db/data" --tmpdir="$db/tmp" $INNODB \
     --bind-address=127.0.0.1 --port="$DB_PORT" --socket="$db/mysqld.sock" --skip-name-resolve \
-    --pid-file="$LAB/run/mariadbd.pid" --log-error="$LAB/log/mariadbd.log" \
-    --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --skip-log-bin &
+    --pid-file="$LAB/run/mariadbd.pid" --log-error="$LAB/log/mariadbd.log" --skip-log-bin &
   cat > "$LAB/etc/slurmdbd.conf" <<DBD
 AuthType=auth/$auth
 $([[ $auth == munge ]] && echo "AuthInfo=socket=$LAB/munge/munge.socket.2")
