@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -171,8 +172,10 @@ def parse_manifest(data: dict, path: Path) -> tuple[StepManifest | None, list[Fi
         )
 
 
+@functools.cache
 def json_schema_text() -> str:
-    """The schema file's exact text (the `check` gate compares it byte for byte)."""
+    """The schema file's exact text (the `check` gate compares it byte for byte); it follows
+    from the code alone, so one process builds it once."""
     schema = StepManifest.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "step.toml"

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from catalog.content_memo import ContentMemo
 from catalog.errors import EXIT_FINDINGS, Finding, StepsError
 
 Lines = dict[tuple, int]
@@ -22,6 +23,7 @@ Locate = Callable[[tuple], int | None]
 # The message for one error at its key path, or (message, fix) when the fix depends on it.
 Word = Callable[[ErrorDetails, tuple], str | tuple[str, str | None]]
 Fix = str | None | Callable[[ErrorDetails, tuple], str | None]
+_LINES = ContentMemo()  # (toml?, first line, text) -> key lines
 
 
 def first_error(exc: ValidationError) -> ErrorDetails:
@@ -108,7 +110,18 @@ def file_lines(path: str | Path, first_line: int = 1) -> Lines:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return {}
-    if path.suffix == ".toml":
+    return text_lines(text, path.suffix == ".toml", first_line)
+
+
+def text_lines(text: str, toml: bool, first_line: int = 1) -> Lines:
+    """`file_lines` of a text already read; a text seen before gives a copy of its lines."""
+    return _LINES.get(
+        (toml, first_line, text), lambda: _key_lines(text, toml, first_line), len(text)
+    )
+
+
+def _key_lines(text: str, toml: bool, first_line: int) -> Lines:
+    if toml:
         from catalog.tomlfile import key_lines
 
         return key_lines(text)

@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from catalog.content_memo import ContentMemo
 from catalog.errors import StepsError
 from catalog.syntax_errors import toml_error
 
@@ -25,18 +26,30 @@ _PAIR = re.compile(rf"[ \t]*({_DOTTED})[ \t]*=")
 _PART = re.compile(_KEY)
 _GAP = re.compile(r"(?:[ \t\r\n,]|#[^\n]*)*")  # spaces, newlines, commas and comments
 _SCALAR = re.compile(r"[^,\]}\n#]*")
+_PARSED = ContentMemo()  # bytes -> document: one process reads codes.toml and manifests often
 
 
 def load_toml(path: Path, code: str = "E-TOML") -> dict:
     """Parse a TOML file or raise `StepsError` naming the file and line (exit 2: unreadable
     input or TOML syntax is a setup error; `check` reports it as a finding instead)."""
+    return parse_toml(read_bytes(path, code), path, code)
+
+
+def read_bytes(path: Path, code: str = "E-TOML") -> bytes:
+    """The file's bytes, or the `StepsError` (exit 2) that says why they cannot be read."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        return Path(path).read_bytes()
     except OSError as exc:
         raise StepsError(
             code, f"cannot read: {exc.strerror}", path=str(path), exit_code=2
         ) from None
+
+
+def parse_toml(raw: bytes, path: Path, code: str = "E-TOML") -> dict:
+    """`load_toml` of the bytes of `path` already read. Bytes parsed before in this process
+    give a fresh copy of that document (the caller may change it)."""
+    try:
+        return _PARSED.get(raw, lambda: tomllib.loads(raw.decode("utf-8")), len(raw))
     except UnicodeDecodeError as exc:
         raise StepsError(
             code,

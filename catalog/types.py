@@ -8,12 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from catalog.content_memo import ContentMemo
 from catalog.errors import Finding, StepsError
-from catalog.model_errors import dotted, file_lines, findings_from, line_of
-from catalog.tomlfile import load_toml
+from catalog.model_errors import dotted, findings_from, line_of, text_lines
+from catalog.tomlfile import parse_toml, read_bytes
 
 TYPES_PATH = Path(__file__).parent / "types.toml"
 LAYOUTS = {"jsonl", "file", "dir"}
+_GRAPHS = ContentMemo(max_entries=32)  # (path, bytes) -> TypeGraph: most commands read one
 
 
 @dataclass(frozen=True)
@@ -132,9 +134,15 @@ _EMPTY: dict[str, Any] = {
 
 
 def load_types(path: Path = TYPES_PATH) -> TypeGraph:
-    """Load types.toml; malformed entries become findings (the graph keeps what parsed)."""
-    raw = load_toml(path, code="E-TYPES-TOML")
-    lines = file_lines(path)
+    """Load types.toml; malformed entries become findings (the graph keeps what parsed).
+    The same file with the same bytes again gives a copy of the graph built the first time."""
+    content = read_bytes(path, code="E-TYPES-TOML")
+    return _GRAPHS.get((str(path), content), lambda: _graph(path, content), len(content))
+
+
+def _graph(path: Path, content: bytes) -> TypeGraph:
+    raw = parse_toml(content, path, code="E-TYPES-TOML")
+    lines = text_lines(content.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"), True)
     types: dict[str, ArtifactType] = {}
     findings: list[Finding] = []
     for name, spec in raw.items():

@@ -1,0 +1,118 @@
+"""Files parsed once per process (`catalog.content_memo`): an edit is always seen, even one that
+keeps the size, inode and mtime (a rewrite within one clock tick), and what a caller gets is its
+own copy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from catalog.content_memo import ContentMemo
+from catalog.errors import StepsError
+from catalog.model_errors import file_lines, line_of
+from catalog.tomlfile import load_toml
+from catalog.types import load_types
+
+
+def rewrite_in_the_same_tick(path: Path, text: str) -> None:
+    """Replace the file's text in place keeping its size, inode and mtime: what a stat-keyed
+    cache cannot tell from no edit at all."""
+    before = path.stat()
+    assert len(text.encode()) == before.st_size, "the plant must keep the size"
+    with open(path, "r+b") as fh:
+        fh.write(text.encode())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
+def test_a_toml_file_rewritten_within_one_mtime_tick_is_parsed_again(tmp_path):
+    path = tmp_path / "step.toml"
+    path.write_text('[step]\nid = "a/one"\n')
+    assert load_toml(path) == {"step": {"id": "a/one"}}
+    rewrite_in_the_same_tick(path, '[step]\nid = "b/two"\n')
+    assert load_toml(path) == {"step": {"id": "b/two"}}
+
+
+def test_a_parsed_document_changed_by_its_caller_does_not_change_the_next_read(tmp_path):
+    path = tmp_path / "codes.toml"
+    path.write_text('[E-X]\nupstream = ["a"]\n')
+    first = load_toml(path)
+    first["E-X"]["upstream"].append("b")
+    first["added"] = 1
+    assert load_toml(path) == {"E-X": {"upstream": ["a"]}}
+
+
+def test_a_toml_syntax_error_fixed_in_the_same_tick_parses(tmp_path):
+    path = tmp_path / "step.toml"
+    path.write_text("[step\nid = 12\n")
+    with pytest.raises(StepsError) as err:
+        load_toml(path, code="E-MANIFEST-TOML")
+    assert err.value.finding.line == 1
+    rewrite_in_the_same_tick(path, "[step]\nid = 1\n")
+    assert load_toml(path) == {"step": {"id": 1}}
+
+
+def test_key_lines_of_a_file_rewritten_within_one_mtime_tick_are_its_new_lines(tmp_path):
+    for name, old, new in (
+        ("a.toml", "[a]\nx = 1\ny = 2\n", "[a]\ny = 2\nx = 1\n"),
+        ("a.yaml", "a:\n  x: 1\n  y: 2\n", "a:\n  y: 2\n  x: 1\n"),
+    ):
+        path = tmp_path / name
+        path.write_text(old)
+        assert line_of(path, "a", "x") == 2
+        lines = file_lines(path)
+        lines[("a", "x")] = 99  # the caller's copy
+        assert file_lines(path)[("a", "x")] == 2
+        rewrite_in_the_same_tick(path, new)
+        assert line_of(path, "a", "x") == 3, name
+
+
+TYPES = '[alpha]\ndescription = "a"\nlayout = "file"\n'
+
+
+def test_types_toml_rewritten_within_one_mtime_tick_gives_the_new_graph(tmp_path):
+    path = tmp_path / "types.toml"
+    path.write_text(TYPES)
+    graph = load_types(path)
+    assert list(graph.types) == ["alpha"] and graph.findings == []
+    graph.types.clear()  # the caller's copy
+    assert list(load_types(path).types) == ["alpha"]
+    rewrite_in_the_same_tick(path, TYPES.replace("alpha", "gamma").replace('"file"', '"fild"'))
+    graph = load_types(path)
+    assert list(graph.types) == ["gamma"]
+    assert [(f.code, f.line) for f in graph.findings] == [("E-TYPES-SCHEMA", 3)]
+
+
+def test_the_same_types_toml_at_two_paths_names_each_path_in_its_findings(tmp_path):
+    bad = TYPES.replace('"file"', '"fild"')
+    paths = [tmp_path / "one" / "types.toml", tmp_path / "two" / "types.toml"]
+    for path in paths:
+        path.parent.mkdir()
+        path.write_text(bad)
+    for path in paths:
+        graph = load_types(path)
+        assert graph.path == path
+        assert [f.path for f in graph.findings] == [str(path)]
+
+
+def test_the_memo_keeps_at_most_its_entries_and_bytes_least_recently_used_leaving_first():
+    made: list[str] = []
+
+    def make(key: str):
+        return lambda: made.append(key) or [key]
+
+    memo = ContentMemo(max_entries=2, max_bytes=1 << 20)
+    for key in ("a", "b", "a", "c", "a", "b"):
+        assert memo.get(key, make(key)) == [key]
+    assert made == ["a", "b", "c", "b"]  # "b" left when "c" came; "a" was used since
+    assert len(memo) == 2
+    small = ContentMemo(max_entries=100, max_bytes=4000)
+    small.get("big", lambda: "x" * 2000)  # over a quarter of the bound: never kept
+    assert len(small) == 0
