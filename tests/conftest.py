@@ -15,6 +15,7 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -97,15 +98,33 @@ def pytest_configure(config) -> None:
     global _session_dir
     _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
     _bytecode(config)
-    for var in (*SANDBOXED, *CONTAINER_ENV, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE"):
+    for var in (*SANDBOXED, *CONTAINER_ENV, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE", "PATH"):
         _saved[var] = os.environ.get(var)
         os.environ.pop(var, None)
+    os.environ["PATH"] = _unshimmed(_session_dir / "bin", _saved["PATH"] or os.defpath)
     os.environ.update(sandbox_env(_session_dir))
     os.environ.update(CONTAINER_ENV)
     os.environ[RUNS_DIR] = str(_session_dir / "runs")
     (_session_dir / "home").mkdir()
     # Outside the repo, and kept between runs: its source-constants cache saves each worker ~1 s.
     _hypothesis_home(Path(tempfile.gettempdir()) / f"steps-tests-hypothesis-{os.getuid()}")
+
+
+def _unshimmed(folder: Path, path: str) -> str:
+    """`path` with the interpreter a pyenv `python3` shim starts linked first: the shim runs ~10
+    bash processes (~0.1 s of CPU) before that same Python, for each `python3` a test's jobs,
+    remote probes and stand-ins start (hundreds in the suite)."""
+    found = shutil.which("python3", path=path)
+    if found is None or "shims" not in Path(found).parts:
+        return path
+    real = subprocess.run(
+        [found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True
+    ).stdout.strip()
+    if not real or not Path(real).is_file():
+        return path
+    folder.mkdir()
+    (folder / "python3").symlink_to(real)
+    return f"{folder}{os.pathsep}{path}"
 
 
 def _bytecode(config) -> None:
