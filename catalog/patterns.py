@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from catalog.content_memo import ContentMemo
 from catalog.errors import WARNING, Finding
 from catalog.model_errors import dotted, findings_from
 from catalog.syntax_errors import yaml_error
@@ -89,13 +90,24 @@ def _bad(path: Path, line: int | None, message: str, fix: str | None = None) -> 
 
 
 def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern | None, list]:
-    """Parse and validate one pattern file; `step_ids` (when given) must contain its steps."""
-    import yaml
-
+    """Parse and validate one pattern file; `step_ids` (when given) must contain its steps.
+    The same path, text and step ids again give a copy of the first answer (`check` and
+    `docs` read every pattern of a root)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [_bad(path, None, f"cannot read: {exc}")]
+    ids = None if step_ids is None else frozenset(step_ids)
+    key = (str(path), text, ids)
+    return _PARSED.get(key, lambda: _parse(path, text, step_ids), len(text))
+
+
+_PARSED = ContentMemo(max_entries=128)
+
+
+def _parse(path: Path, text: str, step_ids: set[str] | None) -> tuple[Pattern | None, list]:
+    import yaml
+
     front, body_line, findings = _split(text, path)
     if front is None:
         return None, findings

@@ -12,6 +12,7 @@ import pytest
 from catalog.content_memo import ContentMemo
 from catalog.errors import StepsError
 from catalog.model_errors import file_lines, line_of
+from catalog.patterns import parse_pattern
 from catalog.tomlfile import load_toml
 from catalog.types import load_types
 
@@ -116,3 +117,39 @@ def test_the_memo_keeps_at_most_its_entries_and_bytes_least_recently_used_leavin
     small = ContentMemo(max_entries=100, max_bytes=4000)
     small.get("big", lambda: "x" * 2000)  # over a quarter of the bound: never kept
     assert len(small) == 0
+
+
+PATTERN = """---
+id: planted
+title: A planted pattern
+tags: [t]
+triggers: [x]
+steps: [a/one]
+confidence: high
+---
+## When to apply
+x
+## What to do
+x
+## Exceptions
+x
+## References
+x
+"""
+
+
+def test_a_pattern_rewritten_within_one_mtime_tick_or_checked_against_other_steps_is_judged_again(
+    tmp_path,
+):
+    path = tmp_path / "planted.md"
+    path.write_text(PATTERN)
+    assert parse_pattern(path, {"a/one"})[1] == []
+    missing = parse_pattern(path, {"a/two"})[1]  # the same text, other step ids
+    assert [f.code for f in missing] == ["E-PATTERN-STEP"]
+    rewrite_in_the_same_tick(path, PATTERN.replace("high", "huge"))
+    found = parse_pattern(path, {"a/one"})[1]
+    assert [f.code for f in found] == ["E-PATTERN-CONFIDENCE"]
+    elsewhere = tmp_path / "other" / "planted.md"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(path.read_text())
+    assert [f.path for f in parse_pattern(elsewhere, {"a/one"})[1]] == [str(elsewhere)]
