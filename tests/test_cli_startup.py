@@ -53,16 +53,29 @@ def test_a_finding_is_printed_without_the_log_prefilter(tmp_path):
     assert sorted(mods & {"runners.monitor.logscan", "catalog.failures"}) == []
 
 
-def test_status_of_one_hosts_job_asks_it_without_a_thread_pool(tmp_path):
-    run_dir = tmp_path / "runs" / "rl" / "nemo_rl" / "dpo" / "20260101T000000Z-running0"
+def _run_with_job(tmp_path: Path, state: str) -> Path:
+    """A Slurm run of profile `lab` (localhost; nothing listens on its ssh port) in state STATE."""
+    run_dir = tmp_path / "runs" / "rl" / "nemo_rl" / "dpo" / "20260101T000000Z-job00041"
     run_dir.mkdir(parents=True)
     job = {"executor": "slurm", "profile": "lab", "host": "localhost", "job_id": "41",
-           "job_name": "steps-dpo-41", "state": "RUNNING"}  # fmt: skip
-    (run_dir / "run.json").write_text(json.dumps({"step": "rl/nemo_rl/dpo", "job": job}))
+           "job_name": "steps-dpo-41", "state": state}  # fmt: skip
+    record = {"step": "rl/nemo_rl/dpo", "job": job, "final_progress": {"step": 3, "max_steps": 3}}
+    (run_dir / "run.json").write_text(json.dumps(record))
     (tmp_path / "env.toml").write_text(
         '[lab]\nexecutor = "slurm"\nhost = "localhost"\nremote_dir = "/srv/steps"\n'
         'ssh_options = ["-o", "ConnectTimeout=5", "-p", "1"]\n'
     )
+    return run_dir
+
+
+def test_status_of_one_hosts_job_asks_it_without_a_thread_pool(tmp_path):
+    run_dir = _run_with_job(tmp_path, "RUNNING")
     code, mods = imported(["status", str(run_dir)], tmp_path, STEPS_ENV_FILE="")
     assert code == 2  # nothing listens on port 1: the state shown is UNKNOWN
     assert "runners.launch.backends" in mods and "concurrent.futures" not in mods
+
+
+def test_jobs_of_one_run_reads_its_progress_without_a_thread_pool(tmp_path):
+    _run_with_job(tmp_path, "COMPLETED")
+    code, mods = imported(["jobs", "--runs-dir", "runs"], tmp_path, STEPS_ENV_FILE="")
+    assert code == 0 and "runners.monitor.progress" in mods and "concurrent.futures" not in mods

@@ -190,7 +190,6 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[P
     read (a job not started has none; an ended job's is kept in run.json as `final_progress`
     the first time), concurrently and each on its own: one unreadable run shows none."""
     import contextlib
-    from concurrent.futures import ThreadPoolExecutor
 
     from runners.monitor.progress import Progress
 
@@ -212,8 +211,10 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[P
                 update_record(run_dir, final_progress=progress.to_dict())
         return progress if progress and (progress.step or progress.max_steps) else None
 
-    if not runs:
-        return []
+    if len(runs) <= 1:  # nothing to overlap: no thread pool to start
+        return [one(item) for item in zip(runs, jobs, strict=True)]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(one, zip(runs, jobs, strict=True)))
 
