@@ -385,7 +385,7 @@ def controller_stopped(slurm: dict):
     lab = Path(slurm["lab"])
     pid = int((lab / "run" / "slurmctld.pid").read_text().strip())
     os.kill(pid, 15)
-    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=30, step=0.1)
+    wait_for(lambda: not _running(pid), timeout=30, step=0.1)  # a zombie has stopped
     env = {**os.environ, "SLURM_CONF": slurm["SLURM_CONF"]}
     try:
         yield

@@ -165,6 +165,7 @@ def lab(tmp_path, slurm):  # noqa: F811
         return subprocess.run([PYTHON, "-m", "steps", *argv], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
 
+    steps.env = env  # type: ignore[attr-defined]  # for squeue, as the jobs' submitter
     return tmp_path, work, steps
 
 
@@ -175,14 +176,26 @@ def pipeline_status(steps, pipeline_root: Path) -> dict:
 
 
 def ended(steps, pipeline_root: Path) -> dict:
-    """The pipeline's status once it completed or failed (waits on the cluster)."""
+    """The pipeline's status once it completed or failed. Waits on squeue (milliseconds a call)
+    until none of its stages' jobs (a chain stage's gate too) is queued or running, then asks
+    `status`, a child process of ~1 s of CPU, until it says so."""
+    stages = json.loads((pipeline_root / "pipeline.json").read_text())["stages"].values()
+    ids = [str(s[k]) for s in stages for k in ("job_id", "gate_job_id") if s.get(k)]
+    squeue = ["squeue", "-h", "-t", "PD,R,CG,S,CF", "-o", "%i", "-j", ",".join(ids)]
+
+    def left_the_queue() -> bool:
+        out = subprocess.run(squeue, env=steps.env, capture_output=True, text=True)
+        return out.returncode != 0 or not out.stdout.strip()  # ids Slurm forgot: gone
+
     got: dict = {}
 
     def done() -> bool:
         got.update(pipeline_status(steps, pipeline_root))
         return got["state"] in ("completed", "failed")
 
-    wait_for(done, timeout=240, step=1.0)
+    if ids:
+        wait_for(left_the_queue, timeout=240, step=0.2)
+    wait_for(done, timeout=60, step=0.3)
     return got
 
 
