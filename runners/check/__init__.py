@@ -25,6 +25,7 @@ from catalog.errors import WARNING, Finding, StepsError
 from catalog.manifest import parse_manifest
 from catalog.types import TypeGraph, load_catalog_types
 from runners.check.codes import manifest_codes, registry_against_source
+from runners.check.config_memo import reused_findings
 from runners.check.configs import config_keys, configs
 from runners.check.manifests import error_checks, identity, layout, local_references, port_types
 from runners.check.step_under_check import StepUnderCheck, manifest_line
@@ -147,9 +148,7 @@ def _check_step(
     s.manifest = manifest
     out += identity(e, manifest)
     out += port_types(e, manifest, graph)
-    out += configs(s)
-    if s.default is not None:
-        out += config_keys(s)
+    out += reused_findings(s, lambda: [*configs(s), *(config_keys(s) if s.default else [])])
     out += error_checks(e, manifest, rules)
     if codes is not None:
         out += manifest_codes(e, manifest, codes)
