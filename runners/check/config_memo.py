@@ -5,8 +5,8 @@ several roots) checks the same step files again and again, often copied to anoth
 What the findings rest on, compared by content: the step.toml, the names and bytes of its
 configs, the bytes of every file of each config's `defaults:` chain, the registered resolvers and
 the environment variables the files read with `${oc.env:VAR}`: whether each is set, and its value
-where the file passes it to another resolver (or names a variable in a way not read here, when
-the whole environment counts). Paths are kept relative to the step folder, so a copy of the step
+where it sits inside another interpolation (the whole environment when a file names a variable
+in a way not read here). Paths are kept relative to the step folder, so a copy of the step
 elsewhere reuses them; a step whose files or findings leave its folder, or whose config does not
 load, is not kept.
 """
@@ -103,15 +103,31 @@ def _env_key(texts: list[bytes]) -> tuple:
     for text in texts:
         if text.count(b"oc.env") != len(_ENV.findall(text)):
             return ("all", tuple(sorted(os.environ.items())))
+        depth, at = 0, 0
         for m in _ENV.finditer(text):
-            line_start = text.rfind(b"\n", 0, m.start()) + 1
-            before = text[line_start : m.start()]
-            nested = before.count(b"${") > before.count(b"}")
+            depth, at = _depth(text, at, m.start(), depth), m.end()
             name = m.group(1).decode()
-            seen[name] = seen.get(name, False) or nested
+            seen[name] = seen.get(name, False) or depth > 0
     return tuple(
         (n, os.environ.get(n) if value else n in os.environ) for n, value in sorted(seen.items())
     )
+
+
+def _depth(text: bytes, start: int, end: int, depth: int) -> int:
+    """How many interpolations are open at `end`, from `depth` open at `start`. A `}` outside
+    any is YAML's own; one inside closes it or a `{` opened in it. Errs towards open, which
+    only makes a variable's value count."""
+    i = start
+    while i < end:
+        if text.startswith(b"${", i):
+            depth, i = depth + 1, i + 2
+            continue
+        if depth and text[i] == ord("{"):
+            depth += 1
+        elif depth and text[i] == ord("}"):
+            depth -= 1
+        i += 1
+    return depth
 
 
 def _rebase(f: Finding, old: str, new: str) -> Finding | None:
