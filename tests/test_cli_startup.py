@@ -79,3 +79,9 @@ def test_jobs_of_one_run_reads_its_progress_without_a_thread_pool(tmp_path):
     _run_with_job(tmp_path, "COMPLETED")
     code, mods = imported(["jobs", "--runs-dir", "runs"], tmp_path, STEPS_ENV_FILE="")
     assert code == 0 and "runners.monitor.progress" in mods and "concurrent.futures" not in mods
+
+
+def test_a_pipeline_file_that_cannot_be_read_is_refused_before_the_run_stack_loads(tmp_path):
+    code, mods = imported(["pipeline", "run", "missing.yaml", "--dry-run"], tmp_path)
+    assert code == 2 and "catalog.pipeline" in mods
+    assert sorted(mods & {"omegaconf", "runners.pipeline.runner"}) == []

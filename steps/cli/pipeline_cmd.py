@@ -57,7 +57,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from runners.pipeline.runner import Options, run_pipeline
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
     plan, pf = make_plan(args)
@@ -69,6 +68,8 @@ def run(args) -> int:
         if args.json:
             _emit(plan, secrets, 1)
         return 1
+    from runners.pipeline.runner import Options, run_pipeline  # the run stack: a valid plan only
+
     opts = Options(
         dry_run=args.dry_run,
         from_stage=args.from_stage,

@@ -24,14 +24,15 @@ def add_arguments(parser) -> None:
 
 def make_plan(args):
     """Load, plan and return (plan, pipeline file); shared by `plan` and `pipeline run`."""
-    from catalog.discovery import discover
     from catalog.pipeline import load_pipeline
+
+    pf = load_pipeline(args.file)  # a file that cannot be read stops here, before the rest loads
+    from catalog.discovery import discover
     from catalog.planner import default_root, plan_pipeline
     from catalog.types import load_catalog_types
     from runners.config.values import read_config
     from runners.rundir import runs_root
 
-    pf = load_pipeline(args.file)
     cwd = Path.cwd()
     if args.root:
         root = (cwd / args.root).resolve()
