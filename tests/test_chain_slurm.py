@@ -291,7 +291,7 @@ def test_a_requeued_segment_runs_again_and_never_beside_its_successor(chains):
     # A requeued job waits ~2 min before it is eligible again (Slurm's requeue delay): release
     # it (a release while it still completes is undone, so until it has left the queue).
     try:
-        wait_for(lambda: release(chain, seg["job_id"]), timeout=60, step=0.3)
+        wait_for(lambda: release(chain, seg["job_id"]), timeout=60, step=1.0)
         record = chain.ended(timeout=60)
     except BaseException:
         pytest.fail(f"{chain.record()}\n{job_line(chain, seg['job_id'])}")
