@@ -10,7 +10,6 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,10 @@ from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
-from runners.config.files import ReuseCache, load_yaml_file
+from runners.config import plain_merge
+from runners.config.files import ReuseCache, load_yaml_data, load_yaml_file
+from runners.config.node_copy import NotPlain, build_config, copy_config
+from runners.config.plain_merge import is_unsure
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -108,7 +110,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
+def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
     via = " <- ".join(str(p) for p in reversed(chain)) if chain else None
     if path.is_dir():
         raise StepsError(
@@ -130,7 +132,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             exit_code=2,
         )
     try:
-        cfg = load_yaml_file(path)
+        cfg = load_yaml_data(path) if plain else load_yaml_file(path)
     except OSError as exc:
         raise StepsError(
             "E-CONFIG-READ",
@@ -150,7 +152,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
         raise StepsError(
             "E-CONFIG-YAML", f"invalid config: {_first_line(exc)}", path=str(path), exit_code=2
         ) from None
-    if not isinstance(cfg, DictConfig):
+    if not isinstance(cfg, dict if plain else DictConfig):
         raise StepsError(
             "E-CONFIG-YAML",
             "a config file must be a mapping at the top level",
@@ -205,7 +207,9 @@ def _merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
     return OmegaConf.unsafe_merge(base, child)  # type: ignore[return-value]
 
 
-def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path]) -> DictConfig:
+def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path], plain: bool) -> Any:
+    """The merged chain as plain data (`plain_merge`, raising NotPlain where OmegaConf must
+    decide) or as a DictConfig merged by OmegaConf; same files, same findings."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -217,12 +221,20 @@ def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path]) -
             fix="remove one of the `defaults:` entries that closes the loop",
             exit_code=2,
         )
-    cfg = _load_yaml(path, chain)
+    cfg = _load_yaml(path, chain, plain)
     if "defaults" in cfg:
-        defaults = cfg.pop("defaults")
+        if plain:
+            defaults = cfg["defaults"]
+            if is_unsure(defaults) or (
+                isinstance(defaults, list) and any(is_unsure(d) for d in defaults)
+            ):
+                raise NotPlain  # a DictConfig reads `???` as absent, resolves `${}`
+            cfg = {k: v for k, v in cfg.items() if k != "defaults"}
+        else:
+            defaults = cfg.pop("defaults")
         if isinstance(defaults, str):
             defaults = [defaults]
-        elif isinstance(defaults, ListConfig) and all(isinstance(d, str) for d in defaults):
+        elif isinstance(defaults, (ListConfig, list)) and all(isinstance(d, str) for d in defaults):
             defaults = [str(d) for d in defaults]
         else:
             raise StepsError(
@@ -234,17 +246,34 @@ def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path]) -
                 fix="list parent YAML files relative to this file, e.g. `defaults: base.yaml`",
                 exit_code=2,
             )
-        base = OmegaConf.create({})
+        merge = plain_merge.merge_with_override if plain else _merge_with_override
+        base = {} if plain else OmegaConf.create({})
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
-            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources)
-            base = _merge_with_override(base, parent_cfg)
-        cfg = _merge_with_override(base, cfg)
+            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain)
+            base = merge(base, parent_cfg)
+        cfg = merge(base, cfg)
     sources.append(path)
     return cfg
 
 
-_CHAINS = ReuseCache()
+def _load_chain(path: Path) -> tuple[DictConfig, list[Path]]:
+    """The merged chain and its files (parents first): merged as plain data and built once
+    when `plain_merge` can, else by OmegaConf file by file (the same result, slower)."""
+    sources: list[Path] = []
+    try:
+        cfg = build_config(_load_with_inheritance(path, [], sources, plain=True))
+    except NotPlain:
+        sources = []
+        cfg = _load_with_inheritance(path, [], sources, plain=False)
+    return cfg, sources
+
+
+def _copy_chain(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> tuple:
+    return kept[0], copy_config(kept[1])
+
+
+_CHAINS = ReuseCache(copy=_copy_chain)
 
 
 def load_config(path: str | Path) -> CompiledConfig:
@@ -256,9 +285,8 @@ def load_config(path: str | Path) -> CompiledConfig:
     key = (str(Path.cwd()), str(path))
     hit = _CHAINS.get(key)
     if hit is not None and all(_content(p) == data for p, data in hit[0]):
-        return CompiledConfig(copy.deepcopy(hit[1]), [p for p, _ in hit[0]])
-    sources: list[Path] = []
-    cfg = _load_with_inheritance(Path(path), [], sources)
+        return CompiledConfig(copy_config(hit[1]), [p for p, _ in hit[0]])
+    cfg, sources = _load_chain(Path(path))
     _CHAINS.offer(key, ([(p, _content(p)) for p in sources], cfg))
     return CompiledConfig(cfg, sources)
 

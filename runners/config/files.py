@@ -8,8 +8,8 @@ nothing, because a pristine copy is kept only when a key comes back a second tim
 
 from __future__ import annotations
 
-import copy
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,17 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from catalog.yamlfile import parse, read_capped
+from runners.config.node_copy import NotPlain, copy_config
+from runners.config.plain_merge import parses
 
 
 class ReuseCache:
-    """Pristine copies of values asked for more than once (callers copy what they get)."""
+    """Pristine copies of values asked for more than once (callers copy what they get, with
+    the same `copy`: `node_copy.copy_config`, deepcopy's result, unless told otherwise)."""
 
-    def __init__(self, size: int = 128) -> None:
+    def __init__(self, size: int = 128, copy: Callable[[Any], Any] = copy_config) -> None:
         self.size = size
+        self.copy = copy
         self._seen: set[Any] = set()
         self._kept: dict[Any, Any] = {}
 
@@ -39,7 +43,7 @@ class ReuseCache:
             return
         if len(self._kept) >= self.size:
             self._kept.clear()
-        self._kept[key] = copy.deepcopy(value)
+        self._kept[key] = self.copy(value)
 
 
 _FILES = ReuseCache()
@@ -52,7 +56,7 @@ def load_yaml_file(path: Path) -> DictConfig | ListConfig:
     content = read_capped(path)
     kept = _FILES.get(content)
     if kept is not None:
-        return copy.deepcopy(kept)
+        return _FILES.copy(kept)
     _, data = parse(content.decode("utf-8"), _omegaconf_loader())
     cfg = (
         OmegaConf.create()
@@ -61,6 +65,40 @@ def load_yaml_file(path: Path) -> DictConfig | ListConfig:
     )
     _FILES.offer(content, cfg)
     return cfg
+
+
+_DATA: dict[bytes, Any] = {}
+
+
+def load_yaml_data(path: Path) -> Any:
+    """What `load_yaml_file` would build from, as plain data: a mapping, else a list (an empty
+    one for a top-level scalar), read-only for the caller (kept for reuse as it is). Raises
+    what `load_yaml_file` raises, and NotPlain for data `build_config` does not take or that
+    `OmegaConf.create` would refuse (an interpolation that does not parse)."""
+    content = read_capped(path)
+    data = _DATA.get(content)
+    if data is None:
+        _, data = parse(content.decode("utf-8"), _omegaconf_loader())
+        data = {} if data is None else data if isinstance(data, (dict, list)) else []
+        if not _plain(data):
+            data = NotPlain
+        if len(_DATA) >= 256:
+            _DATA.clear()
+        _DATA[content] = data
+    if data is NotPlain:
+        raise NotPlain
+    return data
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    if kind is str:
+        return "${" not in value or parses(value)
+    return kind in (int, float, bool, type(None))
 
 
 @functools.cache
