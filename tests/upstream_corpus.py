@@ -8,16 +8,17 @@ The corpus is `examples/configs/` of every NeMo-RL release from v0.4.0 and the p
 version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
 `load_config` + `parse_hydra_overrides` written here from upstream's rules; both must resolve
 to the same dict. Preflight then runs as a dry run does, without a launch or a step of ours.
-The reference merges each list of parents once per process; nothing is shared between releases
-(their rules differ, and their files almost all differ too).
+The reference merges each list of parents once per process and keeps it pickled (a copy per
+use); nothing is shared between releases (their rules differ, and their files almost all differ
+too).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
+import pickle
 import tempfile
 from collections.abc import Callable
 from functools import cache
@@ -171,23 +172,16 @@ def module_names(version: str) -> list[str]:
 
 def _merge_marked(base: DictConfig, child: DictConfig) -> DictConfig:
     """A top-level section marked `_override_: true` replaces the parent's (upstream's
-    merge_with_override); deeper markers stay as written."""
+    merge_with_override); deeper markers stay as written. Both inputs are fresh and used only
+    here, so OmegaConf's `unsafe_merge` (its `merge` without first copying the inputs) gives
+    what upstream's `OmegaConf.merge` gives."""
     for key in list(child.keys()):
         section = child[key]
         if isinstance(section, DictConfig) and section.get("_override_", False):
             section.pop("_override_")
             if key in base:
                 base.pop(key)
-    return OmegaConf.merge(base, child)  # type: ignore[return-value]
-
-
-def _merge_kept(base: DictConfig, child: DictConfig) -> DictConfig:
-    """`_merge_marked` of inputs that are kept for reuse: it changes its inputs only where the
-    child marks a section, so only then does it get copies (merging copies anyway)."""
-    marked = any(isinstance(s, DictConfig) and "_override_" in s for s in child.values())
-    if marked:
-        base, child = copy.deepcopy(base), copy.deepcopy(child)
-    return _merge_marked(base, child)
+    return OmegaConf.unsafe_merge(base, child)  # type: ignore[return-value]
 
 
 def reference_load(path: Path) -> DictConfig:
@@ -198,24 +192,25 @@ def reference_load(path: Path) -> DictConfig:
     if "defaults" in config:
         parents = config.pop("defaults")
         names = [parents] if isinstance(parents, str) else [str(p) for p in parents]
-        merged = _merged_parents(tuple((path.parent / name).resolve() for name in names))
-        config = _merge_kept(merged, config)
+        merged = pickle.loads(_merged_parents(tuple((path.parent / n).resolve() for n in names)))
+        config = _merge_marked(merged, config)
     return config
 
 
 @cache
-def _merged_parents(paths: tuple[Path, ...]) -> DictConfig:
-    """The parents' `reference_load`s merged in order into an empty config: computed once per
-    list, as most recipes share one parent (kept: only `_merge_kept` reads it)."""
+def _merged_parents(paths: tuple[Path, ...]) -> bytes:
+    """The parents' `reference_load`s merged in order into an empty config, pickled: computed
+    once per list, as most recipes share one parent (unpickling is a fresh copy, ~6x cheaper
+    than `copy.deepcopy`)."""
     merged: DictConfig = OmegaConf.create({})
     for path in paths:
-        merged = _merge_kept(merged, _loaded_parent(path))
-    return merged
+        merged = _merge_marked(merged, pickle.loads(_loaded_parent(path)))
+    return pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @cache
-def _loaded_parent(path: Path) -> DictConfig:
-    return reference_load(path)
+def _loaded_parent(path: Path) -> bytes:
+    return pickle.dumps(reference_load(path), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def reference_compile(path: Path, overrides: list[str]) -> dict:
