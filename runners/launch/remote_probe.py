@@ -84,7 +84,8 @@ def follow(req):
         if done:
             break
         time.sleep(req["poll"])
-    time.sleep(0.5)
+    if req["follow"] or req["until_done"]:
+        time.sleep(0.5)  # a job seen ending may still be flushing its last lines to the log
     if req.get("log"):
         _send_log(req["log"], offset)
     _emit({"end": state})
