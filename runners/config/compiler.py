@@ -336,7 +336,6 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     from runners.config.overrides import parse_overrides, redacted
 
     parsed = parse_overrides(overrides)
-    keys = all_keys(cfg)
     for ov in parsed:
         key = ov.key_or_group
         exists = has_key(cfg, key)
@@ -350,7 +349,7 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
                 exit_code=2,
             )
         if (ov.is_delete() or not (ov.is_add() or ov.is_force_add())) and not exists:
-            near = close_keys(key, keys)
+            near = close_keys(key, all_keys(cfg))
             hint = f"did you mean {' or '.join(near)}? " if near else ""
             verb = "delete" if ov.is_delete() else "set"
             add = "" if ov.is_delete() else f"to add a new key use +{key}=..."

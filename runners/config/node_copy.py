@@ -98,31 +98,32 @@ class NotPlain(Exception):
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
+_PROBES = {DictConfig: "d", ListConfig: "l", AnyNode: "v"}
 
 
 def build_config(data: dict) -> DictConfig:
     """`OmegaConf.create(data)` for data as YAML gives it (str keys; dicts, lists, str, int,
     float, bool, None): the same nodes, without re-validating every value. Raises NotPlain
     for anything else."""
-    if type(data) is not dict:
+    if type(data) is not dict or _templates() is None:
         raise NotPlain
     return _build(data, None, None)
 
 
 @functools.cache
-def _templates() -> dict[type, Any]:
-    """The metadata `OmegaConf.create` gives a mapping, a list and a value, as it gives it."""
+def _templates() -> dict[type, Any] | None:
+    """The metadata `OmegaConf.create` gives a mapping, a list and a value, as it gives it;
+    None if a field is more than deepcopy returns as is (then nothing is built here)."""
     probe = OmegaConf.create({"d": {}, "l": [], "v": 0})
-    return {
-        DictConfig: probe._get_node("d")._metadata,
-        ListConfig: probe._get_node("l")._metadata,
-        AnyNode: probe._get_node("v")._metadata,
-    }
+    found = {cls: probe._get_node(k)._metadata for cls, k in _PROBES.items()}
+    return found if all(_copy_metadata(m) is not None for m in found.values()) else None
 
 
 def _meta(cls: type, key: Any) -> Any:
-    res = _copy_metadata(_templates()[cls])
-    res.__dict__["key"] = key
+    """A copy of the template (plain fields; flags and resolver cache empty, as created)."""
+    template = _templates()[cls]  # type: ignore[index]
+    res = object.__new__(type(template))
+    res.__dict__.update(template.__dict__, flags={}, resolver_cache=defaultdict(dict), key=key)
     return res
 
 
