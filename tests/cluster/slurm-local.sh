@@ -87,7 +87,9 @@ ReturnToService=2
 EnforcePartLimits=ALL
 MinJobAge=600
 KillWait=2
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+# Pending jobs are looked at every second, not every 30 s (backfill) or 60 s (main loop): a job
+# whose --begin time came (a chain's re-check, a test's delayed start) starts then.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,sched_interval=1,bf_interval=1
 $gres_types
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1024 $gres_line State=UNKNOWN
 CONF
