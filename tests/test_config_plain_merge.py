@@ -204,3 +204,44 @@ def test_copy_config_is_deepcopy(tmp_path: Path):
     for path in sorted(REPO.glob("steps/**/config/*.yaml"))[:20] + upstream_files()[:40]:
         loaded = load_config(path).config
         assert_same_nodes(copy_config(loaded), copy.deepcopy(loaded), at=str(path))
+
+
+RESOLVE_CASES = {
+    "chains_sections_and_resolvers": {
+        "a": {"b": 2, "c": "${a.b}", "d": "${a.c}"},
+        "sec": {"x": "${a.b}", "l": ["${a.d}", {"y": "${sec.x}"}]},
+        "copy": "${sec}",
+        "text": "n=${a.b}",
+        "mul": "${mul:${a.b},3}",
+        "rel": "${.text}",
+        "missing": "???",
+        "none": None,
+        "escaped": "\\${a.b}",
+        "env": "${oc.env:STEPS_TEST_UNSET,7}",
+    },
+    "reference_to_a_missing_value": {"a": "???", "b": "${a}"},
+    "reference_to_a_missing_key": {"a": {}, "b": "${a.nope}"},
+    "reference_to_a_parent": {"a": {"b": "${a}"}},
+    "cycle": {"a": "${b}", "b": "${c}", "c": "${a}"},
+    "through_an_interpolated_section": {"s": {"k": 1}, "t": "${s}", "u": "${t.k}"},
+    "through_a_list": {"l": [{"k": 1}], "u": "${l.0.k}"},
+    "unknown_resolver": {"a": "${nope:1}"},
+}
+
+
+@pytest.mark.parametrize("case", RESOLVE_CASES)
+def test_resolving_gives_what_omegaconf_to_container_gives(case: str):
+    from runners.config.compiler import register_resolvers
+    from runners.config.resolve import resolved_container
+
+    register_resolvers()
+
+    def outcome(resolve):
+        cfg = build_config(RESOLVE_CASES[case])
+        try:
+            return resolve(cfg)
+        except Exception as exc:  # the same error, or it is not the same
+            return type(exc), str(exc)
+
+    theirs = outcome(lambda cfg: OmegaConf.to_container(cfg, resolve=True))
+    assert outcome(resolved_container) == theirs

@@ -27,6 +27,7 @@ from runners.config import plain_merge
 from runners.config.files import ReuseCache, load_yaml_data, load_yaml_file
 from runners.config.node_copy import NotPlain, build_config, copy_config
 from runners.config.plain_merge import is_unsure
+from runners.config.resolve import resolved_container
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -68,7 +69,7 @@ class CompiledConfig:
         """Resolve interpolations as the scripts' `to_container(resolve=True)` does."""
         register_resolvers()
         try:
-            return OmegaConf.to_container(self.config, resolve=True)  # type: ignore[return-value]
+            return resolved_container(self.config)
         except OmegaConfBaseException as exc:
             key = getattr(exc, "full_key", None) or ""
             path, line = self.locate(key) if key else (None, None)
