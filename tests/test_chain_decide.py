@@ -194,3 +194,31 @@ def test_a_deadline_of_the_users_later_than_the_time_limit_is_kept_with_a_warnin
     )
     assert not warning.is_error and "Slurm kills each segment" in warning.message
     assert warning.fix.startswith("set it to 00:03:45:00 or less")
+
+
+def test_a_recorded_driver_that_exited_is_not_alive_while_still_a_zombie():
+    """A Ctrl-C'd driver whose parent has not reaped it yet holds its pid as a zombie: the chain
+    it drove is not busy (E-CHAIN-BUSY would refuse the run that carries it on)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from runners.chain.ray_resume import _alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    driver = f"{socket.gethostname()}:{child.pid}"
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 10
+    while stat.read_text().rpartition(")")[2].split()[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert not _alive(driver)
+    finally:
+        child.wait()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _alive(f"{socket.gethostname()}:{sleeper.pid}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -49,7 +49,16 @@ def _alive(driver: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """Exited but not yet reaped by its parent (an init that reaps late keeps it for seconds)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainRecord] | None:
