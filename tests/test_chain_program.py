@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,15 @@ def test_runs_of_one_code_version_link_one_whole_copy_never_a_half_written_one(t
     copy = copies.pop()
     assert sorted(p.name for p in copy.iterdir()) == ["__main__.py", "catalog", "runners", "steps"]
     assert len([p for p in copy.rglob("*") if p.is_file()]) == len(job_code.source()[1]) + 1
+
+
+def test_a_killed_copys_leftover_is_swept_once_it_is_hours_old(tmp_path):
+    stale, fresh = (job_code.cache_root() / f".{name}.99.partial" for name in ("old", "new"))
+    for partial in (stale, fresh):
+        (partial / "steps").mkdir(parents=True)
+    os.utime(stale, (time.time() - 7 * 3600,) * 2)
+    job_code.stage(tmp_path)
+    assert fresh.is_dir() and not stale.exists()  # a younger one may still be filling
 
 
 def test_a_copy_that_fails_half_way_leaves_nothing_under_its_name(tmp_path):

@@ -7,9 +7,11 @@ example script); everything else is real: slurmctld/slurmd, sbatch/scontrol/scan
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -256,6 +258,11 @@ def test_over_ssh_our_code_goes_once_under_remote_dir_and_each_job_dir_links_it(
     host, options = sshd
     opts = ", ".join(f'"{o}"' for o in options)
     write_env_toml(work, root, extra=f'host = "{host}"\nssh_options = [{opts}]\n')
+    shared = root / "shared" / "_code"
+    stale, fresh = shared / ".0123.99.partial", shared / ".4567.98.partial"  # killed copies
+    for partial in (stale, fresh):
+        (partial / "steps").mkdir(parents=True)
+    os.utime(stale, (time.time() - 7 * 3600,) * 2)
     jobs = []
     for _ in range(2):
         res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab", "--force")
@@ -263,8 +270,9 @@ def test_over_ssh_our_code_goes_once_under_remote_dir_and_each_job_dir_links_it(
         jobs.append(json.loads(cli("status", "last", "--json").stdout)["job"])
     links = [Path(job["job_dir"], "code") for job in jobs]
     assert jobs[0]["job_dir"] != jobs[1]["job_dir"] and all(p.is_symlink() for p in links)
-    shared = root / "shared" / "_code"
-    assert {p.resolve() for p in links} == {c.resolve() for c in shared.iterdir()}  # one, whole
+    copies = {c.resolve() for c in shared.iterdir() if c != fresh}
+    assert {p.resolve() for p in links} == copies  # one, whole
+    assert fresh.is_dir() and not stale.exists()  # a leftover older than 6 h is swept
     assert (links[0] / "runners" / "chain" / "segment_program.py").is_file()
 
 

@@ -14,6 +14,8 @@ made once in this machine's cache (`$STEPS_CACHE_DIR/nemo-rl-steps/code/FINGERPR
 under a profile's remote_dir (`_code/FINGERPRINT`, at the path the job sees). A run dir's `code`
 links to the first, its job dir's to the second, so a pipeline's stages copy it once and a later
 submit copies nothing. Each copy is written aside and renamed: a FINGERPRINT folder is whole.
+A `.partial` folder older than ABANDONED_MINUTES was left by a killed copy and is removed when
+the next copy is made there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import functools
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -31,6 +34,8 @@ SHARED = "_code"  # under remote_dir: one copy per fingerprint, linked from each
 PACKAGES = ("steps", "runners", "catalog")
 KEEP = (".py", ".toml", ".yaml", ".yml", ".json", ".jsonl", ".md")
 SEGMENT_PROGRAM = "runners/chain/segment_program.py"
+# A copy takes seconds and its rsync is bounded (STEPS_STAGE_SECONDS, 600 s by default).
+ABANDONED_MINUTES = 360
 # What the job's Python must hold (NeMo-RL's image does: vLLM brings msgspec, datasets xxhash).
 NEEDS = ("pydantic", "yaml", "omegaconf", "msgspec", "xxhash", "tqdm")
 MAIN = f'''"""`python3 JOB_DIR/code ARGS`: steps from the copy staged with this job."""
@@ -92,6 +97,7 @@ def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
     partial = final.with_name(f".{final.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)
+    sweep_abandoned(final.parent)
     try:
         fill(partial)
     except BaseException:
@@ -103,6 +109,25 @@ def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
         shutil.rmtree(partial, ignore_errors=True)
         if not final.is_dir():
             raise
+
+
+def sweep_abandoned(folder: Path) -> None:
+    """Remove the `.*.partial` folders in `folder` that killed copies left (older than
+    ABANDONED_MINUTES); one that is younger may still be filling."""
+    cutoff = time.time() - ABANDONED_MINUTES * 60
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(".") and entry.name.endswith(".partial")):
+            continue
+        try:
+            abandoned = entry.stat(follow_symlinks=False).st_mtime < cutoff
+        except OSError:
+            continue
+        if abandoned:
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _copy(dest: Path) -> None:

@@ -296,10 +296,16 @@ class Shell:
         there = shlex.quote(remote)
         if self.run(f"test -d {there}\n", what="test -d").returncode == 0:
             return
+        from runners.launch.job_code import ABANDONED_MINUTES
+
+        parent = shlex.quote(str(Path(remote).parent))
         aside = f"{Path(remote).parent}/.{Path(remote).name}.{os.getpid()}.partial"
         self.copy_dir(local, aside)
         moved = self.run(f"mv -T -- {shlex.quote(aside)} {there} 2>/dev/null || rm -rf -- "
-                         f"{shlex.quote(aside)}\ntest -d {there}\n", what="mv")  # fmt: skip
+                         f"{shlex.quote(aside)}\ntest -d {there} || exit 1\n"
+                         f"find {parent} -maxdepth 1 -name '.*.partial' -mmin "
+                         f"+{ABANDONED_MINUTES} -exec rm -rf -- {{}} + 2>/dev/null\nexit 0\n",
+                         what="mv")  # fmt: skip
         if moved.returncode != 0:
             raise self._stage_failed(remote, f"cannot rename {aside} into place")
 
