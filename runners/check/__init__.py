@@ -7,8 +7,9 @@ generated docs, the registry of codes against the source and the manifests. Each
 `Finding`; nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
-and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml); this one runs them
-over every root.
+and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `config_memo` (a
+step's config findings reused in one process while what they rest on is the same); this one runs
+them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
 runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
 `catalog`.
