@@ -1,9 +1,11 @@
 """The NeMo-RL config: compiled exactly as NeMo-RL's `load_config` and Hydra overrides do.
 
 Owns: `compiler` (defaults chains, overrides, resolvers, file:line of every key), `files`
-(YAML read as OmegaConf reads it, cached), `overrides` (Hydra's override grammar), `overlays`
-(keys only newer NeMo-RL versions read), `values` (plain values for the planner),
-`secret_overrides` (secret override values kept off command lines).
+(YAML read as OmegaConf reads it, cached), `plain_merge` (the chain merged as plain data, as
+OmegaConf merges it), `node_copy` (OmegaConf's nodes built and copied fast), `resolve`
+(to_container's resolution, plain node interpolations looked up), `overrides` (Hydra's
+override grammar), `overlays` (keys only newer NeMo-RL versions read), `values` (plain values
+for the planner), `secret_overrides` (secret override values kept off command lines).
 May import: `runners.rundir`, `runners.secrets`, `catalog`. Everything that reads a config
 (binding, preflight, check, pipelines, launch) comes through here.
 """
