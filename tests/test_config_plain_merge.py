@@ -162,16 +162,22 @@ def test_what_plain_data_cannot_say_is_merged_by_omegaconf(tmp_path: Path, case:
     assert_same_nodes(load_config(path).config, slow)
 
 
-def test_a_list_merged_with_a_mapping_fails_as_omegaconf_fails(tmp_path: Path):
-    path = write(
-        tmp_path, {"base.yaml": "a: [1]\n", "child.yaml": "defaults: base.yaml\na: {b: 1}\n"}
-    )
+@pytest.mark.parametrize(("parent", "child"), [("[1]", "{b: 1}"), ("{b: 1}", "[1]")])
+def test_a_list_and_a_mapping_merged_fail_as_omegaconf_fails_with_the_key_and_line(
+    tmp_path: Path, parent: str, child: str
+):
+    files = {
+        "base.yaml": f"s:\n  a: {parent}\n",
+        "child.yaml": f"defaults: base.yaml\nz: 1\ns:\n  a: {child}\n",
+    }
+    path = write(tmp_path, files)
     with pytest.raises(NotPlain):
         merge_with_override({"a": [1]}, {"a": {"b": 1}})
-    with pytest.raises(Exception) as slow:
-        _load_with_inheritance(path, [], [], plain=False)
-    with pytest.raises(type(slow.value)):
+    with pytest.raises(StepsError) as found:
         load_config(path)
+    err = found.value.finding
+    assert (err.code, err.key, err.path, err.line) == ("E-CONFIG-MERGE", "s.a", str(path), 4)
+    assert "cannot be merged over its parent's value" in str(err)
 
 
 def test_build_config_is_omegaconf_create_for_yaml_data(tmp_path: Path):

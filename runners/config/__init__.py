@@ -2,7 +2,8 @@
 
 Owns: `compiler` (defaults chains, overrides, resolvers, file:line of every key), `files`
 (YAML read as OmegaConf reads it, cached), `plain_merge` (the chain merged as plain data, as
-OmegaConf merges it), `node_copy` (OmegaConf's nodes built and copied fast), `resolve`
+OmegaConf merges it), `omegaconf_merge` (OmegaConf's own merge where plain data cannot
+say, and E-CONFIG-MERGE), `node_copy` (OmegaConf's nodes built and copied fast), `resolve`
 (to_container's resolution, plain node interpolations looked up), `overrides` (Hydra's
 override grammar), `overlays` (keys only newer NeMo-RL versions read), `values` (plain values
 for the planner), `secret_overrides` (secret override values kept off command lines).

@@ -23,7 +23,7 @@ from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
-from runners.config import plain_merge
+from runners.config import omegaconf_merge, plain_merge
 from runners.config.files import ReuseCache, load_yaml_data, load_yaml_file
 from runners.config.node_copy import NotPlain, build_config, copy_config
 from runners.config.plain_merge import is_unsure
@@ -187,27 +187,6 @@ def _defaults_line(path: Path) -> int | None:
     return file_key(path, ["defaults"])[0]
 
 
-def _merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
-    """Upstream `merge_with_override`: only top-level `_override_: true` replaces a section.
-
-    Both configs are fresh loads that only this merge uses, so OmegaConf's `unsafe_merge`
-    (the same merge without copying its inputs first) gives upstream's result faster.
-    """
-    for key in list(child.keys()):
-        node = child._get_node(key)  # no interpolation resolution while merging
-        if (
-            isinstance(node, DictConfig)
-            and not node._is_interpolation()
-            and node.get("_override_", False)
-        ):
-            node.pop("_override_")
-            if key in base:
-                base.pop(key)
-    if len(base) == 0:  # merging into nothing would only copy the child
-        return child
-    return OmegaConf.unsafe_merge(base, child)  # type: ignore[return-value]
-
-
 def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path], plain: bool) -> Any:
     """The merged chain as plain data (`plain_merge`, raising NotPlain where OmegaConf must
     decide) or as a DictConfig merged by OmegaConf; same files, same findings."""
@@ -247,13 +226,13 @@ def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path], p
                 fix="list parent YAML files relative to this file, e.g. `defaults: base.yaml`",
                 exit_code=2,
             )
-        merge = plain_merge.merge_with_override if plain else _merge_with_override
+        merge = plain_merge.merge_with_override if plain else omegaconf_merge.merge_with_override
         base = {} if plain else OmegaConf.create({})
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
             parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain)
-            base = merge(base, parent_cfg)
-        cfg = merge(base, cfg)
+            base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
+        cfg = omegaconf_merge.merged(merge, base, cfg, path)
     sources.append(path)
     return cfg
 
