@@ -37,6 +37,7 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 from runners.launch.observe import log_files, run_progress, scan_logs  # noqa: E402
 from runners.monitor.classify import LogClassifier, diagnose  # noqa: E402
 from runners.monitor.logscan import python_prefilter  # noqa: E402
+from runners.rundir import JobRecord  # noqa: E402
 
 STEP = (
     "\n========================= Step {k}/{m} =========================\n"
@@ -127,7 +128,9 @@ def median_wall(fn, repeat: int, cpu: list[float] | None = None) -> float:
 
 
 def run(cmd: list[str], **kw) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, **kw)
+    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr}")
 
 
 def bench_status(root: Path, repeat: int, lab: dict[str, str], job_id: str) -> None:
@@ -169,10 +172,13 @@ def bench_status(root: Path, repeat: int, lab: dict[str, str], job_id: str) -> N
     (run_dir / "resolved.yaml").write_text(json.dumps(config))
     record = {"step": "rl/nemo_rl/rlvr", "job": jobs[-1], "segments": jobs, "command_cwd": "/"}
     (run_dir / "run.json").write_text(json.dumps(record))
+    # where job records run is read from the user's profile, never from run.json
+    (root / "env.toml").write_text(f'[lab]\nexecutor = "slurm"\nremote_dir = "{shared}"\n')
     data = json.loads((run_dir / "run.json").read_text())
-    progress = run_progress(run_dir, data, jobs)
+    records = [JobRecord.model_validate(job) for job in jobs]
+    progress = run_progress(run_dir, data, records)
     cpu: list[float] = []
-    in_process = median_wall(lambda: run_progress(run_dir, data, jobs), repeat, cpu)
+    in_process = median_wall(lambda: run_progress(run_dir, data, records), repeat, cpu)
     env = {**lab, "PYTHONPATH": str(REPO)}
     cli = [sys.executable, "-m", "steps", "status", str(run_dir)]
     run(cli, env=env, cwd=root)
@@ -197,8 +203,10 @@ def bench_diagnose(root: Path, gb: float, repeat: int) -> None:
     log = job_dir / "7-logs" / "ray-driver.log"
     write_log(log, int(gb * 1e9))
     size = log.stat().st_size
-    job = {"executor": "slurm", "host": None, "job_id": "7", "log_path": str(log)}
-    job["batch_output"] = str(job_dir / "slurm-7.out")
+    job = JobRecord.model_validate(
+        {"executor": "slurm", "host": None, "job_id": "7", "log_path": str(log),
+         "batch_output": str(job_dir / "slurm-7.out")}
+    )  # fmt: skip
 
     def by_grep():
         classifier = LogClassifier()
