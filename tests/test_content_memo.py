@@ -1,6 +1,7 @@
 """Files parsed once per process (`catalog.content_memo`): an edit is always seen, even one that
 keeps the size, inode and mtime (a rewrite within one clock tick), and what a caller gets is its
-own copy."""
+own copy. The one engine's policies: a copy strategy, keeping only what is asked for twice, and
+bounds in entries and bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.content_memo import ContentMemo
+from catalog.content_memo import SHARED, ContentMemo
 from catalog.errors import StepsError
 from catalog.model_errors import file_lines, line_of
 from catalog.patterns import parse_pattern
@@ -153,3 +154,81 @@ def test_a_pattern_rewritten_within_one_mtime_tick_or_checked_against_other_step
     elsewhere.parent.mkdir()
     elsewhere.write_text(path.read_text())
     assert [f.path for f in parse_pattern(elsewhere, {"a/one"})[1]] == [str(elsewhere)]
+
+
+class Counted:
+    """A copy strategy that counts its copies (a deep copy of lists of lists)."""
+
+    def __init__(self) -> None:
+        self.copies = 0
+
+    def __call__(self, value: list) -> list:
+        self.copies += 1
+        return [list(item) for item in value]
+
+
+def test_a_seen_twice_memo_keeps_nothing_for_a_key_asked_once_and_copies_from_the_second_on():
+    made: list[int] = []
+    copy = Counted()
+    memo = ContentMemo(copy=copy, seen_twice=True)
+
+    def make():
+        made.append(1)
+        return [["a"]]
+
+    first = memo.get("k", make)
+    assert (len(made), len(memo), copy.copies) == (1, 0, 0)  # a one-shot command copies nothing
+    second = memo.get("k", make)
+    assert (len(made), len(memo), copy.copies) == (2, 1, 1)  # the pristine copy
+    second[0].append("mutated")
+    third = memo.get("k", make)
+    assert (len(made), copy.copies) == (2, 2) and third == [["a"]] == first
+    assert third is not second and third[0] is not second[0]
+
+
+def test_a_seen_twice_memo_forgets_the_keys_it_saw_once_when_they_reach_eight_times_its_entries():
+    memo = ContentMemo(max_entries=2, copy=list, seen_twice=True)
+    for key in range(16):
+        memo.get(key, lambda: [])
+    memo.get(16, lambda: [])  # the 17th new key: the 16 seen once are forgotten
+    memo.get(0, lambda: [])
+    assert len(memo) == 0
+    memo.get(16, lambda: [])
+    assert len(memo) == 1
+
+
+def test_a_memo_with_a_copy_strategy_is_bounded_by_the_size_its_callers_name():
+    memo = ContentMemo(max_entries=100, max_bytes=4000, copy=list)
+    memo.get("big", lambda: [1], size=1001)  # over a quarter of the bound: never kept
+    assert len(memo) == 0
+    for key in ("a", "b", "c", "d"):
+        memo.get(key, lambda: [1], size=lambda value: 1000)
+    assert len(memo) == 4
+    memo.get("a", lambda: [2])  # a hit: "a" is now the most recently used
+    memo.get("e", lambda: [1], size=1000)  # over 4000 bytes: "b" leaves first
+    assert memo.get("b", lambda: ["made again"]) == ["made again"]
+    assert memo.get("a", lambda: [2]) == [1]
+
+
+def test_a_shared_memo_hands_out_the_kept_value_itself():
+    memo = ContentMemo(copy=SHARED)
+    value = memo.get("k", lambda: {"a": 1})
+    assert memo.get("k", lambda: {"a": 2}) is value
+
+
+@pytest.mark.parametrize("copy", [None, list], ids=["pickled", "copied"])
+def test_a_kept_value_its_caller_finds_stale_is_made_again_and_replaces_the_kept_one(copy):
+    memo = ContentMemo(copy=copy)
+    current = ["v1"]
+
+    def fresh() -> list:
+        return list(current)
+
+    def valid(kept: list) -> bool:
+        return kept == current
+
+    assert memo.get("k", fresh, valid=valid) == ["v1"]
+    current[0] = "v2"  # what the value rests on beyond its key changed
+    assert memo.get("k", fresh, valid=valid) == ["v2"]
+    assert memo.get("k", lambda: ["not made"], valid=valid) == ["v2"]
+    assert len(memo) == 1

@@ -19,12 +19,13 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from catalog.content_memo import ContentMemo
 from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
-from runners.config.files import ReuseCache, load_yaml_data, load_yaml_file
+from runners.config.files import load_yaml_data, load_yaml_file
 from runners.config.node_copy import NotPlain, build_config, copy_config
 from runners.config.plain_merge import is_unsure
 from runners.config.resolve import resolved_container
@@ -253,7 +254,7 @@ def _copy_chain(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> tup
     return kept[0], copy_config(kept[1])
 
 
-_CHAINS = ReuseCache(copy=_copy_chain)
+_CHAINS = ContentMemo(max_entries=128, copy=_copy_chain, seen_twice=True)
 
 
 def load_config(path: str | Path) -> CompiledConfig:
@@ -263,12 +264,21 @@ def load_config(path: str | Path) -> CompiledConfig:
     result while every file of the chain still has the same content.
     """
     key = (str(Path.cwd()), str(path))
-    hit = _CHAINS.get(key)
-    if hit is not None and all(_content(p) == data for p, data in hit[0]):
-        return CompiledConfig(copy_config(hit[1]), [p for p, _ in hit[0]])
+    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path), size=_weight, valid=_same)
+    return CompiledConfig(cfg, [p for p, _ in chain])
+
+
+def _read_chain(path: str | Path) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
     cfg, sources = _load_chain(Path(path))
-    _CHAINS.offer(key, ([(p, _content(p)) for p in sources], cfg))
-    return CompiledConfig(cfg, sources)
+    return [(p, _content(p)) for p in sources], cfg
+
+
+def _weight(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> int:
+    return sum(len(data or b"") for _, data in kept[0])
+
+
+def _same(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> bool:
+    return all(_content(p) == data for p, data in kept[0])
 
 
 def _content(path: Path) -> bytes | None:

@@ -3,50 +3,28 @@
 libyaml does the parsing under OmegaConf's own loader rules (its float syntax, no timestamps,
 duplicate keys rejected), so the data is the same. A process that reads the same content
 again (check, plan, the tests) gets a copy instead of a rebuild; a one-shot command copies
-nothing, because a pristine copy is kept only when a key comes back a second time.
+nothing, because a pristine copy is kept only when a content comes back a second time. Both
+caches are `catalog.content_memo.ContentMemo`s, bounded in entries and bytes.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from catalog.content_memo import SHARED, ContentMemo
 from catalog.yamlfile import parse, read_capped
 from runners.config.node_copy import NotPlain, copy_config
 from runners.config.plain_merge import parses
 
-
-class ReuseCache:
-    """Pristine copies of values asked for more than once (callers copy what they get, with
-    the same `copy`: `node_copy.copy_config`, deepcopy's result, unless told otherwise)."""
-
-    def __init__(self, size: int = 128, copy: Callable[[Any], Any] = copy_config) -> None:
-        self.size = size
-        self.copy = copy
-        self._seen: set[Any] = set()
-        self._kept: dict[Any, Any] = {}
-
-    def get(self, key: Any) -> Any:
-        return self._kept.get(key)
-
-    def offer(self, key: Any, value: Any) -> None:
-        """Keep a copy of `value` if `key` was offered before (a changed value replaces it)."""
-        if key not in self._seen:
-            if len(self._seen) >= 8 * self.size:
-                self._seen.clear()
-            self._seen.add(key)
-            return
-        if len(self._kept) >= self.size:
-            self._kept.clear()
-        self._kept[key] = self.copy(value)
-
-
-_FILES = ReuseCache()
+# Configs: a pristine copy kept once a file's content comes a second time, copied per hit.
+_FILES = ContentMemo(max_entries=128, copy=copy_config, seen_twice=True)
+# Plain data: kept on first sight and handed out as it is (its callers only read it).
+_DATA = ContentMemo(max_entries=256, copy=SHARED)
 
 
 def load_yaml_file(path: Path) -> DictConfig | ListConfig:
@@ -54,20 +32,14 @@ def load_yaml_file(path: Path) -> DictConfig | ListConfig:
     except that a top-level scalar comes back as an empty list for the caller to reject, and
     that the read and the aliases are bounded (`catalog.yamlfile.read_capped`, `check_tree`)."""
     content = read_capped(path)
-    kept = _FILES.get(content)
-    if kept is not None:
-        return _FILES.copy(kept)
+    return _FILES.get(content, lambda: _build(content), size=len(content))
+
+
+def _build(content: bytes) -> DictConfig | ListConfig:
     _, data = parse(content.decode("utf-8"), _omegaconf_loader())
-    cfg = (
-        OmegaConf.create()
-        if data is None
-        else OmegaConf.create(data if isinstance(data, (dict, list)) else [])
-    )
-    _FILES.offer(content, cfg)
-    return cfg
-
-
-_DATA: dict[bytes, Any] = {}
+    if data is None:
+        return OmegaConf.create()
+    return OmegaConf.create(data if isinstance(data, (dict, list)) else [])
 
 
 def load_yaml_data(path: Path) -> Any:
@@ -76,18 +48,16 @@ def load_yaml_data(path: Path) -> Any:
     what `load_yaml_file` raises, and NotPlain for data `build_config` does not take or that
     `OmegaConf.create` would refuse (an interpolation that does not parse)."""
     content = read_capped(path)
-    data = _DATA.get(content)
-    if data is None:
-        _, data = parse(content.decode("utf-8"), _omegaconf_loader())
-        data = {} if data is None else data if isinstance(data, (dict, list)) else []
-        if not _plain(data):
-            data = NotPlain
-        if len(_DATA) >= 256:
-            _DATA.clear()
-        _DATA[content] = data
+    data = _DATA.get(content, lambda: _plain_data(content), size=len(content))
     if data is NotPlain:
         raise NotPlain
     return data
+
+
+def _plain_data(content: bytes) -> Any:
+    _, data = parse(content.decode("utf-8"), _omegaconf_loader())
+    data = {} if data is None else data if isinstance(data, (dict, list)) else []
+    return data if _plain(data) else NotPlain
 
 
 def _plain(value: Any) -> bool:

@@ -1,6 +1,6 @@
 """`copy.deepcopy` of an OmegaConf config, an order of magnitude faster.
 
-Configs kept for reuse (`files.ReuseCache`, the compiler's chains) are handed out as copies,
+Configs kept for reuse (`files`, the compiler's chains: `ContentMemo`s) are handed out as copies,
 and `copy.deepcopy` of a NeMo-RL-sized DictConfig costs ~10 ms: generic copying of every
 node's metadata dataclass. This builds the same objects OmegaConf's own `__deepcopy__`
 methods build (same classes, same `__dict__` entries: metadata copied, values shared,
