@@ -51,6 +51,7 @@ def main() -> int:
             if k not in ("PYTHONDONTWRITEBYTECODE", "STEPS_PATH", "NEMO_RL_HOME")
         }
         env["PYTHONPATH"] = str(REPO)
+        env["TORCH_CUDA_ARCH_LIST"] = "9.0"  # as NeMo-RL's container sets it (E-MEGATRON-ARCH-LIST)
         cmd = [
             sys.executable,
             "-m",
