@@ -8,7 +8,7 @@ the environment variables the files read with `${oc.env:VAR}`: whether each is s
 where it sits inside another interpolation (the whole environment when a file names a variable
 in a way not read here). Paths are kept relative to the step folder, so a copy of the step
 elsewhere reuses them; a step whose files or findings leave its folder, or whose config does not
-load, is not kept.
+load, is not kept (`Unkept`). Kept in the tree's one memo engine, `catalog.content_memo`.
 """
 
 from __future__ import annotations
@@ -16,18 +16,45 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from catalog.content_memo import SHARED, ContentMemo, Unkept
 from catalog.errors import Finding
 from runners.check.step_under_check import StepUnderCheck
 
-MAX_KEPT = 64
 # `${oc.env:VAR}` or `${oc.env:VAR,default}` with a plain default: its value is a string that
 # nothing else reads unless the interpolation sits inside another one.
 _ENV = re.compile(rb"\$\{\s*oc\.env\s*:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,[^${}\n]*)?\}")
-_KEPT: OrderedDict[tuple, tuple[tuple, tuple, tuple[Finding, ...]]] = OrderedDict()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Findings:
+    """A step's config findings and what they rest on beyond the key: the bytes of every file
+    of the chains and the environment those files see. Kept ones have `chains` and paths
+    relative to the step folder; unkept ones (`chains` None) their paths as found."""
+
+    findings: tuple[Finding, ...]
+    chains: tuple | None = None
+    env: tuple = ()
+
+    def still_true(self, home: Path) -> bool:
+        """Whether the files and environment under `home` are still what the findings saw."""
+        return (
+            self.chains is not None
+            and _same_files(home, self.chains)
+            and _env_key([data for _, data in self.chains]) == self.env
+        )
+
+    def at(self, home: Path) -> list[Finding]:
+        """The findings with their paths under `home`."""
+        if self.chains is None:
+            return list(self.findings)
+        return [_under(f, str(home)) for f in self.findings]
+
+
+# frozen records, rebased into new findings on every hit: nothing to copy
+_KEPT = ContentMemo(max_entries=64, copy=SHARED)
 
 
 def reused_findings(s: StepUnderCheck, compute: Callable[[], list[Finding]]) -> list[Finding]:
@@ -38,25 +65,25 @@ def reused_findings(s: StepUnderCheck, compute: Callable[[], list[Finding]]) -> 
     register_resolvers()  # before the environment is read: it may set STEPS_HOME
     home = s.entry.dir
     key = _key(s) if home.is_absolute() else None
-    kept = _KEPT.get(key) if key is not None else None
-    if kept is not None:
-        chains, env, relative = kept
-        if _same_files(home, chains) and _env_key([data for _, data in chains]) == env:
-            _KEPT.move_to_end(key)
-            return [_rebase(f, "", str(home)) for f in relative]
-    findings = compute()
-    chains = _chains(home, s.sources)
-    if key is None or chains is None:
-        return findings
-    relative = [_rebase(f, str(home), "") for f in findings]
-    if any(
-        r is None or _rebase(r, "", str(home)) != f for r, f in zip(relative, findings, strict=True)
-    ):
-        return findings  # a path or a text that does not move with the folder
-    _KEPT[key] = (chains, _env_key([data for _, data in chains]), tuple(relative))
-    while len(_KEPT) > MAX_KEPT:
-        _KEPT.popitem(last=False)
-    return findings
+    if key is None:
+        return compute()
+
+    def make() -> _Findings | Unkept[_Findings]:
+        findings = compute()
+        unkept = Unkept(_Findings(tuple(findings)))
+        chains = _chains(home, s.sources)
+        relative = _relative(findings, str(home))
+        if chains is None or relative is None:
+            return unkept
+        return _Findings(relative, chains, _env_key([data for _, data in chains]))
+
+    held = len(key[0]) + sum(len(data) for _, data in key[1])  # the key's own bytes
+
+    def size(kept: _Findings) -> int:
+        return held + sum(len(data) for _, data in kept.chains or ())
+
+    kept = _KEPT.get(key, make, size=size, valid=lambda r: r.still_true(home))
+    return kept.at(home)
 
 
 def _key(s: StepUnderCheck) -> tuple | None:
@@ -130,17 +157,25 @@ def _depth(text: bytes, start: int, end: int, depth: int) -> int:
     return depth
 
 
-def _rebase(f: Finding, old: str, new: str) -> Finding | None:
-    """The finding with its path moved from under `old` to under `new` (None when it is not
-    under `old`, or names `old` in its text)."""
-    if old and any(old in (t or "") for t in (f.message, f.fix, f.key)):
-        return None
-    path = f.path
-    if path is not None and old:
-        rel = os.path.relpath(path, old)
-        if not os.path.isabs(path) or rel.startswith(".."):
+def _relative(findings: list[Finding], home: str) -> tuple[Finding, ...] | None:
+    """The findings with their paths relative to `home` (None when one is not under it, or
+    names it in its text: it would not move with a copy of the folder)."""
+    out = []
+    for f in findings:
+        if any(home in (t or "") for t in (f.message, f.fix, f.key)):
             return None
-        path = rel
-    elif path is not None:
-        path = os.path.join(new, path)
-    return dataclasses.replace(f, path=path)
+        path = f.path
+        if path is not None:
+            path = os.path.relpath(path, home)
+            if not os.path.isabs(f.path or "") or path.startswith(".."):
+                return None
+        moved = dataclasses.replace(f, path=path)
+        if _under(moved, home) != f:
+            return None
+        out.append(moved)
+    return tuple(out)
+
+
+def _under(f: Finding, home: str) -> Finding:
+    """The finding with its relative path joined under `home`."""
+    return f if f.path is None else dataclasses.replace(f, path=os.path.join(home, f.path))
