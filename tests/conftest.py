@@ -117,9 +117,15 @@ def _unshimmed(folder: Path, path: str) -> str:
     found = shutil.which("python3", path=path)
     if found is None or "shims" not in Path(found).parts:
         return path
-    real = subprocess.run(
-        [found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True
-    ).stdout.strip()
+    try:
+        real = subprocess.run(
+            [found, "-c", "import sys; print(sys.executable)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return path
     if not real or not Path(real).is_file():
         return path
     folder.mkdir()
