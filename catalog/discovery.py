@@ -21,7 +21,7 @@ BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "steps"
 STEPS_PATH_VAR = "STEPS_PATH"
 CACHE_VAR = "STEPS_CACHE_DIR"
 MANIFEST = "step.toml"
-CACHE_FORMAT = 1  # bump when the cached data's shape changes
+CACHE_FORMAT = 2  # bump when the cached data's shape changes (2: a file per catalog root)
 
 
 class StepEntry:
@@ -94,22 +94,29 @@ def _manifest_dirs(root: Path) -> Iterable[Path]:
             yield Path(dirpath)
 
 
-def _cache_file() -> Path:
+def _cache_file(root: Path) -> Path:
+    """One file per catalog root, so a `list` reads only its own roots' manifests (a shared
+    file grew with every catalog copy ever listed on the machine)."""
+    import zlib
+
     base = os.environ.get(CACHE_VAR) or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-v{CACHE_FORMAT}.json"
+    name = f"{zlib.crc32(str(root).encode()):08x}-{root.name or 'root'}.json"
+    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-v{CACHE_FORMAT}" / name
 
 
 class _ManifestCache:
-    """Parsed manifests keyed by path and [mtime_ns, size, inode]; a stale entry is re-parsed.
+    """Parsed manifests of one catalog root keyed by path and [mtime_ns, size, inode]; a stale
+    entry is re-parsed. Entries are keyed by full path, so two roots sharing a file name (a
+    crc32 collision) only share a file.
 
     JSON, so any interpreter can read what another wrote; a manifest JSON cannot hold exactly
     (a TOML datetime) is simply not cached.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path) -> None:
         import json
 
-        self.path = _cache_file()
+        self.path = _cache_file(root)
         self.dirty = False
         try:
             doc = json.loads(self.path.read_bytes())
@@ -188,8 +195,8 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
     roots = list(roots)
     require_roots(roots)
     entries: list[StepEntry] = []
-    cache = _ManifestCache()
     for root in roots:
+        cache = _ManifestCache(root)
         for d in _manifest_dirs(root):
             error = None
             try:
@@ -206,7 +213,7 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
                 root
             ).as_posix()
             entries.append(StepEntry(str(step_id), d, root, data, error))
-    cache.save()
+        cache.save()
     entries.sort(key=lambda e: e.id)
     return entries
 

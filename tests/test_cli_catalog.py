@@ -213,20 +213,39 @@ def test_edited_manifest_is_reread_despite_the_cache(tmp_path, capsys):
     assert "Edited." in second and "A user step." not in second
 
 
+def _root_cache(sandbox: Path, root: Path) -> Path:
+    """The one manifest cache file that holds `root`'s manifests, and only those."""
+    found = []
+    for cache in (sandbox / "steps-cache").rglob("manifests-*/*.json"):
+        keys = json.loads(cache.read_text(encoding="utf-8"))["entries"]
+        if keys and all(key.startswith(f"{root}/") for key in keys):
+            found.append(cache)
+    (cache,) = found
+    return cache
+
+
 def test_the_manifest_cache_is_json_any_interpreter_can_read(tmp_path, capsys, sandbox):
     root = _extra_root(tmp_path, "mine/thing")
     steps_cli(capsys, "list", "--catalog", str(root))
-    (cache,) = (sandbox / "steps-cache").rglob("manifests-*")
+    cache = _root_cache(sandbox, root)
     doc = json.loads(cache.read_text(encoding="utf-8"))
     entry = doc["entries"][str(root / "mine/thing/step.toml")]
     assert entry[1]["step"]["description"] == "A user step."
     assert not list(cache.parent.glob("*.marshal"))
 
 
+def test_each_catalog_root_has_its_own_manifest_cache(tmp_path, capsys, sandbox):
+    """`list` reads only the caches of the roots it lists, however many were listed before."""
+    roots = [_extra_root(tmp_path / name, "mine/thing") for name in ("a", "b")]
+    for root in roots:
+        steps_cli(capsys, "list", "--catalog", str(root))
+    assert len({_root_cache(sandbox, root) for root in roots}) == 2
+
+
 def test_a_corrupt_cache_is_ignored_and_rewritten(tmp_path, capsys, sandbox):
     root = _extra_root(tmp_path, "mine/thing")
     steps_cli(capsys, "list", "--catalog", str(root))
-    (cache,) = (sandbox / "steps-cache").rglob("manifests-*")
+    cache = _root_cache(sandbox, root)
     cache.write_bytes(b"\x00not json")
     assert "mine/thing" in listed(capsys, "--catalog", str(root))
     assert json.loads(cache.read_text(encoding="utf-8"))["entries"]
