@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_gym_rows import DATA_DIR
+
 from catalog.file_digest import SHA256, XXH3, file_digests
 from runners.digest import DigestMemo
 
@@ -58,7 +61,7 @@ def drop_pages(path: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1000)
-    parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
+    parser.add_argument("--data", default=str(DATA_DIR))
     args = parser.parse_args()
     path = Path(args.data) / f"identity-{args.size_mb}mb.bin"
     make_input(path, args.size_mb)

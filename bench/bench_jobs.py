@@ -30,8 +30,16 @@ from slurm_lab import REPO, slurm_lab
 TARGET_S = 2.0
 
 
-def write_runs(work: Path, env: dict, hosts: list[tuple[str | None, list[str]]], n: int) -> None:
-    """n held jobs, their run dirs spread over `hosts` (each a host and its ssh options)."""
+def write_runs(
+    work: Path, env: dict, hosts: list[tuple[str, str | None, list[str]]], n: int
+) -> None:
+    """n held jobs, their run dirs spread over `hosts` (each a profile, its host and ssh options)
+    and an env.toml of those profiles in `work` (a record is located by its profile)."""
+    profiles = [f'[{name}]\nexecutor = "slurm"\nremote_dir = "{work}"\n'
+                + (f"host = {json.dumps(host)}\nssh_options = {json.dumps(opts)}\n" if host else "")
+                for name, host, opts in hosts]  # fmt: skip
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "env.toml").write_text("\n".join(profiles), encoding="utf-8")
     for i in range(n):
         name = f"steps-bench-{i:03d}"
         out = subprocess.run(
@@ -39,11 +47,11 @@ def write_runs(work: Path, env: dict, hosts: list[tuple[str | None, list[str]]],
             env=env, capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         job_id = out.strip().split(";")[0]
-        host, options = hosts[i % len(hosts)]
+        profile, host, options = hosts[i % len(hosts)]
         run_dir = work / "runs" / "bench" / f"20260101T000000Z-{i:08d}"
         run_dir.mkdir(parents=True)
         job = {
-            "executor": "slurm", "profile": "lab", "host": host, "ssh_options": options,
+            "executor": "slurm", "profile": profile, "host": host, "ssh_options": options,
             "remote_dir": str(work), "job_id": job_id, "job_name": name,
             "job_dir": str(run_dir), "log_path": f"{run_dir}/slurm-{job_id}.out",
             "batch_output": f"{run_dir}/slurm-{job_id}.out",
@@ -68,6 +76,7 @@ def main() -> int:
 
     from runners.launch.backends import backend_for_job
     from runners.launch.jobs import job_runs, refresh_all
+    from runners.launch.records import job_of
 
     with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
         root = Path(tmp)
@@ -77,16 +86,17 @@ def main() -> int:
         try:
             host, options, pid_file = start_sshd(root / "sshd", conf)
             work = root / "work"
-            write_runs(work, {**os.environ}, [(None, []), (host, options)], args.runs)
-            runs = job_runs(work / "runs")
+            write_runs(work, {**os.environ}, [("lab", None, []), ("ssh", host, options)], args.runs)
+            runs = job_runs(work / "runs", cwd=work)
             assert len(runs) == args.runs
 
             def serial() -> None:
-                for _, data in runs:
-                    backend_for_job(data["job"]).refresh(dict(data["job"]))
+                for run_dir, data in runs:
+                    job = job_of(data, run_dir)
+                    backend_for_job(job).refresh(job)
 
             def concurrent() -> None:
-                states = {j["state"] for j in refresh_all(runs)}
+                states = {j.state for j in refresh_all(runs)}
                 assert states == {"PENDING"}, states
 
             cli = [sys.executable, "-m", "steps", "jobs"]

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from gen_gym_rows import DATA_DIR as DATA
 from gen_gym_rows import generate
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "bench" / ".data"
 WALL_TARGET = 1.5
 RSS_TARGET_MB = 300
 

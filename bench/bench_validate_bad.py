@@ -19,13 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).parent / ".data"
+sys.path.insert(0, str(Path(__file__).parent))
+from gen_gym_rows import DATA_DIR as DATA
+
 GOOD = b'{"a": 1}\n'
 BAD = (b"x\n", b'{"a": 1\n', b'{"a": }\n')
 
 
 def generate(lines: int) -> tuple[Path, Path]:
-    DATA.mkdir(exist_ok=True)
+    DATA.mkdir(parents=True, exist_ok=True)
     good, bad = DATA / f"good_{lines}.jsonl", DATA / f"bad_{lines}.jsonl"
     if not good.exists():
         good.write_bytes(GOOD * lines)

@@ -1,4 +1,5 @@
-"""Generate realistic NeMo-Gym JSONL for the validate benchmark (cached under bench/.data).
+"""Generate realistic NeMo-Gym JSONL for the validate benchmark (cached under bench/.data, or
+$BENCH_DATA: bench/smoke.py points it at a temporary folder).
 
 Rows look like the Nano-v3 RL blend: a system prompt, multi-turn user/assistant messages,
 some with function_call / function_call_output / reasoning items, flat function tools, an
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 from pathlib import Path
 
 from catalog.atomic_write import open_atomic
 
-DATA_DIR = Path(__file__).parent / ".data"
+DATA_DIR = Path(os.environ.get("BENCH_DATA") or Path(__file__).parent / ".data")
 AGENTS = (
     "math_with_judge_simple_agent",
     "code_gen_simple_agent",
