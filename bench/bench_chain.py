@@ -25,6 +25,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from abort import abort
 from slurm_lab import REPO, slurm_lab, stand_in_nemo_rl, steps_env
 
 START, END = "@@steps-segment-start", "@@steps-segment-end"
@@ -42,7 +43,7 @@ def wait_file(path: Path, timeout: float = 60) -> str:
         if path.exists() and path.read_text().strip():
             return path.read_text()
         time.sleep(0.05)
-    sys.exit(f"no {path} within {timeout} s")
+    abort(f"no {path} within {timeout} s")
 
 
 def slurm_gap(env: dict, out: Path, n: int) -> tuple[list[float], list[float]]:
@@ -74,7 +75,7 @@ def run_chain(env: dict, root: Path, work: Path, segments: int) -> tuple[list[fl
     argv += ["--until-done", f"dpo.max_num_steps={4 * segments}", "checkpointing.save_period=1000"]
     proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"submit failed: {proc.stderr[-3000:]}")
+        abort(f"submit failed: {proc.stderr[-3000:]}")
     job_dir = next((root / "shared" / "rl" / "nemo_rl" / "dpo").iterdir())
     end = time.monotonic() + 60 * segments
     chain: dict = {}
@@ -87,7 +88,7 @@ def run_chain(env: dict, root: Path, work: Path, segments: int) -> tuple[list[fl
             break
         time.sleep(0.2)
     if chain.get("state") != "done":
-        sys.exit(f"the chain did not finish: {chain.get('state')} {chain.get('reason')}")
+        abort(f"the chain did not finish: {chain.get('state')} {chain.get('reason')}")
     marks: list[tuple[float, float]] = []
     decide: list[float] = []
     for seg in chain["segments"]:

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 LIST_TARGET = 1.5
 CHECK_TARGET_S = 2.0
@@ -30,10 +32,12 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     """(wall, CPU = user + sys) seconds of one run of `cmd`, CPU from the kernel's accounting."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
-        cmd, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-    )
+    proc = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, check=False)
     wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        abort(
+            f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.decode()[-3000:]}"
+        )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 

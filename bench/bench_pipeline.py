@@ -21,11 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 PLAN_TARGET_S = 0.3
 RERUN_TARGET_S = 1.0
 CLUSTER_TARGET_S = 1.0  # issue 32: a three-stage cluster pipeline's overhead over bare sbatch
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STEPS_PATH")}
+ENV["TORCH_CUDA_ARCH_LIST"] = "9.0"  # as NeMo-RL's container sets it (E-MEGATRON-ARCH-LIST)
 
 
 def twenty_stages(path: Path) -> Path:
@@ -104,8 +107,7 @@ def cluster(repeat: int) -> int:
         for _ in range(repeat):
             t, proc = wall(ours(), env, work)
             if proc.returncode != 0 or "3 of 3 stages queued" not in proc.stdout:
-                print(proc.stdout[-3000:], proc.stderr[-2000:])
-                return 1
+                abort(f"pipeline run --batch failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
             steps_t.append(t)
             bare_t.append(bare())
     a, b = statistics.median(steps_t), statistics.median(bare_t)
@@ -151,7 +153,9 @@ def main() -> int:
             tmp_path,
         )
         stages = sum(1 for ln in proc.stdout.splitlines() if re.match(r"^\s+\d+\. ", ln))
-        ok = proc.returncode == 0 and stages == 20 and t < PLAN_TARGET_S
+        if proc.returncode != 0 or stages != 20:
+            abort(f"plan: exit {proc.returncode}, {stages} of 20 stages:\n{proc.stderr[-3000:]}")
+        ok = t < PLAN_TARGET_S
         failed |= not ok
         print(
             f"plan, {stages} stages        {t * 1000:7.1f} ms  (python -c pass {t0 * 1000:.1f} ms, "
@@ -178,12 +182,13 @@ def main() -> int:
         ]
         first, proc = wall(cmd, env, tmp_path)
         if proc.returncode != 0:
-            print(proc.stdout[-2000:], proc.stderr[-2000:])
-            return 1
+            abort(f"pipeline run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         t, t0, proc = median_pair(cmd, base, args.repeat, env, tmp_path)
         cached = proc.stdout.count(": cached (")
         trainings = len(log.read_text().splitlines())
-        ok = proc.returncode == 0 and cached == 3 and trainings == 1 and t < RERUN_TARGET_S
+        if proc.returncode != 0 or cached != 3 or trainings != 1:
+            abort(f"re-run: exit {proc.returncode}, {cached}/3 cached, step work {trainings - 1}")
+        ok = t < RERUN_TARGET_S
         failed |= not ok
         print(
             f"re-run, completed       {t * 1000:7.1f} ms  (python -c pass {t0 * 1000:.1f} ms, "

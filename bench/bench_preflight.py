@@ -18,11 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0
 STEP = "rl/nemo_rl/rlhf"
 CONFIG = "default"
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STEPS_PATH")}
+ENV["TORCH_CUDA_ARCH_LIST"] = "9.0"  # as NeMo-RL's container sets it (E-MEGATRON-ARCH-LIST)
 AGENT = "genrm_simple_agent"
 
 
@@ -60,7 +63,9 @@ def make_inputs(tmp: Path, rows: int) -> tuple[Path, Path, Path]:
 
 def wall(cmd: list[str]) -> tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, check=False)
+    proc = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:  # a finding stops the run: not the path this bench times
+        abort(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-3000:]}")
     return time.perf_counter() - start, proc.returncode
 
 

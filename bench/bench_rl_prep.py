@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from abort import abort
 from gen_gym_rows import DATA_DIR as DATA
 from gen_gym_rows import generate
 
@@ -44,7 +45,7 @@ def run_measured(cmd: list[str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode != 0:
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err}")
+        abort(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err}")
     rss_kb = usage.ru_maxrss  # kilobytes on Linux
     return wall, rss_kb / 1024
 

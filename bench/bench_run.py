@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0
 
@@ -25,7 +27,7 @@ def wall(cmd: list[str], env: dict, cwd: Path) -> float:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0,):
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+        abort(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
     return elapsed
 
 

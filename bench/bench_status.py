@@ -34,6 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
+from abort import abort  # noqa: E402
+
 from runners.launch.observe import log_files, run_progress, scan_logs  # noqa: E402
 from runners.monitor.classify import LogClassifier, diagnose  # noqa: E402
 from runners.monitor.logscan import python_prefilter  # noqa: E402
@@ -130,7 +132,7 @@ def median_wall(fn, repeat: int, cpu: list[float] | None = None) -> float:
 def run(cmd: list[str], **kw) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr}")
+        abort(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr}")
 
 
 def bench_status(root: Path, repeat: int, lab: dict[str, str], job_id: str) -> None:
@@ -243,8 +245,9 @@ def bench_diagnose(root: Path, gb: float, repeat: int) -> None:
         ("wc -l", wc, cpu[0]),
         ("python `for line in file`", loop, cpu[1]),
     ):
+        per_cpu = f"{mb / cpus:8.0f}" if cpus else f"{'-':>8}"  # under the clock tick: small logs
         print(
-            f"  {name:<36} {secs:6.2f} s {mb / secs:7.0f}  {cpus:6.2f} {mb / cpus:8.0f}  "
+            f"  {name:<36} {secs:6.2f} s {mb / secs:7.0f}  {cpus:6.2f} {per_cpu}  "
             f"{secs / wc:5.2f}x wc -l, {secs / loop:5.2f}x the line loop"
         )
     print("  target: >= 300 MB/s on one core")

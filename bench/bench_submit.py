@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from abort import abort
 from slurm_lab import REPO, slurm_lab, stand_in_nemo_rl, steps_env
 
 TARGET_S = 0.5
@@ -29,7 +30,7 @@ def wall(cmd: list[str], env: dict, cwd: Path) -> float:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+        abort(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return elapsed
 
 

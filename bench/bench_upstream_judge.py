@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "upstream_standin" / "nemo_rl"
 SCRIPTS = ("examples/run_dpo.py", "examples/run_grpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py")
@@ -30,9 +32,9 @@ def wall(cmd: list[str], env: dict, cwd: Path) -> float:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):  # 1: findings (a real checkout's environment may have some)
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+        abort(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
     if "W-UPSTREAM-JUDGE" in proc.stdout:
-        sys.exit(f"the upstream judge did not finish:\n{proc.stdout}")
+        abort(f"the upstream judge did not finish:\n{proc.stdout}")
     return elapsed
 
 

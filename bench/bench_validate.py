@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from abort import abort
 from gen_gym_rows import generate
 
 
@@ -50,7 +51,7 @@ def run_validate(path: Path, extra: tuple[str, ...] = ()) -> tuple[float, float,
     wall = time.perf_counter() - t
     rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode != 0:
-        print(proc.stdout[-2000:], proc.stderr[-2000:], sep="\n")
+        abort(f"validate failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return wall, rss_kb / 1024, proc.returncode
 
 

@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from abort import abort
 from gen_gym_rows import DATA_DIR as DATA
 
 GOOD = b'{"a": 1}\n'
+EXPECTED = {"good": 0, "bad": 1}  # validate's exit: no findings / findings
 BAD = (b"x\n", b'{"a": 1\n', b'{"a": }\n')
 
 
@@ -55,6 +57,10 @@ def main() -> None:
     timings = {}
     for name, path in (("good", good), ("bad", bad)):
         runs = [run_validate(path, args.type) for _ in range(args.repeat)]
+        if {rc for _, rc in runs} != {EXPECTED[name]}:
+            abort(
+                f"validate of the {name} rows: exit {[rc for _, rc in runs]}, not {EXPECTED[name]}"
+            )
         wall = min(r[0] for r in runs)
         timings[name] = wall
         size = path.stat().st_size / 1e6

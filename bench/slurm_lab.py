@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from abort import abort
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
@@ -20,7 +22,7 @@ def slurm_lab(root: Path, **knobs: str) -> Iterator[dict[str, str]]:
     """The lab under root/slurm (one fake GPU; `knobs` are SLURM_LAB_* settings); yields the
     environment its clients need (SLURM_CONF set). Exits with the reason when Slurm is missing."""
     if shutil.which("slurmctld") is None:
-        sys.exit("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
+        abort("Slurm is not installed: apt-get install slurmctld slurmd slurm-client")
     from cluster_fixtures import lab_down, lab_up
 
     env = lab_up(root / "slurm", **{"SLURM_LAB_GPUS": "1", **knobs})
