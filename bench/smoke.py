@@ -15,14 +15,16 @@ slurmd and sbatch are installed, else they are reported as skipped with the reas
 `bench_*.py` without a SMOKE entry is a crash too, so a new bench cannot be left out.
 Not run: gpu_smoke.sh and oracle_cpu.* (a GPU, the network, a real NeMo-RL).
 
-Exit 1 naming each crashed bench, 0 otherwise. ~60-90 s on 2 cores with Slurm (.ci/run runs it).
+Exit 1 naming each crashed bench, 0 otherwise. ~50 s on 2 cores with Slurm (.ci/run runs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -75,6 +77,19 @@ def crash_reason(smoke: Smoke, rc: int, stderr: str) -> str | None:
     return f"exit {rc}"
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """End a bench past its timeout: SIGINT first, so its `finally` blocks take the Slurm lab
+    and sshd down, then SIGKILL to its process group."""
+    for sig, grace in ((signal.SIGINT, 20), (signal.SIGKILL, 5)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.communicate(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_one(name: str, smoke: Smoke, tmp: Path, timeout: float) -> tuple[str, float, str]:
     """(verdict, seconds, detail) of one bench run in its own folder under tmp."""
     if smoke.slurm and (missing := [t for t in SLURM_TOOLS if shutil.which(t) is None]):
@@ -84,17 +99,20 @@ def run_one(name: str, smoke: Smoke, tmp: Path, timeout: float) -> tuple[str, fl
     env = {**os.environ, "TMPDIR": str(work), "BENCH_DATA": str(work / "data")}
     cmd = [sys.executable, str(BENCH / smoke.script), *smoke.args]
     start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=work, env=env, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
     try:
-        proc = subprocess.run(
-            cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "crashed", time.perf_counter() - start, f"timeout after {timeout:.0f} s"
+        stop(proc)
+        return "crashed", time.perf_counter() - start, f"timeout after {timeout:g} s"
     seconds = time.perf_counter() - start
-    reason = crash_reason(smoke, proc.returncode, proc.stderr)
+    reason = crash_reason(smoke, proc.returncode, err)
     if reason is None:
         return "ok", seconds, ""
-    tail = (proc.stdout[-1500:] + "\n" + proc.stderr[-3000:]).strip()
+    tail = (out[-1500:] + "\n" + err[-3000:]).strip()
     return "crashed", seconds, f"{reason}\n{tail}"
 
 
@@ -105,7 +123,9 @@ def main() -> int:
     args = p.parse_args()
     unlisted = sorted({f.stem for f in BENCH.glob("bench_*.py")} - SMOKE.keys())
     names = args.only or list(SMOKE)
-    crashed = [f"{u} (no SMOKE entry in bench/smoke.py)" for u in unlisted if not args.only]
+    crashed = [] if args.only else [f"{u} (no SMOKE entry in bench/smoke.py)" for u in unlisted]
+    for line in crashed:
+        print(f"{line.split()[0]:<26} {0:6.1f} s  crashed: no SMOKE entry in bench/smoke.py")
     total = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-smoke-") as tmp:
         for name in names:
