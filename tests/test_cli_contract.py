@@ -157,11 +157,23 @@ HELP = "a command with a bug"
 def add_arguments(parser):
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--interrupt", action="store_true")
+    parser.add_argument("--wrapped-interrupt", action="store_true")
+    parser.add_argument("--string-interrupt", action="store_true")
+
+
+class Named:
+    def __set_name__(self, owner, name):
+        raise KeyboardInterrupt  # Ctrl-C while an import builds a class
 
 
 def run(args):
     if args.interrupt:
         raise KeyboardInterrupt
+    if args.wrapped_interrupt:  # Python wraps what __set_name__ raises in a RuntimeError
+        type("Model", (), {"field": Named()})
+    if args.string_interrupt:  # through code compiled from a string, as dataclasses' methods
+        import catalog.errors, runners.monitor.terminal  # what reporting it imports: no exec after
+        exec("raise KeyboardInterrupt")
     return {}["planted bug"]
 """
 
@@ -200,10 +212,28 @@ def test_an_internal_error_with_json_is_the_one_document(crashing, capsys):
     assert doc["findings"][0]["code"] == "E-INTERNAL"
 
 
-def test_ctrl_c_exits_130(crashing, capsys):
-    code, out, err = cli(capsys, crashing, "--interrupt")
+@pytest.mark.parametrize("how", ["--interrupt", "--wrapped-interrupt"])
+def test_ctrl_c_exits_130(crashing, capsys, how):
+    code, out, err = cli(capsys, crashing, how)
     assert (code, out) == (EXIT_INTERRUPTED, "")
-    assert "interrupted" in err and "Traceback" not in err
+    assert "interrupted" in err and "Traceback" not in err and "E-INTERNAL" not in err
+
+
+def test_ctrl_c_through_code_compiled_from_a_string_exits_130_not_killed_by_sigint(
+    crashing, tmp_path
+):
+    """CPython marks a KeyboardInterrupt that left string-compiled code as unhandled and, at
+    the exit of `python -m`, kills itself with SIGINT (-2) though main() returned 130."""
+    (tmp_path / "sitecustomize.py").write_text(  # the planted command, in the child too
+        "from steps.cli import COMMANDS\nCOMMANDS['crash'] = 'crashing_cmd'\n", encoding="utf-8"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    res = subprocess.run(
+        [sys.executable, "-m", "steps", "crash", "--string-interrupt"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == EXIT_INTERRUPTED, (res.returncode, res.stderr)
+    assert "E-INTERRUPTED" in res.stderr
 
 
 # --- unreadable files (root reads everything: drop CAP_DAC_OVERRIDE in a child) -----------

@@ -133,10 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(_usage_finding(exc), 2, only, as_json, before, exc.parser)
     except KeyboardInterrupt:
-        from catalog.errors import Finding
-
-        finding = Finding("E-INTERRUPTED", "interrupted (Ctrl-C)")
-        return _fail(finding, 130, only, as_json, before)
+        return _interrupted(only, as_json, before)
     except BrokenPipeError:
         _silence_stdout()
         return 0
@@ -145,7 +142,28 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, StepsError):
             return _fail(exc.finding, exc.exit_code, only, as_json, before)
+        if _caused_by_interrupt(exc):
+            return _interrupted(only, as_json, before)
         return _internal_error(exc, only or (argv[0] if argv else None), as_json, before, debug)
+
+
+def _interrupted(command, as_json: bool, before: int) -> int:
+    from catalog.errors import Finding
+
+    return _fail(Finding("E-INTERRUPTED", "interrupted (Ctrl-C)"), 130, command, as_json, before)
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """A Ctrl-C that Python wrapped in another error (what `__set_name__` raises while an
+    import builds a class becomes a RuntimeError) is still an interrupt, not a bug of ours."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _usage_finding(exc: UsageError):
