@@ -150,7 +150,18 @@ def main(argv: list[str] | None = None) -> int:
 def _interrupted(command, as_json: bool, before: int) -> int:
     from catalog.errors import Finding
 
-    return _fail(Finding("E-INTERRUPTED", "interrupted (Ctrl-C)"), 130, command, as_json, before)
+    code = _fail(Finding("E-INTERRUPTED", "interrupted (Ctrl-C)"), 130, command, as_json, before)
+    clear_interrupt_mark()
+    return code
+
+
+def clear_interrupt_mark() -> None:
+    """After a handled Ctrl-C: a KeyboardInterrupt that passed through code CPython compiled
+    from a string (dataclasses and namedtuple build their methods so, e.g. in an import under
+    way) leaves CPython's "unhandled KeyboardInterrupt" mark set, and at the exit of `python
+    -m` CPython then kills itself with SIGINT instead of exiting 130. Running a string clears
+    the mark (pythonrun.c, run_eval_code_obj)."""
+    exec("pass")
 
 
 def _caused_by_interrupt(exc: BaseException) -> bool:

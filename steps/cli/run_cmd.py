@@ -238,5 +238,8 @@ def main_for_step(step_dir: Path, argv: list[str]) -> int:
         print(exc.finding.render(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        from steps.cli import clear_interrupt_mark
+
         print("interrupted", file=sys.stderr)
+        clear_interrupt_mark()
         return 130
