@@ -12,9 +12,7 @@ itself, for callers that only read. Either way callers may mutate what they get.
 `seen_twice=True` keeps a value only when its key comes a second time, so a one-shot command
 that reads each file once copies nothing. The memo is bounded in entries and in bytes (the
 pickle's length plus the `size` a caller names, the content's length); the least recently
-used entry leaves first and a value over a quarter of the bytes is never kept. A `make` that
-finds its result rests on more than the key can hold returns it wrapped in `Unkept`: `get`
-hands it out and keeps nothing.
+used entry leaves first and a value over a quarter of the bytes is never kept.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -32,14 +29,6 @@ T = TypeVar("T")
 def SHARED(value: T) -> T:
     """The copy strategy of values nobody mutates: the kept value itself."""
     return value
-
-
-@dataclass(frozen=True)
-class Unkept(Generic[T]):
-    """A result `make` hands to its caller but not to the memo: one that rests on something
-    its key cannot tell apart (a file outside the folder the key describes, say)."""
-
-    value: T
 
 
 class ContentMemo:
@@ -63,19 +52,17 @@ class ContentMemo:
     def get(
         self,
         key: Hashable,
-        make: Callable[[], T | Unkept[T]],
+        make: Callable[[], T],
         size: int | Callable[[T], int] = 0,
         valid: Callable[[T], bool] | None = None,
     ) -> T:
         """`size` is what the key holds beyond a pickled value (the content's length), or how
         to weigh the value; a kept value that `valid` refuses (it rests on more than the key)
-        is made again; a value `make` wraps in `Unkept` is returned unwrapped, not kept."""
+        is made again."""
         hit = self._lookup(key, valid)
         if hit is not None:
             return hit[0]
         value = make()  # an exception propagates and keeps nothing
-        if isinstance(value, Unkept):
-            return value.value
         self._put(key, value, size(value) if callable(size) else size)
         return value
 

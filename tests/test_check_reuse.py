@@ -1,6 +1,6 @@
-"""`check` reuses a step's config findings within a process (`runners.check.config_memo`) only
-while everything they rest on is the same: each test changes one such thing between two checks
-and expects the second check to see it."""
+"""`check` run twice in one process sees what changed between the two runs (files rewritten
+within one mtime tick, environment variables, resolvers, a copy of a step elsewhere): each test
+changes one such thing between two checks and expects the second check to see it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.content_memo import SHARED, ContentMemo, Unkept
+from catalog.content_memo import SHARED, ContentMemo
 from catalog.errors import StepsError
 from catalog.model_errors import file_lines, line_of
 from catalog.patterns import parse_pattern
@@ -232,18 +232,3 @@ def test_a_kept_value_its_caller_finds_stale_is_made_again_and_replaces_the_kept
     assert memo.get("k", fresh, valid=valid) == ["v2"]
     assert memo.get("k", lambda: ["not made"], valid=valid) == ["v2"]
     assert len(memo) == 1
-
-
-@pytest.mark.parametrize("copy", [None, list, SHARED], ids=["pickled", "copied", "shared"])
-def test_a_result_its_maker_marks_unkept_is_handed_out_and_made_again_on_the_next_call(copy):
-    memo = ContentMemo(copy=copy)
-    made: list[str] = []
-
-    def make() -> list | Unkept[list]:
-        made.append("k")
-        return Unkept(["rests on more than its key"]) if len(made) == 1 else ["kept"]
-
-    assert memo.get("k", make) == ["rests on more than its key"]
-    assert len(memo) == 0
-    assert memo.get("k", make) == ["kept"]
-    assert memo.get("k", make) == ["kept"] and len(made) == 2

@@ -7,8 +7,7 @@ generated docs, the registry of codes against the source and the manifests. Each
 `Finding`; nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
-and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `config_memo` (a
-step's config findings reused in one process while what they rest on is the same); this one runs
+and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml); this one runs
 them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
 runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
@@ -26,7 +25,6 @@ from catalog.errors import WARNING, Finding, StepsError
 from catalog.manifest import parse_manifest
 from catalog.types import TypeGraph, load_catalog_types
 from runners.check.codes import manifest_codes, registry_against_source
-from runners.check.config_memo import reused_findings
 from runners.check.configs import config_keys, configs
 from runners.check.manifests import error_checks, identity, layout, local_references, port_types
 from runners.check.step_under_check import StepUnderCheck, manifest_line
@@ -149,7 +147,7 @@ def _check_step(
     s.manifest = manifest
     out += identity(e, manifest)
     out += port_types(e, manifest, graph)
-    out += reused_findings(s, lambda: [*configs(s), *(config_keys(s) if s.default else [])])
+    out += [*configs(s), *(config_keys(s) if s.default else [])]
     out += error_checks(e, manifest, rules)
     if codes is not None:
         out += manifest_codes(e, manifest, codes)

@@ -35,10 +35,7 @@ def configs(s: StepUnderCheck) -> list[Finding]:
             compiled = load_config(e.config_path(name))
         except StepsError as exc:
             out.append(exc.finding)
-            s.sources = None
             continue
-        if s.sources is not None:
-            s.sources += compiled.sources
         out += _interpolations(compiled)
         if name == m.run.default_config:
             s.default, s.keys = compiled, all_keys(compiled.config)

@@ -19,8 +19,6 @@ class StepUnderCheck:
     manifest: StepManifest | None = None
     default: Any = None  # runners.config.compiler.CompiledConfig
     keys: list[str] = field(default_factory=list)
-    # The files every config was compiled from (None once one did not load): `config_memo`.
-    sources: list[Path] | None = field(default_factory=list)
 
 
 def manifest_line(entry: StepEntry, *needles: str) -> int | None:
