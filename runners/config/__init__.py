@@ -7,7 +7,8 @@ plain data cannot say, and E-CONFIG-MERGE), `node_copy` (OmegaConf's nodes built
 fast), `resolve` (to_container's resolution, plain node interpolations looked up),
 `overrides` (Hydra's override grammar), `overlays` (keys only newer NeMo-RL versions read),
 `values` (plain values for the planner), `secret_overrides` (secret override values kept off
-command lines).
+command lines), `step_refs` (`defaults:` naming a shipped step config), `step_copy` (`init` and
+`cp`: a shipped config brought into the user's project).
 May import: `runners.rundir`, `runners.secrets`, `catalog`. Everything that reads a config
 (binding, preflight, check, pipelines, launch) comes through here.
 """

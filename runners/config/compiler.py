@@ -128,7 +128,8 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
             f"config file not found: {path}" + (f" (inherited via {via})" if via else ""),
             path=str(chain[-1]) if chain else str(path),
             line=_defaults_line(chain[-1]) if chain else None,
-            fix="fix the `defaults:` entry (paths are relative to the declaring file)"
+            fix="fix the `defaults:` entry: a path relative to the declaring file, or a shipped "
+            "config as STEP:CONFIG (e.g. `defaults: rl/nemo_rl/dpo:tiny`)"
             if chain
             else "name a file in the step's config/ folder or an existing YAML path",
             exit_code=2,
@@ -188,7 +189,9 @@ def _defaults_line(path: Path) -> int | None:
     return file_key(path, ["defaults"])[0]
 
 
-def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path], plain: bool) -> Any:
+def _load_with_inheritance(
+    path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
+) -> Any:
     """The merged chain as plain data (`plain_merge`, raising NotPlain where OmegaConf must
     decide) or as a DictConfig merged by OmegaConf; same files, same findings."""
     real = path.resolve()
@@ -231,22 +234,43 @@ def _load_with_inheritance(path: Path, chain: list[Path], sources: list[Path], p
         base = {} if plain else OmegaConf.create({})
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
-            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain)
+            if not parent.exists():
+                parent = _step_config(entry, path, home) or parent
+            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain, home)
             base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
         cfg = omegaconf_merge.merged(merge, base, cfg, path)
     sources.append(path)
     return cfg
 
 
-def _load_chain(path: Path) -> tuple[DictConfig, list[Path]]:
+def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
+    """A shipped step config named by `entry` (`runners.config.step_refs`), found at the line
+    of the declaring file's `defaults:`."""
+    from runners.config.step_refs import step_config
+
+    try:
+        return step_config(entry, home)
+    except StepsError as exc:
+        f = exc.finding
+        raise StepsError(
+            f.code,
+            f.message,
+            path=str(declaring),
+            line=_defaults_line(declaring),
+            fix=f.fix,
+            exit_code=2,
+        ) from None
+
+
+def _load_chain(path: Path, home: Path | None = None) -> tuple[DictConfig, list[Path]]:
     """The merged chain and its files (parents first): merged as plain data and built once
     when `plain_merge` can, else by OmegaConf file by file (the same result, slower)."""
     sources: list[Path] = []
     try:
-        cfg = build_config(_load_with_inheritance(path, [], sources, plain=True))
+        cfg = build_config(_load_with_inheritance(path, [], sources, True, home))
     except NotPlain:
         sources = []
-        cfg = _load_with_inheritance(path, [], sources, plain=False)
+        cfg = _load_with_inheritance(path, [], sources, False, home)
     return cfg, sources
 
 
@@ -257,19 +281,23 @@ def _copy_chain(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> tup
 _CHAINS = ContentMemo(max_entries=128, copy=_copy_chain, seen_twice=True)
 
 
-def load_config(path: str | Path) -> CompiledConfig:
-    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides).
+def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
+    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides); `home` is the
+    config folder of the step being run, where a bare `defaults: NAME` is looked up when no
+    file of that name is beside the declaring file (`runners.config.step_refs`).
 
     A config loaded again in the same process (check, plan, tests) is a copy of the kept
     result while every file of the chain still has the same content.
     """
-    key = (str(Path.cwd()), str(path))
-    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path), size=_weight, valid=_same)
+    key = (str(Path.cwd()), str(path), str(home))
+    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path, home), size=_weight, valid=_same)
     return CompiledConfig(cfg, [p for p, _ in chain])
 
 
-def _read_chain(path: str | Path) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
-    cfg, sources = _load_chain(Path(path))
+def _read_chain(
+    path: str | Path, home: Path | None
+) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
+    cfg, sources = _load_chain(Path(path), home)
     return [(p, _content(p)) for p in sources], cfg
 
 
@@ -376,9 +404,11 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return cfg
 
 
-def compile_config(path: str | Path, overrides: list[str] = ()) -> CompiledConfig:
+def compile_config(
+    path: str | Path, overrides: list[str] = (), home: Path | None = None
+) -> CompiledConfig:
     """`load_config` + `parse_hydra_overrides`: the config NeMo-RL would build from these argv."""
-    compiled = load_config(path)
+    compiled = load_config(path, home)
     apply_overrides(compiled.config, list(overrides))
     compiled.overrides = list(overrides)
     return compiled

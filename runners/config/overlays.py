@@ -63,10 +63,10 @@ def apply_overlays(compiled: CompiledConfig, doc: dict | None) -> list[str]:
 
 
 def compile_with_overlays(
-    path: str | Path, overrides: list[str], doc: dict | None
+    path: str | Path, overrides: list[str], doc: dict | None, home: Path | None = None
 ) -> tuple[CompiledConfig, list[str]]:
     """`compile_config` with the overlays for the schema `doc` applied before the overrides."""
-    compiled = load_config(path)
+    compiled = load_config(path, home)
     added = apply_overlays(compiled, doc)
     apply_overrides(compiled.config, list(overrides))
     compiled.overrides = list(overrides)

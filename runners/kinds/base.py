@@ -32,6 +32,7 @@ class Setting:
     launcher: str | None = None  # --launcher (or a profile's)
     force: bool = False
     target: ClusterTarget | None = None
+    config_home: Path | None = None  # the step's config/ folder: bare `defaults: NAME` there
 
     @property
     def nemo_rl_hint(self) -> str | None:
@@ -76,7 +77,7 @@ class RunnerKind:
     def prepare(self, s: Setting) -> Prepared:
         from runners.config.compiler import compile_config
 
-        return Prepared(compile_config(s.config_file, list(s.overrides)))
+        return Prepared(compile_config(s.config_file, list(s.overrides), s.config_home))
 
     def local_command(
         self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str

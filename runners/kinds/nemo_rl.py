@@ -33,7 +33,9 @@ class NemoRL(RunnerKind):
         named = getattr(getattr(s.target, "profile", None), "nemo_rl_version", None)
         nrl = nemo_rl.resolve_target(s.nemo_rl_hint, s.env, named)
         algorithm = s.manifest.run.algorithm
-        compiled = nemo_rl.compile_for(nrl, algorithm, s.config_file, list(s.overrides))
+        compiled = nemo_rl.compile_for(
+            nrl, algorithm, s.config_file, list(s.overrides), s.config_home
+        )
         gym = resolved_value(compiled.config, "env.should_use_nemo_gym") is True
         flag = {"env": {"should_use_nemo_gym": gym}}
         script = nemo_rl.choose_script(s.manifest.run, flag, nrl.version)

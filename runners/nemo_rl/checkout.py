@@ -268,11 +268,17 @@ def resolve_target(
     return Target(checkout, found)
 
 
-def compile_for(target: Target, algorithm: str | None, path: Path, overrides: list[str]) -> Any:
+def compile_for(
+    target: Target,
+    algorithm: str | None,
+    path: Path,
+    overrides: list[str],
+    home: Path | None = None,
+) -> Any:
     """The step config compiled for this NeMo-RL: version overlays (`runners.config.overlays`) for
     its schema, then the overrides."""
     from runners.config.overlays import compile_with_overlays
     from runners.nemo_rl.schema.store import cached_schema_for
 
     found = cached_schema_for(algorithm or "", target.checkout, target.version)
-    return compile_with_overlays(path, overrides, found.doc if found else None)[0]
+    return compile_with_overlays(path, overrides, found.doc if found else None, home)[0]

@@ -96,12 +96,14 @@ def config_hash(
         from runners.config.overlays import overlay_files
         from runners.nemo_rl import checkout as nemo_rl
 
-        compiled = nemo_rl.compile_for(target, _algorithm(stage), stage.config, overrides)
+        compiled = nemo_rl.compile_for(
+            target, _algorithm(stage), stage.config, overrides, stage.step_dir / "config"
+        )
         sources = [*compiled.sources, *overlay_files(compiled.sources)]  # unused ones too
     else:
         from runners.config.compiler import compile_config
 
-        compiled = compile_config(stage.config, overrides)
+        compiled = compile_config(stage.config, overrides, stage.step_dir / "config")
         sources = list(compiled.sources)
     text = compiled.to_yaml()
     env_names = sorted({name for name in ENV_REF.findall(text) if not is_secret_env(name)})

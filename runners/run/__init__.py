@@ -62,7 +62,7 @@ def plan_run(
     kind = kind_for(manifest.run.runner)
     config_file = config_file_for(entry, req.config, manifest.run.default_config, cwd)
     s = Setting(entry.id, manifest, config_file, list(req.overrides), env, cwd, req.nemo_rl,
-                req.launcher, req.force, target)  # fmt: skip
+                req.launcher, req.force, target, entry.config_dir)  # fmt: skip
     prepared = kind.prepare(s)
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)

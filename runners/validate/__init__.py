@@ -94,7 +94,7 @@ def _step_config(step: str, config: str | None, overrides: list[str]) -> dict:
     entry = resolve(step, discover([]))
     name = config or entry.data.get("run", {}).get("default_config", "default")
     path = Path(name) if name.endswith((".yaml", ".yml")) else entry.config_path(name)
-    return compile_config(path, overrides).resolved()
+    return compile_config(path, overrides, entry.config_dir).resolved()
 
 
 def _step_options(

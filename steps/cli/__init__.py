@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "check": "steps.cli.check_cmd",
     "docs": "steps.cli.docs_cmd",
     "explain": "steps.cli.explain_cmd",
+    "init": "steps.cli.init_cmd",
+    "cp": "steps.cli.cp_cmd",
     "run": "steps.cli.run_cmd",
     "validate": "steps.cli.validate_cmd",
     "plan": "steps.cli.plan_cmd",

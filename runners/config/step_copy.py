@@ -1,0 +1,96 @@
+"""A shipped step config brought into the user's project: copied whole (`cp`, as torchtune's
+`tune cp`) or started as a small file that inherits it (`init`, the NeMo-RL habit of an own YAML
+on top of a recipe).
+
+Either way the new file names its parent as `STEP:CONFIG` (`runners.config.step_refs`), so it
+compiles from any folder, with `run`, `validate --step` and in a pipeline. The write is atomic
+and never replaces an existing file unless asked to.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from catalog.atomic_write import write_atomic
+from catalog.errors import StepsError
+
+_DEFAULTS_LINE = re.compile(r"^defaults:[ \t]*([^\s#'\"]+)[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def shipped_config(ref: str) -> tuple[str, Path]:
+    """`STEP[:CONFIG]` as (the step's full id, its config file); the step's default config when
+    CONFIG is left out. E-STEP-UNKNOWN / E-CONFIG-NOT-FOUND (exit 2) otherwise."""
+    from catalog.discovery import discover, resolve
+
+    step, _, name = ref.partition(":")
+    entry = resolve(step, discover())
+    run = entry.data.get("run") if isinstance(entry.data.get("run"), dict) else {}
+    name = name.removesuffix(".yaml") or str(run.get("default_config") or "default")
+    path = entry.config_path(name)
+    if not path.is_file():
+        raise StepsError(
+            "E-CONFIG-NOT-FOUND",
+            f"step {entry.id} has no config '{name}'",
+            path=str(entry.config_dir),
+            fix=f"use one of: {', '.join(entry.config_names()) or 'none'}",
+            exit_code=2,
+        )
+    return entry.id, path
+
+
+def destination(dest: str | Path | None, source: Path, cwd: Path) -> Path:
+    """DEST as a file: a folder (or nothing) takes the shipped file's name."""
+    path = cwd / Path(dest).expanduser() if dest else cwd
+    return path / source.name if path.is_dir() or str(dest or "").endswith("/") else path
+
+
+def _refuse_existing(path: Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise StepsError(
+            "E-CONFIG-EXISTS",
+            "the file exists; nothing was written",
+            path=str(path),
+            fix="pass --force to replace it, or name another DEST",
+            exit_code=2,
+        )
+
+
+def copy_config(ref: str, dest: str | Path | None, cwd: Path, force: bool = False) -> Path:
+    """Copy STEP:CONFIG to DEST, its `defaults:` parent renamed to the step's own
+    (`defaults: default.yaml` -> `defaults: rl/nemo_rl/dpo:default`)."""
+    step_id, source = shipped_config(ref)
+    path = destination(dest, source, cwd)
+    _refuse_existing(path, force)
+    text = source.read_text(encoding="utf-8")
+
+    def qualified(m: re.Match) -> str:
+        name = m.group(1)
+        if ":" in name or "/" in name:
+            return m.group(0)
+        comment = f"  {m.group(2)}" if m.group(2) else ""
+        return f"defaults: {step_id}:{name.removesuffix('.yaml')}{comment}"
+
+    text = _DEFAULTS_LINE.sub(qualified, text, count=1)
+    header = f"# Copied from {step_id}:{source.stem} ({source.name}); edit freely.\n"
+    write_atomic(path, header + text)
+    return path
+
+
+def init_config(ref: str, dest: str | Path | None, cwd: Path, force: bool = False) -> Path:
+    """A new config at DEST that inherits STEP:CONFIG; the user adds only what differs."""
+    step_id, source = shipped_config(ref)
+    path = destination(dest, source, cwd)
+    if path == cwd / source.name and dest is None:
+        path = cwd / f"my_{source.name}"
+    _refuse_existing(path, force)
+    shown = os.path.relpath(path, cwd)
+    text = (
+        f"# Your settings on top of {step_id}:{source.stem} ({source}):\n"
+        "# add only the keys that differ, nested as in that file.\n"
+        f"# Check it: python -m steps run {step_id} -c {shown} --dry-run\n"
+        f"defaults: {step_id}:{source.stem}\n"
+    )
+    write_atomic(path, text)
+    return path
