@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from preflight_fixtures import (
     run_rules,
     write_rows,
 )
+from user_configs import GRPO_STATE
 
 
 @pytest.mark.parametrize(
@@ -544,7 +546,9 @@ def test_absent_train_file_is_a_warning_naming_it(tmp_path: Path) -> None:
 def test_existing_step_folders_warn_of_resume(tmp_path: Path) -> None:
     cfg = grpo_config(tmp_path)
     for n in (10, 2):
-        (Path(cfg["checkpointing"]["checkpoint_dir"]) / f"step_{n}").mkdir(parents=True)
+        step = Path(cfg["checkpointing"]["checkpoint_dir"]) / f"step_{n}"
+        step.mkdir(parents=True)
+        (step / "training_info.json").write_text(json.dumps(GRPO_STATE), encoding="utf-8")
     found = [f for f in run_rules(cfg) if f.code == "W-RESUME-CHECKPOINT"]
     assert len(found) == 1 and not found[0].is_error and "step_10" in found[0].message
 

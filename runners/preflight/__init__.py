@@ -8,7 +8,7 @@ pass: preflight fails closed, so a bug in a rule cannot silently let a launch th
 
 Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
 `data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
-`algorithm_setup/`, `remote*`: what a cluster submission will meet, `upstream_judge` and
+`algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will meet, `upstream_judge` and
 `upstream_fold`: what the launch interpreter's own NeMo-RL says), `topology` (GPUs and nodes
 from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
@@ -52,6 +52,8 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.rl_prep",
     "runners.preflight.driver_setup",
     "runners.preflight.upstream_judge",
+    "runners.preflight.resume",
+    "runners.preflight.loss_function",
 ]
 RULE_CRASH = "E-RULE-CRASH"
 

@@ -45,10 +45,11 @@ RULE_VERSIONS: dict[str, str] = {
     "async_grpo_features": "all",
     "validation_settings": "all",
     "checkpoint_metric_name": "all",
-    "resume_checkpoint": "all",
+    "resume_checkpoint": "all",  # the state's keys per version: STATE_FAILS in resume.py
     "setup_indexed_keys": "all",
     "grpo_sampling_settings": "all",  # val sampling, val_num_generations, early stop: pin
     "grpo_loss_settings": "all",
+    "loss_function": "all",  # TIS switch, type, ratio_min and CISPO per version: loss_function.py
     "multiple_dataloaders": "all",
     "colocated_resources": "all",
     "env_name_exists": "all",

@@ -1,11 +1,10 @@
 """What every algorithm's setup asserts before the first step: validation settings, the
-checkpoint metric and resume, keys read directly, and Megatron's fused logprobs."""
+checkpoint metric, keys read directly, and Megatron's fused logprobs."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from catalog.config_values import as_int
@@ -27,7 +26,6 @@ from runners.preflight.topology import (
 )
 from runners.preflight.versions import cite
 
-STEP_DIR = re.compile(r"^step_(\d+)$")
 DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
 GRPO_NO_VAL_METRICS = {
     "0.6.0": "grpo.py:1988-1995",
@@ -122,31 +120,6 @@ def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
             "checkpointing.metric_name",
             f"{metric!r} must start with 'val:' or 'train:' (fails at the first checkpoint)",
             "e.g. checkpointing.metric_name=val:accuracy, or null to keep the latest",
-        )
-
-
-@rule("resume_checkpoint")
-def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
-    """W-RESUME-CHECKPOINT: step_N folders in checkpoint_dir: NeMo-RL resumes from the latest."""
-    value = ctx.get("checkpointing.checkpoint_dir")
-    if not isinstance(value, str) or not value or value == UNRESOLVED:
-        return
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        return
-    steps = sorted(
-        (int(m.group(1)), p.name)
-        for p in path.iterdir()
-        if (m := STEP_DIR.match(p.name)) and p.is_dir()
-    )
-    if steps:
-        yield warning(
-            ctx,
-            "W-RESUME-CHECKPOINT",
-            "checkpointing.checkpoint_dir",
-            f"{path} holds {len(steps)} checkpoint(s); NeMo-RL resumes from {steps[-1][1]} "
-            "(weights, optimizer, dataloader and step counter)",
-            "keep it to resume; for a fresh run pass checkpointing.checkpoint_dir=<new folder>",
         )
 
 
