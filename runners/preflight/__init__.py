@@ -8,9 +8,9 @@ pass: preflight fails closed, so a bug in a rule cannot silently let a launch th
 
 Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
 `data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
-`algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will meet, `upstream_judge` and
-`upstream_fold`: what the launch interpreter's own NeMo-RL says), `topology` (GPUs and nodes
-from the config).
+`algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will
+meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says),
+`topology` (GPUs and nodes from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
 upstream judge's cache key), `catalog`. Only `run` and the CLI import it.
