@@ -7,7 +7,8 @@ generated docs, the registry of codes against the source and the manifests. Each
 `Finding`; nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
-and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml); this one runs
+and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `capabilities` (what
+rules need and kinds have); this one runs
 them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
 runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
@@ -24,6 +25,7 @@ from catalog.discovery import BUILTIN_ROOT, StepEntry, catalog_roots, discover_r
 from catalog.errors import WARNING, Finding, StepsError
 from catalog.manifest import parse_manifest
 from catalog.types import TypeGraph, load_catalog_types
+from runners.check.capabilities import capabilities
 from runners.check.codes import manifest_codes, registry_against_source
 from runners.check.configs import config_keys, configs
 from runners.check.manifests import error_checks, identity, layout, local_references, port_types
@@ -74,6 +76,8 @@ def check_catalog(extra_roots=(), include_builtin: bool = True) -> CheckReport:
         findings += _check_step(s, graph, rules, codes)
     if include_builtin and codes is not None:
         findings += registry_against_source(codes, BUILTIN_ROOT.parent, rules)
+    if include_builtin and rules is not None:
+        findings += capabilities()
     findings += type_graph(graph, {s.entry.id: s for s in steps})
     from catalog.patterns import load_patterns
 

@@ -46,9 +46,8 @@ def kind_for(name: str) -> RunnerKind:
 
 
 def known() -> list[str]:
-    """The kinds' names: the modules of this package, read from its folder."""
-    from pathlib import Path
+    """The kinds' names: the modules of this package, read from its folder(s) (`__path__`)."""
+    import pkgutil
 
-    here = Path(__file__).parent
-    names = (p.stem for p in here.glob("*.py"))
+    names = (m.name for m in pkgutil.iter_modules(__path__))
     return sorted(n for n in names if not n.startswith("_") and n != "base")

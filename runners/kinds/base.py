@@ -63,10 +63,22 @@ class Command:
     deferred: StepsError | None = None  # raised at launch (NeMo-RL not found here)
 
 
+# What a preflight rule may need of a step's kind (`runners.preflight.rule(needs=...)`). A rule
+# that needs nothing applies to every kind, a new one included; `check` fails on a kind that does
+# not say what it has (`has`) or names a capability missing here.
+CAPABILITIES: dict[str, str] = {
+    "nemo_rl_config": "its config is NeMo-RL's MasterConfig, run by a NeMo-RL example script",
+    "rl_prep_blend": "its config is an rl_prep blend with rl_prep's options",
+    "dcp_export": "it exports a NeMo-RL DCP checkpoint with NeMo-RL's own converter",
+    "megatron_bridge": "it converts a Megatron checkpoint with Megatron-Bridge",
+}
+
+
 class RunnerKind:
     """A kind's defaults: compiled alone, exec'd locally, one node in a plain job."""
 
     name: ClassVar[str]
+    has: ClassVar[frozenset[str]]  # no default: every kind says which CAPABILITIES it has
     ray_program: ClassVar[bool] = False  # a Ray driver: ray.sub on Slurm, the Ray cluster's GPUs
     can_chain: ClassVar[bool] = False  # --until-done: trained to the end across segments
     compiles_with_nemo_rl: ClassVar[bool] = False  # the config depends on the checkout

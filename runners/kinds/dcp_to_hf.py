@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 class DcpToHf(RunnerKind):
     name = "dcp_to_hf"
+    has = frozenset({"dcp_export"})
     in_process = "runners.convert.run_to_end (a child; its output registered on exit 0)"
 
     def prepare(self, s: Setting) -> Prepared:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 class MegatronToHf(RunnerKind):
     name = "megatron_to_hf"
+    has = frozenset({"megatron_bridge"})
     in_process = "runners.convert.run_to_end (a child; its output registered on exit 0)"
 
     def local_command(

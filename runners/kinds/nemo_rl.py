@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 class NemoRL(RunnerKind):
     name = "nemo_rl"
+    has = frozenset({"nemo_rl_config"})
     ray_program = True
     can_chain = True
     compiles_with_nemo_rl = True

@@ -12,6 +12,7 @@ from runners.kinds.base import LocalRun, Prepared, RunnerKind, Setting
 
 class RlPrep(RunnerKind):
     name = "rl_prep"
+    has = frozenset({"rl_prep_blend"})
     in_process = "runners.rl_prep.run_step"
     needs_gpus = False
     runs_our_code = True

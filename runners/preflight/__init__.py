@@ -103,20 +103,30 @@ Rule = Callable[[PreflightContext], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class RuleSpec:
+    """A registered rule: it runs for a step whose kind has every capability it `needs`
+    (runners.kinds.base.CAPABILITIES); one that needs nothing runs for every kind."""
+
     id: str
     func: Rule
-    runners: tuple[str, ...]
+    needs: frozenset[str]
     doc: str
+
+    def applies_to(self, has: frozenset[str]) -> bool:
+        return self.needs <= has
 
 
 RULES: dict[str, RuleSpec] = {}
 
 
-def rule(rule_id: str, runners: tuple[str, ...] = ("nemo_rl",)) -> Callable[[Rule], Rule]:
-    """Register a preflight rule for the given runner kinds."""
+NEMO_RL_CONFIG = ("nemo_rl_config",)
+
+
+def rule(rule_id: str, needs: tuple[str, ...] = NEMO_RL_CONFIG) -> Callable[[Rule], Rule]:
+    """Register a preflight rule for the kinds that have what it `needs` (a NeMo-RL config,
+    unless it says otherwise; `needs=()`: every kind)."""
 
     def deco(func: Rule) -> Rule:
-        RULES[rule_id] = RuleSpec(rule_id, func, runners, (func.__doc__ or "").strip())
+        RULES[rule_id] = RuleSpec(rule_id, func, frozenset(needs), (func.__doc__ or "").strip())
         return func
 
     return deco
@@ -159,14 +169,21 @@ def _crash(spec: RuleSpec, exc: Exception) -> Finding:
     )
 
 
+def kind_capabilities(runner: str) -> frozenset[str]:
+    """What the step's runner kind has (a kind that does not say has nothing: `check` fails it)."""
+    from runners.kinds import kind_for
+
+    return frozenset(getattr(kind_for(runner), "has", ()))
+
+
 def preflight(ctx: PreflightContext) -> list[Finding]:
     """Run every rule that applies to the step's runner; errors first, then warnings."""
     from runners.preflight.versions import applies
 
-    runner = ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl"
+    has = kind_capabilities(ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl")
     findings: list[Finding] = []
     for spec in load_rules().values():
-        if runner not in spec.runners or not applies(spec.id, ctx.nemo_rl_version):
+        if not spec.applies_to(has) or not applies(spec.id, ctx.nemo_rl_version):
             continue
         try:
             found = list(spec.func(ctx))

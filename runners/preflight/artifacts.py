@@ -21,7 +21,7 @@ def _split_of(config_key: str) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "data" else "train"
 
 
-@rule("artifact_contracts", runners=("nemo_rl", "megatron_to_hf", "rl_prep", "dcp_to_hf"))
+@rule("artifact_contracts", needs=())
 def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
     """Validate each bound input path by its type's contract (rows with the config's keys)."""
     graph = load_catalog_types()

@@ -56,7 +56,7 @@ def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
         yield prefix
 
 
-@rule("unresolved_values", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))
+@rule("unresolved_values", needs=())
 def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
     """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
     source = ctx.compiled.config if ctx.compiled is not None else ctx.config
@@ -83,7 +83,7 @@ def _strings(node: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
         yield prefix, node
 
 
-@rule("config_resolvers", runners=("nemo_rl",))
+@rule("config_resolvers", needs=("nemo_rl_config",))
 def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
     """E-CONFIG-INTERPOLATION: `${name:...}` only for resolvers the checkout's version registers
     (NeMo-RL raises UnsupportedInterpolationType in load_config otherwise)."""
@@ -111,7 +111,7 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
             )
 
 
-@rule("required_sections", runners=("nemo_rl",))
+@rule("required_sections", needs=("nemo_rl_config",))
 def required_sections(ctx: PreflightContext) -> Iterable[Finding]:
     """Every section NeMo-RL's MasterConfig for `[run].algorithm` requires is present."""
     algorithm = ctx.manifest.run.algorithm if ctx.manifest is not None else None
@@ -135,7 +135,7 @@ def missing_sections(ctx: PreflightContext) -> list[str]:
     return [k for k in REQUIRED.get(algorithm or "", ()) if ctx.get(k) is None]
 
 
-@rule("inputs_exist", runners=("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf"))
+@rule("inputs_exist", needs=())
 def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
     """Every consumed file or folder bound to a path exists before anything starts."""
     from runners.preflight.data_paths import found_only_beside

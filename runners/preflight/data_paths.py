@@ -27,7 +27,7 @@ def found_only_beside(ctx: PreflightContext, art: BoundArtifact) -> bool:
     return os.path.exists(art.beside)
 
 
-@rule("relative_inputs", runners=("nemo_rl",))
+@rule("relative_inputs", needs=("nemo_rl_config",))
 def relative_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     """E-INPUT-RELATIVE / W-INPUT-RELATIVE: a relative input NeMo-RL would not find."""
     for art in ctx.inputs:

@@ -18,7 +18,7 @@ from runners.nemo_rl.dcp_export import CODE, CheckpointConfig, exists, step_fold
 from runners.preflight import PreflightContext, rule
 
 
-@rule("dcp_export", runners=("dcp_to_hf",))
+@rule("dcp_export", needs=("dcp_export",))
 def dcp_export(ctx: PreflightContext) -> Iterator[Finding]:
     """E-DCP-EXPORT: a fresh hf_path, and the base model the checkpoint's config.yaml names."""
     hf_path = next((o.value for o in ctx.outputs if o.name == "hf"), ctx.get("hf_path"))

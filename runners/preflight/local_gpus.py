@@ -54,7 +54,7 @@ def joins_ray_cluster(env: Mapping[str, str]) -> bool:
     return bool(env.get("RAY_ADDRESS")) or (Path(tmp) / "ray" / "ray_current_cluster").exists()
 
 
-@rule("local_gpus", runners=("nemo_rl",))
+@rule("local_gpus", needs=("nemo_rl_config",))
 def local_gpus(ctx: PreflightContext) -> Iterator[Finding]:
     """E-LOCAL-GPUS / W-LOCAL-GPUS: the cluster section asks for more GPUs than are here."""
     launch = ctx.local_launch

@@ -36,7 +36,7 @@ def file_in_the_way(path: str) -> str | None:
         current = parent
 
 
-@rule("output_dirs_under_file", runners=("nemo_rl",))
+@rule("output_dirs_under_file", needs=("nemo_rl_config",))
 def output_dirs_under_file(ctx: PreflightContext) -> Iterator[Finding]:
     """E-OUTPUT-UNDER-FILE: log_dir or an enabled checkpoint_dir is, or is under, a file."""
     if ctx.remote is not None:

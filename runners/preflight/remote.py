@@ -18,7 +18,6 @@ from runners.launch.request import under
 from runners.preflight import PreflightContext, rule
 from runners.secrets import holds_secret, looks_like_secret
 
-ALL = ("nemo_rl", "rl_prep", "megatron_to_hf", "dcp_to_hf")
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -61,7 +60,7 @@ def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
     return [(w, p) for w, p in out if p and os.path.isabs(p) and not (p in seen or seen.add(p))]
 
 
-@rule("remote_allocation", runners=ALL)
+@rule("remote_allocation", needs=())
 def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
     if ctx.remote is None or not _slurm_ray(ctx):
@@ -103,7 +102,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_mounts", runners=ALL)
+@rule("remote_mounts", needs=())
 def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     """Every path the job touches is under a container mount; no mount of the whole home."""
     f = ctx.remote
@@ -147,7 +146,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
             )
 
 
-@rule("remote_nemo_rl", runners=("nemo_rl",))
+@rule("remote_nemo_rl", needs=("nemo_rl_config",))
 def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster's NeMo-RL checkout has ray.sub and the example script."""
     f = ctx.remote
@@ -167,7 +166,7 @@ def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_megatron_bridge", runners=("megatron_to_hf",))
+@rule("remote_megatron_bridge", needs=("megatron_bridge",))
 def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster has Megatron-Bridge's conversion script where the config says."""
     from runners.launch.target import bridge_script
@@ -184,7 +183,7 @@ def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_environment", runners=ALL)
+@rule("remote_environment", needs=())
 def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
     f = ctx.remote
@@ -240,7 +239,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_inputs", runners=ALL)
+@rule("remote_inputs", needs=())
 def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     """Inputs exist on the cluster; those not readable here could not be contract-checked."""
     f = ctx.remote
@@ -281,7 +280,7 @@ def pinned_ray(checkout: Path | None) -> str | None:
     return m.group(1) if m else None
 
 
-@rule("remote_stage", runners=ALL)
+@rule("remote_stage", needs=())
 def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
     """The run dir can be put under remote_dir before submitting (probed where it is copied)."""
     f = ctx.remote
@@ -300,7 +299,7 @@ def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
     )
 
 
-@rule("remote_ray", runners=ALL)
+@rule("remote_ray", needs=())
 def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
     """Ray profiles: paths under the shared folders (remote_dir, shared_dirs) or the upload, GPUs
     the cluster has, Ray version."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
-from runners.preflight.remote import ALL, _finding, _slurm_ray
+from runners.preflight.remote import _finding, _slurm_ray
 from runners.preflight.topology import as_int
 
 NO_ACCOUNTING = "accounting_storage/none"
@@ -38,7 +38,7 @@ def ray_sub_cpus(ctx: PreflightContext) -> tuple[int, str] | None:
     return 16 * gpus, f"ray.sub's default CPUS_PER_WORKER = 16 x GPUS_PER_NODE ({gpus})"
 
 
-@rule("remote_cpus", runners=("nemo_rl",))
+@rule("remote_cpus", needs=("nemo_rl_config",))
 def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     """ray.sub's srun steps ask no more CPUs than the partition's nodes have."""
     f = ctx.remote
@@ -59,7 +59,7 @@ def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     )
 
 
-@rule("remote_sbatch_defaults", runners=ALL)
+@rule("remote_sbatch_defaults", needs=())
 def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     """The profile's partition is one the cluster has, and ray.sub's ACCOUNT/PARTITION
     placeholders are replaced: by the profile or the cluster's defaults."""

@@ -27,7 +27,7 @@ def _located(ctx: PreflightContext, f: Finding) -> Finding:
     return replace(f, path=path, line=line)
 
 
-@rule("rl_prep_config", runners=("rl_prep",))
+@rule("rl_prep_config", needs=("rl_prep_blend",))
 def rl_prep_config(ctx: PreflightContext) -> Iterator[Finding]:
     """rl_prep's options, its blend, the blend's input files, their first rows and the output
     folder are ones the run accepts (E-CONFIG-VALUE, E-BLEND, E-BLEND-MAP, E-OUTPUT-DIR, ...)."""
