@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "steps"
@@ -94,14 +94,21 @@ def _manifest_dirs(root: Path) -> Iterable[Path]:
             yield Path(dirpath)
 
 
+def cache_home(env: Mapping[str, str] | None = None, *parts: str) -> Path:
+    """The one rule for where steps caches: `$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else
+    ~/.cache) `/nemo-rl-steps/`, then `parts`; `env` defaults to this process's."""
+    env = os.environ if env is None else env
+    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser().joinpath("nemo-rl-steps", *parts)
+
+
 def _cache_file(root: Path) -> Path:
     """One file per catalog root, so a `list` reads only its own roots' manifests (a shared
     file grew with every catalog copy ever listed on the machine)."""
     import zlib
 
-    base = os.environ.get(CACHE_VAR) or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     name = f"{zlib.crc32(str(root).encode()):08x}-{root.name or 'root'}.json"
-    return Path(base).expanduser() / "nemo-rl-steps" / f"manifests-v{CACHE_FORMAT}" / name
+    return cache_home(None, f"manifests-v{CACHE_FORMAT}", name)
 
 
 class _ManifestCache:

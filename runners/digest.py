@@ -29,11 +29,9 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 def memo_file(env: Mapping[str, str] | None = None) -> Path:
     """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/digests.json`."""
-    from catalog.discovery import CACHE_VAR
+    from catalog.discovery import cache_home
 
-    env = os.environ if env is None else env
-    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / "digests.json"
+    return cache_home(env, "digests.json")
 
 
 def _stat_key(st: os.stat_result) -> str:

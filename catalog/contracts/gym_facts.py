@@ -22,7 +22,7 @@ from typing import Any
 
 from catalog.atomic_write import write_atomic
 from catalog.contracts.gym_source import MODEL_FILE, derive_vocabulary, gym_root_of, read_version
-from catalog.discovery import CACHE_VAR  # the user cache dir variable, shared with discovery
+from catalog.discovery import cache_home
 from catalog.errors import StepsError
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
@@ -83,8 +83,7 @@ def _version_key(version: str) -> tuple:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get(CACHE_VAR) or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / "gym"
+    return cache_home(None, "gym")
 
 
 def _cached(version: str) -> dict | None:

@@ -86,9 +86,9 @@ def source() -> tuple[str, tuple[str, ...]]:
 
 def cache_root() -> Path:
     """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/code`."""
-    from runners.launch.local import cache_dir
+    from catalog.discovery import cache_home
 
-    return cache_dir(os.environ).parent / CODE
+    return cache_home(None, CODE)
 
 
 def write_aside(final: Path, fill: Callable[[Path], None]) -> None:

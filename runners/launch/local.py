@@ -158,10 +158,9 @@ def _key(launcher: Launcher, checkout: Path, env: Mapping[str, str]) -> str:
 
 def cache_dir(env: Mapping[str, str]) -> Path:
     """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/interpreter`."""
-    from catalog.discovery import CACHE_VAR
+    from catalog.discovery import cache_home
 
-    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / "interpreter"
+    return cache_home(env, "interpreter")
 
 
 def _fresh(entry: dict) -> Interpreter | None:

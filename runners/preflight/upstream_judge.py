@@ -50,10 +50,9 @@ def _seconds(env: Mapping[str, str]) -> float:
 
 def cache_dir(env: Mapping[str, str]) -> Path:
     """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/upstream`."""
-    from catalog.discovery import CACHE_VAR
+    from catalog.discovery import cache_home
 
-    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / "upstream"
+    return cache_home(env, "upstream")
 
 
 def _stat(path: Path | str) -> list[int] | None:

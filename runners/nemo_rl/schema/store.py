@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from catalog.atomic_write import write_atomic
-from catalog.discovery import CACHE_VAR
+from catalog.discovery import cache_home
 from catalog.nemo_rl_version import NemoRLVersion, pin_version
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR
 from runners.nemo_rl.schema import ROOTS, derive, has_source
@@ -39,9 +39,7 @@ class Schema:
 
 def cache_root(env: dict[str, str] | None = None) -> Path:
     """The same base the manifest cache uses (catalog.discovery)."""
-    env = os.environ if env is None else env
-    base = env.get(CACHE_VAR) or env.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "nemo-rl-steps" / "nemo_rl_schema"
+    return cache_home(env, "nemo_rl_schema")
 
 
 def shipped_schema(label: str, algorithm: str) -> dict | None:
