@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from oracle_cpu_report import classify, describe, read_log, table
+from oracle_cpu_report import classify, describe, killed, read_log, table
 from pydantic import BaseModel, ConfigDict
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,18 +127,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class HeadFailed(Exception):
+    """A private Ray head did not start (its log says why)."""
+
+
 class RayHead:
     """A private loopback Ray head with one fake GPU, stopped by the pid this process started."""
 
     def __init__(self, python: str, folder: Path, env: dict[str, str], gpus: int = 1) -> None:
-        self.port, folder = free_port(), folder
+        self.port = free_port()
         folder.mkdir(parents=True, exist_ok=True)
+        # Ray's temp dir holds its unix sockets (session_<date>_<pid>/sockets/plasma_store): a
+        # deep work folder pushes that path past the 107 bytes a socket name may have and the
+        # head never starts. A short private folder under /tmp holds them instead.
+        self.temp = tempfile.mkdtemp(prefix="orc", dir="/tmp")
         base = 30000 + (self.port % 300) * 100  # a private worker-port range per head
         argv = [str(Path(python).parent / "ray"), "start", "--head", "--block",
                 "--node-ip-address=127.0.0.1", f"--port={self.port}", f"--num-gpus={gpus}",
                 f"--num-cpus={max(4, 2 * gpus)}", "--include-dashboard=false",
                 "--disable-usage-stats",
-                f"--temp-dir={folder}", "--object-store-memory=400000000",
+                f"--temp-dir={self.temp}", "--object-store-memory=400000000",
                 f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
                 f"--dashboard-agent-listen-port={free_port()}",
                 f"--dashboard-agent-grpc-port={free_port()}",
@@ -153,7 +161,7 @@ class RayHead:
         while "Ray runtime started" not in self.log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.time() > deadline:
                 self.stop()
-                raise SystemExit(f"oracle_cpu: the Ray head did not start; see {self.log}")
+                raise HeadFailed(f"oracle_cpu: the Ray head did not start; see {self.log}")
             time.sleep(1)
         self.address = f"127.0.0.1:{self.port}"
 
@@ -165,6 +173,7 @@ class RayHead:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the group this process created
                 self.proc.wait()
+        shutil.rmtree(self.temp, ignore_errors=True)
 
 
 def worker_venvs(nemo_rl: Path, python: str, folder: Path) -> None:
@@ -268,10 +277,14 @@ class HeadPool:
 def judge(a: argparse.Namespace, v: Variant, heads: HeadPool, env: dict[str, str]) -> dict:
     """Both verdicts on one variant. NeMo-RL attaches to a fake-GPU head (RAY_ADDRESS); steps
     sees a machine with that many GPUs (CUDA_VISIBLE_DEVICES), as on a real GPU box."""
-    slot = heads.take()
-    own = RayHead(a.python, a.work / "ray-own" / v.id, env, v.gpus) if v.gpus != 1 else None
-    try:
+    slot, own = heads.take(), None
+    try:  # a head of its own that fails to start still gives the slot back
+        if v.gpus != 1:
+            own = RayHead(a.python, a.work / "ray-own" / v.id, env, v.gpus)
         return judge_on(a, v, env, (own or slot).address)
+    except HeadFailed as exc:
+        return {"id": v.id, "why": v.why, "steps": None, "nemo": None, "verdict": "not_run",
+                "detail": str(exc)}  # fmt: skip
     finally:
         if own:
             own.stop()
@@ -307,7 +320,8 @@ def judge_on(a: argparse.Namespace, v: Variant, env: dict[str, str], address: st
     nres = run_nemo(argv, cwd, dict(venv, RAY_ADDRESS=address), wdir / "nemo.log",
                     v.timeout or a.timeout)  # fmt: skip
     nres["source"] = source
-    verdict = classify(sres["flags"], nres["boundary"] is not None, v.fails_after)
+    nres["killed"] = killed(nres)
+    verdict = classify(sres["flags"], nres["boundary"] is not None, v.fails_after, nres["killed"])
     return {"id": v.id, "step": v.step, "config": v.config, "overrides": v.overrides,
             "why": v.why, "fails_after": v.fails_after, "steps": sres, "nemo": nres,
             "verdict": verdict}  # fmt: skip
@@ -365,7 +379,15 @@ def main() -> int:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(a.nemo_rl), env.get("PYTHONPATH")]))
     worker_venvs(a.nemo_rl, a.python, a.work / "venvs")
     jobs = max(1, min(a.jobs, len(variants)))
-    heads = [RayHead(a.python, a.work / f"ray{i}", env) for i in range(jobs)]
+    heads: list[RayHead] = []
+    try:
+        for i in range(jobs):
+            heads.append(RayHead(a.python, a.work / f"ray{i}", env))
+    except HeadFailed as exc:
+        for h in heads:
+            h.stop()
+        print(exc, file=sys.stderr)
+        return 2
     print(f"oracle_cpu: {len(variants)} variants, {jobs} at a time, work {a.work}", flush=True)
     results: list[dict] = []
     try:

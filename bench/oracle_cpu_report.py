@@ -28,6 +28,12 @@ ERR_LINE = re.compile(
     r"^([A-Za-z_][\w.]*(?:Error|Exception|InterpolationType)|StopIteration)(?::\s?(.*))?$"
 )
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+# A driver or worker the kernel or Ray's memory monitor killed: no verdict on the config.
+OOM = re.compile(
+    r"OutOfMemoryError|killed due to (?:the node running low on )?memory|"
+    r"Out of memory: Killed process|oom-kill",
+    re.I,
+)
 NOISE = re.compile(r"\x1b\[[0-9;]*m|^\(\w+ pid=\d+(?:, ip=[^)]*)?\)\s?")
 
 
@@ -52,11 +58,25 @@ def first_error(text: str) -> dict[str, str | None]:
     return {"error": None, "frame": None}
 
 
-def classify(flags: bool, nemo_ok: bool | None, fails_after: str = "") -> str:
+def killed(nres: dict) -> bool:
+    """NeMo-RL (or a worker it waited on) was killed for memory, not refused by the config: a
+    SIGKILL that was not our timeout's, or an out-of-memory line in its log."""
+    if nres.get("boundary"):
+        return False
+    sigkill = nres.get("rc") in (-9, 137) and not nres.get("timed_out")
+    return sigkill or bool(nres.get("oom"))
+
+
+def classify(
+    flags: bool, nemo_ok: bool | None, fails_after: str = "", was_killed: bool = False
+) -> str:
     """The verdict. `fails_after`: the variant is known to fail just past the boundary (on a
-    GPU), so a refusal there is right and silence is a miss after the boundary."""
+    GPU), so a refusal there is right and silence is a miss after the boundary. A run killed
+    for memory before the boundary is `not_judged`, never a miss or a true positive."""
     if nemo_ok is None:
         return "not_run"
+    if was_killed and not nemo_ok:
+        return "not_judged"
     if nemo_ok and fails_after:
         return "true_positive_after" if flags else "missed_after"
     return {(False, True): "both_ok", (True, False): "true_positive",
@@ -65,6 +85,8 @@ def classify(flags: bool, nemo_ok: bool | None, fails_after: str = "") -> str:
 
 def describe(r: dict) -> tuple[str, str]:
     s, n = r["steps"], r["nemo"]
+    if s is None:
+        return "not run", str(r.get("detail") or "not run")
     ours = ", ".join(dict.fromkeys(s["codes"])) or "clean"
     if s["rc"] not in (0, 1):
         ours += f" (exit {s['rc']})"
@@ -72,7 +94,7 @@ def describe(r: dict) -> tuple[str, str]:
         return ours, "not run"
     if n["boundary"]:
         return ours, f"boundary ({n['boundary']}, {n['seconds']}s)"
-    tail = " (timeout)" if n["timed_out"] else ""
+    tail = " (timeout)" if n["timed_out"] else " (killed for memory)" if n.get("killed") else ""
     return ours, f"{n['error'] or 'no error line'} @ {n['frame']}{tail}"[:220]
 
 
@@ -93,7 +115,8 @@ def read_log(text: str) -> dict:
     """The boundary the run reached (a BOUNDARY name or None), its last setup stage, its error."""
     reached = next((name for name, pat in BOUNDARY.items() if re.search(pat, text)), None)
     stages = [s for s in STAGES if s in text]
-    return {"boundary": reached, "last_stage": stages[-1] if stages else None, **first_error(text)}
+    return {"boundary": reached, "last_stage": stages[-1] if stages else None,
+            "oom": bool(OOM.search(text)), **first_error(text)}  # fmt: skip
 
 
 def main(paths: list[str]) -> int:
@@ -105,7 +128,8 @@ def main(paths: list[str]) -> int:
             if n and Path(n["log"]).is_file():
                 n.update(read_log(Path(n["log"]).read_text(errors="replace")))
                 ok = n["boundary"] is not None
-                r["verdict"] = classify(r["steps"]["flags"], ok, r.get("fails_after", ""))
+                r["verdict"] = classify(r["steps"]["flags"], ok, r.get("fails_after", ""),
+                                        killed(n))  # fmt: skip
             results = [x for x in results if x["id"] != r["id"]] + [r]  # a later file wins
     print(table(results))
     return 1 if any(r["verdict"] in ("false_error", "missed") for r in results) else 0

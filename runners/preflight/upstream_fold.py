@@ -4,29 +4,48 @@ to write). Apart from the rule module so the preflight driver imports it without
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from catalog.errors import Finding
 
 CONFIG, TOKENIZER = "E-UPSTREAM-CONFIG", "E-UPSTREAM-TOKENIZER"
+DATA, LOSS, RESUME = "E-UPSTREAM-DATA", "E-UPSTREAM-LOSS", "E-UPSTREAM-RESUME"
+LOGGER, ENV = "E-UPSTREAM-LOGGER", "E-UPSTREAM-ENV"
+UPSTREAM = (CONFIG, TOKENIZER, DATA, LOSS, RESUME, LOGGER, ENV)
+READS = "its check also reads"  # a setup verdict's message names the other keys its check read
 
 
 def _under(key: str, top: str) -> bool:
+    """`key` is `top` or under it; a bare section (`data`, where a setup verdict could not be
+    placed closer) holds only itself, so our precise findings in it stay."""
+    if "." not in top and "[" not in top:
+        return key == top
     return key == top or key.startswith((f"{top}.", f"{top}["))
 
 
+def _read(f: Finding) -> list[str]:
+    """The keys an upstream finding is about: its own, and those its failing check read."""
+    keys = [f.key or ""]
+    if READS in f.message:
+        keys += re.split(r",\s*", f.message.rsplit(READS, 1)[1].strip())
+    return [k for k in keys if k]
+
+
 def fold_upstream(findings: list[Finding]) -> list[Finding]:
-    """One cause, one finding: our error at or under a key upstream refused is dropped, and
-    upstream's finding takes the first such fix (ours say what to write)."""
-    upstream = [f for f in findings if f.code in (CONFIG, TOKENIZER) and f.key]
+    """One cause, one finding: our error at or under a key upstream refused (or one its failing
+    check read) is dropped, and upstream's finding takes the first such fix (ours say what to
+    write)."""
+    upstream = [(f, _read(f)) for f in findings if f.code in UPSTREAM and f.key]
     if not upstream:
         return findings
     fixes: dict[int, str] = {}
     kept: list[Finding] = []
     for f in findings:
         match = None
-        if f.code not in (CONFIG, TOKENIZER) and f.is_error and f.key:
-            match = next((u for u in upstream if _under(f.key, u.key or "")), None)
+        if f.code not in UPSTREAM and f.is_error and f.key:
+            key = f.key
+            match = next((u for u, keys in upstream if any(_under(key, k) for k in keys)), None)
         if match is None:
             kept.append(f)
         elif f.fix:

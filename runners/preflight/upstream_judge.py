@@ -5,8 +5,11 @@ the interpreter a local launch starts can import `nemo_rl`, one bounded subproce
 (`upstream_program`, offline, memory-capped, killed with its children at the timeout) builds the
 algorithm's `MasterConfig` from the compiled config (pydantic from v0.7.0), loads the tokenizer
 with `get_tokenizer` and renders a chat with it, as the example script does before any GPU work.
+Then (issue 38) NeMo-RL's own CPU-side setup up to the GPU boundary (`upstream_setup`: data and
+its first rows, logger, resume, loss, environments; `upstream_verdicts` makes the findings).
 Its answer is cached under STEPS_CACHE_DIR, keyed by the config's digest, the interpreter and its
-site-packages, the checkout's NeMo-RL files and the tokenizer folder. No `nemo_rl` there: nothing
+site-packages, the checkout's NeMo-RL files, the tokenizer folder, and the data files, prompt
+files and checkpoint steps the config names. No `nemo_rl` there: nothing
 is said (the derived schema judges alone). A judge that cannot finish is a warning, never an
 error. An upstream verdict and our rule on the same key are one cause (`upstream_fold`).
 """
@@ -29,11 +32,12 @@ from runners.preflight.topology import UNRESOLVED, algorithm, finding, warning
 from runners.preflight.upstream_fold import CONFIG, TOKENIZER
 
 PROGRAM = Path(__file__).with_name("upstream_program.py")
+SETUP = Path(__file__).with_name("upstream_setup.py")
 MARK = "STEPS-UPSTREAM-JUDGE "
 SECONDS_VAR = "STEPS_UPSTREAM_JUDGE_SECONDS"  # in the launch env; 0 turns the judge off
 DEFAULT_SECONDS = 180.0  # torch + transformers + ray imports on a cold file system
 MEMORY_BYTES = 16 << 30  # address space; v0.7.0's imports + a tokenizer map 4.9 GiB (1.1 resident)
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 JUDGE = "W-UPSTREAM-JUDGE"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _KEY_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "HF_HOME", "HF_HUB_CACHE")
@@ -75,6 +79,56 @@ def _tokenizer_state(config: dict) -> list:
         return []
 
 
+def program_source() -> str:
+    """The judge program as one text (the setup stages, then the entry point), run as
+    `PYTHON -c TEXT` or saved as a file; it reads `request()` as JSON on stdin and prints one
+    `MARK` line. The cluster-side judge job runs the same text in the user's image."""
+    return SETUP.read_text(encoding="utf-8") + "\n\n" + PROGRAM.read_text(encoding="utf-8")
+
+
+def request(algo: str, config: dict, setup: bool = True) -> str:
+    """What the program reads on stdin: the algorithm module's name, the compiled config (our
+    `run` section left out), the address-space cap, and whether to run the setup stages."""
+    sent = {k: v for k, v in config.items() if k != "run"}
+    doc = {"algorithm": algo, "config": sent, "memory": MEMORY_BYTES, "setup": setup}
+    return json.dumps(doc, default=str)
+
+
+def _strings(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str) and node:
+        yield node
+
+
+def inputs_state(config: dict) -> list:
+    """What the setup stages read besides the config: every local file or folder a `data` or
+    `env` string names (a data file, a prompt file, a dotted class's PYTHONPATH module stays
+    keyed by PYTHONPATH), and the checkpoint folder's step_N entries with the latest one's
+    training_info.json. An edit to any of them asks upstream again."""
+    state: list = []
+    for section in ("data", "env"):
+        for text in _strings(config.get(section)):
+            if "/" in text or text.endswith((".json", ".jsonl", ".csv", ".txt", ".parquet")):
+                path = os.path.expanduser(text)
+                state.append((text, _stat(path)))
+    ckpt = (config.get("checkpointing") or {}).get("checkpoint_dir")
+    if isinstance(ckpt, str) and ckpt:
+        folder = Path(os.path.expanduser(ckpt))
+        try:
+            steps = sorted(p.name for p in folder.iterdir() if p.name.startswith("step_"))
+        except OSError:
+            steps = []
+        latest = max(steps, key=lambda n: int(n[5:]) if n[5:].isdigit() else -1, default=None)
+        info = _stat(folder / latest / "training_info.json") if latest else None
+        state.append((ckpt, _stat(folder), steps, info))
+    return state
+
+
 def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
     """The config's digest plus everything else that decides upstream's answer."""
     from runners.digest import DigestMemo, memo_file
@@ -94,6 +148,8 @@ def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
         digests,
         sorted((k, v) for k, v in launch.env.items() if k in _KEY_VARS or k.startswith("UV_")),
         _tokenizer_state(config),
+        inputs_state(config),
+        hashlib.sha256(program_source().encode()).hexdigest(),
     ]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
@@ -103,8 +159,7 @@ def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
     env = {**launch.env, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""}
     if launch.launcher.is_uv_run:
         env["UV_NO_SYNC"] = "1"
-    argv = [*launch.launcher.argv, "-c", PROGRAM.read_text(encoding="utf-8")]
-    request = json.dumps({"algorithm": algo, "config": config, "memory": MEMORY_BYTES}, default=str)
+    argv = [*launch.launcher.argv, "-c", program_source()]
     try:
         proc = subprocess.Popen(  # the launcher the user chose, no shell
             argv, cwd=launch.checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -113,7 +168,7 @@ def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
     except OSError as exc:
         return {"status": "failed", "detail": f"cannot start `{argv[0]}`: {exc.strerror or exc}"}
     try:
-        out, err = proc.communicate(request, timeout=seconds)
+        out, err = proc.communicate(request(algo, config), timeout=seconds)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: the launcher and its children
         proc.communicate()
@@ -181,13 +236,13 @@ def _config_findings(ctx: PreflightContext, answer: dict) -> Iterator[Finding]:
             grouped[key].append(said)
     source = Path(str(answer.get("source") or "")).name or "its algorithm module"
     version = answer.get("version") or "?"
-    for key, said in grouped.items():
+    for key, saids in grouped.items():
         yield finding(
             ctx,
             CONFIG,
             key or "config",
-            f"NeMo-RL {version}'s own MasterConfig ({source}) refuses it: {'; '.join(said[:6])}"
-            + (f" (+{len(said) - 6} more)" if len(said) > 6 else ""),
+            f"NeMo-RL {version}'s own MasterConfig ({source}) refuses it: {'; '.join(saids[:6])}"
+            + (f" (+{len(saids) - 6} more)" if len(saids) > 6 else ""),
             f"set {key or 'the config'} as NeMo-RL's MasterConfig declares it",
         )
 
@@ -215,8 +270,9 @@ def _tokenizer_finding(ctx: PreflightContext, answer: dict) -> Iterator[Finding]
 @rule("upstream_judge")
 def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
     """E-UPSTREAM-CONFIG / E-UPSTREAM-TOKENIZER: the launch interpreter's own NeMo-RL refuses
-    the compiled config (its MasterConfig, get_tokenizer, the chat template). W-UPSTREAM-JUDGE:
-    that check could not finish. Silent where the interpreter has no NeMo-RL."""
+    the compiled config (its MasterConfig, get_tokenizer, the chat template); E-UPSTREAM-DATA,
+    -LOSS, -RESUME, -LOGGER, -ENV (W-UPSTREAM-HUB): its CPU-side setup does (`upstream_setup`).
+    W-UPSTREAM-JUDGE: that check could not finish. Silent where the interpreter has no NeMo-RL."""
     launch, algo = ctx.local_launch, algorithm(ctx)
     seconds = _seconds(launch.env) if launch is not None else 0.0
     if launch is None or ctx.remote is not None or algo is None or seconds == 0:
@@ -237,5 +293,8 @@ def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
         )  # fmt: skip
         return
     if answer.get("status") == "judged":
+        from runners.preflight.upstream_verdicts import setup_findings
+
         yield from _config_findings(ctx, answer)
         yield from _tokenizer_finding(ctx, answer)
+        yield from setup_findings(ctx, answer)

@@ -5,7 +5,9 @@ Stdlib and `nemo_rl` only, Python 3.8 syntax: it runs under whatever Python the 
 and never imports steps. It reads `{"algorithm", "config"}` as JSON on stdin and does what the
 example scripts do before any GPU work: `MasterConfig(**config)` (a pydantic model from v0.7.0;
 a TypedDict before, which validates nothing) and `get_tokenizer(policy.tokenizer)` with one chat
-template render. A NeMo-RL that cannot be imported is `absent` or `unavailable`, not a verdict.
+template render; then, with `upstream_setup`'s text sent ahead of this one, the CPU-side setup
+stages (`answer["setup"]`). A NeMo-RL that cannot be imported is `absent` or `unavailable`, not a
+verdict.
 """
 
 import importlib
@@ -22,44 +24,46 @@ def _said(exc: BaseException) -> str:
     return type(exc).__name__ + (": " + lines[0][:300] if lines else "")
 
 
-def judge_config(master: object, config: dict) -> object:
-    """pydantic's errors as [{loc, type, msg}] (never the input: it may hold a secret); None
-    where MasterConfig is not a model (upstream validates nothing there)."""
+def judge_config(master: object, config: dict) -> tuple:
+    """pydantic's errors as [{loc, type, msg}] (never the input: it may hold a secret), None
+    where MasterConfig is not a model (upstream validates nothing there); and the config as the
+    setup stages get it (the model, the dict before v0.7.0, None when refused)."""
     if not hasattr(master, "model_validate"):
-        return None
+        return None, config
     from pydantic import ValidationError
 
     try:
-        master(**config)  # type: ignore[operator]  # as examples/run_*.py call it
+        built = master(**config)  # type: ignore[operator]  # as examples/run_*.py call it
     except ValidationError as exc:
         return [
             {"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]}
             for e in exc.errors(include_url=False)
-        ]
-    return []
+        ], None
+    return [], built
 
 
-def judge_tokenizer(config: dict) -> object:
-    """None when the tokenizer loads and renders a chat; else what failed. A name that is not a
-    folder is a hub id this offline check may not have cached: not judged (`skipped`)."""
+def judge_tokenizer(config: dict) -> tuple:
+    """None when the tokenizer loads and renders a chat, else what failed; and the tokenizer
+    (for the data stage). A name that is not a folder is a hub id this offline check may not
+    have cached: not judged (`skipped`)."""
     policy = config.get("policy")
     tokenizer = policy.get("tokenizer") if isinstance(policy, dict) else None
     if not isinstance(tokenizer, dict) or not isinstance(tokenizer.get("name"), str):
-        return None
+        return None, None
     from nemo_rl.algorithms.utils import get_tokenizer
 
     try:
         loaded = get_tokenizer(tokenizer)
     except Exception as exc:
         local = os.path.isdir(os.path.expanduser(tokenizer["name"]))
-        return {"stage": "load" if local else "skipped", "error": _said(exc)}
+        return {"stage": "load" if local else "skipped", "error": _said(exc)}, None
     try:
         loaded.apply_chat_template(
             [{"role": "user", "content": "hello"}], tokenize=False, add_generation_prompt=True
         )
     except Exception as exc:
-        return {"stage": "chat_template", "error": _said(exc)}
-    return None
+        return {"stage": "chat_template", "error": _said(exc)}, None
+    return None, loaded
 
 
 def judge(request: dict) -> dict:
@@ -74,13 +78,19 @@ def judge(request: dict) -> dict:
         return {"status": "unavailable", "detail": _said(exc)}
     master = getattr(module, "MasterConfig", None)
     config = request["config"]
-    return {
+    errors, built = judge_config(master, config) if master is not None else (None, config)
+    said, tokenizer = judge_tokenizer(config)
+    answer = {
         "status": "judged",
         "version": version,
         "source": getattr(module, "__file__", None),
-        "config_errors": judge_config(master, config) if master is not None else None,
-        "tokenizer": judge_tokenizer(config),
+        "config_errors": errors,
+        "tokenizer": said,
     }
+    setup = globals().get("judge_setup")  # upstream_setup's text, sent ahead of this one
+    if setup is not None and built is not None and request.get("setup", True):
+        answer["setup"] = setup(request["algorithm"], module, built, tokenizer)
+    return answer
 
 
 def cap_memory(limit: object) -> None:
@@ -97,8 +107,10 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     cap_memory(request.get("memory"))
     answer = judge(request)
-    sys.stdout.write("\n" + MARK + json.dumps(answer) + "\n")
+    sys.stdout.write("\n" + MARK + json.dumps(answer, default=str) + "\n")
     sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # a logger's service thread or process must not hold the answer back
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
-"""Stand-in of upstream's `nemo_rl/algorithms/dpo.py` MasterConfig (see `nemo_rl/__init__.py`)."""
+"""Stand-in of upstream's `nemo_rl/algorithms/dpo.py` MasterConfig and the setup names it imports
+(see `nemo_rl/__init__.py`); DPOSaveState a dataclass built from training_info (dpo.py:185)."""
+
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from nemo_rl.algorithms.interfaces import CheckpointingConfig, ClusterConfig, PolicyConfig, Section
+from nemo_rl.algorithms.loss import DPOLossFn  # noqa: F401
+from nemo_rl.utils.checkpoint import CheckpointManager  # noqa: F401
+from nemo_rl.utils.logger import Logger  # noqa: F401
 
 
 class DPOConfig(TypedDict, total=False):
@@ -19,3 +25,12 @@ class MasterConfig(BaseModel, extra="allow"):
     logger: Section
     cluster: ClusterConfig
     checkpointing: CheckpointingConfig
+
+
+@dataclass
+class DPOSaveState:
+    epoch: int
+    step: int
+    total_steps: int
+    consumed_samples: int
+    total_valid_tokens: int

@@ -1,0 +1,343 @@
+"""NeMo-RL's own CPU-side setup, as far as it goes without a GPU (issue 38), run inside the upstream
+judge's subprocess (`upstream_program` is appended to this text and calls `judge_setup`).
+
+Stdlib and `nemo_rl` only, Python 3.8 syntax, never imports steps. The stages follow v0.7.0's
+examples/run_{grpo,dpo}.py and `algorithms.*.setup` up to the cluster: data (the config's dataset
+classes and their first rows through upstream's processing, bounded copies of big files, never the
+hub), logger (enabled backends, offline, into a scratch folder), checkpointing (the manager's
+latest step and its training_info in the algorithm's save state), the loss function (its asserts)
+and the environments' settings (a known-correct answer scored by the math verifier). A failure
+raised inside NeMo-RL is a verdict: `{stage, level, error, frame, keys}`; one raised by this code
+calling an API that a release lacks is no verdict (`skipped`), so a release we do not know is never
+a false error.
+"""
+
+import copy
+import linecache
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+
+ROWS = 4  # rows run through upstream's processing per dataset
+BIG = 8 << 20  # bytes: a line-oriented data file over this is judged on its first lines
+HEAD_LINES = 256
+HUB_ERRORS = ("OfflineModeIsEnabled", "LocalEntryNotFoundError", "DatasetNotFoundError",
+              "ConnectionError", "HFValidationError")  # fmt: skip
+LINE_FORMATS = (".jsonl", ".csv", ".txt")
+LOGGER_CLASSES = {"WandbLogger": "wandb", "TensorboardLogger": "tensorboard",
+                  "MLflowLogger": "mlflow", "SwanlabLogger": "swanlab"}  # fmt: skip
+
+
+class NotJudged(Exception):
+    """This release's API is not the one a stage calls: nothing to say."""
+
+
+def _said(exc):
+    lines = [t.strip() for t in str(exc).splitlines() if t.strip()]
+    return type(exc).__name__ + (": " + lines[0][:400] if lines else "")
+
+
+def _upstream_frames(exc):
+    """The traceback's frames inside NeMo-RL's package (innermost last)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f for f in frames if os.sep + "nemo_rl" + os.sep in f.filename]
+
+
+def _rel(filename):
+    cut = filename.rfind(os.sep + "nemo_rl" + os.sep)
+    return filename[cut + 1 :] if cut >= 0 else filename
+
+
+def _context(frame):
+    """The failing statement and the `if`/`elif`/`assert` lines that enclose it, outermost first:
+    the settings the failing check reads."""
+    lines = [linecache.getline(frame.filename, frame.lineno)]
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    for n in range(frame.lineno + 1, frame.lineno + 8):  # the rest of a multi-line statement
+        text = linecache.getline(frame.filename, n)
+        if not text.strip() or len(text) - len(text.lstrip()) <= indent:
+            break
+        lines.append(text)
+    for n in range(frame.lineno - 1, max(0, frame.lineno - 40), -1):
+        text = linecache.getline(frame.filename, n)
+        depth = len(text) - len(text.lstrip())
+        if text.strip() and depth < indent:
+            if re.match(r"\s*(def|class)\b", text):
+                break
+            if re.match(r"\s*(if|elif)\b", text):
+                lines.insert(0, text)
+            indent = depth
+    return "".join(lines)
+
+
+def flat(node, prefix):
+    """Dotted keys and leaf values of a config section (list items as `[i]`)."""
+    out = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.extend(flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out.extend(flat(v, f"{prefix}[{i}]"))
+    else:
+        out.append((prefix, node))
+    return out
+
+
+def keys_of(exc, section, node, frames):
+    """The config keys a failure is about: first the key whose value the message quotes (one
+    whose name the message also says first), then the keys beside it that the failing check's
+    source reads (its guards first)."""
+    said = str(exc)
+    leaves = flat(node, section)
+    quoted = [k for k, v in leaves if isinstance(v, str) and len(v) > 2 and v in said]
+    quoted.sort(key=lambda k: re.split(r"[.\[]", k)[-1] not in said)  # stable: order kept
+    named = []
+    words = re.findall(r"[A-Za-z_]\w*", _context(frames[-1])) if frames else []
+    for word in words:
+        for k, _ in leaves:
+            if re.split(r"[.\[]", k)[-1] == word and k not in named:
+                named.append(k)
+    keys = quoted[:1] + [k for k in named if k not in quoted[:1]]
+    parent = keys[0].rsplit(".", 1)[0] if keys else ""
+    return keys[:1] + [k for k in keys[1:] if k.rsplit(".", 1)[0] == parent]  # its siblings
+
+
+def failure(stage, exc, section, node, level="error", restore=None, mirrored=False):
+    """A verdict from an exception raised in NeMo-RL, or in a line of its setup this module
+    mirrors (`mirrored`); NotJudged otherwise (our call does not fit this release)."""
+    frames = _upstream_frames(exc)
+    if not frames and not mirrored:
+        raise NotJudged(_said(exc))
+    error = _said(exc)
+    for scratch, original in (restore or {}).items():
+        error = error.replace(scratch, original)
+    last = frames[-1] if frames else None
+    return {
+        "stage": stage,
+        "level": level,
+        "error": error,
+        "frame": f"{_rel(last.filename)}:{last.lineno}" if last else None,
+        "keys": keys_of(exc, section, node, frames) or [section],
+    }
+
+
+def _is_hub(exc):
+    seen = exc
+    while seen is not None:
+        if type(seen).__name__ in HUB_ERRORS or "offline" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def bound_data(node, scratch, restore):
+    """Local line-oriented data files over BIG replaced by copies of their first lines."""
+    if isinstance(node, list):
+        for item in node:
+            bound_data(item, scratch, restore)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in list(node.items()):
+        if isinstance(value, (dict, list)):
+            bound_data(value, scratch, restore)
+        elif key in ("data_path", "val_data_path") or (isinstance(value, str) and key == "path"):
+            path = os.path.expanduser(str(value))
+            if not (path.endswith(LINE_FORMATS) and os.path.isfile(path)):
+                continue
+            if os.path.getsize(path) <= BIG:
+                continue
+            copy_path = os.path.join(scratch, f"{len(restore)}-{os.path.basename(path)}")
+            with open(path, "rb") as src, open(copy_path, "wb") as dst:
+                for n, line in enumerate(src):
+                    if n >= HEAD_LINES:
+                        break
+                    dst.write(line)
+            node[key] = copy_path
+            restore[copy_path] = str(value)
+
+
+def _rows(dataset):
+    """Index the first rows: upstream's task processors run on each (tokenizer, templates)."""
+    parts = dataset.values() if isinstance(dataset, dict) else [dataset]
+    for part in parts:
+        if part is None:
+            continue
+        for i in range(min(len(part), ROWS)):
+            part[i]
+
+
+def stage_data(algo, master, tokenizer, scratch):
+    from nemo_rl.data import utils as data_utils
+
+    data = copy.deepcopy(_section(master, "data"))
+    restore = {}
+    bound_data(data, scratch, restore)
+    try:
+        if algo in ("dpo", "rm"):
+            train, val = data_utils.setup_preference_data(tokenizer, data)
+        elif algo in ("grpo", "distillation"):
+            train, val = data_utils.setup_response_data(tokenizer, data, None)
+        else:
+            return []
+        _rows(train)
+        _rows(val)
+    except Exception as exc:
+        level = "warning" if _is_hub(exc) else "error"
+        return [failure("data", exc, "data", _section(master, "data"), level, restore)]
+    return []
+
+
+def _section(master, name):
+    value = getattr(master, name, None) if not isinstance(master, dict) else master.get(name)
+    return value if value is not None else {}
+
+
+def stage_logger(module, master, scratch):
+    logger_cls = getattr(module, "Logger", None)
+    original = _section(master, "logger")
+    if logger_cls is None or not isinstance(original, dict):
+        raise NotJudged("no Logger")
+    cfg = copy.deepcopy(original)
+    cfg["log_dir"] = os.path.join(scratch, "logs")
+    cfg["monitor_gpus"] = False  # a Ray actor: past the boundary
+    cfg["swanlab_enabled"] = False  # a hosted service
+    uri = str((cfg.get("mlflow") or {}).get("tracking_uri") or "")
+    if cfg.get("mlflow_enabled") and re.match(r"(https?|databricks)[:+]", uri):
+        cfg["mlflow_enabled"] = False  # a server: not asked offline
+    os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=scratch)
+    here = os.getcwd()
+    os.chdir(scratch)  # a backend's default store lands here, not in the user's folders
+    try:
+        logger_cls(cfg)
+    except Exception as exc:
+        backend = next((LOGGER_CLASSES[f.name.split(".")[0]] for f in _frames_named(exc)), None)
+        section = f"logger.{backend}" if backend else "logger"
+        node = original.get(backend, {}) if backend else original
+        found = failure("logger", exc, section, node)
+        first = "logger.mlflow.tracking_uri" if backend == "mlflow" and uri else None
+        if first is None and backend and found["keys"] == [section]:
+            first = f"logger.{backend}_enabled"
+        if first:
+            found["keys"] = [first] + [k for k in found["keys"] if k not in (first, section)]
+        return [found]
+    finally:
+        os.chdir(here)
+    return []
+
+
+def _frames_named(exc):
+    """Frames whose enclosing function belongs to a logger backend's class."""
+    out = []
+    for f in _upstream_frames(exc):
+        text = "".join(linecache.getline(f.filename, n) for n in range(1, f.lineno))
+        owner = re.findall(r"^class (\w+)", text, re.M)
+        if owner and owner[-1] in LOGGER_CLASSES:
+            f.name = owner[-1] + "." + f.name
+            out.append(f)
+    return out[-1:]
+
+
+def stage_resume(algo, module, master):
+    manager_cls = getattr(module, "CheckpointManager", None)
+    cfg = _section(master, "checkpointing")
+    if manager_cls is None or not isinstance(cfg, dict) or not cfg.get("checkpoint_dir"):
+        raise NotJudged("no CheckpointManager")
+    state_cls = next((getattr(module, n) for n in dir(module)
+                      if n.lower() == algo + "savestate"), None)  # fmt: skip
+    key, latest, mirrored = "checkpointing.checkpoint_dir", None, False
+    try:
+        manager = manager_cls(cfg)
+        latest = manager.get_latest_checkpoint_path()
+        info = manager.load_training_info(latest)
+        fields = getattr(state_cls, "__dataclass_fields__", None)
+        if info is not None and fields:  # a dataclass save state is built from it (dpo.py:185)
+            if "total_valid_tokens" in fields:
+                info.setdefault("total_valid_tokens", 0)
+            mirrored = True
+            state_cls(**{k: v for k, v in info.items() if k in fields})
+    except Exception as exc:
+        found = failure("resume", exc, "checkpointing", cfg, mirrored=mirrored)
+        found["keys"] = [key]
+        found["step"] = os.path.basename(str(latest)) if latest else None
+        return [found]
+    return []
+
+
+def stage_loss(algo, module, master):
+    import inspect
+
+    if algo == "grpo":
+        loss_cls, section = getattr(module, "ClippedPGLossFn", None), "loss_fn"
+    elif algo == "dpo":
+        loss_cls, section = getattr(module, "DPOLossFn", None), "dpo"
+    else:
+        raise NotJudged("no loss for " + algo)
+    cfg = _section(master, section)
+    if loss_cls is None or not cfg:
+        raise NotJudged("no loss class")
+    kwargs = {}
+    if "use_linear_ce_fusion" in inspect.signature(loss_cls.__init__).parameters:
+        mcfg = (_section(master, "policy").get("megatron_cfg") or {})  # fmt: skip
+        kwargs["use_linear_ce_fusion"] = bool(
+            mcfg.get("enabled") and mcfg.get("use_linear_ce_fusion_loss")
+        )
+    try:
+        loss_cls(cfg, **kwargs)
+    except Exception as exc:
+        plain = cfg.model_dump() if hasattr(cfg, "model_dump") else cfg
+        return [failure("loss", exc, section, plain)]
+    return []
+
+
+def stage_env(master):
+    """Each math environment's verifier scores a known-correct answer (what its workers run)."""
+    from nemo_rl.environments import math_environment
+
+    worker = getattr(math_environment, "HFVerifyWorker", None)
+    worker = getattr(worker, "__ray_actor_class__", worker)
+    envs = _section(master, "env")
+    out = []
+    for name, cfg in envs.items() if isinstance(envs, dict) else []:
+        if not isinstance(cfg, dict) or "math_verify_impl" not in cfg or worker is None:
+            continue
+        impl = cfg.get("math_verify_impl") or "hf_math_verify"
+        scores = worker().verify(["The answer is \\boxed{2}"], ["2"], math_verify_impl=impl)
+        score = scores[0] if isinstance(scores, (list, tuple)) else scores
+        if score != 1.0:
+            out.append({"stage": "env", "level": "error", "frame": None,
+                        "keys": [f"env.{name}.math_verify_impl"],
+                        "error": "its verifier scores a correct answer ('\\boxed{2}' for 2) "
+                                 + repr(score) + " with math_verify_impl=" + repr(impl)
+                                 + ": every reward would be 0"})  # fmt: skip
+    return out
+
+
+def judge_setup(algo, module, master, tokenizer):
+    """Every stage that can run on CPU; `{"failures": [...], "skipped": {stage: why}}`."""
+    scratch = tempfile.mkdtemp(prefix="steps-judge-")
+    failures, skipped = [], {}
+    stages = [("logger", lambda: stage_logger(module, master, scratch)),
+              ("resume", lambda: stage_resume(algo, module, master)),
+              ("loss", lambda: stage_loss(algo, module, master)),
+              ("env", lambda: stage_env(master))]  # fmt: skip
+    if tokenizer is not None:
+        stages.insert(0, ("data", lambda: stage_data(algo, master, tokenizer, scratch)))
+    try:
+        for name, run in stages:
+            try:
+                failures.extend(run())
+            except MemoryError:
+                raise
+            except NotJudged as why:
+                skipped[name] = str(why)
+            except Exception as exc:  # our call does not fit this release
+                skipped[name] = _said(exc)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    sys.stdout.flush()
+    return {"failures": failures, "skipped": skipped}

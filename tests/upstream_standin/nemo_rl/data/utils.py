@@ -1,0 +1,73 @@
+"""Stand-in of upstream's `nemo_rl/data/utils.py` setup functions (v0.7.0), raising what upstream
+raises: ValueError for an unknown dataset_name (preference_datasets/__init__.py:56), AssertionError
+for an unregistered processor (raw_dataset.py:57), FileNotFoundError for a missing prompt file
+(interfaces.py:74), KeyError for a row without a column the processor reads."""
+
+import json
+import os
+
+PREFERENCE = ("BinaryPreferenceDataset", "PreferenceDataset", "HelpSteer3", "Tulu3Preference")
+RESPONSE = ("ResponseDataset", "OpenMathInstruct-2", "DAPOMath17K")
+PROCESSORS = ("default", "math_hf_data_processor", "helpsteer3_data_processor")
+
+
+class Loaded:
+    def __init__(self, rows, columns, tokenizer):
+        self.rows, self.columns, self.tokenizer = rows, columns, tokenizer
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        row = self.rows[i]
+        return {k: self.tokenizer.apply_chat_template([{"role": "user", "content": row[k]}])
+                for k in self.columns}  # fmt: skip
+
+
+def _load(cfg, names, kind, columns, tokenizer):
+    dataset_name = cfg["dataset_name"]
+    if dataset_name not in names:
+        raise ValueError(
+            f"Unsupported {dataset_name=}. Please set dataset_name to one of: (1) a built-in "
+            f"dataset name, (2) '{kind}' to load from a local JSONL file or HuggingFace, or (3) an "
+            "importable dotted path to a dataset class"
+        )
+    processor = cfg.get("processor", "default")
+    assert processor in PROCESSORS, (
+        f"Processor {processor} not found in PROCESSOR_REGISTRY. Please call "
+        "nemo_rl.data.processors.register_processor() to register the processor."
+    )
+    for key in ("system_prompt_file", "prompt_file"):
+        if cfg.get(key) is not None:
+            with open(cfg[key], encoding="utf-8") as fh:
+                fh.read()
+    with open(os.path.expanduser(cfg["data_path"]), encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return Loaded(rows, columns, tokenizer)
+
+
+def _merged(cfg, default):
+    return {**(default or {}), **cfg}
+
+
+def setup_preference_data(tokenizer, data_config):
+    columns = ("prompt", "chosen", "rejected")
+    default = data_config.get("default")
+    train = _load(_merged(data_config["train"], default), PREFERENCE, "BinaryPreferenceDataset",
+                  columns, tokenizer)  # fmt: skip
+    val = {}
+    if data_config.get("validation"):
+        val["default"] = _load(_merged(data_config["validation"], default), PREFERENCE,
+                               "BinaryPreferenceDataset", columns, tokenizer)  # fmt: skip
+    return train, val
+
+
+def setup_response_data(tokenizer, data_config, env_configs=None):
+    default = data_config.get("default")
+    train = _load(_merged(data_config["train"], default), RESPONSE, "ResponseDataset",
+                  ("problem",), tokenizer)  # fmt: skip
+    val = None
+    if data_config.get("validation"):
+        val = _load(_merged(data_config["validation"], default), RESPONSE, "ResponseDataset",
+                    ("problem",), tokenizer)  # fmt: skip
+    return train, val

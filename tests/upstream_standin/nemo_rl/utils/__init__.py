@@ -1,0 +1,1 @@
+"""Stand-in of upstream's `nemo_rl.utils` package (see `nemo_rl/__init__.py`)."""
