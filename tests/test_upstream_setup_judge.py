@@ -84,6 +84,14 @@ def test_a_misspelt_dataset_name_is_one_error_at_its_key(tmp_path, monkeypatch, 
     assert "nemo_rl/data/utils.py:" in found["message"]  # upstream's own file:line
 
 
+def test_a_hub_dataset_not_in_the_cache_is_a_warning_never_a_download(
+    tmp_path, monkeypatch, capsys
+):
+    findings = _dpo(monkeypatch, capsys, tmp_path, "++data.train.dataset_name=HelpSteer3")
+    assert _setup_codes(findings) == [("W-UPSTREAM-HUB", "data.train.dataset_name")]
+    assert [f for f in findings if f["severity"] == "error"] == []
+
+
 def test_a_system_prompt_file_that_does_not_exist_is_refused_at_its_key(
     tmp_path, monkeypatch, capsys
 ):

@@ -207,6 +207,7 @@ def stage_logger(module, master, scratch):
     cfg["monitor_gpus"] = False  # a Ray actor: past the boundary
     cfg["swanlab_enabled"] = False  # a hosted service
     uri = str((cfg.get("mlflow") or {}).get("tracking_uri") or "")
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI", "")
     if cfg.get("mlflow_enabled") and re.match(r"(https?|databricks)[:+]", uri):
         cfg["mlflow_enabled"] = False  # a server: not asked offline
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=scratch)

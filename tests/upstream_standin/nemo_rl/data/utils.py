@@ -1,13 +1,15 @@
 """Stand-in of upstream's `nemo_rl/data/utils.py` setup functions (v0.7.0), raising what upstream
 raises: ValueError for an unknown dataset_name (preference_datasets/__init__.py:56), AssertionError
 for an unregistered processor (raw_dataset.py:57), FileNotFoundError for a missing prompt file
-(interfaces.py:74), KeyError for a row without a column the processor reads."""
+(interfaces.py:74), KeyError for a row without a column the processor reads, and what `datasets`
+raises offline for a built-in class that downloads its data."""
 
 import json
 import os
 
 PREFERENCE = ("BinaryPreferenceDataset", "PreferenceDataset", "HelpSteer3", "Tulu3Preference")
 RESPONSE = ("ResponseDataset", "OpenMathInstruct-2", "DAPOMath17K")
+HUB = {"HelpSteer3": "nvidia/HelpSteer3", "OpenMathInstruct-2": "nvidia/OpenMathInstruct-2"}
 PROCESSORS = ("default", "math_hf_data_processor", "helpsteer3_data_processor")
 
 
@@ -31,6 +33,10 @@ def _load(cfg, names, kind, columns, tokenizer):
             f"Unsupported {dataset_name=}. Please set dataset_name to one of: (1) a built-in "
             f"dataset name, (2) '{kind}' to load from a local JSONL file or HuggingFace, or (3) an "
             "importable dotted path to a dataset class"
+        )
+    if dataset_name in HUB:  # a built-in class that fetches its own data, offline here
+        raise ConnectionError(
+            f"Couldn't reach '{HUB[dataset_name]}' on the Hub (LocalEntryNotFoundError)"
         )
     processor = cfg.get("processor", "default")
     assert processor in PROCESSORS, (
