@@ -13,8 +13,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from catalog import record_file
 from catalog.content_memo import ContentMemo
 from catalog.errors import StepsError
+from catalog.record_file import read_capped, reason
 from catalog.syntax_errors import toml_error
 
 Lines = dict[tuple, int]
@@ -38,28 +40,22 @@ def load_toml(path: Path, code: str = "E-TOML") -> dict:
 def read_bytes(path: Path, code: str = "E-TOML") -> bytes:
     """The file's bytes, or the `StepsError` (exit 2) that says why they cannot be read."""
     try:
-        return Path(path).read_bytes()
+        return read_capped(path)
     except OSError as exc:
-        raise StepsError(
-            code, f"cannot read: {exc.strerror}", path=str(path), exit_code=2
-        ) from None
+        raise StepsError(code, f"cannot read: {reason(exc)}", path=str(path), exit_code=2) from None
 
 
 def parse_toml(raw: bytes, path: Path, code: str = "E-TOML") -> dict:
     """`load_toml` of the bytes of `path` already read. Bytes parsed before in this process
     give a fresh copy of that document (the caller may change it)."""
     try:
-        return _PARSED.get(raw, lambda: tomllib.loads(raw.decode("utf-8")), len(raw))
-    except UnicodeDecodeError as exc:
-        raise StepsError(
-            code,
-            f"not UTF-8 text (byte {exc.start}: {exc.reason})",
-            path=str(path),
-            fix="save the file as UTF-8",
-            exit_code=2,
-        ) from None
+        return _PARSED.get(raw, lambda: record_file.parse_toml(raw), len(raw))
     except tomllib.TOMLDecodeError as exc:
         raise toml_error(exc, path, code) from None
+    except ValueError as exc:  # not UTF-8, or nested too deep
+        raise StepsError(
+            code, str(exc), path=str(path), fix="save the file as UTF-8 TOML", exit_code=2
+        ) from None
 
 
 def line_of(path: Path, *needles: str) -> int | None:

@@ -13,13 +13,11 @@ billions of nodes in whatever walks the data). A repeated key is refused, as Ome
 
 from __future__ import annotations
 
-import errno
 import functools
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
+from catalog import record_file
 from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 
@@ -28,13 +26,6 @@ Lines = dict[tuple, int]
 MAX_YAML_BYTES = 16 << 20  # configs and blends are kilobytes: a bigger file is not one
 MAX_ALIAS_NODES = 100_000  # a shared block is tens of nodes; a bomb is billions
 _SIZE_CAP = 1 << 62  # expanded sizes stop growing here (a chain of anchors doubles them)
-_KINDS = {
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFIFO: "a named pipe (FIFO)",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a directory",
-}
 
 
 def compose(text: str) -> Any:
@@ -122,18 +113,8 @@ def _file_node(path: str, mtime_ns: int, size: int) -> Any:
 
 
 def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
-    """A regular file's bytes, at most `limit` of them; anything else is an `OSError` whose
-    `strerror` says why (a device, FIFO or socket is refused before it is read)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
-    with os.fdopen(fd, "rb") as fh:
-        kind = _KINDS.get(stat.S_IFMT(os.fstat(fd).st_mode))
-        if kind is not None:
-            code = errno.EISDIR if kind == "a directory" else errno.EINVAL
-            raise OSError(code, f"is {kind}, not a regular file", str(path))
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"is larger than {limit >> 20} MiB, the most read", str(path))
-    return data
+    """`catalog.record_file.read_capped` with the YAML cap."""
+    return record_file.read_capped(path, limit)
 
 
 def read_bytes(path: Path, code: str, what: str, fix: str) -> bytes:
@@ -235,6 +216,22 @@ def parse(text: str, loader: Any = None) -> tuple[Any, Any]:
         return node, reader.construct_document(node)
     finally:
         reader.dispose()
+
+
+def parse_data(raw: bytes | str) -> Any:
+    """One YAML document (safe loader, aliases bounded) as data; `yaml.YAMLError` at its line,
+    ValueError when not UTF-8 or nested deeper than `record_file.MAX_DEPTH`."""
+    text = record_file.utf8(raw) if isinstance(raw, bytes) else raw
+    try:
+        return record_file.check_depth(parse(text)[1])
+    except RecursionError:
+        raise ValueError(record_file.too_deep()) from None
+
+
+def read_data(path: Path, limit: int = MAX_YAML_BYTES) -> Any:
+    """A YAML file's data, read as `record_file.read_json` reads JSON (OSError, ValueError,
+    `yaml.YAMLError`)."""
+    return parse_data(record_file.read_capped(path, limit))
 
 
 def load_yaml(

@@ -284,15 +284,17 @@ RECORD = "run.json"
 
 def read_record(run_dir: Path) -> dict:
     """A run dir's run.json (E-RUN-RECORD, exit 2, when absent or unreadable)."""
+    from catalog.record_file import read_json, reason
+
     path = run_dir / RECORD
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json(path)
     except (OSError, ValueError) as exc:
         from catalog.errors import StepsError
 
         raise StepsError(
             "E-RUN-RECORD",
-            f"cannot read the run record: {exc}",
+            f"cannot read the run record: {reason(exc)}",
             path=str(path),
             fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
             exit_code=2,

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from catalog.errors import ERROR, WARNING, Finding
+from catalog.record_file import read_json
 
 MAX_FILE_BYTES = 64 << 20  # a checkpoint's config.json, metadata.json or weight index
 BOM = b"\xef\xbb\xbf"
@@ -124,13 +125,7 @@ def read_head(f: Any, where: str, bom_is_error: bool) -> tuple[Finding | None, i
 
 
 def read_json_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
-    """A whole JSON file (read at most `max_bytes`): OSError if it cannot be read, ValueError
-    (worded for a finding) if it is not JSON, nests too deep or is larger than the cap."""
-    with open(path, "rb") as f:
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"larger than {max_bytes >> 20} MiB")
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ValueError(too_deep()) from None
+    """A whole JSON file (`catalog.record_file.read_json`, at most `max_bytes`): OSError if it
+    cannot be read or is larger than the cap, ValueError (worded for a finding) if it is not
+    JSON or nests too deep."""
+    return read_json(path, max_bytes)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -24,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from catalog.atomic_write import write_atomic
 from catalog.did_you_mean import close_matches, phrase
 from catalog.errors import StepsError
+from catalog.file_trust import first_problem
+from catalog.record_file import exists_as, read_json, reason
 from runners.artifacts.names import LATEST, Ref
 from runners.digest import DigestMemo
 
@@ -133,18 +134,31 @@ def registry_path(root: Path) -> Path:
 
 
 def load(root: Path) -> RegistryFile:
-    """The registry under `root` (empty when there is none); E-ARTIFACT-REGISTRY when damaged."""
+    """The registry under `root` (empty when there is none), read as a run.json is: only when
+    it and its folder are yours alone (E-RECORD-UNTRUSTED), by the bounded reader
+    (E-ARTIFACT-REGISTRY when it cannot be read or is not a registry)."""
     path = registry_path(root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.is_symlink() and not exists_as(path):
         return RegistryFile()
-    except OSError as exc:
-        raise _damaged(path, str(exc)) from None
+    refused = first_problem([(path, False), (Path(root), True)])
+    if refused is not None:
+        item, folder, problem, fix = refused
+        what = f"its folder {item}" if folder else "it"
+        raise StepsError(
+            "E-RECORD-UNTRUSTED",
+            f"not using the artifact registry {path}: {what} {problem}; a registry decides "
+            "which data and checkpoints a name gives, so it is used only when it is yours and "
+            "no one else can write it or its folder",
+            path=str(path),
+            fix=f"{fix}; else move it aside (runs keep their run.json) and pass inputs as paths",
+            exit_code=2,
+        )
     try:
-        return RegistryFile.model_validate(json.loads(text))
+        return RegistryFile.model_validate(read_json(path))
+    except OSError as exc:
+        raise _damaged(path, reason(exc)) from None
     except (ValueError, ValidationError) as exc:
-        raise _damaged(path, str(exc).splitlines()[0]) from None
+        raise _damaged(path, reason(exc)) from None
 
 
 def _damaged(path: Path, why: str) -> StepsError:
@@ -293,3 +307,24 @@ def version_holding(reg: RegistryFile, path: str) -> tuple[str, Version] | None:
             if path == v.path or path.startswith(v.path.rstrip("/") + "/"):
                 best = (name, v) if best is None or v.created_utc >= best[1].created_utc else best
     return best
+
+
+def check_content(name: str, v: Version, memo: DigestMemo) -> None:
+    """E-ARTIFACT-DIGEST (exit 2) when a ready version's content is not what was registered:
+    the digest recorded then against the content now (one `stat` per file the memo knows, as
+    the producing run hashed it). A path not here is left to bind, which names it."""
+    if v.state != "ready" or v.digest is None or not exists_as(Path(v.path)):
+        return
+    now = content_digest(Path(v.path), memo)[0]
+    if now == v.digest:
+        return
+    raise StepsError(
+        "E-ARTIFACT-DIGEST",
+        f"{name}:{v.label} is not what was registered: {v.path} has digest {now}, the registry "
+        f"records {v.digest} (changed since {v.made_by.step} made it, or the registry was edited)",
+        path=v.path,
+        fix=f"if the change is yours, register the content as a new version by running the step "
+        f"that makes it again (`python -m steps lineage {name}:{v.label}` shows how it was made), "
+        "or pass the path itself (--input PORT=PATH); else restore the content",
+        exit_code=2,
+    )

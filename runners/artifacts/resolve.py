@@ -4,8 +4,11 @@ A value is a reference when it names a tag (`:latest`, `:v3`), names a registere
 reads like one of Nemotron's names (`...Artifact...`); a path that exists is always a path. The
 local registry answers first, then W&B when it is configured and online. The artifact's type must
 be the port's, a subtype of it or a supertype (then its content is checked as a path's is);
-an unrelated type is E-ARTIFACT-TYPE. A version still pending (its run has not ended) or failed is
-E-ARTIFACT-PENDING, naming the newest ready version if there is one.
+an unrelated type is E-ARTIFACT-TYPE. The registry is used only when it is yours alone
+(E-RECORD-UNTRUSTED), and a version's content must still have the digest it was registered with
+(E-ARTIFACT-DIGEST), so neither another user nor a changed folder decides an input. A version
+still pending (its run has not ended) or failed is E-ARTIFACT-PENDING, naming the newest ready
+version if there is one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalog.errors import StepsError
+from catalog.record_file import exists_as
 from runners.artifacts.names import Ref, Resolved, parse_ref
 
 if TYPE_CHECKING:  # the registry's models are built only when a reference is looked up
@@ -23,7 +27,7 @@ if TYPE_CHECKING:  # the registry's models are built only when a reference is lo
 
 
 def _is_ref(value: str, ref: Ref, known: Callable[[], set[str]], cwd: Path) -> bool:
-    if (cwd / value).exists():
+    if exists_as(cwd / value):
         return False
     return ref.tagged or "Artifact" in ref.name or ref.name in known()
 
@@ -38,8 +42,11 @@ def resolve_inputs(
 ) -> tuple[dict[str, str], list[Resolved]]:
     """`inputs` with every reference replaced by its path, and what each one resolved to
     (`wandb` gives the W&B settings, asked only when the registry does not know a name)."""
+    from runners.digest import DigestMemo
+
     out, found = dict(inputs), []
     reg = None
+    memo = DigestMemo()
 
     def registry() -> RegistryFile:
         from runners.artifacts.pending import settled
@@ -59,7 +66,7 @@ def resolve_inputs(
         ref = parse_ref(value)
         if ref is None or port not in port_types or not _is_ref(value, ref, known, cwd):
             continue  # a path (an unknown port: bind names it)
-        from runners.artifacts.registry import lookup
+        from runners.artifacts.registry import check_content, lookup
 
         try:
             v = lookup(registry(), ref, root)
@@ -73,10 +80,12 @@ def resolve_inputs(
             hit.port = port
         else:
             refuse_unready(v, ref, port, registry())
+            check_content(ref.name, v, memo)
             hit = Resolved(port, ref, v.path, v.type, "registry", v.label)
         check_type(hit, port_types[port], graph)
         out[port] = hit.path
         found.append(hit)
+    memo.save()
     return out, found
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from catalog.errors import StepsError
+from catalog.file_trust import first_problem, problem
 from catalog.model_errors import dotted, error_from
 from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 
@@ -39,50 +39,16 @@ _FIX_LOCATE = (
 )
 
 
-@lru_cache(maxsize=64)
-def _private_group(gid: int, uid: int) -> bool:
-    """The owner's own group (user private groups, umask 002): no one else is in it."""
-    import grp
-    import pwd
-
-    try:
-        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
-    except KeyError:
-        return False
-    return group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
-
-
-def _problem(item: Path, folder: bool) -> str | None:
-    """Why no one but you may have written `item`, or None when only you (or root) could."""
-    st = item.stat()
-    uid = os.getuid()
-    if st.st_uid not in ((uid, 0) if folder else (uid,)):  # root can change anything you run
-        return f"is owned by uid {st.st_uid}, not by you (uid {uid})"
-    if st.st_mode & stat.S_IWOTH:
-        return "is writable by others"
-    if st.st_mode & stat.S_IWGRP and not _private_group(st.st_gid, st.st_uid):
-        return f"is writable by its group (gid {st.st_gid})"
-    return None
-
-
 def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
     """E-RECORD-UNTRUSTED (exit 2) when run_dir's run.json is not yours alone: it, the run dir
     or a folder up to the runs root `root` is another user's or writable by others."""
     items = [(run_dir / RECORD, False), (run_dir, True)]
     if root is not None and run_dir.is_relative_to(root):
         items += [(p, True) for p in run_dir.parents if p.is_relative_to(root)]
-    for item, folder in items:
-        try:
-            problem = _problem(item, folder)
-        except OSError as exc:
-            problem = f"cannot be checked ({exc.strerror})"
-        if problem is None:
-            continue
+    found = first_problem(items)
+    if found is not None:
+        item, folder, problem, fix = found
         what = "its folder " + str(item) if folder else "it"
-        if "owned" in problem:
-            fix = f"if it is yours, `chown {os.getuid()} {shlex.quote(str(item))}`"
-        else:
-            fix = f"if it is yours, `chmod go-w {shlex.quote(str(item))}`"
         return StepsError(
             "E-RECORD-UNTRUSTED",
             f"not using {run_dir / RECORD}: {what} {problem}; a job record is used only when it "
@@ -146,7 +112,7 @@ def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     if isinstance(recorded, str) and recorded:
         path = Path(recorded)
         try:
-            if path.is_file() and not _problem(path, False) and not _problem(path.parent, True):
+            if path.is_file() and not problem(path, False) and not problem(path.parent, True):
                 return path
         except OSError:
             pass

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import Finding, StepsError
 from runners.run.plan import RunPlan, RunRequest
@@ -75,7 +75,8 @@ def plan_run(
         command = Command(*kind.job_command(s, prepared, resolved, config_path))
     else:
         command = kind.local_command(s, prepared, resolved, ctx.local_launch, config_path)
-    findings = [*preflight(ctx), *chain_findings, *command.findings]
+    findings = [*preflight(ctx), *chain_findings, *command.findings,
+                *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest)]  # fmt: skip
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
                  argv)  # fmt: skip
     plan.chain = chain
@@ -91,6 +92,20 @@ def plan_run(
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = _ordered([*plan.findings, *refused])
     return plan
+
+
+def _registry_findings(root: Path, manifest: Any) -> list[Finding]:
+    """A run that registers outputs reads the artifact registry when it ends: one it could not
+    use (not yours alone, damaged) is a finding now, before any work, not an error after it."""
+    if not manifest.produces:
+        return []
+    from runners.artifacts.registry import load
+
+    try:
+        load(root)
+    except StepsError as exc:
+        return [exc.finding]
+    return []
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:

@@ -25,12 +25,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import os
 
+    from catalog.record_file import exists_as
     from runners.artifacts import lineage
     from runners.rundir import runs_root
 
     cwd = Path.cwd()
-    run_dir = (cwd / args.target).resolve()
-    if (run_dir / "run.json").is_file():
+    run_dir = cwd / args.target
+    if exists_as(run_dir / "run.json", file=True):  # a name too long for a path is not a run dir
+        run_dir = run_dir.resolve()
         root = Path(args.runs_dir).resolve() if args.runs_dir else _root_of(run_dir)
         doc = lineage.of_run(root, run_dir)
         text = _run_text(doc)

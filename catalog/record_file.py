@@ -1,0 +1,140 @@
+"""The one bounded reader of the JSON, TOML and YAML files steps opens (records, configs,
+manifests, caches), so no file can make a command hang, fill memory or end in a traceback.
+YAML goes through `catalog.yamlfile` (`read_data`, `load_yaml`), which reads with this module.
+
+A record may come from anyone who can write the folder it is in (a shared runs root, a clone):
+only a regular file is read (a device or FIFO never ends), at most `MAX_RECORD_BYTES` of it, as
+UTF-8, nested at most `MAX_DEPTH` levels (deeper, Python's parsers raise RecursionError). A file
+that cannot be read is an OSError whose `strerror` says why; one that does not parse is a
+ValueError worded for a finding. `tests/test_architecture.py` lists the few places that parse
+text that is not a file (a subprocess's answer, an HTTP body) and refuses any other.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_RECORD_BYTES = 64 << 20  # a registry of thousands of versions is a few MiB
+MAX_DEPTH = 100  # records and configs are under 20 levels deep
+KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def not_a_file(path: str | os.PathLike[str]) -> str | None:
+    """'a character device' (a FIFO, ...) when `path` is there and is not a regular file."""
+    try:
+        return KINDS.get(stat.S_IFMT(os.stat(path).st_mode))
+    except (OSError, ValueError):
+        return None
+
+
+def read_capped(path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit` of them; anything else is an `OSError` whose
+    `strerror` says why (a device, FIFO or socket is refused before it is read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    with os.fdopen(fd, "rb") as fh:
+        kind = KINDS.get(stat.S_IFMT(os.fstat(fd).st_mode))
+        if kind is not None:
+            code = errno.EISDIR if kind == "a directory" else errno.EINVAL
+            raise OSError(code, f"is {kind}, not a regular file", str(path))
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"is larger than {limit >> 20} MiB, the most read", str(path))
+    return data
+
+
+def utf8(raw: bytes) -> str:
+    """`raw` as text; a ValueError naming the first byte that is not UTF-8 and its line."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ValueError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None
+
+
+def too_deep(limit: int = MAX_DEPTH) -> str:
+    return f"nested deeper than {limit} levels"
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
+    """`value` when no dict or list in it is nested deeper than `limit`, else a ValueError
+    (walked without recursion, once per container)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise ValueError(too_deep(limit))
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """JSON text (bytes must be UTF-8) as a value; ValueError when it is not, or too deep."""
+    text = utf8(raw) if isinstance(raw, bytes) else raw
+    try:
+        return check_depth(json.loads(text), max_depth)
+    except RecursionError:
+        raise ValueError(too_deep(max_depth)) from None
+
+
+def read_json(
+    path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
+    """A JSON file: OSError when it cannot be read (`read_capped`), ValueError when it is not
+    UTF-8 JSON nested at most `max_depth` levels."""
+    return parse_json(read_capped(path, limit), max_depth)
+
+
+def parse_toml(raw: bytes, max_depth: int = MAX_DEPTH) -> dict:
+    """TOML bytes as a dict; `tomllib.TOMLDecodeError` (a ValueError) at its line, ValueError
+    when not UTF-8 or too deep."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
+    text = utf8(raw)
+    try:
+        return check_depth(tomllib.loads(text), max_depth)
+    except RecursionError:
+        raise ValueError(too_deep(max_depth)) from None
+
+
+def read_toml(path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES) -> dict:
+    """A TOML file, as `read_json` reads JSON."""
+    return parse_toml(read_capped(path, limit))
+
+
+def reason(exc: BaseException) -> str:
+    """Why a read failed, in a few words for a finding."""
+    if isinstance(exc, FileNotFoundError):
+        return "does not exist"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def exists_as(path: Path, file: bool = False) -> bool:
+    """Whether `path` is there (`file`: as a regular file); a name too long or otherwise unfit
+    to be a path is not (`Path.exists` raises OSError for it)."""
+    try:
+        return path.is_file() if file else path.exists()
+    except (OSError, ValueError):
+        return False
