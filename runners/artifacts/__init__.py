@@ -11,7 +11,8 @@ they are settled when the registry is next read. W&B is imported only when a run
 Owns: `names` (the naming convention, references), `registry` (the file, its lock, versions,
 aliases, digests), `pending` (versions of runs that end elsewhere, settled from what steps
 recorded), `resolve` (references -> paths, type and readiness checked), `record` (a run's outputs
-in, with its inputs), `wandb_log` (a run's inputs and outputs as W&B artifacts), `lineage` (how an
-artifact was made, what a run produced).
+in, with its inputs), `wandb_log` (a run's inputs and outputs as W&B artifacts), `wandb_check`
+(env.toml's `[wandb]` table as W&B takes it, before any work), `lineage` (how an artifact was
+made, what a run produced).
 May import: `runners.digest`, `runners.rundir`, catalog.
 """

@@ -25,6 +25,7 @@ from runners.artifacts.registry import (
     registry_path,
     version_holding,
 )
+from runners.artifacts.wandb_check import wandb_installed
 from runners.artifacts.wandb_log import Logged, WandbSettings, log_run
 from runners.digest import DigestMemo, file_sha256
 
@@ -112,7 +113,9 @@ def record_run(run: FinishedRun) -> dict:
             for r in done
         ],
     }
-    if run.wandb is not None:
+    if run.wandb is not None and not wandb_installed():  # said before the run: W-WANDB-MISSING
+        report["wandb"] = {"skipped": "the wandb package is not installed: nothing logged"}
+    elif run.wandb is not None:
         produced = [(r.name, r.version) for r in done]
         report["wandb"] = log_versions(run.wandb, made_by, run.run_dir, produced, run.graph)
     return report
@@ -161,7 +164,9 @@ def report_lines(report: dict) -> list[str]:
         lines.append(f"wandb {to['entity'] + '/' if to.get('entity') else ''}{to['project']}: "
                      "logs them and their inputs when they are ready")  # fmt: skip
     wb = report.get("wandb")
-    if wb:
+    if wb and wb.get("skipped"):
+        lines.append(f"wandb: {wb['skipped']}")
+    elif wb:
         off = wb["mode"] == "offline"
         where = f"wandb {wb['entity'] + '/' if wb.get('entity') else ''}{wb['project']}"
         where += " (offline)" if off else ""

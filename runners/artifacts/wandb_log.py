@@ -11,6 +11,7 @@ run's config (`steps_inputs`) and the report says which folder `wandb sync` woul
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,14 +37,20 @@ class WandbSettings:
         return os.environ.get("WANDB_MODE", "").lower() in OFFLINE_MODES
 
 
-def settings_for(config: dict, env_table: Any, env_file: str | None) -> WandbSettings | None:
-    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's."""
+def settings_for(
+    config: dict, env_table: Any, env_file: str | None, env: Mapping[str, str] | None = None
+) -> WandbSettings | None:
+    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's (its
+    `${oc.env:...}` values from `env`; `wandb_check` refuses a table W&B would refuse)."""
     logger = config.get("logger") if isinstance(config, dict) else None
     if isinstance(logger, dict) and logger.get("wandb_enabled") is True:
         wb = logger.get("wandb")
         if isinstance(wb, dict) and wb.get("project"):
             return WandbSettings(str(wb["project"]), _str(wb.get("entity")), "logger.wandb")
     if isinstance(env_table, dict) and env_table.get("project"):
+        from runners.artifacts.wandb_check import resolve_table
+
+        env_table = resolve_table(env_table, os.environ if env is None else env)[0]
         where = f"[wandb] in {env_file}" if env_file else "[wandb]"
         return WandbSettings(str(env_table["project"]), _str(env_table.get("entity")), where)
     return None
@@ -116,6 +123,29 @@ def log_run(
 ) -> dict:
     """One W&B run for this steps run; returns what was logged (and, offline, what to sync)."""
     wandb = import_wandb()
+    try:
+        return _log_run(wandb, settings, step, run_dir, config, used, produced, is_model)
+    except Exception as exc:  # W&B raises its own errors (usage, network, auth): a finding
+        raise StepsError(
+            "E-WANDB-LOG",
+            f"W&B did not log this run ({type(exc).__name__}: {str(exc)[:300]}); its outputs "
+            f"are registered here all the same (settings from {settings.source})",
+            fix="correct the W&B settings, or set WANDB_MODE=offline to log locally "
+            "(`wandb sync` uploads later)",
+            exit_code=2,
+        ) from None
+
+
+def _log_run(
+    wandb: Any,
+    settings: WandbSettings,
+    step: str,
+    run_dir: Path,
+    config: dict,
+    used: list[Logged],
+    produced: list[Logged],
+    is_model: Any,
+) -> dict:
     run = wandb.init(
         project=settings.project,
         entity=settings.entity,

@@ -75,8 +75,10 @@ def plan_run(
         command = Command(*kind.job_command(s, prepared, resolved, config_path))
     else:
         command = kind.local_command(s, prepared, resolved, ctx.local_launch, config_path)
+    env_file = str(target.env_file) if target is not None else None
     findings = [*preflight(ctx), *chain_findings, *command.findings,
-                *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest)]  # fmt: skip
+                *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
+                *(_wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
                  argv)  # fmt: skip
     plan.chain = chain
@@ -298,18 +300,41 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
     return summary
 
 
-def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
-    """W&B for this run: the config's logger, else env.toml's `[wandb]` table (None: off)."""
+def wandb_table(env_file: str | None, env: dict, cwd: Path) -> tuple[Path | None, Any]:
+    """(env.toml, its `[wandb]` table) of this run; (None, None) without an env.toml `run`
+    would use."""
     from catalog.tomlfile import load_toml
-    from runners.artifacts.wandb_log import settings_for
     from runners.launch.profiles import find_env_file
 
     try:
         path = Path(env_file) if env_file else find_env_file(None, env, cwd)
-        table = load_toml(path, code="E-PROFILE").get("wandb")
+        return path, load_toml(path, code="E-PROFILE").get("wandb")
     except StepsError:
-        path, table = None, None  # no env.toml (or one `run` would refuse): no [wandb] from it
-    return settings_for(config, table, str(path) if path else None)
+        return None, None  # no env.toml (or one `run` would refuse): no [wandb] from it
+
+
+def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
+    """W&B for this run: the config's logger, else env.toml's `[wandb]` table (None: off)."""
+    from runners.artifacts.wandb_log import settings_for
+
+    path, table = wandb_table(env_file, env, cwd)
+    return settings_for(config, table, str(path) if path else None, env)
+
+
+def _wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Finding]:
+    """The `[wandb]` table as W&B will take it when this run's outputs are logged: the dry run
+    and the run say the same, before any work (runners.artifacts.wandb_check)."""
+    from catalog.tomlfile import key_lines
+    from runners.artifacts.wandb_check import table_findings
+
+    path, table = wandb_table(plan_env_file, env, cwd)
+    if path is None or not isinstance(table, dict):
+        return []
+    try:
+        lines = key_lines(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        lines = {}
+    return table_findings(table, env, path, lines)
 
 
 def _finished(plan: RunPlan) -> FinishedRun:
