@@ -51,6 +51,9 @@ def fake_checkout(root: Path, uv_lock: bool = False) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(RECORDER, encoding="utf-8")
+    prompt = root / "examples" / "prompts" / "cot.txt"  # rlvr's prompt_file, in every release
+    prompt.parent.mkdir(parents=True, exist_ok=True)
+    prompt.write_text("Think step by step.\n{}\n", encoding="utf-8")
     if uv_lock:
         (root / "uv.lock").write_text("version = 1\n", encoding="utf-8")
     return root

@@ -54,6 +54,8 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.upstream_judge",
     "runners.preflight.resume",
     "runners.preflight.loss_function",
+    "runners.preflight.dataset_names",
+    "runners.preflight.prompt_files",
 ]
 RULE_CRASH = "E-RULE-CRASH"
 

@@ -6,6 +6,7 @@ Shared by the parallelism, Gym and setup rules so they all read the config the w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,6 +201,20 @@ def algorithm(ctx: PreflightContext) -> str | None:
 
 def uses_gym(ctx: PreflightContext) -> bool:
     return bool((ctx.get("env", {}) or {}).get("should_use_nemo_gym"))
+
+
+def dataset_entries(ctx: PreflightContext) -> Iterator[tuple[str, dict, dict]]:
+    """Each train/validation dataset entry (0.6.0+ layout): the key it sits at, the entry with
+    data.default merged under it (data/utils.py's update_single_dataset_config), as written."""
+    default = ctx.get("data.default")
+    default = default if isinstance(default, dict) else {}
+    for split in ("train", "validation"):
+        value = ctx.get(f"data.{split}")
+        entries = value if isinstance(value, list) else [value]
+        for i, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                key = f"data.{split}[{i}]" if isinstance(value, list) else f"data.{split}"
+                yield key, {**default, **entry}, entry
 
 
 def generation(ctx: PreflightContext) -> dict:

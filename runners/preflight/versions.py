@@ -11,7 +11,11 @@ checkout, no profile) runs every rule.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from catalog.nemo_rl_version import NemoRLVersion, in_range
+
+T = TypeVar("T")
 
 RULE_VERSIONS: dict[str, str] = {
     # our own checks and the schema (itself per version)
@@ -49,6 +53,8 @@ RULE_VERSIONS: dict[str, str] = {
     "setup_indexed_keys": "all",
     "grpo_sampling_settings": "all",  # val sampling, val_num_generations, early stop: pin
     "grpo_loss_settings": "all",
+    "prompt_files": "all",  # what is read: entries from 0.6.0, data.* (GRPO) before
+    "dataset_names": "all",  # registries per release: catalog/nemo_rl_registries.py
     "loss_function": "all",  # TIS switch, type, ratio_min and CISPO per version: loss_function.py
     "multiple_dataloaders": "all",
     "colocated_resources": "all",
@@ -88,7 +94,7 @@ def applies(rule_id: str, version: NemoRLVersion | None) -> bool:
     return in_range(version, RULE_VERSIONS.get(rule_id, "all"))
 
 
-def cite(version: NemoRLVersion | None, places: dict[str, str]) -> str:
+def cite(version: NemoRLVersion | None, places: dict[str, T]) -> T:
     """The upstream `file:line` of the version that runs. `places` maps the oldest version a
     location holds from ("0.6.0", "0.7.0", "pin") to it; an unknown version gets the newest,
     one older than every entry the oldest (0.4/0.5 against a table that starts at 0.6.0)."""

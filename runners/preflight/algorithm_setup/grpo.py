@@ -10,6 +10,7 @@ from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
     algorithm,
+    dataset_entries,
     enabled,
     finding,
     finding_if,
@@ -234,19 +235,6 @@ def colocated_resources(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-def _dataset_entries(ctx: PreflightContext) -> Iterator[tuple[str, dict]]:
-    """Each train/validation dataset entry with data.default merged in, as data/utils.py does."""
-    default = ctx.get("data.default")
-    default = default if isinstance(default, dict) else {}
-    for split in ("train", "validation"):
-        value = ctx.get(f"data.{split}")
-        entries = value if isinstance(value, list) else [value]
-        for i, entry in enumerate(entries):
-            if isinstance(entry, dict):
-                key = f"data.{split}[{i}]" if isinstance(value, list) else f"data.{split}"
-                yield key, {**default, **entry}
-
-
 @rule("env_name_exists")
 def env_name_exists(ctx: PreflightContext) -> Iterator[Finding]:
     """E-ENV-NAME: every dataset's env_name (after data.default) is a section of env."""
@@ -254,7 +242,7 @@ def env_name_exists(ctx: PreflightContext) -> Iterator[Finding]:
     if algorithm(ctx) != "grpo" or not isinstance(env, dict):
         return
     sections = [k for k, v in env.items() if isinstance(v, dict)]
-    for key, entry in _dataset_entries(ctx):
+    for key, entry, _ in dataset_entries(ctx):
         name = entry.get("env_name")
         if name is None:  # data/utils.py:189 indexes cfg["env_name"]
             yield finding(

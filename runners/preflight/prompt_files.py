@@ -1,0 +1,82 @@
+"""Prompt files NeMo-RL reads when it sets up data: `prompt_file` / `system_prompt_file`.
+
+`TaskDataSpec.__post_init__` opens each one that is not null and raises FileNotFoundError for
+a missing one (`nemo_rl/data/interfaces.py`), on the driver at data setup. From 0.6.0 every
+train/validation entry's (after `data.default` is merged in) is read, for DPO and GRPO alike;
+0.4.0/0.5.0 read `data.prompt_file` and `data.system_prompt_file` in the GRPO scripts only.
+A relative path is opened from NeMo-RL's working directory, the checkout root (as data paths
+are, runners/preflight/data_paths.py), so it is judged only where that checkout is known here;
+a cluster launch's files are on the cluster, so nothing is said about them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from catalog.errors import Finding
+from catalog.nemo_rl_version import in_range
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding
+from runners.preflight.versions import cite
+
+KEYS = ("prompt_file", "system_prompt_file")
+RAISED = {
+    "0.4.0": "nemo_rl/data/interfaces.py:71",
+    "0.6.0": "nemo_rl/data/interfaces.py:74",
+    "pin": "nemo_rl/data/interfaces.py:81",
+}
+
+
+def _read(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
+    """(config key that set it, path as written) for each prompt file NeMo-RL will open."""
+    seen: set[str] = set()
+    if in_range(ctx.nemo_rl_version, "0.6.0+"):
+        for key, entry, written in dataset_entries(ctx):
+            for name in KEYS:
+                value = entry.get(name)
+                where = f"{key}.{name}" if name in written else f"data.default.{name}"
+                if isinstance(value, str) and where not in seen:
+                    seen.add(where)  # a default's file is one cause, however many entries
+                    yield where, value
+    elif algorithm(ctx) == "grpo":
+        for name in KEYS:
+            value = ctx.get(f"data.{name}")
+            if isinstance(value, str):
+                yield f"data.{name}", value
+
+
+@rule("prompt_files")
+def prompt_files(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-PROMPT-FILE: a prompt or system prompt file that does not exist where NeMo-RL runs."""
+    if ctx.remote is not None or algorithm(ctx) not in ("dpo", "grpo"):
+        return
+    for key, written in _read(ctx):
+        if not written or written == UNRESOLVED:
+            continue
+        path = written
+        if not os.path.isabs(written):
+            if ctx.nemo_rl_dir is None:
+                continue  # where NeMo-RL runs is not known here
+            path = os.path.join(ctx.nemo_rl_dir, written)
+        if os.path.isfile(path):
+            continue
+        relative = "" if path == written else " (relative paths are opened from the checkout)"
+        beside = (
+            os.path.join(os.path.dirname(ctx.config_file), written)
+            if ctx.config_file is not None and not os.path.isabs(written)
+            else None
+        )
+        fix = (
+            f"write the absolute path: {key}: {beside}"
+            if beside and os.path.isfile(beside)
+            else f"point {key} at an existing text file, or null for none"
+        )
+        yield finding(
+            ctx,
+            "E-PROMPT-FILE",
+            key,
+            f"{path} is not a file{relative}: NeMo-RL raises FileNotFoundError at "
+            f"{cite(ctx.nemo_rl_version, RAISED)} when it sets up data",
+            fix,
+        )
