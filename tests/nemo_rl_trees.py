@@ -187,6 +187,12 @@ class DTensorPolicyWorker:
         every = self.cfg["dtensor_cfg"].get("clear_cache_every_n_steps")
         self.plan = self.cfg["dtensor_cfg"]["custom_parallel_plan"]
 """
+BRANCH_READ = """\
+
+    def train(self, num_experts: int) -> None:
+        if num_experts > 1:
+            self.log_experts = self.cfg["dtensor_cfg"]["experts_logging"]
+"""
 READS_CHECKPOINT = """\
 from typing import NotRequired, TypedDict
 
@@ -237,12 +243,16 @@ policy:
 {plan}"""
 
 
-def reads_tree(root: Path, version: str, example_sets_plan: bool = True) -> Path:
+def reads_tree(
+    root: Path, version: str, example_sets_plan: bool = True, branch_key: str = ""
+) -> Path:
     """A DPO-only NeMo-RL whose DTensor worker reads `custom_parallel_plan` unguarded (and
     `max_grad_norm` only under an `if`, `clear_cache_every_n_steps` with `.get`), and whose
     checkpoint manager reads `keep_top_k` unguarded (`model_save_format` with `.get`) and
     handles `keep_top_k: None`; from "0.7.0" on MasterConfig is a pydantic model (validated),
-    before a TypedDict."""
+    before a TypedDict. `branch_key` "omitted" or "set" adds a required DTensor key,
+    `experts_logging`, that the worker reads only for a model with experts and that the
+    example omits or sets."""
     major, minor, patch = version.split(".")
     validated = (int(major), int(minor)) >= (0, 7)
     write(root / "nemo_rl/__init__.py", "raise RuntimeError('NeMo-RL must not be imported')\n")
@@ -250,9 +260,14 @@ def reads_tree(root: Path, version: str, example_sets_plan: bool = True) -> Path
         root / "nemo_rl/package_info.py",
         f'MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\nPRE_RELEASE = ""\n',
     )
-    write(root / "nemo_rl/models/policy/__init__.py", READS_POLICY)
+    branch = "    experts_logging: bool\n" if branch_key else ""
+    policy = READS_POLICY.replace(
+        "    tensor_parallel_size: int\n", f"    tensor_parallel_size: int\n{branch}"
+    )
+    worker = READS_WORKER + (BRANCH_READ if branch_key else "")
+    write(root / "nemo_rl/models/policy/__init__.py", policy)
     write(root / "nemo_rl/models/policy/lm_policy.py", READS_LM_POLICY)
-    write(root / "nemo_rl/models/policy/workers/dtensor_policy_worker.py", READS_WORKER)
+    write(root / "nemo_rl/models/policy/workers/dtensor_policy_worker.py", worker)
     write(root / "nemo_rl/utils/checkpoint.py", READS_CHECKPOINT)
     base = ("from pydantic import BaseModel", 'BaseModel, extra="allow"')
     write(
@@ -263,5 +278,6 @@ def reads_tree(root: Path, version: str, example_sets_plan: bool = True) -> Path
     )
     write(root / "examples/run_dpo.py", "raise SystemExit('never run by the tests')\n")
     plan = "    custom_parallel_plan: null\n" if example_sets_plan else ""
+    plan += "    experts_logging: false\n" if branch_key == "set" else ""
     write(root / "examples/configs/dpo.yaml", READS_EXAMPLE.format(plan=plan))
     return root

@@ -144,3 +144,53 @@ def test_a_grpo_config_without_policy_draft_is_caught_at_the_example_scripts_lin
     assert str(found[0].fix).endswith(": +policy.draft.enabled=false")
     ctx.config["env"]["should_use_nemo_gym"] = True  # the Gym script does not read it
     assert "E-SETUP-KEY" not in {f.code for f in preflight(ctx)}
+
+
+def _missing_branch_key(tree: Path) -> list[tuple[str, str | None]]:
+    config = _config({"enabled": True, "tensor_parallel_size": 1, "custom_parallel_plan": None})
+    found = run_rules(config, "dpo", nemo_rl_dir=tree, nemo_rl_version=nemo_rl.detect_version(tree))
+    return [(f.code, f.key) for f in found if f.key == "policy.dtensor_cfg.experts_logging"]
+
+
+@pytest.mark.parametrize(
+    ("version", "code"), [("0.6.0", "W-SCHEMA-BRANCH-KEY"), ("0.7.0", "E-SCHEMA-KEY")]
+)
+def test_a_required_key_read_only_on_a_branch_an_example_skips_is_an_error_only_where_validated(
+    tmp_path: Path, version: str, code: str
+) -> None:
+    tree = reads_tree(tmp_path / "rl", version, branch_key="omitted")
+    assert _missing_branch_key(tree) == [(code, "policy.dtensor_cfg.experts_logging")]
+    doc = store.schema_for("dpo", tree, nemo_rl.detect_version(tree)).doc
+    assert doc["gated"] == {
+        "policy.dtensor_cfg": {
+            "experts_logging": "nemo_rl/models/policy/workers/dtensor_policy_worker.py:14"
+        }
+    }
+
+
+def test_a_required_key_read_on_a_branch_every_example_sets_stays_an_error(tmp_path: Path) -> None:
+    tree = reads_tree(tmp_path / "rl", "0.6.0", branch_key="set")
+    assert _missing_branch_key(tree) == [("E-SCHEMA-KEY", "policy.dtensor_cfg.experts_logging")]
+
+
+@pytest.mark.parametrize(
+    ("version", "code"),
+    [("0.6.0", "W-SCHEMA-BRANCH-KEY"), ("0.7.0", "E-SCHEMA-KEY")],
+)
+def test_moe_per_layer_logging_is_required_only_where_the_config_is_validated(
+    tmp_path: Path, version: str, code: str
+) -> None:
+    """Upstream's workplace-assistant Gym example leaves it out; megatron_policy_worker.py reads
+    it only for a model with experts (v0.6.0 :442), and 0.7.0's pydantic config refuses it.
+    (0.5.0: test_nemo_rl_gym_versions, with that release's data layout.)"""
+    from preflight_fixtures import grpo_config
+
+    from catalog.nemo_rl_version import parse_version
+
+    cfg = grpo_config(tmp_path)
+    cfg["policy"]["megatron_cfg"].pop("moe_per_layer_logging", None)
+    found = run_rules(cfg, nemo_rl_version=parse_version(version, named=True))
+    key = "policy.megatron_cfg.moe_per_layer_logging"
+    assert [(f.code, f.severity) for f in found if f.key == key] == [
+        (code, "warning" if code.startswith("W") else "error")
+    ]

@@ -267,3 +267,26 @@ def test_preflight_md_states_the_versions_of_every_rule() -> None:
     assert all(check_range(spec) for spec in RULE_VERSIONS.values())
     mirrored = {r: v for r, v in RULE_VERSIONS.items() if r in documented}
     assert documented == mirrored and len(documented) >= 25
+
+
+@pytest.mark.parametrize("version", ["0.4.0", "0.5.0"])
+@pytest.mark.parametrize("config", SHIPPED, ids=[f"{p.parts[-3]}/{p.stem}" for p in SHIPPED])
+def test_shipped_configs_on_an_older_release_get_one_finding_naming_the_layout(
+    config: Path, version: str
+) -> None:
+    """Issue 40 item 16: 23 findings each at 0.5.0 where one cause was meant."""
+    ctx = context_for(config, config.parents[1], version)
+    user_gives = re.compile(r"^data\.(train|validation)\.data_path$")  # `???` in default.yaml
+    found = [
+        f
+        for f in preflight(ctx)
+        if not (f.code == "E-CONFIG-UNRESOLVED" and user_gives.match(f.key))
+        and f.code != "W-GYM-ROOT"
+    ]
+    gym = ctx.get("env.should_use_nemo_gym") is True
+    want = "E-GYM-SCRIPT" if gym and version == "0.4.0" else "E-NEMO-RL-LAYOUT"
+    assert [f.code for f in found] == [want]
+    if want == "E-NEMO-RL-LAYOUT":
+        first = "data.train_jsonl_fpath" if gym else "data.dataset_name"
+        assert f"First failure there: {first}: required key is missing" in found[0].message
+        assert found[0].key == "data.train" and str(found[0].path).endswith(".yaml")

@@ -149,8 +149,7 @@ def test_our_step_config_on_0_5_is_told_its_data_section_has_the_newer_shape() -
 
     rlvr = REPO / "steps" / "rl" / "nemo_rl" / "rlvr"
     ctx = context_for(rlvr / "config" / "default.yaml", rlvr, "0.5.0")
-    found = [f for f in preflight(ctx) if f.code == "E-SCHEMA-KEY"]
-    assert [f.key for f in found] == ["data.dataset_name"]
-    assert "0.6.0+ shape" in str(found[0].fix) and "NeMo-RL 0.5.0 reads one dataset" in str(
-        found[0].fix
-    )
+    found = [f for f in preflight(ctx) if f.code.startswith(("E-SCHEMA", "E-NEMO-RL-LAYOUT"))]
+    assert [(f.code, f.key) for f in found] == [("E-NEMO-RL-LAYOUT", "data.train")]
+    assert "written for NeMo-RL 0.6.0 or newer" in found[0].message
+    assert "First failure there: data.dataset_name: required key is missing" in found[0].message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runners.kinds.base import Command, Prepared, RunnerKind, Setting, cluster_checkout, not_found
@@ -45,6 +46,13 @@ class NemoRL(RunnerKind):
     def local_command(
         self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
     ) -> Command:
+        located = p.nrl.checkout if p.nrl is not None else None
+        if (
+            p.checkout is None
+            and located is not None
+            and gym_script_missing(located, str(p.script))
+        ):
+            return Command(deferred=not_found(s, str(p.script)).deferred)  # E-GYM-SCRIPT
         if p.checkout is None or local is None:
             return not_found(s, str(p.script))
         return Command(local.command(str(p.script), config), p.checkout)
@@ -61,6 +69,12 @@ class NemoRL(RunnerKind):
         from runners.launch.target import nodes_needed
 
         return nodes_needed(dict(resolved), profile.env)
+
+
+def gym_script_missing(checkout: Path, script: str) -> bool:
+    """The located checkout is too old for a Gym config (0.4.0): preflight's E-GYM-SCRIPT says
+    so as an error, so "no checkout found" is not said again as a warning."""
+    return script.startswith("examples/nemo_gym/") and not (checkout / script).is_file()
 
 
 KIND = NemoRL()

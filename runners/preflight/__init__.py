@@ -9,8 +9,9 @@ pass: preflight fails closed, so a bug in a rule cannot silently let a launch th
 Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
 `data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
 `algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will
-meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says),
-`topology` (GPUs and nodes from the config).
+meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says,
+`layout_fold`: a config written for a newer NeMo-RL), `topology` (GPUs and nodes from the
+config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
 upstream judge's cache key), `catalog`. Only `run` and the CLI import it.
@@ -197,6 +198,9 @@ def preflight(ctx: PreflightContext) -> list[Finding]:
     from runners.config.override_findings import fold_override_findings
 
     findings = fold_override_findings(findings, ctx.compiled)
+    from runners.preflight.layout_fold import fold_layout
+
+    findings = fold_layout(findings, ctx)  # a config for a newer NeMo-RL: one finding
     from runners.preflight.upstream_fold import fold_upstream
 
     findings = fold_upstream(findings)  # upstream's verdict and ours on one key: one finding

@@ -11,12 +11,35 @@ from catalog.nemo_rl_version import in_range
 from catalog.upstream import GYM_SUBDIR
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import bound_file, first_row
-from runners.preflight.schema import close
-from runners.preflight.topology import finding, generation, uses_gym, warning
+from runners.preflight.schema import close, run_schema
+from runners.preflight.topology import algorithm, finding, generation, uses_gym, warning
 from runners.preflight.versions import cite
 
 CONFIG_PATHS = "env.nemo_gym.config_paths"
+GYM_SCRIPT = "examples/nemo_gym/run_grpo_nemo_gym.py"
 GYM_ROW_KEY = "responses_create_params"
+
+
+@rule("gym_script")
+def gym_script(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-GYM-SCRIPT: the running NeMo-RL has a NeMo-Gym script (0.4.0 has none: the schema's
+    `gym` entry, derived from the checkout or shipped for the release, says)."""
+    if not uses_gym(ctx) or algorithm(ctx) != "grpo":
+        return
+    found = run_schema(ctx, "grpo")
+    gym = found.doc.get("gym") if found else None
+    if gym is None or gym.get("script"):
+        return
+    version = found.doc.get("upstream", {}).get("version") or "this NeMo-RL"  # type: ignore[union-attr]
+    yield finding(
+        ctx,
+        "E-GYM-SCRIPT",
+        "env.should_use_nemo_gym",
+        f"is true, but NeMo-RL {version} has no NeMo-Gym script ({GYM_SCRIPT} first ships in "
+        "0.5.0): nothing in it can run this config",
+        "run NeMo-RL 0.5.0 or newer (this catalog's steps: 0.6.0 or newer), or train on plain "
+        "prompt rows with env.should_use_nemo_gym=false",
+    )
 
 
 @rule("gym_max_val_samples")

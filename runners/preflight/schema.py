@@ -21,7 +21,14 @@ from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
 from runners.preflight.basics import missing_sections
 from runners.preflight.schema_types import as_bool, describe, lax_ok, literal_ok, shape_matches
-from runners.preflight.topology import UNRESOLVED, algorithm, config_location, generation, where
+from runners.preflight.topology import (
+    UNRESOLVED,
+    algorithm,
+    config_location,
+    generation,
+    uses_gym,
+    where,
+)
 
 OWN_SECTIONS = {"run"}  # our own top-level section, stripped before exec
 # Sections NeMo-RL hands whole to a library (WandbLogger: `wandb.init(**cfg)` in 0.6.0, 0.7.0 and
@@ -37,13 +44,7 @@ LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items
 # works (`VLLM_USE_RAY_V2_EXECUTOR_BACKEND: 1` in the pin's own recipes): vllm_generation.py
 # v0.7.0:206-207, pin:217-218; pydantic never sees them (VllmConfig's fields are undeclared).
 STRINGIFIED = {"policy.generation.vllm_cfg.env_vars"}
-# NeMo-RL before 0.6.0 reads one dataset (v0.5.0 nemo_rl/data/__init__.py:21-45); a config
-# written for 0.6.0+ (data.train / data.validation / data.default, as our steps) misses it.
-OLD_DATA_LAYOUT = (
-    "this data section has the 0.6.0+ shape (data.train / validation / default); NeMo-RL "
-    "{version} reads one dataset: data.dataset_name with train_data_path / val_data_path (or "
-    "a hub dataset's name). Write it that way, or run NeMo-RL 0.6.0 or newer"
-)
+GYM_DATA_CLASS = "the NeMo-Gym script's data"  # 0.5.0: the schema's `gym` entry
 GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
     "vllm": ("VllmConfig", "all"),
     "megatron": ("MCoreGenerationConfig", "all"),
@@ -87,7 +88,13 @@ class SchemaChecker:
         self.version = schema.get("upstream", {}).get("version") or "the pin"
         self.none_ok: dict[str, dict[str, str]] = schema.get("none_ok", {})
         self.validated = bool(schema.get("validated"))
+        self.gated: dict[str, dict[str, str]] = {} if self.validated else schema.get("gated", {})
         self.ctx = ctx
+        gym = schema.get("gym", {})
+        self.gym_reads: dict[str, str] = {}
+        if uses_gym(ctx) and gym.get("data"):
+            self.gym_reads = gym["data"]
+            self.classes, self.root = gym_data_classes(self.classes, self.root, gym)
         self._extras: dict[str, dict] = {}
         self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
 
@@ -213,6 +220,44 @@ class SchemaChecker:
         else:
             yield self.type_error(key, value, {"t": "union", "options": options})
 
+    def missing(
+        self,
+        key: str,
+        fname: str,
+        spec: dict,
+        name: str,
+        present: list[str],
+        also: list[str] | None = None,
+    ) -> Finding:
+        """A required key the config lacks; one read only on a branch is a warning where
+        nothing validates the config."""
+        dotted = f"{key}.{fname}" if key else fname
+        fix = f"add {dotted} ({describe(spec['type'])})"
+        source = self.gym_reads.get(fname) or self.classes[name]["source"]
+        branch = self.gated.get(LIST_INDEX.sub("[]", key), {}).get(fname)
+        if branch:
+            return self.finding(
+                "W-SCHEMA-BRANCH-KEY",
+                dotted,
+                f"required key is missing ({name}, {source}); NeMo-RL {self.version} does not "
+                f"validate its config and reads it only on one branch ({branch}), which an "
+                "upstream example config leaves out too: a KeyError if this run takes it",
+                fix,
+                warn=True,
+            )
+        if name == GYM_DATA_CLASS and fname in self.gym_reads:
+            more = "".join(f", {key}.{k} at {self.gym_reads[k]}" for k in also or [])
+            where = f"the NeMo-Gym script of NeMo-RL {self.version} reads it at {source}{more}"
+            where += ": a KeyError before training starts"
+        else:
+            where = f"{name}, {source}"
+        return self.finding(
+            "E-SCHEMA-KEY",
+            dotted,
+            f"required key is missing ({where}){_hint(fname, present)}",
+            fix,
+        )
+
     def _fields(self, ref: dict) -> dict:
         return self.classes.get(ref["name"], {}).get("fields", {})
 
@@ -239,22 +284,20 @@ class SchemaChecker:
         extra = self.subclass_fields(name)
         prefix = f"{key}." if key else ""
         present = [k for k in value if k not in fields]
+        script_keys: list[str] = []
         for fname, spec in fields.items():
             handled = self.none_ok.get(name, {}).get(fname)
             if fname in value and value[fname] is None and handled:
                 yield from self.code_null(prefix + fname, spec["type"], handled)
             elif fname in value:
                 yield from self.check(value[fname], spec["type"], prefix + fname)
+            elif name == GYM_DATA_CLASS and fname in self.gym_reads:
+                script_keys.append(fname)
             elif spec["required"] and not self._lenient:
-                fix = f"add {prefix + fname} ({describe(spec['type'])})"
-                if prefix + fname == "data.dataset_name" and "train" in value:
-                    fix = OLD_DATA_LAYOUT.format(version=self.version)
-                yield self.finding(
-                    "E-SCHEMA-KEY",
-                    prefix + fname,
-                    f"required key is missing ({name}, {cls['source']}){_hint(fname, present)}",
-                    fix,
-                )
+                yield self.missing(key, fname, spec, name, present)
+        if script_keys:  # one data section the script cannot read: one finding
+            first = script_keys[0]
+            yield self.missing(key, first, fields[first], name, present, also=script_keys[1:])
         shipped = self.shipped.get(LIST_INDEX.sub("[]", key), {})
         for k in present:
             if (top and k in OWN_SECTIONS) or k in also_known or k in shipped:
@@ -275,6 +318,31 @@ class SchemaChecker:
                 "fix the spelling, or remove the key",
                 warn=True,
             )
+
+
+def gym_data_classes(classes: dict, root: str, gym: dict) -> tuple[dict, str]:
+    """The schema's classes with `data` replaced by what the NeMo-Gym script reads (0.5.0):
+    its own keys required (a KeyError without them), of the data class's keys those the shared
+    setup reads keep their types (`gym.data_read`, the required ones in `gym.data_required`),
+    the others are accepted as they are (nothing on the Gym path reads them)."""
+    data_ref = classes[root]["fields"]["data"]["type"]
+    base = classes.get(data_ref.get("name", ""), {"fields": {}})
+    read = set(gym.get("data_read", []))
+    fields = {
+        k: {**spec, "required": k in gym.get("data_required", [])}
+        if k in read
+        else {**spec, "required": False, "type": {"t": "any"}}
+        for k, spec in base["fields"].items()
+    }
+    first = min(gym["data"].values(), key=lambda at: int(at.rpartition(":")[2]))
+    for key, at in gym["data"].items():
+        fields[key] = {"type": {"t": "str"}, "required": True, "line": int(at.rpartition(":")[2])}
+    out = dict(classes)
+    out[GYM_DATA_CLASS] = {"kind": "typeddict", "source": first, "fields": fields}
+    root_fields = dict(classes[root]["fields"])
+    root_fields["data"] = {**root_fields["data"], "type": {"t": "ref", "name": GYM_DATA_CLASS}}
+    out[root] = {**classes[root], "fields": root_fields}
+    return out, root
 
 
 def schema_missing(algo: str) -> Finding:

@@ -59,6 +59,7 @@ RULE_VERSIONS: dict[str, str] = {
     "multiple_dataloaders": "all",
     "colocated_resources": "all",
     "env_name_exists": "all",
+    "gym_script": "all",  # the schema's `gym` entry says whether the version has the script
     "gym_max_val_samples": "all",
     "gym_config_paths": "all",
     "gym_agents_defined": "all",

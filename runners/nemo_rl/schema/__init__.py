@@ -4,8 +4,10 @@ NeMo-RL's schema is its `MasterConfig` (a pydantic model from v0.7.0, a TypedDic
 TypedDicts it nests. Importing them pulls in torch, ray and transformers, so `derive` reads the
 source with `ast`, follows `from nemo_rl... import` statements, and adds what upstream's example
 configs prove (`shipped`), and what its code reads (`key_reads`: optional keys it indexes
-unconditionally, nulls it handles). `runners.nemo_rl.schema.store` caches the result per commit and
-ships one per supported release; `runners.preflight.schema` checks configs against it.
+unconditionally, nulls it handles, required keys it reads only on a branch an example skips),
+and what the NeMo-Gym script reads (`gym_script`). `runners.nemo_rl.schema.store` caches the
+result per commit and ships one per supported release; `runners.preflight.schema` checks
+configs against it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from catalog.errors import StepsError
 from catalog.upstream import NEMO_RL_REPO
 from runners.nemo_rl.schema.builder import SchemaBuilder
 from runners.nemo_rl.schema.code_reads import CodeReads, reachable
-from runners.nemo_rl.schema.key_reads import key_tables, resolved_example
+from runners.nemo_rl.schema.gym_script import gym_entry
+from runners.nemo_rl.schema.key_reads import gated_required, key_tables, resolved_example
 from runners.nemo_rl.schema.shipped import load_examples, sections, shipped_keys
 from runners.nemo_rl.schema.source import SourceIndex
 
@@ -75,6 +78,7 @@ def derive(
                 facts.module(found, rel, script=name == SCRIPTS[algorithm])
         examples = [resolved_example(p, docs) for p in docs if algorithm in sections(p, docs)]
         reads, none_ok = key_tables(facts, classes, root, algorithm, examples)
+        gated = gated_required(facts, classes, root, algorithm, examples)
         out[algorithm] = {
             "algorithm": algorithm,
             "root": root,
@@ -90,5 +94,8 @@ def derive(
             "shipped_null": nulls,
             "reads": reads,
             "none_ok": none_ok,
+            "gated": gated,
         }
+        if algorithm == "grpo":
+            out[algorithm]["gym"] = gym_entry(checkout, facts, classes, root)
     return out

@@ -7,6 +7,9 @@ collected per (config class, key), each with the first `file:line` that shows it
   `.get("key")` / `"key" in` / `hasattr` / `getattr(.., "key", default)` in the same function,
   nor a store or `setdefault` of that key on a config of that class anywhere (code that fills
   it). An absent key there is a KeyError.
+- `gated` / `looped`: the other reads, under a test of some value (`if`, a conditional
+  expression, a short-circuit, after a conditional `return`, a soft lookup in the function) or
+  only in a loop, comprehension or `try` (which run whenever there is anything to go through).
 - `none_checked`: a read compared with `is None` / `is not None` (directly, through a local, or
   through `self.attr` in any method of the class): the code has a meaning for None.
 An expression's class comes from annotations (`config: PolicyConfig`), `self.x = config`,
@@ -77,20 +80,25 @@ def _parents(nodes: list[ast.AST]) -> dict[ast.AST, ast.AST]:
     return {c: p for p in nodes for c in ast.iter_child_nodes(p)}
 
 
-def _conditional(node: ast.AST, fn: ast.AST, parents: dict) -> bool:
-    """Whether `node` runs only on some paths through `fn`."""
+def _conditional(node: ast.AST, fn: ast.AST, parents: dict) -> str | None:
+    """Whether `node` runs only on some paths through `fn`: "gate" under a test of a value
+    (`if`, a conditional expression, a short-circuit), "loop" in a loop, comprehension or
+    `try` only (code that runs whenever there is something to iterate), else None."""
     child, p = node, parents.get(node)
+    kind = None
     while p is not None and p is not fn:
-        if isinstance(p, (ast.If, ast.IfExp, ast.While)) and child is not p.test:
-            return True
+        if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test:
+            return "gate"
         if isinstance(p, ast.BoolOp) and child is not p.values[0]:
-            return True
-        if isinstance(p, (ast.For, ast.AsyncFor)) and child is not p.iter:
-            return True
+            return "gate"
+        if isinstance(p, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(
+            p, "iter", getattr(p, "test", None)
+        ):
+            kind = "loop"
         if isinstance(p, BRANCHY):
-            return True
+            kind = "loop"
         child, p = p, parents.get(p)
-    return False
+    return kind
 
 
 def _conditional_returns(fn: ast.AST) -> list[int]:
@@ -124,6 +132,8 @@ class CodeReads:
         self.known = dict(builder.keys)  # (module, class) -> schema key, frozen
         self.reads: dict[tuple[str, str], list[str]] = {}  # the first line in each file
         self.conditional: set[tuple[str, str]] = set()
+        self.gated: Facts = {}  # read under a test of some value (the first place)
+        self.looped: set[tuple[str, str]] = set()  # read in a loop, comprehension or try
         self.filled: set[tuple[str, str]] = set()
         self.none_checked: Facts = {}
         self._modname = ""  # the module being read, for constructor calls' names
@@ -284,11 +294,16 @@ class CodeReads:
                     if not script:  # a script rewrites what it read (`policy["generation"]`)
                         self.filled.update((o, key) for o in owners)
                     continue
-                cond = key in soft or switched or _conditional(n, fn, parents)
-                cond = cond or any(line < n.lineno for line in returns)
+                branch = _conditional(n, fn, parents)
+                gated = key in soft or switched or branch == "gate"
+                gated = gated or any(line < n.lineno for line in returns)
                 for owner in owners:
-                    if cond:
+                    if gated or branch:
                         self.conditional.add((owner, key))
+                        if gated:
+                            self.gated.setdefault((owner, key), f"{rel}:{n.lineno}")
+                        else:
+                            self.looped.add((owner, key))
                         continue
                     places = self.reads.setdefault((owner, key), [])
                     if not any(p.startswith(f"{rel}:") for p in places):  # first line per file

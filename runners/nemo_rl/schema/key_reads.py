@@ -229,3 +229,27 @@ def _confirmed(examples: list[dict], path: str, key: str, when: dict) -> bool:
             if not present(config, path, mapping, key):
                 return False
     return True
+
+
+def gated_required(
+    facts: CodeReads, classes: dict, root: str, algorithm: str, examples: list[dict]
+) -> dict:
+    """`{parent path: {key: "file:line"}}`: required keys of a TypedDict that the code reads only
+    under a test of some value (`moe_per_layer_logging`, read only for a model with experts)
+    and that an upstream example config omits where the read applies. Where nothing validates
+    the config (before 0.7.0) such a key is a KeyError only on that branch, which upstream's own
+    example shows a config can skip; where pydantic validates it, it is required all the same."""
+    paths = class_paths(classes, root)
+    out: dict[str, dict[str, str]] = {}
+    for (name, key), at in sorted(facts.gated.items()):
+        spec = classes.get(name, {}).get("fields", {}).get(key)
+        if spec is None or not spec["required"] or classes[name]["kind"] != "typeddict":
+            continue
+        if (name, key) in facts.reads or (name, key) in facts.looped:
+            continue
+        when_file = file_when(at, algorithm)
+        for path in paths.get(name, []) if when_file is not None else ():
+            when = {**class_when(classes, name, path), **when_file}
+            if path != DEFAULTS and not _confirmed(examples, path, key, when):
+                out.setdefault(path, {})[key] = at
+    return {p: dict(sorted(k.items())) for p, k in sorted(out.items())}

@@ -25,7 +25,7 @@ from catalog.nemo_rl_version import NemoRLVersion, pin_version
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR
 from runners.nemo_rl.schema import ROOTS, derive, has_source
 
-CACHE_FORMAT = "3"  # bump when the derived document changes shape
+CACHE_FORMAT = "4"  # bump when the derived document changes shape
 READ_DIRS = ("nemo_rl", "examples")  # what derivation reads: the fingerprint covers these
 
 

@@ -22,6 +22,7 @@ from runners.preflight.topology import (
     finding,
     finding_if,
     generation,
+    uses_gym,
     warning,
 )
 from runners.preflight.versions import cite
@@ -38,6 +39,8 @@ def _has_validation_data(ctx: PreflightContext) -> bool:
     """Whether the data section names validation data. Before 0.6.0 `data:` names one dataset
     (`dataset_name`, v0.5.0 examples/run_grpo.py:103-113): a hub dataset brings its own split,
     unknown here, so only a path-based one without `val_data_path` counts as none."""
+    if gym_script_data(ctx):  # 0.5.0's Gym script always opens validation_jsonl_fpath (:210):
+        return True  # a missing or null one is the schema's KeyError or type error
     data = ctx.get("data")
     if isinstance(data, dict) and "dataset_name" in data and "train" not in data:
         return bool(data.get("val_data_path") or data.get("val_data_paths")) or not data.get(
@@ -51,6 +54,14 @@ def _has_validation_data(ctx: PreflightContext) -> bool:
     train = ctx.get("data.train")
     entries = train if isinstance(train, list) else [train]
     return any(isinstance(e, dict) and e.get("split_validation_size") for e in entries)
+
+
+def gym_script_data(ctx: PreflightContext) -> dict[str, str]:
+    """The data keys this NeMo-RL's NeMo-Gym script opens itself (0.5.0), for a Gym config."""
+    if algorithm(ctx) != "grpo" or not uses_gym(ctx):
+        return {}
+    found = run_schema(ctx, "grpo")
+    return dict((found.doc.get("gym") or {}).get("data") or {}) if found else {}
 
 
 @rule("validation_settings")

@@ -1,0 +1,74 @@
+"""A config written for a newer NeMo-RL than the one that runs: one finding, not one per key.
+
+NeMo-RL 0.6.0 moved `data:` to `data.train` / `validation` / `default`; 0.4.0 and 0.5.0 read
+one dataset (`data.dataset_name`, `train_data_path`; their Gym script `train_jsonl_fpath`).
+This catalog's step configs are written for 0.6.0 and newer (`NEMO_RL_STEPS_OLDEST`), like any
+config a user writes from today's docs. Judged key by key against 0.5.0's schema, such a config
+gets twenty-odd findings with one cause (issue 40 item 16), so the schema's findings are folded
+into one error naming the layout, the key the old NeMo-RL would fail on first, and the way out
+(run a newer NeMo-RL, or write the config in the old layout). Shipping a second set of configs
+per layout was not chosen: 0.4/0.5 also lack settings the steps rely on (`val_at_end`, the
+GRPO loss options, `use_multiple_dataloader`), so they would be other recipes, not other files.
+"""
+
+from __future__ import annotations
+
+from catalog.errors import Finding
+from catalog.nemo_rl_version import in_range
+from catalog.upstream import NEMO_RL_STEPS_OLDEST
+from runners.preflight import PreflightContext
+from runners.preflight.topology import where
+
+LAYOUT_KEYS = ("train", "validation", "default")  # data: keys that exist from 0.6.0
+FOLDED = ("E-SCHEMA-", "W-SCHEMA-", "E-SETUP-KEY")  # what the schema of the version says
+CODE = "E-NEMO-RL-LAYOUT"
+
+
+def newer_layout(ctx: PreflightContext) -> bool:
+    """The config's data section has the 0.6.0+ shape and an older NeMo-RL will run it."""
+    version = ctx.nemo_rl_version
+    data = ctx.get("data")
+    if version is None or in_range(version, f"{NEMO_RL_STEPS_OLDEST}+"):
+        return False
+    return isinstance(data, dict) and any(k in data for k in LAYOUT_KEYS)
+
+
+def fold_layout(findings: list[Finding], ctx: PreflightContext) -> list[Finding]:
+    """The schema's findings on a config of the newer layout, as one error."""
+    if not newer_layout(ctx):
+        return findings
+    folded = [f for f in findings if f.code.startswith(FOLDED)]
+    gone = {id(f) for f in folded}
+    if any(f.code == "E-GYM-SCRIPT" for f in findings):  # 0.4.0: no script reads it at all
+        return [f for f in findings if id(f) not in gone]
+    if not folded:
+        return findings
+    version = ctx.nemo_rl_version.label if ctx.nemo_rl_version else "?"
+    first = next(
+        (f for f in folded if f.is_error and (f.key or "").startswith("data.")),
+        next((f for f in folded if f.is_error), None),
+    )
+    fails = f" First failure there: {first.message}." if first else ""
+    others = len(folded) - (1 if first else 0)
+    more = f" {others} more key(s) are unknown to or missing for {version}." if others else ""
+    key = next((f"data.{k}" for k in LAYOUT_KEYS if ctx.get(f"data.{k}") is not None), "data")
+    path, line = where(ctx, key)
+    gym = ctx.get("env.should_use_nemo_gym") is True
+    old = (
+        "data.train_jsonl_fpath and data.validation_jsonl_fpath (its NeMo-Gym script)"
+        if gym
+        else "one dataset: data.dataset_name with train_data_path / val_data_path"
+    )
+    layout = Finding(
+        CODE,
+        f"data: this config is written for NeMo-RL {NEMO_RL_STEPS_OLDEST} or newer (data.train / "
+        f"validation / default; this catalog's step configs are), but NeMo-RL {version} will run "
+        f"it, which reads {old}.{fails}{more}",
+        path,
+        line,
+        f"run NeMo-RL {NEMO_RL_STEPS_OLDEST} or newer (--nemo-rl CHECKOUT, or the profile's "
+        f"nemo_rl_version), or write your own config in {version}'s layout from its "
+        "examples/configs (not on top of a step's config)",
+        key=key,
+    )
+    return [layout, *(f for f in findings if id(f) not in gone)]
