@@ -13,18 +13,21 @@ GRPO loss options, `use_multiple_dataloader`), so they would be other recipes, n
 
 from __future__ import annotations
 
+from typing import Any
+
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from catalog.upstream import NEMO_RL_STEPS_OLDEST
-from runners.preflight import PreflightContext
-from runners.preflight.topology import where
+
+# `ctx` is a runners.preflight.PreflightContext: not imported, so the preflight driver imports
+# this module without a cycle (as upstream_fold).
 
 LAYOUT_KEYS = ("train", "validation", "default")  # data: keys that exist from 0.6.0
 FOLDED = ("E-SCHEMA-", "W-SCHEMA-", "E-SETUP-KEY")  # what the schema of the version says
 CODE = "E-NEMO-RL-LAYOUT"
 
 
-def newer_layout(ctx: PreflightContext) -> bool:
+def newer_layout(ctx: Any) -> bool:
     """The config's data section has the 0.6.0+ shape and an older NeMo-RL will run it."""
     version = ctx.nemo_rl_version
     data = ctx.get("data")
@@ -33,7 +36,7 @@ def newer_layout(ctx: PreflightContext) -> bool:
     return isinstance(data, dict) and any(k in data for k in LAYOUT_KEYS)
 
 
-def fold_layout(findings: list[Finding], ctx: PreflightContext) -> list[Finding]:
+def fold_layout(findings: list[Finding], ctx: Any) -> list[Finding]:
     """The schema's findings on a config of the newer layout, as one error."""
     if not newer_layout(ctx):
         return findings
@@ -52,7 +55,7 @@ def fold_layout(findings: list[Finding], ctx: PreflightContext) -> list[Finding]
     others = len(folded) - (1 if first else 0)
     more = f" {others} more key(s) are unknown to or missing for {version}." if others else ""
     key = next((f"data.{k}" for k in LAYOUT_KEYS if ctx.get(f"data.{k}") is not None), "data")
-    path, line = where(ctx, key)
+    path, line = _where(ctx, key)
     gym = ctx.get("env.should_use_nemo_gym") is True
     old = (
         "data.train_jsonl_fpath and data.validation_jsonl_fpath (its NeMo-Gym script)"
@@ -72,3 +75,11 @@ def fold_layout(findings: list[Finding], ctx: PreflightContext) -> list[Finding]
         key=key,
     )
     return [layout, *(f for f in findings if id(f) not in gone)]
+
+
+def _where(ctx: Any, key: str) -> tuple[str | None, int | None]:
+    """The file and line that set `key` (topology.where, without importing the rules)."""
+    try:
+        return ctx.compiled.locate(key) if ctx.compiled is not None else (None, None)
+    except Exception:  # a location is a courtesy; never lose the finding over it
+        return (str(ctx.config_file) if ctx.config_file else None), None

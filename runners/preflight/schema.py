@@ -17,6 +17,7 @@ from typing import Any
 from catalog.did_you_mean import close_matches
 from catalog.errors import WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
+from runners.nemo_rl.schema.gym_script import GYM_DATA_CLASS, gym_data_classes
 from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
 from runners.preflight.basics import missing_sections
@@ -44,7 +45,6 @@ LIST_INDEX = re.compile(r"\[\d+\]")  # shipped keys are recorded with list items
 # works (`VLLM_USE_RAY_V2_EXECUTOR_BACKEND: 1` in the pin's own recipes): vllm_generation.py
 # v0.7.0:206-207, pin:217-218; pydantic never sees them (VllmConfig's fields are undeclared).
 STRINGIFIED = {"policy.generation.vllm_cfg.env_vars"}
-GYM_DATA_CLASS = "the NeMo-Gym script's data"  # 0.5.0: the schema's `gym` entry
 GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it)
     "vllm": ("VllmConfig", "all"),
     "megatron": ("MCoreGenerationConfig", "all"),
@@ -318,31 +318,6 @@ class SchemaChecker:
                 "fix the spelling, or remove the key",
                 warn=True,
             )
-
-
-def gym_data_classes(classes: dict, root: str, gym: dict) -> tuple[dict, str]:
-    """The schema's classes with `data` replaced by what the NeMo-Gym script reads (0.5.0):
-    its own keys required (a KeyError without them), of the data class's keys those the shared
-    setup reads keep their types (`gym.data_read`, the required ones in `gym.data_required`),
-    the others are accepted as they are (nothing on the Gym path reads them)."""
-    data_ref = classes[root]["fields"]["data"]["type"]
-    base = classes.get(data_ref.get("name", ""), {"fields": {}})
-    read = set(gym.get("data_read", []))
-    fields = {
-        k: {**spec, "required": k in gym.get("data_required", [])}
-        if k in read
-        else {**spec, "required": False, "type": {"t": "any"}}
-        for k, spec in base["fields"].items()
-    }
-    first = min(gym["data"].values(), key=lambda at: int(at.rpartition(":")[2]))
-    for key, at in gym["data"].items():
-        fields[key] = {"type": {"t": "str"}, "required": True, "line": int(at.rpartition(":")[2])}
-    out = dict(classes)
-    out[GYM_DATA_CLASS] = {"kind": "typeddict", "source": first, "fields": fields}
-    root_fields = dict(classes[root]["fields"])
-    root_fields["data"] = {**root_fields["data"], "type": {"t": "ref", "name": GYM_DATA_CLASS}}
-    out[root] = {**classes[root], "fields": root_fields}
-    return out, root
 
 
 def schema_missing(algo: str) -> Finding:

@@ -22,6 +22,7 @@ from runners.nemo_rl.schema.code_reads import FUNCS, CodeReads, _conditional, _p
 GYM_SCRIPT = "examples/nemo_gym/run_grpo_nemo_gym.py"
 OWN_SCRIPT = "examples/run_grpo.py"  # what the Gym path never runs
 SECTION = "data"
+GYM_DATA_CLASS = "the NeMo-Gym script's data"  # the class `gym_data_classes` puts at data
 
 
 def _is_section(e: ast.expr) -> bool:
@@ -84,3 +85,28 @@ def gym_entry(checkout: Path, facts: CodeReads, classes: dict, root: str) -> dic
         "data_required": sorted(required),
         "data_read": sorted(typed),
     }
+
+
+def gym_data_classes(classes: dict, root: str, gym: dict) -> tuple[dict, str]:
+    """The schema's classes with `data` replaced by what the NeMo-Gym script reads (0.5.0):
+    its own keys required (a KeyError without them), of the data class's keys those the shared
+    setup reads keep their types (`gym.data_read`, the required ones in `gym.data_required`),
+    the others are accepted as they are (nothing on the Gym path reads them)."""
+    data_ref = classes[root]["fields"]["data"]["type"]
+    base = classes.get(data_ref.get("name", ""), {"fields": {}})
+    read = set(gym.get("data_read", []))
+    fields = {
+        k: {**spec, "required": k in gym.get("data_required", [])}
+        if k in read
+        else {**spec, "required": False, "type": {"t": "any"}}
+        for k, spec in base["fields"].items()
+    }
+    first = min(gym["data"].values(), key=lambda at: int(at.rpartition(":")[2]))
+    for key, at in gym["data"].items():
+        fields[key] = {"type": {"t": "str"}, "required": True, "line": int(at.rpartition(":")[2])}
+    out = dict(classes)
+    out[GYM_DATA_CLASS] = {"kind": "typeddict", "source": first, "fields": fields}
+    root_fields = dict(classes[root]["fields"])
+    root_fields["data"] = {**root_fields["data"], "type": {"t": "ref", "name": GYM_DATA_CLASS}}
+    out[root] = {**classes[root], "fields": root_fields}
+    return out, root
