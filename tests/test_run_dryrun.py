@@ -252,9 +252,10 @@ def test_bad_input_is_a_clear_error_without_traceback(setup, cli):
     tmp_path, step, _, env, base = setup
     for extra, code, needle in _errors(tmp_path, step):
         proc = cli(*base, "--dry-run", *extra, cwd=tmp_path, env=env)
-        assert proc.returncode == 2, (extra, proc.stderr)
-        assert code in proc.stderr and needle in proc.stderr, (extra, proc.stderr)
-        assert "Traceback" not in proc.stderr
+        out = proc.stdout + proc.stderr  # an override's finding is in the plan (stdout)
+        assert proc.returncode == 2, (extra, out)
+        assert code in out and needle in out, (extra, out)
+        assert "Traceback" not in out
 
 
 def test_unknown_step_suggests_the_nearest(tmp_path, cli):
@@ -271,3 +272,22 @@ def test_a_bad_value_from_an_override_is_reported_at_the_override(setup, cli):
     found = {f.get("key"): f for f in json.loads(proc.stdout)["findings"]}
     assert found["dpo.max_num_steps"]["path"] == "override 'dpo.max_num_steps=abc'"
     assert found["dpo.max_num_steps"]["code"] == "E-SCHEMA-TYPE"
+
+
+def test_an_override_typo_is_reported_first_with_every_other_finding(setup, cli):
+    tmp_path, _, _, env, base = setup
+    typo, bad = "dpo.sft_los_weight=0.1", "dpo.max_num_steps=abc"
+    proc = cli(*base, "--dry-run", "--json", typo, bad, cwd=tmp_path, env=env)
+    assert proc.returncode == 2  # usage: an override it could not take
+    errors = [f for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"]
+    assert errors[0]["code"] == "E-OVERRIDE-KEY" and "did you mean dpo.sft_loss_weight" in (
+        errors[0]["fix"]
+    )
+    assert any(f.get("key") == "dpo.max_num_steps" for f in errors[1:]), errors
+
+
+def test_a_refused_override_leaves_no_run_dir(setup, cli):
+    tmp_path, _, _, env, base = setup
+    proc = cli(*base, "dpo.sft_los_weight=0.1", cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "E-OVERRIDE-KEY" in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("run.json"))

@@ -139,9 +139,10 @@ def test_new_keys_that_merely_end_in_key_are_shown_as_set(tmp_path):
 )
 def test_an_override_error_quotes_a_secret_keys_override_as_stars(tmp_path, debug, override, code):
     proc = steps_main(*debug, *RLVR, override, cwd=tmp_path, drop=DROP)
+    out = proc.stdout + proc.stderr  # a run's findings are in its plan (stdout for --dry-run)
     assert proc.returncode == 2
-    assert code in proc.stderr and "=***" in proc.stderr
-    assert "PLANTED" not in proc.stdout + proc.stderr
+    assert code in out and "=***" in out
+    assert "PLANTED" not in out
 
 
 def test_secret_overrides_of_any_type_reach_a_child_config_through_its_environment():

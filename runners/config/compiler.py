@@ -351,7 +351,7 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.errors import HydraException
 
-    from runners.config.overrides import parse_overrides, redacted
+    from runners.config.overrides import OverrideError, parse_overrides, redacted
 
     parsed = parse_overrides(overrides)
     for ov in parsed:
@@ -359,24 +359,24 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         exists = has_key(cfg, key)
         token = redacted(ov.input_line)[0]
         if ov.is_add() and exists:
-            raise StepsError(
+            raise OverrideError(
+                ov.input_line,
                 "E-OVERRIDE-KEY",
                 f"override '{token}': key '{key}' already exists",
                 key=key,
                 fix=f"use {key}=... to change it, or ++{key}=... to add-or-change",
-                exit_code=2,
             )
         if (ov.is_delete() or not (ov.is_add() or ov.is_force_add())) and not exists:
             near = close_keys(key, all_keys(cfg))
             hint = f"did you mean {' or '.join(near)}? " if near else ""
             verb = "delete" if ov.is_delete() else "set"
             add = "" if ov.is_delete() else f"to add a new key use +{key}=..."
-            raise StepsError(
+            raise OverrideError(
+                ov.input_line,
                 "E-OVERRIDE-KEY",
                 f"override '{token}': cannot {verb} '{key}': no such key in the config",
                 key=key,
                 fix=(hint + add).strip() or "check the key path",
-                exit_code=2,
             )
     OmegaConf.set_struct(cfg, True)
     try:
@@ -392,12 +392,12 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
                     "it; to replace a section use `~key +key={...}`"
                 )
                 shown, detail = redacted(ov.input_line, _first_line(exc))
-                raise StepsError(
+                raise OverrideError(
+                    ov.input_line,
                     "E-OVERRIDE-APPLY",
                     f"cannot apply override '{shown}': {detail}",
                     key=ov.key_or_group,
                     fix=fix,
-                    exit_code=2,
                 ) from None
     finally:
         OmegaConf.set_struct(cfg, False)

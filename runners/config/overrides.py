@@ -42,6 +42,15 @@ def _parser() -> Any:
     return OverridesParser.create()
 
 
+class OverrideError(StepsError):
+    """One override token that cannot be parsed or applied (exit 2); `token` is it as typed, so
+    a run can report it and go on judging the config without it (runners.run.plan_run)."""
+
+    def __init__(self, token: str, code: str, message: str, **kw: Any) -> None:
+        super().__init__(code, message, exit_code=2, **kw)
+        self.token = token
+
+
 @functools.lru_cache(maxsize=1024)
 def _parse_one(token: str) -> Any:
     from hydra.errors import HydraException
@@ -51,11 +60,8 @@ def _parse_one(token: str) -> Any:
     except HydraException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         shown, first = redacted(token, first)
-        raise StepsError(
-            "E-OVERRIDE-SYNTAX",
-            f"cannot parse override '{shown}': {first}",
-            fix=SYNTAX_FIX,
-            exit_code=2,
+        raise OverrideError(
+            token, "E-OVERRIDE-SYNTAX", f"cannot parse override '{shown}': {first}", fix=SYNTAX_FIX
         ) from None
 
 

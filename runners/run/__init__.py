@@ -63,7 +63,7 @@ def plan_run(
     config_file = config_file_for(entry, req.config, manifest.run.default_config, cwd)
     s = Setting(entry.id, manifest, config_file, list(req.overrides), env, cwd, req.nemo_rl,
                 req.launcher, req.force, target, entry.config_dir)  # fmt: skip
-    prepared = kind.prepare(s)
+    prepared, typos = _prepare(kind, s)
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     chain, chain_findings = _chain(req, s, kind.can_chain, prepared, run_dir)
@@ -76,12 +76,13 @@ def plan_run(
     else:
         command = kind.local_command(s, prepared, resolved, ctx.local_launch, config_path)
     env_file = str(target.env_file) if target is not None else None
-    findings = [*preflight(ctx), *chain_findings, *command.findings,
+    findings = [*typos, *preflight(ctx), *chain_findings, *command.findings,
                 *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
                 *(_wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
                  argv)  # fmt: skip
     plan.chain = chain
+    plan.refusal_code = 2 if typos else 1  # an override it could not take: usage
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, plan.extra_env)
         if not kind.needs_gpus:  # a CPU-only job asks for no GPU
@@ -94,6 +95,27 @@ def plan_run(
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = _ordered([*plan.findings, *refused])
     return plan
+
+
+def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
+    """The kind's compile, and each override it cannot take as a finding (first) with the config
+    judged without it: one typo does not hide the run's other findings."""
+    from dataclasses import replace
+
+    from runners.config.overrides import OverrideError
+
+    bad: list[Finding] = []
+    overrides = list(s.overrides)
+    while True:
+        try:
+            prepared = kind.prepare(replace(s, overrides=overrides) if bad else s)
+        except OverrideError as exc:
+            if exc.token not in overrides:
+                raise
+            overrides.remove(exc.token)
+            bad.append(exc.finding)
+            continue
+        return prepared, bad
 
 
 def _registry_findings(root: Path, manifest: Any) -> list[Finding]:

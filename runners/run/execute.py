@@ -119,13 +119,13 @@ def execute(
         if keep:
             write_run_dir_for(plan)
         yield Settled(plan, dry_run=True)
-        yield Done(0 if plan.ok else 1, plan, "dry_run")
+        yield Done(0 if plan.ok else plan.refusal_code, plan, "dry_run")
         return
-    if plan.ok or target is None:
+    if plan.ok or (target is None and plan.refusal_code == 1):  # a refused run's record
         write_run_dir_for(plan)
     yield Settled(plan, dry_run=False)
     if not plan.ok:
-        yield Done(1, plan, "refused")
+        yield Done(plan.refusal_code, plan, "refused")
     elif target is not None:
         yield from _on_cluster(plan, target, out)
     elif plan.deferred is not None:

@@ -66,6 +66,7 @@ class RunPlan:
     env_file: str | None = None  # the env.toml a --run/--batch profile came from
     chain: ChainConfig | None = None  # --until-done
     extra_env: dict[str, str] = field(default_factory=dict)  # literal secrets lifted out
+    refusal_code: int = 1  # the exit code when refused: 2 when an override was not taken
 
     @property
     def ok(self) -> bool:
