@@ -280,8 +280,9 @@ def test_an_override_typo_is_reported_first_with_every_other_finding(setup, cli)
     proc = cli(*base, "--dry-run", "--json", typo, bad, cwd=tmp_path, env=env)
     assert proc.returncode == 2  # usage: an override it could not take
     errors = [f for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"]
-    assert errors[0]["code"] == "E-OVERRIDE-KEY" and "did you mean dpo.sft_loss_weight" in (
-        errors[0]["fix"]
+    assert (
+        errors[0]["code"] == "E-OVERRIDE-KEY"
+        and "did you mean dpo.sft_loss_weight" in (errors[0]["fix"])
     )
     assert any(f.get("key") == "dpo.max_num_steps" for f in errors[1:]), errors
 
