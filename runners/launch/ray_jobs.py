@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import Finding, StepsError
+from runners.launch.ray_judge import RayJudgeGate
 from runners.launch.ray_sdk import auth_headers, bounded_client, refusal, sdk_error, sdk_missing
 from runners.launch.request import (
     NOT_SUBMITTED,
@@ -53,7 +54,7 @@ def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-class RayBackend:
+class RayBackend(RayJudgeGate):
     """JobSubmissionClient for submit/status/logs/stop; the stdlib for the dry-run probe."""
 
     def __init__(self, name: str, profile: Any, env: dict[str, str] | None = None) -> None:
@@ -166,14 +167,16 @@ class RayBackend:
         return "\n".join(lines)
 
     def submission_id(self, req: LaunchRequest) -> str:
-        return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}".lower()
+        return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}{req.name_suffix}".lower()
 
-    def _resources(self) -> dict[str, Any]:
-        p = self.profile
+    def _resources(self, req: LaunchRequest) -> dict[str, Any]:
+        """The profile's; a CPU-only job (the judge, data prep): no GPU, 1 CPU unless said."""
+        p, cpu_only = self.profile, req.gpus_per_node == 0
         out: dict[str, Any] = {}
-        if p.entrypoint_num_cpus is not None:
-            out["entrypoint_num_cpus"] = p.entrypoint_num_cpus
-        if p.entrypoint_num_gpus is not None:
+        if p.entrypoint_num_cpus is not None or cpu_only:
+            cpus = p.entrypoint_num_cpus
+            out["entrypoint_num_cpus"] = 1 if cpus is None else cpus
+        if p.entrypoint_num_gpus is not None and not cpu_only:
             out["entrypoint_num_gpus"] = p.entrypoint_num_gpus
         if p.entrypoint_resources:
             out["entrypoint_resources"] = dict(p.entrypoint_resources)
@@ -188,7 +191,7 @@ class RayBackend:
             "env_names": sorted(req.env),
             "secret_names": sorted(req.secret_names),
             "job_dir": req.job_dir,
-            **self._resources(),
+            **self._resources(req),
         }
 
     def refusals(
@@ -266,7 +269,7 @@ class RayBackend:
                         submission_id=sid,
                         runtime_env=runtime_env,
                         metadata={"steps_step": req.step_id, "steps_run": req.run_dir.name},
-                        **self._resources(),
+                        **self._resources(req),
                     )
                     job.state = "PENDING"
                     return job

@@ -64,6 +64,9 @@ class LaunchRequest:
     # Jobs this one starts after, each ended well (a pipeline's earlier stages): Slurm
     # `--dependency=afterok`, and a failed one cancels this one (`--kill-on-invalid-dep=yes`).
     after: list[str] = field(default_factory=list)
+    # A second job of the same run (the upstream judge: "-judge"), named apart from the main one.
+    name_suffix: str = ""
+    time_limit: str | None = None  # this job's own wall time (Slurm --time); None: the profile's
 
 
 @dataclass
@@ -133,6 +136,23 @@ class Backend(Protocol):
         ...
 
     def cancel(self, job: JobRecord) -> str: ...
+
+    # The upstream judge's CPU job before the GPU job (runners/run/judge.py).
+    judge_gate: str  # how the GPU job waits for it, in words
+
+    @property
+    def judge_image(self) -> str | None:
+        """Where the judge runs (the image), None where there is none to judge in."""
+        ...
+
+    def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
+        """The job ids the GPU job starts after, once the judge is submitted (a backend without
+        dependencies waits here for the judge's end, at most `limit_s`)."""
+        ...
+
+    def log_tail(self, job: JobRecord, size: int) -> str | None:
+        """The last `size` bytes of the job's log, None when there is none to read."""
+        ...
 
 
 def under(path: str, root: str) -> bool:

@@ -106,7 +106,8 @@ class SlurmBackend:
     def sbatch_argv(self, req: LaunchRequest, job_name: str) -> list[str]:
         p = self.profile
         argv = ["sbatch", "--parsable", f"--job-name={job_name}", f"--nodes={req.nodes}"]
-        argv += [f"--time={p.time}", f"--output={req.job_dir}/slurm-%j.out", "--export=ALL"]
+        argv += [f"--time={req.time_limit or p.time}", f"--output={req.job_dir}/slurm-%j.out"]
+        argv.append("--export=ALL")
         account, partition = req.account or p.account, req.partition or p.partition
         if account:
             argv.append(f"--account={account}")
@@ -117,7 +118,7 @@ class SlurmBackend:
         if req.after:
             argv += [f"--dependency=afterok:{':'.join(req.after)}", "--kill-on-invalid-dep=yes"]
         argv += [*req.sbatch_extra, *p.sbatch_args]
-        script = RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/job.sbatch"
+        script = RAY_SUB if req.uses_ray_sub else f"{req.job_dir}/{self.script_name(req)}"
         argv.append(req.batch_script or script)
         return argv
 
@@ -159,7 +160,13 @@ class SlurmBackend:
 
     @staticmethod
     def job_name(req: LaunchRequest) -> str:
-        return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}"
+        return f"steps-{req.step_id.rsplit('/', 1)[-1]}-{req.run_dir.name}{req.name_suffix}"
+
+    @staticmethod
+    def script_name(req: LaunchRequest) -> str:
+        """The plain job's batch script in the run dir (`job.sbatch`, the judge's
+        `job-judge.sbatch`)."""
+        return f"job{req.name_suffix}.sbatch"
 
     def job_record(self, req: LaunchRequest) -> JobRecord:
         """The record run.json holds before sbatch runs: the unique job name, no id yet (a
@@ -202,7 +209,8 @@ class SlurmBackend:
         After any failure of sbatch (a refusal, no answer in time, ssh gone) the job is looked up
         by its unique name before anything is reported: Slurm may have queued it anyway."""
         if not req.uses_ray_sub:
-            (req.run_dir / "job.sbatch").write_text(self._batch_script(req), encoding="utf-8")
+            batch = req.run_dir / self.script_name(req)
+            batch.write_text(self._batch_script(req), encoding="utf-8")
         try:  # our code, when the job runs it: one shared copy under remote_dir, linked
             code = job_code.ship(self.shell, req.run_dir, self.profile.remote_dir)
             links = {job_code.CODE: code} if code else None
@@ -253,6 +261,32 @@ class SlurmBackend:
             with contextlib.suppress(StepsError):  # best effort: the host may be gone
                 self.shell.run(f"rm -rf -- {shlex.quote(job_dir)}\n", what="rm")
         job.forget("secrets_file")
+
+    @property
+    def judge_image(self) -> str | None:
+        """Where the upstream judge runs before the GPU job: the profile's container image (no
+        image, no judge: the nodes' own Python is the user's to vouch for)."""
+        return self.profile.container_image
+
+    # What holds the GPU job until the judge passed, in words (the dry run shows it).
+    judge_gate = "the GPU job's sbatch gets --dependency=afterok:JUDGE --kill-on-invalid-dep=yes"
+
+    def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
+        """The jobs the GPU job starts after: Slurm holds it (afterok) until the judge passed,
+        and cancels it when the judge failed (its own --time bounds it, not `limit_s`)."""
+        return [str(judge.job_id)]
+
+    def log_tail(self, job: JobRecord, size: int) -> str | None:
+        """The last `size` bytes of the job's log (its batch output for a plain job), None
+        while it does not exist; one round trip."""
+        request = {"log": job.log_path, "ckpt": None, "tb": None, "log_tail": size, "tb_tail": 0}
+        got = self.shell.ask({"op": "run", "progress": request}, what="reading a job's log")
+        seen = got.get("progress") or {}
+        if "log_size" not in seen:
+            return None
+        import base64
+
+        return base64.b64decode(seen.get("log_tail", "")).decode("utf-8", "replace")
 
     def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]:
         """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot

@@ -19,7 +19,7 @@ upstream judge's cache key), `catalog`. Only `run` and the CLI import it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -179,14 +179,17 @@ def kind_capabilities(runner: str) -> frozenset[str]:
     return frozenset(getattr(kind_for(runner), "has", ()))
 
 
-def preflight(ctx: PreflightContext) -> list[Finding]:
-    """Run every rule that applies to the step's runner; errors first, then warnings."""
+def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> list[Finding]:
+    """Run every rule that applies to the step's runner (or the rules `only` names); errors
+    first, then warnings."""
     from runners.preflight.versions import applies
 
     has = kind_capabilities(ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl")
     findings: list[Finding] = []
     for spec in load_rules().values():
         if not spec.applies_to(has) or not applies(spec.id, ctx.nemo_rl_version):
+            continue
+        if only is not None and spec.id not in only:
             continue
         try:
             found = list(spec.func(ctx))

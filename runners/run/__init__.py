@@ -94,6 +94,10 @@ def plan_run(
             refuse_busy(plan, target)
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = _ordered([*plan.findings, *refused])
+        from runners.run.judge import plan_judge
+
+        launcher = req.launcher or target.profile.launcher
+        plan.judge, plan.judge_note = plan_judge(plan, target, req.upstream_judge, launcher)
     return plan
 
 

@@ -83,16 +83,45 @@ def submit(
     from runners.launch.submit import submit_job
 
     assert plan.request is not None  # a cluster plan has its launch request
-    plan.request.after = list(after or [])
+    plan.request.after = judged_first(plan, target, list(after or []))
     job = submit_job(plan.run_dir, plan.step_id, plan.request, target)
     return job, record_pending(plan)
 
 
+def judged_first(plan: RunPlan, target: ClusterTarget, after: list[str]) -> list[str]:
+    """The upstream judge submitted before the GPU job (runners/run/judge.py); the jobs the
+    GPU job starts after. A judge that already refused (on Ray, waited for here) is the run's
+    job in run.json, and E-UPSTREAM-JOB (exit 1) says why: no GPU job goes out."""
+    from runners.run.judge import gate, refused, submit_judge, verdict
+
+    judge = submit_judge(plan, target, after)
+    if judge is None:
+        return after
+    after = gate(plan, target, judge, after)
+    if not refused(judge):
+        return after
+    from catalog.errors import StepsError
+    from runners.rundir import read_record, update_record
+
+    update_record(plan.run_dir, job=judge.dump())
+    seen = verdict(plan.run_dir, read_record(plan.run_dir))
+    found = [f.render("  ") for f in (seen.findings if seen else [])]
+    raise StepsError(
+        "E-UPSTREAM-JOB",
+        f"{seen.line() if seen else 'the upstream judge failed'}"
+        + ("".join(f"\n{line}" for line in found) if found else f" (its log: {judge.log_path})"),
+        fix="fix what the judge found and run again; `python -m steps status "
+        f"{plan.run_dir}` shows it again (--no-upstream-judge skips the judge)",
+        exit_code=1,
+    )
+
+
 def start_chain(plan: RunPlan, target: ClusterTarget) -> dict:
     """A Ray chain's record written and its outputs registered pending; the registry's report
-    (for the caller to show before `drive_chain`)."""
+    (for the caller to show before `drive_chain`). The upstream judge goes first."""
     from runners.chain.submit import prepare_chain
 
+    judged_first(plan, target, [])
     prepare_chain(plan, target)
     return record_pending(plan)
 

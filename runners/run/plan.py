@@ -34,6 +34,7 @@ class RunRequest:
     launcher_from: str = "--launcher"
     chain: ChainOptions | None = None  # --until-done
     pending: list[str] = field(default_factory=list)  # inputs a pipeline's earlier stage writes
+    upstream_judge: bool = True  # on a cluster: NeMo-RL's judge as a CPU job first (run/judge.py)
 
 
 @dataclass
@@ -61,6 +62,8 @@ class RunPlan:
     secrets: dict[str, str] = field(default_factory=dict)
     target: ClusterTarget | None = None  # --run/--batch
     request: LaunchRequest | None = None  # the cluster launch
+    judge: LaunchRequest | None = None  # the upstream judge's CPU job before it (run/judge.py)
+    judge_note: str | None = None  # why there is none (the dry run says it)
     written: bool = False
     nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
     env_file: str | None = None  # the env.toml a --run/--batch profile came from
@@ -87,5 +90,15 @@ class RunPlan:
         if self.env_file is not None:
             out["env_file"] = self.env_file
         if self.target is not None:
-            out["launch"] = self.target.describe(self.request)
+            out["launch"] = self.launch_view()
         return out
+
+    def launch_view(self) -> dict:
+        """How the job would be submitted (a dry run shows it), the upstream judge first."""
+        from runners.run.judge import describe
+
+        assert self.target is not None
+        launch = self.target.describe(self.request)
+        if judge := describe(self, self.target):
+            launch["upstream_judge"] = judge
+        return launch

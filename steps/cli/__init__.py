@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "logs": "steps.cli.logs_cmd",
     "cancel": "steps.cli.cancel_cmd",
     "chain-step": "steps.cli.chain_step_cmd",
+    "upstream-judge": "steps.cli.upstream_judge_cmd",
     "materialize-inputs": "steps.cli.materialize_cmd",
     "lineage": "steps.cli.lineage_cmd",
 }

@@ -22,9 +22,13 @@ def run(args: argparse.Namespace) -> int:
         return done
     from runners.launch.jobs import find_run, refresh
     from runners.launch.observe import diagnose_run
+    from runners.run.judge import verdict
     from steps.cli.status_cmd import say  # log lines: control sequences removed
 
     run_dir, data = find_run(args.ref, args.runs_dir)
+    judge = verdict(run_dir, data)
+    if judge is not None and judge.refused:
+        return _refused(run_dir, judge, args.json)
     shown = refresh(run_dir, data)
     result = diagnose_run(run_dir, {**data, "job": shown.dump()}, shown)
     if args.json:
@@ -55,4 +59,26 @@ def run(args: argparse.Namespace) -> int:
     if result.later:
         say("later (consequences): " + "; ".join(result.later))
     say(f"fix: {result.fix}")
+    return 0
+
+
+def _refused(run_dir, judge, as_json: bool) -> int:
+    """The upstream judge's CPU job failed, so the GPU job never started: its findings."""
+    from steps.cli.status_cmd import say
+
+    fix = "fix what the judge found and run again (--no-upstream-judge skips the judge)"
+    if not judge.judged:
+        fix = f"read the judge's log ({judge.job.log_path}): it ended without a verdict"
+    if as_json:
+        from steps.cli.run_render import print_json
+
+        print_json({"run_dir": str(run_dir), "kind": "upstream-judge", "retryable": False,
+                    "upstream_judge": judge.to_dict(), "fix": fix})  # fmt: skip
+        return 0
+    say(f"run dir: {run_dir}")
+    say(judge.line())
+    say("failure: upstream-judge (checked in the image before the GPU job); a retry can help: no")
+    for found in judge.findings:
+        say(found.render("  "))
+    say(f"fix: {fix}")
     return 0

@@ -86,6 +86,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--batch", metavar="PROFILE", help="submit with env.toml PROFILE and return at once"
     )
     parser.add_argument(
+        "--no-upstream-judge",
+        action="store_true",
+        help="with --batch/--run: submit no CPU job of NeMo-RL's own checks in the container "
+        "before the GPU job (see docs/cluster.md)",
+    )
+    parser.add_argument(
         "--until-done",
         action="store_true",
         help="with --batch SLURM_PROFILE or --run RAY_PROFILE: train to the end across "
@@ -147,6 +153,7 @@ def request_of(args: argparse.Namespace):
         force=args.force,
         launcher=args.launcher,
         chain=_chain_options(args),
+        upstream_judge=not getattr(args, "no_upstream_judge", False),
     )
 
 
@@ -216,7 +223,8 @@ def _tokens(args: argparse.Namespace) -> list[str]:
         if value is not None:
             out.append(f"--{flag.replace('_', '-')}={value}")
     out += [f"--input={v}" for v in args.input] + [f"--catalog={v}" for v in args.catalog]
-    for flag in ("dry_run", "json", "force", "keep", "show_config", "until_done"):
+    for flag in ("dry_run", "json", "force", "keep", "show_config", "until_done",
+                 "no_upstream_judge"):  # fmt: skip
         if getattr(args, flag):
             out.append(f"--{flag.replace('_', '-')}")
     return out

@@ -89,7 +89,7 @@ def render_plan(plan: Any, dry_run: bool, show_config: bool = False) -> str:
     else:
         lines.append("none (see the finding above)")
     if plan.target is not None:
-        lines += _launch_lines(plan.target.describe(plan.request))
+        lines += _launch_lines(plan.launch_view())
     if plan.written:
         lines.append(f"run dir: {plan.run_dir}")
     elif dry_run:
@@ -118,4 +118,21 @@ def _launch_lines(launch: dict) -> list[str]:
     out.append(f"job run dir: {launch.get('job_dir')}")
     out.append("env vars: " + (", ".join(launch.get("env_names", [])) or "none"))
     out.append("secrets (by name): " + (", ".join(launch.get("secret_names", [])) or "none"))
+    return out + _judge_lines(launch.get("upstream_judge") or {})
+
+
+def _judge_lines(judge: dict) -> list[str]:
+    """The upstream judge's CPU job that goes first (runners/run/judge.py), or why none."""
+    if not judge:
+        return []
+    if "skipped" in judge:
+        return [f"upstream judge: {judge['skipped']}"]
+    out = [f"--- upstream judge first: a CPU job in {judge['image']} ---"]
+    if "sbatch" in judge:
+        out.append(f"submit (in {judge['submit_cwd']}): {shlex.join(judge['sbatch'])}")
+    if "entrypoint" in judge:
+        out.append(f"entrypoint: {judge['entrypoint']}")
+    if judge.get("command"):
+        out.append(f"command: {judge['command']}")
+    out.append(f"then: {judge['gate']}")
     return out

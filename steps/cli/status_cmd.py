@@ -50,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run, progress_of
     from runners.launch.request import UNKNOWN
     from runners.run.job_view import live
+    from runners.run.judge import verdict
 
     run_dir, data = find_run(args.ref, args.runs_dir)
     data, shown, chain = live(run_dir, data)
+    judge = verdict(run_dir, data)
     code = 2 if shown.state == UNKNOWN else 0
     if code:  # the cluster cannot be asked: no second wait for its files
         progress, why = None, shown.reason
@@ -63,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
         doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": shown.dump()}
         doc["progress"] = progress.to_dict() if progress else None
+        if judge is not None:
+            doc["upstream_judge"] = judge.to_dict()
         print_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
     exit_code = shown.exit_code
@@ -76,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         state += f": {shown.reason}"
     say(state + ("" if exit_code is None else f", exit code {exit_code}"))
     say(f"log: {shown.log_path}")
+    if judge is not None:
+        say(judge.line())
+        for found in judge.findings:
+            say(found.render("  "))
     if progress is None:
         say(f"progress: unavailable ({why})")
     elif progress.step is not None or progress.max_steps is not None:  # a training run

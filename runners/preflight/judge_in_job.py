@@ -1,0 +1,91 @@
+"""Inside the upstream judge's job (issue 38): the rules that ask the image itself, run on a CPU
+node in the user's own container before the GPU job, on the run dir's resolved config.
+
+The job runs `steps upstream-judge JOB_DIR --launcher CMD` from the copy of our code staged with
+the run dir (`runners.launch.job_code`), in the image's python3, from the NeMo-RL checkout. Two
+rules run there as they run before a local launch: `local_interpreter` (the launcher the GPU job
+uses starts a Python with the packages the checkout pins) and `upstream_judge` (that Python's
+own NeMo-RL judges the config, bounded and offline). Same rules, same findings: what the image
+refuses reads as a local dry run would have said it. The findings end the job's log as one
+marked JSON line for `status` and `diagnose`; the exit code is 1 when one is an error, which is
+what holds the GPU job back.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from catalog.errors import Finding, has_errors
+
+RULES = ("local_interpreter", "upstream_judge")
+MARK = "STEPS-UPSTREAM-FINDINGS "
+CONFIG = "config.yaml"  # what the GPU job runs: findings point at its lines
+RESOLVED = "resolved.yaml"  # the same config resolved (secrets redacted): what is judged
+NO_ANSWER = "W-UPSTREAM-JUDGE"
+
+
+def resolved_config(job_dir: Path) -> dict:
+    """The run dir's resolved config, without our own `run` section (NeMo-RL never sees it)."""
+    import yaml
+
+    text = (job_dir / RESOLVED).read_text(encoding="utf-8")
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return {k: v for k, v in (data or {}).items() if k != "run"}
+
+
+def _located(found: Finding, config: Path) -> Finding:
+    """A finding at a key of config.yaml, with its line there (the line is a courtesy)."""
+    if found.path != str(config) or not found.key or found.line is not None:
+        return found
+    from catalog.yamlfile import file_key
+
+    try:
+        line, _ = file_key(config, found.key.split("."))
+    except Exception:  # a list index or an odd key: the file alone still says where
+        return found
+    return replace(found, line=line)
+
+
+def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[Finding]:
+    """The image's verdict on the run dir's config: the findings of RULES, located in
+    config.yaml. The checkout is the working directory, as for the GPU job."""
+    from runners.launch.local import Launcher, LocalLaunch
+    from runners.preflight import PreflightContext, preflight
+
+    checkout = Path.cwd()
+    launch = LocalLaunch(Launcher(tuple(shlex.split(launcher)), "the profile's launcher"),
+                         checkout, dict(env))  # fmt: skip
+    config_file = job_dir / CONFIG
+    ctx = PreflightContext(
+        step_id=str(json.loads((job_dir / "run.json").read_text(encoding="utf-8")).get("step")),
+        manifest=None,  # the algorithm is read from the config's own section (grpo, dpo)
+        config=resolved_config(job_dir),
+        config_file=config_file,
+        nemo_rl_dir=checkout,
+        run_dir=job_dir,
+        local_launch=launch,
+    )
+    return [_located(f, config_file) for f in preflight(ctx, only=RULES)]
+
+
+def report(findings: list[Finding]) -> str:
+    """The findings as the job's log ends: each rendered, then the marked JSON line."""
+    lines = [f.render() for f in findings] or ["NeMo-RL in this image accepts the config"]
+    doc = {"ok": not has_errors(findings), "findings": [f.to_dict() for f in findings]}
+    return "\n".join([*lines, MARK + json.dumps(doc)]) + "\n"
+
+
+def read_report(log: str) -> dict | None:
+    """The last marked line of a judge job's log: {ok, findings: [dict]}; None when absent."""
+    for line in reversed(log.splitlines()):
+        if line.startswith(MARK):
+            try:
+                doc = json.loads(line[len(MARK) :])
+            except ValueError:
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
