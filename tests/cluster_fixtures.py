@@ -27,6 +27,9 @@ from run_fixtures import clean_env
 HERE = Path(__file__).resolve().parent
 CLUSTER = HERE / "cluster"
 SCRIPTS = ("examples/run_grpo.py", "examples/run_dpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py")
+# Lab tests about something else submit no upstream judge before a NeMo-RL job (a job each, on two
+# cores); tests/test_upstream_judge_job.py is about it.
+NO_JUDGE = {"STEPS_UPSTREAM_JUDGE_SECONDS": "0"}
 
 
 def dry_run_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from cluster_fixtures import (  # noqa: F401
+    NO_JUDGE,
     PYTHON,
     ray_head,
     read_until,
@@ -112,7 +113,7 @@ def chains(tmp_path_factory, ray_head):  # noqa: F811
     for name in ("tiny_train.jsonl", "tiny_val.jsonl"):
         (root / "shared" / "data" / name).write_text((DATA / name).read_text())
     (root / "work" / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
-    lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out")))
+    lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out"), **NO_JUDGE))
     procs = {name: lab.start(name) for name in CHAINS}
     for name in ("detached", "resumed"):
         wait_for(lambda n=name: lab.ledger(n) == [1], timeout=90)

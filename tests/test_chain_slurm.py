@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, bare_python_bin, slurm, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import NO_JUDGE, PYTHON, bare_python_bin, slurm, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import REPO, clean_env
 
 from runners.launch import job_code
@@ -106,7 +106,7 @@ env = {{ {table} }}
 def lab_env(root: Path, slurm: dict, **extra: str) -> dict[str, str]:  # noqa: F811
     """The submitting environment, which the jobs inherit: the lab's Slurm, a bare `python3`
     first on PATH, no PYTHONPATH (this test's Python has steps installed: it submits)."""
-    env = clean_env(root, SLURM_CONF=slurm["SLURM_CONF"], **extra)
+    env = clean_env(root, SLURM_CONF=slurm["SLURM_CONF"], **NO_JUDGE, **extra)
     env["PATH"] = f"{bare_python_bin(root / 'bare-bin')}:{env['PATH']}"
     env.pop("PYTHONPATH", None)
     return env

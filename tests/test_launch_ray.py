@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from cluster_fixtures import (  # noqa: F401
+    NO_JUDGE,
     PYTHON,
     RAY_SECRET,
     Relay,
@@ -137,7 +138,9 @@ def lab(tmp_path_factory, ray_head):  # noqa: F811
     work.mkdir()
     (work / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
     # A stray RAY_ADDRESS must not redirect the client: the profile's address wins.
-    env = clean_env(root, STEPS_OUTPUT=str(shared / "out"), RAY_ADDRESS="http://127.0.0.1:9")
+    env = clean_env(
+        root, STEPS_OUTPUT=str(shared / "out"), RAY_ADDRESS="http://127.0.0.1:9", **NO_JUDGE
+    )
     env.pop("WANDB_API_KEY", None)
     inputs = ["--input", f"train={shared}/data/tiny_train.jsonl",
               "--input", f"validation={shared}/data/tiny_val.jsonl"]  # fmt: skip

@@ -24,7 +24,15 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import CLUSTER, PYTHON, lab_down, lab_up, stand_in_checkout, wait_for
+from cluster_fixtures import (
+    CLUSTER,
+    NO_JUDGE,
+    PYTHON,
+    lab_down,
+    lab_up,
+    stand_in_checkout,
+    wait_for,
+)
 from run_fixtures import REPO, clean_env, steps_cli
 
 # Upstream's files stay outside this repo: the shared fixtures, or $STEPS_RAY_SUB_FIXTURES.
@@ -162,7 +170,8 @@ def real_lab(tmp_path, slurm, monkeypatch, capsys):
         "HF_TOKEN": "hf_" + secrets.token_hex(16),  # set here, not forwarded: reaches nothing
     }
     path = f"{CLUSTER / 'pyxis'}:{ray_bin.parent}:{os.environ['PATH']}"
-    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], PATH=path, **planted, **SETTINGS)
+    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], PATH=path, **planted, **SETTINGS,
+                    **NO_JUDGE)  # fmt: skip
     env |= {"STEPS_OUTPUT": str(tmp_path / "out"), "STEPS_POLL_SECONDS": "0.3"}
 
     def cli(*argv: str):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from cluster_fixtures import (  # noqa: F401
     CLUSTER,
+    NO_JUDGE,
     PYTHON,
     bare_python_bin,
     container_site,
@@ -91,6 +92,7 @@ def job_env(env: dict[str, str], root: Path) -> dict[str, str]:
     env["PATH"] = f"{bare}:{CLUSTER / 'pyxis'}:{env['PATH']}"
     env["PYXIS_STAND_IN_SITE"] = container_site()
     env.pop("PYTHONPATH", None)
+    env.update(NO_JUDGE)
     return env
 
 

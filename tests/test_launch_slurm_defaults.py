@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import PYTHON, slurm, stand_in_checkout  # noqa: F401
+from cluster_fixtures import NO_JUDGE, PYTHON, slurm, stand_in_checkout  # noqa: F401
 from run_fixtures import REPO, clean_env, steps_cli
 
 FIXTURES = Path(
@@ -40,7 +40,9 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
     stand_in_checkout(tmp_path / "RL")
     work = tmp_path / "work"
     work.mkdir()
-    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(tmp_path / "out"))
+    env = clean_env(
+        tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(tmp_path / "out"), **NO_JUDGE
+    )
     env["STEPS_POLL_SECONDS"] = "0.3"
 
     def run(extra: str = "", ray_sub: str | None = None, *args: str):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from cluster_fixtures import (  # noqa: F401
     CLUSTER,
+    NO_JUDGE,
     PYTHON,
     bare_python_bin,
     container_site,
@@ -147,7 +148,7 @@ def make_lab(root: Path, slurm_conf: str) -> tuple[Path, dict[str, str]]:
     )
     (work / "lab3.yaml").write_text(text, encoding="utf-8")
     (work / "chain.yaml").write_text(CHAIN_PIPELINE, encoding="utf-8")
-    env = clean_env(root, SLURM_CONF=slurm_conf, STEPS_OUTPUT=str(root / "out"))
+    env = clean_env(root, SLURM_CONF=slurm_conf, STEPS_OUTPUT=str(root / "out"), **NO_JUDGE)
     # What a user's cluster gives a job: a python3 with nothing of ours first on PATH (jobs
     # inherit the submitting PATH), the pyxis stand-in, no PYTHONPATH to this checkout.
     env["PATH"] = f"{bare_python_bin(root / 'bare-bin')}:{CLUSTER / 'pyxis'}:{env['PATH']}"

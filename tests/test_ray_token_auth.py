@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from cluster_fixtures import PYTHON, ray_token_head, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import NO_JUDGE, PYTHON, ray_token_head, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import clean_env
 from test_launch_ray import DATA, Lab
 
@@ -69,7 +69,7 @@ def lab(tmp_path_factory, ray_token_head):  # noqa: F811
     work = root / "work"
     work.mkdir()
     (work / "env.toml").write_text(profiles(root, ray_token_head["url"]), encoding="utf-8")
-    env = clean_env(root, STEPS_OUTPUT=str(shared / "out"))
+    env = clean_env(root, STEPS_OUTPUT=str(shared / "out"), **NO_JUDGE)
     for name in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
         env.pop(name, None)
     inputs = ["--input", f"train={shared}/data/tiny_train.jsonl",

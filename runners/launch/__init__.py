@@ -10,7 +10,8 @@ imports Ray unless a Ray profile is used.
 Owns: `request` (the request and the Backend protocol), `backends` (which backend a profile or a
 recorded job selects), `profiles` (env.toml), `target` (request from a compiled run), `shell`
 (commands here or over ssh), `local` (the launcher that starts NeMo-RL here, and one cached probe
-of its interpreter), `slurm`, `ray_jobs`, `jobs` (run.json job records).
+of its interpreter), `slurm`, `ray_jobs` (with `ray_judge`: how a GPU job waits for the
+upstream judge there), `jobs` (run.json job records).
 Also `observe` (a job's files and scheduler facts, read through `runners.monitor`), `job_code`
 (the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
 library only, with `slurm_queries`: the Slurm commands it asks, one parser each).

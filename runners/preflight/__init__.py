@@ -10,8 +10,8 @@ Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifa
 `data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
 `algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will
 meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says,
-`layout_fold`: a config written for a newer NeMo-RL), `topology` (GPUs and nodes from the
-config).
+`layout_fold`: a config written for a newer NeMo-RL; `judge_in_job`: the same judge asked in
+the user's image, inside the cluster judge's job), `topology` (GPUs and nodes from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
 upstream judge's cache key), `catalog`. Only `run` and the CLI import it.

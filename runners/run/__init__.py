@@ -12,7 +12,8 @@ arguments and renders; nothing here prints.
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
 run dir's files), `cluster` (a run handed to a cluster), `execute` (the plan carried out, as
 events), `job_view` (a launched run as `jobs`,
-`status`, `logs` and `cancel` see it: a chain's current segment, live state, progress).
+`status`, `logs` and `cancel` see it: a chain's current segment, live state, progress), `judge`
+(the upstream judge's CPU job before a cluster's GPU job, and its verdict).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
 `runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
 `runners.rundir`, `runners.secrets`, catalog.
@@ -94,10 +95,11 @@ def plan_run(
             refuse_busy(plan, target)
         refused = target.backend.refusals(plan.request, plan.files)
         plan.findings = _ordered([*plan.findings, *refused])
-        from runners.run.judge import plan_judge
+        from runners.run.judge import describe, plan_judge
 
         launcher = req.launcher or target.profile.launcher
-        plan.judge, plan.judge_note = plan_judge(plan, target, req.upstream_judge, launcher)
+        plan.judge, note = plan_judge(plan, target, req.upstream_judge, launcher)
+        plan.judge_view = describe(plan.judge, note, target)
     return plan
 
 

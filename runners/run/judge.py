@@ -97,13 +97,13 @@ def plan_judge(
     ), None
 
 
-def describe(plan: RunPlan, target: ClusterTarget) -> dict:
-    """What a dry run says of the judge: its submission, where it runs, how the GPU job waits."""
-    if plan.judge is None:
-        return {"skipped": plan.judge_note} if plan.judge_note else {}
+def describe(judge: LaunchRequest | None, note: str | None, target: ClusterTarget) -> dict:
+    """What a dry run says of the judge: its submission, where it runs, how the GPU job waits
+    (or why there is none; nothing for a step that runs no NeMo-RL)."""
+    if judge is None:
+        return {"skipped": note} if note else {}
     backend = target.backend
-    return {**backend.describe(plan.judge), "image": backend.judge_image,
-            "gate": backend.judge_gate}  # fmt: skip
+    return {**backend.describe(judge), "image": backend.judge_image, "gate": backend.judge_gate}
 
 
 def submit_judge(plan: RunPlan, target: ClusterTarget, after: list[str]) -> JobRecord | None:

@@ -63,7 +63,7 @@ class RunPlan:
     target: ClusterTarget | None = None  # --run/--batch
     request: LaunchRequest | None = None  # the cluster launch
     judge: LaunchRequest | None = None  # the upstream judge's CPU job before it (run/judge.py)
-    judge_note: str | None = None  # why there is none (the dry run says it)
+    judge_view: dict = field(default_factory=dict)  # what the dry run says of it (or why none)
     written: bool = False
     nemo_rl_version: str | None = None  # the NeMo-RL checked against and its schema, for people
     env_file: str | None = None  # the env.toml a --run/--batch profile came from
@@ -94,11 +94,9 @@ class RunPlan:
         return out
 
     def launch_view(self) -> dict:
-        """How the job would be submitted (a dry run shows it), the upstream judge first."""
-        from runners.run.judge import describe
-
+        """How the job would be submitted (a dry run shows it), with the upstream judge's."""
         assert self.target is not None
         launch = self.target.describe(self.request)
-        if judge := describe(self, self.target):
-            launch["upstream_judge"] = judge
+        if self.judge_view:
+            launch["upstream_judge"] = self.judge_view
         return launch
