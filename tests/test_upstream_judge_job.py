@@ -83,6 +83,8 @@ def test_a_config_the_images_nemo_rl_refuses_stops_before_the_gpu_job(judged):
     assert "the GPU job never started" in text and "E-UPSTREAM-CONFIG" in text
     why = cli("diagnose", "last")
     assert "failure: upstream-judge" in why.stdout and "dpo.max_num_steps" in why.stdout
+    log = cli("logs", "last")  # the judge's log: the GPU job has none
+    assert "the GPU job never started" in log.stderr and "E-UPSTREAM-CONFIG" in log.stdout
 
 
 def test_a_config_the_image_accepts_runs_the_gpu_job_after_the_judge(judged):
@@ -109,6 +111,11 @@ def test_the_dry_run_shows_the_judge_job_and_no_upstream_judge_submits_the_gpu_j
     assert "--time=00:14:00" in sbatch and "--gres" not in sbatch
     assert "upstream-judge" in lines[at + 2] and f"--launcher {PYTHON}" in lines[at + 2]
     assert lines[at + 3].startswith("then: the GPU job's sbatch gets --dependency=afterok:")
+    sent = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
+    assert sent.returncode == 0, sent.stderr
+    stop = cli("cancel", "last")  # the GPU job, and the judge it waits on
+    assert "(the upstream judge)" in stop.stdout, stop.stdout + stop.stderr
+    shutil.rmtree(work / "runs")
     skip = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", *REFUSED, "--batch", "lab",
                "--no-upstream-judge")  # fmt: skip
     assert skip.returncode == 0, skip.stderr

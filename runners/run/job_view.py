@@ -86,7 +86,13 @@ def cancel(run_dir: Path, data: dict) -> str:
             fix="`python -m steps status RUN` shows what became of the submission",
             exit_code=2,
         )
-    return backend_for_job(job).cancel(job)
+    said = backend_for_job(job).cancel(job)
+    from runners.run.judge import verdict
+
+    judge = verdict(run_dir, data)  # a judge still running goes too (the GPU job waits on it)
+    if judge is not None and judge.job.job_id and judge.job.state not in TERMINAL:
+        said += f"; {backend_for_job(judge.job).cancel(judge.job)} (the upstream judge)"
+    return said
 
 
 @dataclass

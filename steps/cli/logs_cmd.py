@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
 
     from runners.launch.jobs import find_run
     from runners.run.job_view import followed_job
+    from runners.run.judge import verdict
     from steps.cli.job_follow import follow
     from steps.cli.pipeline_cmd_jobs import pipeline_hook
 
@@ -26,6 +27,10 @@ def run(args: argparse.Namespace) -> int:
         return done
 
     run_dir, data = find_run(args.ref, args.runs_dir)
+    judge = verdict(run_dir, data)
+    if judge is not None and judge.refused:  # the GPU job never started: the judge's log says why
+        print(f"note: {judge.line()}; its log {judge.job.log_path}:", file=sys.stderr, flush=True)
+        return follow(run_dir, judge.job, until_done=False, tail=False)
     job = followed_job(run_dir, data)
     if job.log_note:
         print(f"note: {job.log_note}", file=sys.stderr, flush=True)
