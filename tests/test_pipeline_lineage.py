@@ -116,3 +116,21 @@ def test_each_stage_logs_its_outputs_and_records_its_inputs(tmp_path):
     assert [a["name"] for a in conv["artifacts"]] == ["ModelArtifact-megatron_to_hf"]
     used = json.loads(conv["config"]["steps_inputs"])
     assert {u["port"]: u["artifact"] for u in used}["checkpoint"] == "ModelArtifact-rlvr"
+
+
+def test_a_stage_input_edited_with_its_size_and_mtime_kept_is_a_change(tmp_path):
+    """One content identity with the artifact registry (runners.digest), not size + mtime."""
+    import os
+
+    from runners.digest import DigestMemo
+    from runners.pipeline.lineage import fingerprint
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"a": 1}\n')
+    before = fingerprint(str(data), memo=DigestMemo(tmp_path / "memo.json"))
+    st = data.stat()
+    data.write_text('{"a": 2}\n')  # same size
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))  # as `cp -p` / `rsync -a` leave it
+    after = fingerprint(str(data), memo=DigestMemo(tmp_path / "memo.json"))
+    assert before["digest"] != after["digest"]
+    assert fingerprint(str(tmp_path / "absent")) == {"missing": str(tmp_path / "absent")}

@@ -29,12 +29,11 @@ from runners.artifacts.registry import (
     RegistryFile,
     Version,
     Watch,
-    content_digest,
     load,
     locked,
     save,
 )
-from runners.digest import DigestMemo
+from runners.digest import DigestMemo, content_digest
 from runners.rundir import JobRecord, read_record
 
 OK_STATES = ("COMPLETED", "SUCCEEDED")  # Slurm's, Ray's

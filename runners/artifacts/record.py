@@ -19,7 +19,6 @@ from runners.artifacts.registry import (
     Provenance,
     Version,
     Watch,
-    content_digest,
     load,
     register,
     registry_path,
@@ -27,7 +26,7 @@ from runners.artifacts.registry import (
 )
 from runners.artifacts.wandb_check import wandb_installed
 from runners.artifacts.wandb_log import Logged, WandbSettings, log_run
-from runners.digest import DigestMemo, file_sha256
+from runners.digest import DigestMemo, content_digest, file_sha256
 
 
 @dataclass

@@ -9,8 +9,6 @@ atomically, so no version is lost and no reader sees half a file.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,11 +24,10 @@ from catalog.errors import StepsError
 from catalog.file_trust import first_problem
 from catalog.record_file import exists_as, read_json, reason
 from runners.artifacts.names import LATEST, Ref
-from runners.digest import DigestMemo
+from runners.digest import DigestMemo, content_digest
 
 REGISTRY = "artifacts.json"
 LOCK = ".artifacts.lock"
-DIGEST = "xxh3_128"
 
 
 class InputRecord(BaseModel):
@@ -181,23 +178,6 @@ def locked(root: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def content_digest(path: Path, memo: DigestMemo) -> tuple[str, int, int]:
-    """(digest, files, bytes) of a file or folder; unchanged files cost one stat (the memo)."""
-    if path.is_file():
-        return f"{DIGEST}:{memo.digest(path)}", 1, path.stat().st_size
-    h = hashlib.sha256()
-    files = total = 0
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            if not p.is_file():
-                continue
-            h.update(f"{p.relative_to(path).as_posix()}\0{memo.digest(p)}\n".encode())
-            files, total = files + 1, total + p.stat().st_size
-    return f"{DIGEST}:{h.hexdigest()[:32]}", files, total
 
 
 def register(

@@ -1,10 +1,9 @@
 """Lineage: fingerprints of artifacts, stage records, the pipeline summary, and W&B artifacts.
 
-A fingerprint is cheap enough to take on every `pipeline run`: a file's size and mtime (plus
-its sha256 when it is small), a folder's rl_prep `manifest.json` (which already lists every
-shard's sha256) or else the listing of its files with sizes and mtimes. Records are JSON written
-atomically. W&B is optional (the `wandb` extra) and imported only when lineage is switched on;
-names and artifacts are runners.artifacts'.
+A fingerprint is the content digest the artifact registry keeps (runners.digest, xxh3 under
+the stat memo): read once, then one stat per unchanged file on every `pipeline run`. Records
+are JSON written atomically. W&B is optional (the `wandb` extra) and imported only when lineage
+is switched on; names and artifacts are runners.artifacts'.
 """
 
 from __future__ import annotations
@@ -16,42 +15,27 @@ from pathlib import Path
 from typing import Any
 
 from catalog.atomic_write import write_atomic
-from runners.digest import file_sha256
-
-SMALL_FILE = 64 << 20  # hash contents below this; size + mtime above
-MANIFEST = "manifest.json"
+from runners.digest import DigestMemo, content_digest
 
 
-def fingerprint(value: str, hub: bool = False) -> dict:
-    """What identifies an input's content now (hub ids are identified by name only)."""
+def fingerprint(value: str, hub: bool = False, memo: DigestMemo | None = None) -> dict:
+    """What identifies an input's content now: the content digest the artifact registry keeps
+    (runners.digest; an unchanged file costs one stat), a hub id by its name only."""
     if hub:
         return {"hub": value}
     path = Path(value)
-    try:
-        st = path.stat()
-    except OSError:
+    if not path.exists():
         return {"missing": value}
-    if path.is_file():
-        fp: dict[str, Any] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        if st.st_size <= SMALL_FILE:
-            fp["sha256"] = file_sha256(path)
-        return fp
-    manifest = path / MANIFEST
-    if manifest.is_file():
-        return {"manifest_sha256": file_sha256(manifest), "size": manifest.stat().st_size}
-    h = hashlib.sha256()
-    files = total = 0
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            try:
-                s = p.stat()
-            except OSError:
-                continue
-            h.update(f"{p.relative_to(path).as_posix()}\0{s.st_size}\0{s.st_mtime_ns}\n".encode())
-            files, total = files + 1, total + s.st_size
-    return {"listing_sha256": h.hexdigest(), "files": files, "bytes": total}
+    own = memo is None
+    memo = DigestMemo() if memo is None else memo
+    try:
+        digest, files, size = content_digest(path, memo)
+    except OSError as exc:  # the stage reading it will say so; a changed error is a change
+        return {"unreadable": value, "why": exc.strerror or type(exc).__name__}
+    finally:
+        if own:
+            memo.save()
+    return {"digest": digest, "files": files, "bytes": size}
 
 
 def write_json(path: Path, data: Any) -> None:
