@@ -112,9 +112,25 @@ def contract_options(
         keys = ("prompt_key", "chosen_key", "rejected_key")
     elif contract == "verifiable_prompt_rows":
         keys = ("input_key", "output_key")
+        found = {k: _data_key(config, split, k) for k in keys}
+        return {**found, "text_answer": text_answer(config, split)}
     else:
         return {}
     return {k: _data_key(config, split, k) for k in keys}
+
+
+# Processors that hand the answer to the environment as loaded (v0.7.0 processors.py:392, the
+# registry's "default"), and the environments whose verifiers concatenate it as text
+# (environments/utils.py ENV_REGISTRY: MathEnvironment, MathMultiRewardEnvironment).
+RAW_ANSWER_PROCESSORS = frozenset({"default", "math_hf_data_processor"})
+MATH_ENVS = frozenset({"math", "math_default", "math_multi_reward"})
+
+
+def text_answer(config: dict, split: str = "train") -> bool:
+    """Whether the config sends a verifiable row's answer, as loaded, to a math verifier that
+    needs text (prompt_rows.py): the processor passes it raw and env_name is a math one."""
+    processor = _data_key(config, split, "processor") or "default"
+    return processor in RAW_ANSWER_PROCESSORS and _data_key(config, split, "env_name") in MATH_ENVS
 
 
 # The artifact type that names each row contract, for reports of a narrowed `training_jsonl`.

@@ -3,6 +3,15 @@
 ResponseDataset maps `{input_key, output_key}` (default `input`/`output`) to a user and an
 assistant message; rows that already carry `messages` pass through unchanged, and the default
 math processor reads `messages[0]` as the problem and `messages[1]` as the answer.
+
+A numeric answer reaches the math verifier as it was loaded under math_hf_data_processor (the
+default; v0.7.0 processors.py:392), and the verifier's `"\\boxed{" + ground_truth + "}"`
+(math_environment.py:107; the DAPO verifier's string tests alike) raises on it inside a
+`try` that scores the row 0: every such row trains on reward 0. math_data_processor and
+multichoice_qa_processor pass the answer through str() (processors.py:321, 681), so there a
+number is fine. `text_answer` (from the step's config, contract_options): True when the
+config sends the raw answer to a math verifier, where a number is an error; off by default
+(`validate` without --step does not know the processor).
 """
 
 from __future__ import annotations
@@ -18,10 +27,18 @@ from catalog.contracts.rows import (
 )
 
 CODE = "E-RLVR-ROW"
+NUMERIC = "E-RLVR-NUMERIC-ANSWER"
+NUMERIC_FIX = (
+    'give the answer as text ("210" in JSON); a CSV column of numbers is typed as numbers, so '
+    "write such data as JSONL, or Parquet with a string column"
+)
 
 
-def verifiable_prompt_rows(input_key: str = "input", output_key: str = "output") -> RowCheck:
-    """Build the RLVR row check for the data config's input/output keys."""
+def verifiable_prompt_rows(
+    input_key: str = "input", output_key: str = "output", text_answer: bool = False
+) -> RowCheck:
+    """Build the RLVR row check for the data config's input/output keys (`text_answer`: see
+    the module docstring)."""
 
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
@@ -63,6 +80,13 @@ def verifiable_prompt_rows(input_key: str = "input", output_key: str = "output")
                     f"give the answer under {output_key!r}, or set output_key in the data config",
                 )
             )
+        elif text_answer and type(answer) is not str:
+            kind = "an integer" if type(answer) is int else "a float"
+            said = (
+                f"the answer is {kind}, not text: NeMo-RL's math verifier builds "
+                "'\\boxed{' + answer + '}' from it, which fails on a number, and scores the row 0"
+            )
+            out.append(RowViolation(NUMERIC, output_key, said, NUMERIC_FIX))
         return out
 
     return check

@@ -43,7 +43,7 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
     ),
     "verifiable_prompt_rows": (
         _factory("catalog.contracts.prompt_rows", "verifiable_prompt_rows"),
-        ("input_key", "output_key"),
+        ("input_key", "output_key", "text_answer"),
     ),
 }
 # contract name -> builder of its fast pre-filter `accept(line: bytes) -> bool` (same options):

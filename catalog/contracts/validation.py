@@ -9,6 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from catalog.contracts.builder_rows import CODES, UNCHECKED
+from catalog.contracts.builder_scan import builder_files, scan_builder_files
 from catalog.contracts.input_access import denied
 from catalog.contracts.json_text import compressed
 from catalog.contracts.jsonl import (
@@ -300,13 +302,24 @@ def _validate(
     report = ValidationReport(type_name, contract, str(path))
     options = {k: v for k, v in (options or {}).items() if v is not None}
     if contract in ROW_CONTRACTS:
-        get_row_contract(contract, **options)  # bad options fail here, before any work
-        sources, found = resolve_sources(path)
-        if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
-            sources = [replace(sources[0], expected_rows=expected_rows)]
-        scan = scan_jsonl(
-            sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
-        )
+        bound = get_row_contract(contract, **options)  # bad options fail here, before any work
+        built = builder_files(path)
+        if built is not None:  # read as NeMo-RL's builder reads it (builder_rows.py)
+            check = bound.check if contract != "jsonl" else None
+            sources, found = [Source(p) for p, _ in built], list[Finding]()
+            scan = scan_builder_files(built, check, max_errors)
+        else:
+            sources, found = resolve_sources(path)
+            if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
+                sources = [replace(sources[0], expected_rows=expected_rows)]
+            scan = scan_jsonl(
+                sources,
+                contract,
+                options,
+                max_errors=max_errors,
+                progress=progress,
+                workers=workers,
+            )
         found += shard_digest_findings(path)
         findings = found + scan.findings
         report.errors = sum(1 for f in found if f.is_error) + scan.errors
@@ -317,9 +330,11 @@ def _validate(
         report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
         report.files = len(sources)
         report.bytes = scan.bytes
-        if sources and scan.rows == 0 and scan.errors == 0:
+        unread = any(f.code == UNCHECKED for f in scan.findings)  # no pyarrow: rows not read
+        if sources and scan.rows == 0 and scan.errors == 0 and not unread:
+            code = CODES[built[0][1]] if built else "E-JSONL"
             report.findings.append(
-                Finding("E-JSONL", "no rows (the input is empty)", str(path), fix="give rows")
+                Finding(code, "no rows (the input is empty)", str(path), fix="give rows")
             )
             report.errors += 1
         return report

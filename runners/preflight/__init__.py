@@ -43,6 +43,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
     "runners.preflight.artifacts",
+    "runners.preflight.data_loader",
     "runners.preflight.data_paths",
     "runners.preflight.output_dirs",
     "runners.preflight.local_gpus",

@@ -6,10 +6,12 @@ import os
 from collections.abc import Iterator
 
 from catalog.contracts import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, validate_artifact
+from catalog.contracts.loader_formats import block_of
 from catalog.contracts.options import step_contract
 from catalog.errors import Finding
 from catalog.types import load_catalog_types
 from runners.preflight import PreflightContext, rule
+from runners.preflight.data_loader import user_class_blocks
 from runners.preflight.gym import gym_root
 
 MAX_ERRORS_PER_INPUT = 20
@@ -25,9 +27,12 @@ def _split_of(config_key: str) -> str:
 def artifact_contracts(ctx: PreflightContext) -> Iterator[Finding]:
     """Validate each bound input path by its type's contract (rows with the config's keys)."""
     graph = load_catalog_types()
+    user_classes = user_class_blocks(ctx)  # their rows are the class's (data_loader warns)
     for art in ctx.inputs:
         # A missing path is inputs_exist's finding (E-INPUT-MISSING); not reported twice.
         if not art.is_path or art.type not in graph or not os.path.lexists(art.value):
+            continue
+        if block_of(art.config_key) in user_classes:
             continue
         type_name = art.type
         contract = graph.types[type_name].contract

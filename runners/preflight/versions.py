@@ -29,6 +29,7 @@ RULE_VERSIONS: dict[str, str] = {
     "required_sections": "all",
     "inputs_exist": "all",
     "relative_inputs": "all",  # every version opens data paths from its working directory
+    "data_loader": "0.6.0+",  # data.train / data.validation blocks (older: one dataset)
     "output_dirs_under_file": "all",
     "local_gpus": "all",  # placement needs the GPUs in every version
     "zero_divisors": "all",  # the same modulo in every version (cited per version)

@@ -2,7 +2,8 @@
 
 Runs in-process (CPU work, no NeMo-RL). Owns: `spec` (the dataset spec both the blend and its
 options read), `blend` (the blend file), `options` and `transforms` (per-dataset settings),
-`sources`, `columnar` and `hub` (reading local files, Parquet and Arrow, the Hub), `split` (the
+`sources` and `hub` (reading local files, the Hub; Parquet, Arrow, JSON arrays and CSV through
+`catalog.contracts.columnar` and `builder_rows`), `split` (the
 seeded per-row split), `rowcheck` (each row against its contract), `chunks`, `build` and
 `worker_preload` (the worker pool), `shards` and `output` (atomic sharded output and its
 manifest), `prepare` (the step).

@@ -8,7 +8,6 @@ with the commands that fetch it ahead of time on a networked node.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,21 +84,6 @@ def _arrow_cache_files(repo: str, split: str, subset: str | None) -> list[Path]:
         if files:
             return files
     return []
-
-
-def save_to_disk_files(folder: Path, split: str) -> list[Path] | None:
-    """Arrow files of a `save_to_disk` folder (a Dataset or a DatasetDict), None if not one."""
-    if (folder / "dataset_dict.json").is_file():
-        sub = folder / split
-        return save_to_disk_files(sub, split) if sub.is_dir() else []
-    state = folder / "state.json"
-    if not state.is_file():
-        return None
-    try:
-        names = [f["filename"] for f in json.loads(state.read_text())["_data_files"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        names = [p.name for p in sorted(folder.glob("*.arrow"))]
-    return [folder / n for n in names]
 
 
 def resolve_hf(uri: str, spec: DatasetSpec, blend: Blend) -> list[Path]:

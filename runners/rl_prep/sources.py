@@ -1,4 +1,5 @@
-"""Where a dataset's rows come from: local JSONL/Parquet/Arrow files, streamed, never loaded whole.
+"""Where a dataset's rows come from: local JSONL/Parquet/Arrow files, streamed, never loaded
+whole; CSV and JSON-array files, read whole as NeMo-RL's loader reads them (builder_rows.py).
 
 A dataset's `path` may be a file, a glob, a directory, a list of those, a `save_to_disk` folder,
 or `hf://org/name` (resolved offline by `hub`). Files are sorted so the listing order of the
@@ -15,16 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from catalog.contracts.builder_rows import read_builder_rows
+from catalog.contracts.columnar import arrow_batches, parquet_batches
+from catalog.contracts.loader_formats import save_to_disk_files, streamed_as_jsonl
 from catalog.errors import StepsError
 from runners.digest import DigestMemo
 from runners.rl_prep.blend import Blend
-from runners.rl_prep.columnar import arrow_batches, parquet_batches
-from runners.rl_prep.hub import HF_PREFIX, resolve_hf, save_to_disk_files
+from runners.rl_prep.hub import HF_PREFIX, resolve_hf
 from runners.rl_prep.spec import DatasetSpec
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 COLUMNAR_SUFFIXES = (".parquet", ".arrow")
-SUFFIXES = JSONL_SUFFIXES + COLUMNAR_SUFFIXES
+SUFFIXES = (*JSONL_SUFFIXES, *COLUMNAR_SUFFIXES, ".csv")
+NAMES = "/".join(SUFFIXES)
 BATCH_ROWS = 1024
 
 
@@ -36,8 +40,14 @@ class SourceFile:
 
     @property
     def kind(self) -> str:
+        """How its rows are read: "jsonl" (streamed in byte ranges), "parquet", "arrow", or
+        "csv" / "json" (a JSON array): read as NeMo-RL's loader reads them (builder_rows)."""
         suffix = self.path.suffix.lower()
-        return suffix.lstrip(".") if suffix in COLUMNAR_SUFFIXES else "jsonl"
+        if suffix in COLUMNAR_SUFFIXES or suffix == ".csv":
+            return suffix.lstrip(".")
+        if suffix == ".json" and not streamed_as_jsonl(self.path):
+            return "json"
+        return "jsonl"
 
     def identity(self, memo: DigestMemo) -> list:
         """Path, size and content digest: an edit that keeps size and mtime (`cp -p`,
@@ -78,14 +88,14 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
             matches = sorted(Path(p) for p in globlib.glob(str(target), recursive=True))
             files = [p for p in matches if p.is_file() and p.suffix.lower() in SUFFIXES]
             if not files:
-                raise _missing(blend, spec, f"glob `{raw}` matches no .jsonl/.parquet/.arrow file")
+                raise _missing(blend, spec, f"glob `{raw}` matches no {NAMES} file")
             found.extend(files)
         elif target.is_dir():
             files = save_to_disk_files(target, spec.split)
             if files is None:
                 files = _data_files(target)
             if not files:
-                raise _missing(blend, spec, f"directory `{raw}` holds no .jsonl/.parquet file")
+                raise _missing(blend, spec, f"directory `{raw}` holds no {NAMES} file")
             found.extend(files)
         elif target.is_file():
             found.append(target)
@@ -174,8 +184,10 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
             continue
         if src.kind == "parquet":
             batches = parquet_batches(src.path, BATCH_ROWS)
-        else:
+        elif src.kind == "arrow":
             batches = arrow_batches(src.path)
+        else:
+            batches = _builder_batches(src.path, src.kind, left)
         for rows in batches:
             if left is not None:
                 rows = rows[:left]
@@ -183,6 +195,24 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
             yield Chunk(where, rows=rows)
             if left == 0:
                 return
+
+
+def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
+    """A CSV or JSON array file's rows (every one, or the first `limit`), typed as NeMo-RL's
+    loader types them; a file that loader fails on is its finding (E-CSV / E-JSON)."""
+    read = read_builder_rows(path, builder, limit, max_bytes=None)
+    errors = [f for f in read.findings if f.is_error]
+    if errors:
+        raise StepsError(
+            errors[0].code,
+            errors[0].message,
+            path=errors[0].path,
+            line=errors[0].line,
+            fix=errors[0].fix,
+        )
+    rows = [row for _, _, row in read.rows]
+    for i in range(0, len(rows), BATCH_ROWS):
+        yield rows[i : i + BATCH_ROWS]
 
 
 def canonical_bytes(value: Any) -> bytes:

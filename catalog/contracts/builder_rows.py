@@ -1,0 +1,346 @@
+"""The first rows a Hugging Face builder yields for one data file, as NeMo-RL's dataset class
+sees them, read with a row and a byte cap.
+
+`.jsonl` (and a `.json` in JSON Lines) goes through the streaming JSONL scanner (jsonl.py),
+every line. The other builders are read here, bounded (FIRST_ROWS rows, MAX_BYTES bytes):
+- json, a JSON array: each element one row, reported at the line it starts on;
+- csv: the header names the columns; values typed as `datasets` types them (pandas'
+  `read_csv` inference over the first chunk: a column whose every value is an integer is int,
+  one with a decimal number or an empty cell among numbers float, `true`/`false` alone bool,
+  the rest strings; pandas' NA words such as "", "NA", "null" are null); a row with more
+  fields than the header fails the builder;
+- parquet, arrow: through pyarrow (columnar.py); without pyarrow the rows are not read;
+- text: one row `{"text": line}` per line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.contracts.loader_formats import BUILDERS
+from catalog.errors import WARNING, Finding, StepsError
+
+FIRST_ROWS = 10_000  # `datasets` builds a CSV's column types from its first 10,000-row chunk
+MAX_BYTES = 64 << 20
+UNCHECKED = "W-DATA-UNCHECKED"
+# The code of a file the builder cannot read (or that holds no rows), by builder.
+CODES = {
+    "json": "E-JSON",
+    "csv": "E-CSV",
+    "parquet": "E-PARQUET",
+    "arrow": "E-ARROW",
+    "text": "E-TEXT",
+}
+# pandas' default NA strings (pandas/_libs/parsers.pyx STR_NA_VALUES)
+NA_WORDS = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
+_INT = re.compile(r"\s*[-+]?\d+\s*\Z")
+_FLOAT = re.compile(
+    r"\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|(?i:inf|infinity))\s*\Z"
+)
+_INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # int64, or uint64 for large non-negative values
+_TRUE, _FALSE = frozenset({"True", "TRUE", "true"}), frozenset({"False", "FALSE", "false"})
+
+
+@dataclass
+class BuilderRows:
+    """Rows as (line or None, row number from 1, row); `findings` what stops the builder or
+    what was not read; `types` a CSV's inferred column types; `capped` a cap was reached."""
+
+    builder: str
+    rows: list[tuple[int | None, int, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    types: dict[str, str] = field(default_factory=dict)
+    capped: bool = False
+    bytes: int = 0
+    max_bytes: int | None = MAX_BYTES
+
+
+def expects(builder: str) -> str:
+    """What the builder reads, for findings."""
+    return BUILDERS.get(builder, builder)
+
+
+def bad_file(
+    code: str, path: Path, message: str, line: int | None, builder: str, fix: str
+) -> Finding:
+    return Finding(
+        code,
+        f"{message} (NeMo-RL reads this extension as {expects(builder)})",
+        str(path),
+        line,
+        fix=fix,
+    )
+
+
+def read_builder_rows(
+    path: Path, builder: str, limit: int | None = FIRST_ROWS, max_bytes: int | None = MAX_BYTES
+) -> BuilderRows:
+    """The first `limit` rows of `path` as `builder` yields them (see the module docstring);
+    None for both reads every row (rl_prep, which writes them all)."""
+    out = BuilderRows(builder, max_bytes=max_bytes)
+    limit = limit if limit is not None else 1 << 62
+    try:
+        if builder == "json":
+            _json_array(path, out, limit)
+        elif builder == "csv":
+            _csv(path, out, limit)
+        elif builder == "text":
+            _text(path, out, limit)
+        else:
+            _columnar(path, out, builder, limit)
+    except StepsError as exc:
+        out.findings.append(exc.finding)
+    except OSError as exc:
+        message = f"cannot read ({exc.strerror or exc})"
+        out.findings.append(Finding(CODES[builder], message, str(path)))
+    return out
+
+
+def _head(path: Path, out: BuilderRows) -> bytes:
+    cap = out.max_bytes
+    with open(path, "rb") as fh:
+        data = fh.read(cap + 1) if cap is not None else fh.read()
+    out.capped = cap is not None and len(data) > cap
+    data = data[:cap] if cap is not None else data
+    out.bytes = len(data)
+    return data
+
+
+def _decoded(path: Path, data: bytes, out: BuilderRows, code: str) -> str | None:
+    text = data.decode("utf-8", errors="ignore" if out.capped else "strict")
+    return text.removeprefix("\ufeff")
+
+
+def _json_array(path: Path, out: BuilderRows, limit: int) -> None:
+    data = _head(path, out)
+    try:
+        text = _decoded(path, data, out, "E-JSON")
+    except UnicodeDecodeError as exc:
+        out.findings.append(
+            bad_file(
+                "E-JSON",
+                path,
+                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                None,
+                "json",
+                "save the file as UTF-8",
+            )
+        )
+        return
+    assert text is not None
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    line, counted = 1, 0
+    number = 0
+    while number < limit:
+        pos = _skip_space(text, pos)
+        if pos < len(text) and text[pos] == "]":
+            return
+        if number and pos < len(text) and text[pos] == ",":
+            pos = _skip_space(text, pos + 1)
+        line += text.count("\n", counted, pos)
+        counted = pos
+        try:
+            row, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            if out.capped and number:
+                return  # the byte cap cut this element: judge the rows before it
+            where = f"element {number + 1}" if number else "the array"
+            out.findings.append(
+                bad_file(
+                    "E-JSON",
+                    path,
+                    f"{where}: {exc.msg}",
+                    line,
+                    "json",
+                    "write one JSON array of objects, or JSON Lines",
+                )
+            )
+            return
+        number += 1
+        out.rows.append((line, number, row))
+        pos = end
+    out.capped = True
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def infer_column(values: list[str | None]) -> str:
+    """The type pandas' `read_csv` gives a column of raw cells (None: a missing cell)."""
+    present = [v for v in values if v is not None and v not in NA_WORDS]
+    if not present:
+        return "float" if values else "str"  # an all-NA column is float64 of NaN
+    missing = len(present) < len(values)
+    if all(_INT.match(v) for v in present):
+        low, high = _INT_RANGE
+        if all(low <= int(v) <= high for v in present):
+            return "float" if missing else "int"
+        return "str"  # past uint64: pandas keeps the text
+    if all(_FLOAT.match(v) for v in present):
+        return "float"
+    if all(v in _TRUE or v in _FALSE for v in present):
+        return "bool"  # with NA cells: bools and nulls
+    return "str"
+
+
+def typed(value: str | None, kind: str) -> Any:
+    """One cell as the builder yields it (NA cells are null)."""
+    if value is None or value in NA_WORDS:
+        return None
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "bool":
+        return value in _TRUE
+    return value
+
+
+def _csv(path: Path, out: BuilderRows, limit: int) -> None:
+    data = _head(path, out)
+    try:
+        text = _decoded(path, data, out, "E-CSV")
+    except UnicodeDecodeError as exc:
+        out.findings.append(
+            bad_file(
+                "E-CSV",
+                path,
+                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                None,
+                "csv",
+                "save the file as UTF-8",
+            )
+        )
+        return
+    assert text is not None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        while header is not None and not any(header):
+            header = next(reader, None)
+        if header is None:
+            out.findings.append(
+                bad_file(
+                    "E-CSV",
+                    path,
+                    "no header row (the file is empty)",
+                    None,
+                    "csv",
+                    "write a header row naming the columns",
+                )
+            )
+            return
+        names = _column_names(header)
+        cells: list[tuple[int, list[str]]] = []
+        start = reader.line_num + 1
+        for record in reader:
+            line, start = start, reader.line_num + 1
+            if not record or (len(record) == 1 and not record[0]):
+                continue  # pandas skips blank lines
+            if len(record) > len(names):
+                message = f"row has {len(record)} fields, the header {len(names)}"
+                fix = "quote fields that hold commas, or fix the row's field count"
+                out.findings.append(bad_file("E-CSV", path, message, line, "csv", fix))
+                return
+            cells.append((line, record))
+            if len(cells) >= limit:
+                out.capped = True
+                break
+    except csv.Error as exc:
+        out.findings.append(
+            bad_file("E-CSV", path, str(exc), reader.line_num, "csv", "close the quoted field")
+        )
+        return
+    if out.capped and cells and not data.endswith(b"\n"):
+        cells.pop()  # the byte cap cut the last record
+    columns = [[rec[i] if i < len(rec) else None for _, rec in cells] for i in range(len(names))]
+    out.types = {n: infer_column(col) for n, col in zip(names, columns, strict=True)}
+    for number, (line, rec) in enumerate(cells, 1):
+        row = {
+            n: typed(rec[i] if i < len(rec) else None, out.types[n]) for i, n in enumerate(names)
+        }
+        out.rows.append((line, number, row))
+
+
+def _column_names(header: list[str]) -> list[str]:
+    """pandas' names: an empty one is `Unnamed: i`, a repeated one gets `.1`, `.2`..."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(header):
+        name = raw or f"Unnamed: {i}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}.{seen[name]}"
+        seen.setdefault(name, 0)
+        names.append(name)
+    return names
+
+
+def _text(path: Path, out: BuilderRows, limit: int) -> None:
+    data = _head(path, out)
+    text = data.decode("utf-8", errors="replace")
+    for number, piece in enumerate(text.splitlines()[:limit], 1):
+        out.rows.append((number, number, {"text": piece}))
+
+
+def _columnar(path: Path, out: BuilderRows, builder: str, limit: int) -> None:
+    from importlib.util import find_spec
+
+    if find_spec("pyarrow") is None:
+        out.findings.append(
+            Finding(
+                UNCHECKED,
+                f"the rows of this {builder.capitalize()} file were not checked: reading "
+                "them needs pyarrow, which is not installed here",
+                str(path),
+                fix="pip install 'nemo-rl-steps[parquet]' to check them",
+                severity=WARNING,
+            )
+        )
+        return
+    from catalog.contracts.columnar import arrow_batches, parquet_batches
+
+    batches: Iterator[list] = (
+        parquet_batches(path, 1024) if builder == "parquet" else arrow_batches(path)
+    )
+    number = 0
+    for batch in batches:
+        for row in batch:
+            number += 1
+            out.rows.append((None, number, row))
+            if number >= limit:
+                out.capped = True
+                return

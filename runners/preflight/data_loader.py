@@ -1,0 +1,206 @@
+"""Preflight: each data block as NeMo-RL's loader opens it (catalog.contracts.loader_formats).
+
+A local file goes by its extension to a Hugging Face builder (one with another extension is
+taken as a hub name and fails): `subset` must be unset for it
+(0.6.0+ asserts so) and its only split is `train` (any other `split` is a KeyError at load).
+A dotted `dataset_name` (0.7.0+) is a user class imported from the launch's PYTHONPATH: it
+decides its own columns, so our built-in row rules do not judge its data (one warning), and a
+module found nowhere on that path is an error. The module is looked up by path only
+(`importlib.machinery.PathFinder`), never imported: user code does not run in our process.
+The upstream judge imports it where NeMo-RL is importable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from importlib.machinery import PathFinder
+from pathlib import Path
+
+from catalog.contracts.loader_formats import LOCAL_SPLIT, DataOpen, data_open, loader_release
+from catalog.errors import Finding
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import finding, warning
+
+CLASS_CODE = "E-DATA-CLASS"
+CLASS_UNCHECKED = "W-DATA-CLASS"
+SPLIT_CODE = "E-DATA-SPLIT"
+FORMAT_CODE = "E-DATA-FORMAT"
+
+
+def data_blocks(config: dict) -> list[str]:
+    """The data blocks a 0.6.0+ config trains and validates on: `data.train`, `data.train.0`..."""
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    keys: list[str] = []
+    for split in ("train", "validation"):
+        block = data.get(split)
+        if isinstance(block, dict):
+            keys.append(f"data.{split}")
+        elif isinstance(block, list):
+            keys += [f"data.{split}.{i}" for i, b in enumerate(block) if isinstance(b, dict)]
+    return keys
+
+
+def user_class_blocks(ctx: PreflightContext) -> set[str]:
+    """The data blocks whose dataset_name is a user class (their rows are the class's)."""
+    return {k for k in data_blocks(ctx.config) if _open(ctx, k).reader == "class"}
+
+
+def _open(ctx: PreflightContext, key: str) -> DataOpen:
+    return data_open(ctx.config, key, ctx.nemo_rl_version)
+
+
+def search_path(ctx: PreflightContext) -> list[str] | None:
+    """Where the launch's interpreter finds modules: PYTHONPATH, the script's folder, the
+    checkout, its site-packages and the folders their .pth files add; None when the
+    interpreter is not known here (a cluster launch, or no probe)."""
+    launch = ctx.local_launch
+    if launch is None:
+        return None
+    from runners.launch.local import ProbeFailure
+
+    found = launch.probe()
+    if isinstance(found, ProbeFailure):
+        return None
+    env_path = launch.env.get("PYTHONPATH", "")
+    run = ctx.manifest.run if ctx.manifest is not None else None
+    scripts = [s for s in (run.script, run.gym_script) if s] if run is not None else []
+    paths = [p for p in env_path.split(os.pathsep) if p]
+    paths += [str(Path(launch.checkout) / os.path.dirname(s)) for s in scripts]
+    paths.append(str(launch.checkout))
+    for site in found.sites:
+        paths.append(site)
+        paths += _pth_dirs(Path(site))
+    return paths
+
+
+def _pth_dirs(site: Path) -> list[str]:
+    out: list[str] = []
+    try:
+        pths = sorted(site.glob("*.pth"))
+    except OSError:
+        return out
+    for pth in pths:
+        try:
+            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        out += [ln.strip() for ln in lines if ln.strip() and not ln.startswith(("#", "import"))]
+    return out
+
+
+def module_found(module: str, paths: list[str]) -> bool:
+    """Whether `module` (dotted) is on `paths`, walked package by package without importing."""
+    where: list[str] | None = paths
+    name = ""
+    for part in module.split("."):
+        name = f"{name}.{part}" if name else part
+        try:
+            spec = PathFinder.find_spec(name, where)
+        except (ImportError, ValueError, OSError):
+            return False
+        if spec is None:
+            return False
+        where = list(spec.submodule_search_locations or [])
+    return True
+
+
+def _class_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:
+    key = f"{opened.key}.dataset_name"
+    name = opened.dataset_name or ""
+    release = loader_release(ctx.nemo_rl_version)
+    if not release.dotted_classes:
+        yield finding(
+            ctx,
+            CLASS_CODE,
+            key,
+            f"{name!r} is a dotted class path; NeMo-RL {release.label} takes only its built-in "
+            "dataset names (user dataset classes came in 0.7.0)",
+            "use a built-in dataset (ResponseDataset, BinaryPreferenceDataset...) or run "
+            "NeMo-RL 0.7.0 or newer",
+        )
+        return
+    module = name.rpartition(".")[0]
+    paths = search_path(ctx)
+    if paths is not None and not module_found(module, paths):
+        yield finding(
+            ctx,
+            CLASS_CODE,
+            key,
+            f"module {module!r} of the dataset class {name!r} is not on the launch's Python "
+            "path (PYTHONPATH, the checkout, the interpreter's site-packages); NeMo-RL "
+            "fails with 'Could not import module'",
+            "put the module's folder on PYTHONPATH (env.toml or the launch environment), or "
+            "install its package into NeMo-RL's environment",
+        )
+        return
+    yield warning(
+        ctx,
+        CLASS_UNCHECKED,
+        key,
+        f"{name!r} is a user dataset class: it reads its data and decides its columns, so "
+        "the built-in row rules were not applied to " + (opened.data_path or "its data"),
+        "check its rows with the class itself (the upstream judge reads its first rows when "
+        "NeMo-RL is importable here)",
+    )
+
+
+def _format_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:
+    """A local file whose extension the loader has no builder for: NeMo-RL takes it as a hub
+    name or a folder, and `load_dataset` fails ('Couldn't find any data file')."""
+    key = f"{opened.key}.data_path"
+    bound = [a for a in ctx.inputs if a.config_key == key and a.is_path]
+    if opened.reader != "path" or opened.builder is not None or not bound:
+        return
+    if not os.path.isfile(bound[0].value):
+        return
+    release = loader_release(ctx.nemo_rl_version)
+    known = ", ".join(sorted(release.suffixes))
+    yield finding(
+        ctx,
+        FORMAT_CODE,
+        key,
+        f"{bound[0].value} is a file, but NeMo-RL {release.label} opens a data file by its "
+        f"extension ({known}, exactly as written) and has no builder for "
+        f"{os.path.splitext(bound[0].value)[1] or 'a name without one'}: it takes the path as "
+        "a hub name or a folder, and loading fails",
+        f"rename the file to one of {known}",
+    )
+
+
+def _split_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:
+    if opened.reader != "path" or opened.builder is None:
+        return
+    what = f"{opened.data_path} is a local .{opened.builder} file"
+    if opened.subset is not None:
+        yield finding(
+            ctx,
+            SPLIT_CODE,
+            f"{opened.key}.subset",
+            f"{what}; NeMo-RL asserts subset is unset for a local file (subsets are for hub "
+            "datasets)",
+            f"remove {opened.key}.subset",
+        )
+    if opened.split is not None and opened.split != LOCAL_SPLIT:
+        yield finding(
+            ctx,
+            SPLIT_CODE,
+            f"{opened.key}.split",
+            f"{what}, whose only split is {LOCAL_SPLIT!r}; split {opened.split!r} fails with "
+            "a KeyError when NeMo-RL loads it",
+            f"remove {opened.key}.split (or set it to {LOCAL_SPLIT}), or give this split's "
+            "own file",
+        )
+
+
+@rule("data_loader")
+def data_loader(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-DATA-FORMAT, E-DATA-SPLIT, E-DATA-CLASS, W-DATA-CLASS: each data block as NeMo-RL's
+    loader opens it."""
+    for key in data_blocks(ctx.config):
+        opened = _open(ctx, key)
+        if opened.reader == "class":
+            yield from _class_findings(ctx, opened)
+        else:
+            yield from _format_findings(ctx, opened)
+            yield from _split_findings(ctx, opened)

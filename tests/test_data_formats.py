@@ -1,0 +1,317 @@
+"""What NeMo-RL reads, we read: a data path is judged as NeMo-RL's loader opens it.
+
+NeMo-RL opens `data_path` by its extension (.arrow .csv .json .jsonl .parquet .txt) through the
+Hugging Face builders; the rows the dataset class then sees are what the row contracts judge.
+Real files of each format are written to tmp_path and judged by the dry run of the shipped DPO
+and GRPO steps (`steps run ... --dry-run`), or by `validate` (the same judge).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pipeline_toys import steps_main
+from run_fixtures import RECORD_VAR, fake_checkout
+
+from catalog.contracts import validate_artifact
+from catalog.contracts.builder_rows import infer_column
+from catalog.contracts.loader_formats import builder_for, data_open, loader_release
+
+DROP = ("NEMO_RL_HOME", "STEPS_RUNS_DIR", RECORD_VAR)
+PAIRS = [
+    {"prompt": f"What is {i}+2?", "chosen": f"{i + 2}, as {i}+2={i + 2}.", "rejected": "I'd say 5."}
+    for i in range(4)
+]  # the tiny configs draw 4 rows a step: fewer would be another finding
+PROBLEMS = [
+    {"problem": "What is 2+2?", "expected_answer": "4"},
+    {"problem": "Sum of 1..20?", "expected_answer": "210"},
+    {"problem": "Half of 1?", "expected_answer": "\\frac{1}{2}"},  # not all integers: text
+    {"problem": "Solve x+1=4.", "expected_answer": "3"},
+]
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    """`rows` in the format the extension names, as a user would write them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ext = path.suffix
+    if ext == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    elif ext == ".json":
+        path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    elif ext == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    elif ext == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    elif ext == ".arrow":
+        table = pa.Table.from_pylist(rows)
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+    else:
+        raise AssertionError(ext)
+    return path
+
+
+def dry_run(tmp_path: Path, step: str, *overrides: str, **env: str):
+    checkout = tmp_path / "nemo-rl"
+    if not checkout.is_dir():
+        fake_checkout(checkout)
+    argv = ["run", step, "-c", "tiny", "--nemo-rl", str(checkout), "--dry-run", "--json"]
+    argv += ["--runs-dir", str(tmp_path / "runs"), *overrides]
+    proc = steps_main(
+        *argv, cwd=tmp_path, env={"STEPS_OUTPUT": str(tmp_path / "o"), **env}, drop=DROP
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+def errors(findings: list[dict]) -> list[dict]:
+    return [f for f in findings if f.get("severity", "error") == "error"]
+
+
+def about(findings: list[dict], path: Path) -> list[dict]:
+    return [f for f in findings if f.get("path") == str(path) or str(path) in f["message"]]
+
+
+FORMATS = [".jsonl", ".json", ".csv", ".parquet", ".arrow"]
+
+
+# --- every extension: a valid file passes, a broken one is refused where it breaks -----------
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_dpo_pairs_in_each_format_pass_the_dry_run(tmp_path: Path, ext: str) -> None:
+    train = write(tmp_path / f"pairs{ext}", PAIRS)
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    assert about(found, train) == [] and code == 0, found
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_dpo_pairs_without_the_rejected_column_are_refused_at_it(tmp_path: Path, ext: str) -> None:
+    rows = [{"prompt": r["prompt"], "chosen": r["chosen"]} for r in PAIRS]
+    train = write(tmp_path / f"pairs{ext}", rows)
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and (f["code"], f["key"]) == ("E-DPO-ROW", "rejected")
+    assert "missing 'rejected'" in f["message"]
+    where = {".jsonl": 1, ".json": 2, ".csv": 2}  # the first row's line; columnar rows have none
+    assert f.get("line") == where.get(ext)
+    if ext in (".parquet", ".arrow"):
+        assert f["message"].startswith("4 rows: ") and "first at rows 1, 2, 3, ..." in f["message"]
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_grpo_problems_in_each_format_pass_the_dry_run(tmp_path: Path, ext: str) -> None:
+    train = write(tmp_path / f"math{ext}", PROBLEMS)
+    code, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}")
+    assert about(found, train) == [] and code == 0, found
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_grpo_row_with_an_empty_problem_is_refused_at_its_row(tmp_path: Path, ext: str) -> None:
+    rows = [PROBLEMS[2], {"problem": " ", "expected_answer": "3"}, *PROBLEMS[2:]]
+    train = write(tmp_path / f"math{ext}", rows)
+    code, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and (f["code"], f["key"]) == ("E-RLVR-ROW", "problem")
+    line = {".jsonl": 2, ".json": 6, ".csv": 3}.get(ext)  # the second row
+    assert f.get("line") == line
+    if line is None:
+        assert f["message"].startswith("row 2: problem: ")
+
+
+def test_json_array_that_is_cut_short_is_e_json_at_the_element(tmp_path: Path) -> None:
+    train = tmp_path / "pairs.json"
+    train.write_text(json.dumps(PAIRS, indent=2)[:-30], encoding="utf-8")
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and f["code"] == "E-JSON" and f["line"] == 17  # 5 lines an element
+    assert f["message"].startswith("element 4: ") and "JSON array of objects" in f["message"]
+
+
+def test_csv_row_with_more_fields_than_the_header_is_e_csv_not_e_jsonl(tmp_path: Path) -> None:
+    train = tmp_path / "pairs.csv"
+    train.write_text("prompt,chosen,rejected\nhi,a,b\nwhat, is this,good,bad\n", encoding="utf-8")
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and (f["code"], f["line"]) == ("E-CSV", 3)
+    assert "4 fields, the header 3" in f["message"] and "CSV with a header row" in f["message"]
+    assert "quote fields that hold commas" in f["fix"]
+
+
+def test_text_file_rows_are_text_lines_judged_by_the_same_contract(tmp_path: Path) -> None:
+    train = tmp_path / "pairs.txt"
+    train.write_text("a prompt\nanother\n", encoding="utf-8")
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and f["code"] == "E-DPO-ROW" and f["line"] == 1
+    assert "the text builder reads the columns text" in f["message"]
+    assert validate_artifact("training_jsonl", train).ok  # any rows: it has two
+
+
+def test_parquet_rows_are_a_warning_not_an_error_without_pyarrow(tmp_path: Path) -> None:
+    from catalog.contracts.builder_rows import read_builder_rows
+
+    train = write(tmp_path / "pairs.parquet", PAIRS)
+    read = read_builder_rows(train, "parquet")
+    assert [r[2] for r in read.rows] == PAIRS  # with pyarrow: the rows themselves
+    import sys
+
+    saved = sys.modules.get("pyarrow")
+    sys.modules["pyarrow"] = None  # type: ignore[assignment]  # import fails as if absent
+    try:
+        report = validate_artifact("preference_jsonl", train)
+    finally:
+        sys.modules["pyarrow"] = saved  # type: ignore[assignment]
+    assert report.ok and [f.code for f in report.findings] == ["W-DATA-UNCHECKED"]
+    assert "pip install 'nemo-rl-steps[parquet]'" in (report.findings[0].fix or "")
+
+
+# --- types as the builder gives them: a numeric answer the math verifier cannot compare -------
+
+
+def test_csv_columns_are_typed_as_pandas_types_them() -> None:
+    assert infer_column(["4", "210", " 7"]) == "int"
+    assert infer_column(["4", "", "7"]) == "float"  # an empty cell among integers
+    assert infer_column(["1.5", "1e3", "inf"]) == "float"
+    assert infer_column(["True", "false", "NA"]) == "bool"
+    assert infer_column(["4", "four"]) == "str"
+    assert infer_column(["99999999999999999999"]) == "str"  # past uint64
+
+
+@pytest.mark.parametrize("ext", [".csv", ".jsonl"])
+def test_numeric_answer_under_the_math_verifier_is_an_error_at_the_column(
+    tmp_path: Path, ext: str
+) -> None:
+    answers = [r for r in PROBLEMS if r["expected_answer"].isdigit()] * 2
+    rows = [{**r, "expected_answer": int(r["expected_answer"])} for r in answers]
+    if ext == ".csv":
+        rows = answers  # written as text; the csv builder types the all-integer column as int
+    train = write(tmp_path / f"math{ext}", rows)
+    code, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}")
+    [f] = errors(about(found, train))
+    assert code == 1 and (f["code"], f["key"]) == ("E-RLVR-NUMERIC-ANSWER", "expected_answer")
+    assert "scores the row 0" in f["message"] and f["message"].startswith("6 rows: ")
+    if ext == ".csv":
+        assert "types column 'expected_answer' as int" in f["message"]
+
+
+def test_numeric_answer_passes_where_the_processor_makes_it_text(tmp_path: Path) -> None:
+    rows = [{"problem": "2+2?", "expected_answer": 4}] * 4
+    train = write(tmp_path / "math.jsonl", rows)
+    processor = "++data.default.processor=math_data_processor"  # str()s the answer
+    _, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}", processor)
+    assert about(found, train) == []
+
+
+def test_json_lines_named_ndjson_is_an_error_at_the_data_path_key(tmp_path: Path) -> None:
+    train = tmp_path / "pairs.ndjson"
+    train.write_text("".join(json.dumps(r) + "\n" for r in PAIRS), encoding="utf-8")
+    code, found = dry_run(tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}")
+    [f] = [f for f in errors(found) if f["code"] == "E-DATA-FORMAT"]
+    assert code == 1 and f["key"] == "data.train.data_path" and ".jsonl" in f["fix"]
+    assert "has no builder for .ndjson" in f["message"]
+
+
+# --- split and subset of a local file ---------------------------------------------------------
+
+
+def test_split_other_than_train_and_a_subset_on_a_local_file_are_errors_at_their_keys(
+    tmp_path: Path,
+) -> None:
+    train = write(tmp_path / "pairs.csv", PAIRS)
+    code, found = dry_run(
+        tmp_path,
+        "rl/nemo_rl/dpo",
+        f"data.train.data_path={train}",
+        "++data.train.split=test",
+        "++data.train.subset=main",
+    )
+    split = sorted((f["key"], f["code"]) for f in errors(found) if f["code"] == "E-DATA-SPLIT")
+    assert code == 1 and split == [
+        ("data.train.split", "E-DATA-SPLIT"),
+        ("data.train.subset", "E-DATA-SPLIT"),
+    ]
+    code, found = dry_run(
+        tmp_path, "rl/nemo_rl/dpo", f"data.train.data_path={train}", "++data.train.split=train"
+    )
+    assert code == 0 and not [f for f in found if f["code"] == "E-DATA-SPLIT"], errors(found)
+
+
+# --- user dataset classes (0.7.0+) ------------------------------------------------------------
+
+
+def _user_package(root: Path) -> Path:
+    pkg = root / "site" / "mydata"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "pairs.py").write_text("raise SystemExit('never imported by steps')\n", encoding="utf-8")
+    return root / "site"
+
+
+def test_user_dataset_class_with_its_own_columns_passes_with_one_warning(tmp_path: Path) -> None:
+    site = _user_package(tmp_path)
+    train = write(tmp_path / "own.csv", [{"question": "q", "better": "a", "worse": "b"}])
+    code, found = dry_run(
+        tmp_path,
+        "rl/nemo_rl/dpo",
+        f"data.train.data_path={train}",
+        "data.default.dataset_name=mydata.pairs.OwnPairs",
+        PYTHONPATH=str(site),
+    )
+    assert code == 0 and errors(found) == [], found
+    [f] = [f for f in found if f["code"] == "W-DATA-CLASS" and f["key"].startswith("data.train")]
+    assert f["key"] == "data.train.dataset_name" and "built-in row rules" in f["message"]
+
+
+def test_user_dataset_class_whose_module_is_nowhere_is_an_error_at_its_key(
+    tmp_path: Path,
+) -> None:
+    train = write(tmp_path / "own.csv", [{"question": "q", "better": "a", "worse": "b"}])
+    code, found = dry_run(
+        tmp_path,
+        "rl/nemo_rl/dpo",
+        f"data.train.data_path={train}",
+        "data.default.dataset_name=no_such_pkg.pairs.OwnPairs",
+    )
+    found = [f for f in errors(found) if f["code"] == "E-DATA-CLASS"]
+    assert code == 1 and {f["key"] for f in found} == {
+        "data.train.dataset_name",
+        "data.validation.dataset_name",
+    }
+    assert "'no_such_pkg.pairs' " in found[0]["message"] and found[0].get("line")
+
+
+# --- the table itself ----------------------------------------------------------------------
+
+
+def test_releases_before_0_6_0_read_only_json_and_dotted_names_come_in_0_7_0() -> None:
+    assert builder_for("a.csv", loader_release("0.5.0")) is None
+    assert builder_for("a.csv", loader_release("0.6.0")) == "csv"
+    assert builder_for("a.JSONL") is None  # the extension is matched exactly
+    assert not loader_release("0.6.0").dotted_classes and loader_release("0.7.0").dotted_classes
+
+
+def test_data_open_says_what_nemo_rl_opens_for_a_block() -> None:
+    config = {
+        "data": {
+            "default": {"dataset_name": "ResponseDataset", "split": "train"},
+            "train": {"data_path": "/d/math.csv"},
+            "validation": [{"data_path": "/d/v.parquet", "dataset_name": "pkg.mod.Cls"}],
+        }
+    }
+    train = data_open(config, "data.train")
+    assert (train.data_path, train.builder, train.split, train.reader) == (
+        "/d/math.csv",
+        "csv",
+        "train",
+        "path",
+    )
+    assert data_open(config, "data.validation.0").reader == "class"
