@@ -315,3 +315,49 @@ def test_data_open_says_what_nemo_rl_opens_for_a_block() -> None:
         "path",
     )
     assert data_open(config, "data.validation.0").reader == "class"
+
+
+# --- the same readers elsewhere: NeMo-Gym rows stay lines; rl_prep's inputs ------------------
+
+
+def test_gym_rows_in_a_json_array_are_read_as_lines_as_nemo_gym_dataset_reads_them(
+    tmp_path: Path,
+) -> None:
+    from preflight_fixtures import GYM_ROW, gym_root
+
+    checkout = fake_checkout(tmp_path / "nemo-rl")
+    gym_root(checkout / "3rdparty" / "Gym-workspace")
+    train = tmp_path / "gym.json"
+    train.write_text(json.dumps([GYM_ROW] * 4, indent=2), encoding="utf-8")
+    argv = ["run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--nemo-rl", str(checkout)]
+    argv += ["--dry-run", "--json", "--runs-dir", str(tmp_path / "runs")]
+    proc = steps_main(*argv, f"data.train.data_path={train}", cwd=tmp_path, drop=DROP)
+    found = errors(about(json.loads(proc.stdout)["findings"], train))
+    assert proc.returncode == 1 and found and {f["code"] for f in found} == {"E-JSONL"}
+    assert found[0]["line"] == 1  # NemoGymDataset json.loads each raw line: "[" is not a row
+
+
+@pytest.mark.parametrize("ext", [".csv", ".json"])
+def test_rl_prep_reads_csv_and_json_arrays_as_nemo_rl_types_them(tmp_path: Path, ext: str) -> None:
+    from test_rl_prep import prep, read_split, write_blend
+
+    rows = [{"question": f"q{i}", "expected_answer": f"{i}/2", "id": i} for i in range(20)]
+    write(tmp_path / f"raw{ext}", rows)
+    blend = write_blend(tmp_path, [{"name": "d", "path": f"raw{ext}", "agent_ref": "math"}])
+    prep(blend, tmp_path / "out", train_ratio=1.0, val_ratio=0.0)
+    out = read_split(tmp_path / "out", "train")
+    assert sorted(r["id"] for r in out) == list(range(20))  # int: an all-integer CSV column
+    assert {r["expected_answer"] for r in out} == {f"{i}/2" for i in range(20)}
+
+
+def test_rl_prep_csv_with_a_ragged_row_is_e_csv_at_its_line(tmp_path: Path) -> None:
+    from test_rl_prep import prep, write_blend
+
+    from catalog.errors import StepsError
+
+    (tmp_path / "raw.csv").write_text("question,expected_answer\nq,1\nq, 2,3\n", encoding="utf-8")
+    blend = write_blend(tmp_path, [{"name": "d", "path": "raw.csv", "agent_ref": "math"}])
+    with pytest.raises(StepsError) as exc:
+        prep(blend, tmp_path / "out")
+    f = exc.value.finding
+    assert (f.code, f.path, f.line) == ("E-CSV", str(tmp_path / "raw.csv"), 3)

@@ -168,6 +168,26 @@ def data_open(config: dict, key: str, version: Any = None) -> DataOpen:
     )
 
 
+def data_blocks(config: dict) -> list[str]:
+    """The data blocks a 0.6.0+ config trains and validates on: `data.train`, `data.train.0`..."""
+    data = config.get("data")
+    if not isinstance(data, dict):
+        return []
+    keys: list[str] = []
+    for split in ("train", "validation"):
+        block = data.get(split)
+        if isinstance(block, dict):
+            keys.append(f"data.{split}")
+        elif isinstance(block, list):
+            keys += [f"data.{split}.{i}" for i, b in enumerate(block) if isinstance(b, dict)]
+    return keys
+
+
+def data_opens(config: dict, version: Any = None) -> list[DataOpen]:
+    """What NeMo-RL `version` opens for each data block of a compiled config."""
+    return [data_open(config, key, version) for key in data_blocks(config)]
+
+
 def save_to_disk_files(folder: Path, split: str = LOCAL_SPLIT) -> list[Path] | None:
     """Arrow files of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), None
     when the folder is not one."""

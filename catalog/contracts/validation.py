@@ -303,7 +303,8 @@ def _validate(
     options = {k: v for k, v in (options or {}).items() if v is not None}
     if contract in ROW_CONTRACTS:
         bound = get_row_contract(contract, **options)  # bad options fail here, before any work
-        built = builder_files(path)
+        # NemoGymDataset reads raw lines whatever the extension: Gym rows stay JSON Lines.
+        built = builder_files(path) if contract != "nemo_gym_rows" else None
         if built is not None:  # read as NeMo-RL's builder reads it (builder_rows.py)
             check = bound.check if contract != "jsonl" else None
             sources, found = [Source(p) for p, _ in built], list[Finding]()

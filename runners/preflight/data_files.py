@@ -23,7 +23,17 @@ def bound_file(ctx: PreflightContext, config_key: str) -> Path | None:
 
 
 def first_row(path: Path) -> dict | None:
-    """The first non-empty line parsed as JSON, or None when it is not a JSON object."""
+    """The first row as NeMo-RL's loader reads it (a CSV, JSON array, Parquet... file: its
+    builder's first row), else the first non-empty line parsed as JSON; None when it is not
+    an object."""
+    from catalog.contracts.builder_rows import read_builder_rows
+    from catalog.contracts.builder_scan import builder_files
+
+    built = builder_files(path)
+    if built:
+        file, builder = built[0]
+        rows = read_builder_rows(file, builder, limit=1).rows
+        return rows[0][2] if rows and isinstance(rows[0][2], dict) else None
     with path.open("rb") as fh:
         for raw in fh:
             if raw.strip():

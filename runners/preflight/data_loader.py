@@ -17,7 +17,13 @@ from collections.abc import Iterator
 from importlib.machinery import PathFinder
 from pathlib import Path
 
-from catalog.contracts.loader_formats import LOCAL_SPLIT, DataOpen, data_open, loader_release
+from catalog.contracts.loader_formats import (
+    LOCAL_SPLIT,
+    DataOpen,
+    data_blocks,
+    data_open,
+    loader_release,
+)
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import finding, warning
@@ -26,19 +32,6 @@ CLASS_CODE = "E-DATA-CLASS"
 CLASS_UNCHECKED = "W-DATA-CLASS"
 SPLIT_CODE = "E-DATA-SPLIT"
 FORMAT_CODE = "E-DATA-FORMAT"
-
-
-def data_blocks(config: dict) -> list[str]:
-    """The data blocks a 0.6.0+ config trains and validates on: `data.train`, `data.train.0`..."""
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
-    keys: list[str] = []
-    for split in ("train", "validation"):
-        block = data.get(split)
-        if isinstance(block, dict):
-            keys.append(f"data.{split}")
-        elif isinstance(block, list):
-            keys += [f"data.{split}.{i}" for i, b in enumerate(block) if isinstance(b, dict)]
-    return keys
 
 
 def user_class_blocks(ctx: PreflightContext) -> set[str]:
