@@ -134,3 +134,48 @@ def test_gym_without_a_vllm_cfg_section_is_refused_on_every_backend(tmp_path: Pa
     found = run_rules(cfg, nemo_rl_version=parse_version("0.7.0"))
     assert [f.key for f in found if f.code == "E-GYM-GENERATION"] == ["policy.generation.vllm_cfg"]
     assert "nemo_gym.py:481" in next(f.message for f in found if f.code == "E-GYM-GENERATION")
+
+
+def _dry_run(tmp_path: Path, checkout: Path, *overrides: str) -> tuple[int, list[dict]]:
+    """`steps run rlvr -c nemo_gym_tiny --dry-run` against `checkout`, as a user runs it."""
+    import json
+
+    from pipeline_toys import steps_main
+
+    proc = steps_main(
+        "run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--nemo-rl", str(checkout),
+        "--dry-run", "--json", *overrides, cwd=tmp_path,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+def test_a_config_path_missing_from_the_gym_tree_stops_the_dry_run(tmp_path: Path) -> None:
+    """Issue 38's regression: the whole path a user takes (step, --nemo-rl checkout with its Gym
+    submodule, an override naming a server config that is not there) ends in an error."""
+    from preflight_fixtures import gym_root
+    from run_fixtures import fake_checkout
+
+    checkout = fake_checkout(tmp_path / "nemo-rl")
+    gym_root(checkout / "3rdparty" / "Gym-workspace")
+    paths = (
+        "env.nemo_gym.config_paths=[responses_api_models/vllm_model/configs/"
+        "vllm_model_for_training.yaml,resources_servers/math_with_judge/configs/math_wth_judge.yaml]"
+    )
+    code, findings = _dry_run(tmp_path, checkout, paths)
+    found = [f for f in findings if f["code"] == "E-GYM-CONFIG-PATH"]
+    assert code == 1 and [f["key"] for f in found] == ["env.nemo_gym.config_paths[1]"]
+    assert (
+        "did you mean resources_servers/math_with_judge/configs/math_with_judge.yaml"
+        in (found[0]["message"])
+    )
+
+
+def test_an_empty_gym_submodule_is_one_finding_naming_the_submodule(tmp_path: Path) -> None:
+    cfg = gym_config(tmp_path)
+    empty = tmp_path / "rl" / "3rdparty" / "Gym-workspace" / "Gym"
+    empty.mkdir(parents=True)
+    cfg["run"]["gym_root"] = str(empty)
+    found = [f for f in run_rules(cfg) if "GYM" in f.code and f.code != "E-GYM-GENERATION"]
+    assert [(f.code, f.key) for f in found] == [("E-GYM-CONFIG-PATH", "env.nemo_gym.config_paths")]
+    assert "submodule update --init 3rdparty/Gym-workspace/Gym" in found[0].fix

@@ -74,6 +74,11 @@ def _yaml_files(root: Path) -> tuple[str, ...]:
     return tuple(sorted(p.relative_to(root).as_posix() for p in root.glob("*/*/configs/*.yaml")))
 
 
+def empty_root(root: Path) -> bool:
+    """A Gym folder with nothing in it: NeMo-RL's submodule, not checked out."""
+    return next(root.iterdir(), None) is None
+
+
 def _config_paths(ctx: PreflightContext) -> list | None:
     value = ctx.get(CONFIG_PATHS)
     return value if isinstance(value, list) else None
@@ -121,6 +126,18 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
             "pass --nemo-rl DIR (with its Gym submodule) or set run.gym_root",
         )
         return
+    if empty_root(root):  # a clone without --recursive: one cause, not one per entry
+        yield (finding if ctx.remote is None else warning)(
+            ctx,
+            "E-GYM-CONFIG-PATH" if ctx.remote is None else "W-GYM-ROOT",
+            CONFIG_PATHS,
+            f"the Gym root {root} is empty (the NeMo-Gym git submodule is not checked out), so "
+            "none of these entries exists there and NeMo-RL cannot start Gym from it",
+            f"git -C {root.parents[2]} submodule update --init {GYM_SUBDIR}"
+            if len(root.parents) > 2
+            else "check out the NeMo-Gym submodule",
+        )
+        return
     for i, entry in enumerate(value):
         key = f"{CONFIG_PATHS}[{i}]"
         if not isinstance(entry, str) or not entry:
@@ -154,8 +171,8 @@ def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
 
     entries = _config_paths(ctx)
     root = gym_root(ctx)
-    if not uses_gym(ctx) or not entries or root is None or not root.is_dir():
-        return  # gym_config_paths reports the shape and the missing root
+    if not uses_gym(ctx) or not entries or root is None or not root.is_dir() or empty_root(root):
+        return  # gym_config_paths reports the shape and the missing or empty root
     routes = gym_routes_for(ctx.config, root)
     if routes is None:
         return
