@@ -42,6 +42,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.dcp_export",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
+    "runners.preflight.bound_datasets",
     "runners.preflight.artifacts",
     "runners.preflight.data_loader",
     "runners.preflight.data_paths",

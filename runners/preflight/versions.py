@@ -61,6 +61,7 @@ RULE_VERSIONS: dict[str, str] = {
     "colocated_resources": "all",
     "env_name_exists": "all",
     "gym_script": "all",  # the schema's `gym` entry says whether the version has the script
+    "bound_input_read": "0.6.0+",  # the data.train / validation entries arrive in 0.6.0
     "gym_max_val_samples": "all",
     "gym_config_paths": "all",
     "gym_agents_defined": "all",

@@ -1,0 +1,66 @@
+"""An input bound to `data.<split>.data_path` is read only if the dataset class there reads it.
+
+NeMo-RL (0.6.0+) builds each `data.train` / `data.validation` entry with the class its
+`dataset_name` picks (`data.default` filling keys the entry lacks), passing the entry as keyword
+arguments. Only the classes that load a local file or hub path take `data_path`; a built-in
+hub dataset such as `HelpSteer3` ignores it and downloads itself. So a user config that inherits
+NeMo-RL's own examples/configs/dpo.yaml (`train: {dataset_name: HelpSteer3}`) and is run with
+`--input train=MY_PAIRS` would train on HelpSteer3 while the dry run said the pairs were fine.
+Chosen: refuse (E-INPUT-IGNORED) with the one override that makes the class read the input,
+rather than rewrite `dataset_name`: the name may be deliberate, and what runs must be what the
+config says. Facts: v0.7.0 preference_datasets/__init__.py:25-32, response_datasets/__init__.py
+(the classes whose modules read `data_path`: binary_preference_dataset, preference_dataset,
+response_dataset, nemogym_dataset, oai_format_dataset, general_conversations_dataset), the same
+at v0.6.0 and the pin.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from catalog.errors import Finding
+from catalog.nemo_rl_registries import PREFERENCE_DATASETS, RESPONSE_DATASETS
+from catalog.nemo_rl_version import in_range
+from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding
+from runners.preflight.versions import cite
+
+# Registry names whose class reads `data_path` (0.6.0, 0.7.0, the pin).
+READS_DATA_PATH = {
+    "dpo": ("BinaryPreferenceDataset", "PreferenceDataset"),
+    "grpo": ("ResponseDataset", "NemoGymDataset", "openai_format", "general-conversation-jsonl"),
+}
+BOUND = re.compile(r"^(data\.(?:train|validation)(?:\[\d+\])?)\.data_path$")
+
+
+@rule("bound_input_read")
+def bound_input_read(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-INPUT-IGNORED: a bound input's dataset entry names a class that never reads data_path."""
+    algo = algorithm(ctx)
+    if algo not in READS_DATA_PATH or not in_range(ctx.nemo_rl_version, "0.6.0+"):
+        return
+    registry = cite(
+        ctx.nemo_rl_version, PREFERENCE_DATASETS if algo == "dpo" else RESPONSE_DATASETS
+    )
+    bound = {m.group(1): a for a in ctx.inputs if (m := BOUND.match(a.config_key))}
+    for key, entry, written in dataset_entries(ctx):
+        art = bound.get(key)
+        name = entry.get("dataset_name")
+        if art is None or not isinstance(name, str) or name == UNRESOLVED:
+            continue
+        if name in READS_DATA_PATH[algo] or name not in registry:
+            continue  # a reader, or a dotted user class / unknown name (dataset_names says)
+        at = f"{key}.dataset_name" if "dataset_name" in written else "data.default.dataset_name"
+        readers = " or ".join(READS_DATA_PATH[algo][:2])
+        yield finding(
+            ctx,
+            "E-INPUT-IGNORED",
+            at,
+            f"is {name!r}, a built-in dataset NeMo-RL loads by itself: it ignores {key}.data_path,"
+            f" where input {art.name!r} is bound ({art.written or art.value}), so the run would "
+            f"train on {name}, not on it",
+            f"add {key}.dataset_name={READS_DATA_PATH[algo][0]} (the class that reads a local "
+            f"file of this input's rows; {readers} per the rows' shape), or drop the input to "
+            f"train on {name}",
+        )
