@@ -87,3 +87,13 @@ def test_each_shipped_kind_runs_its_own_rules_and_not_another_kinds():
     assert "nemo_rl_schema" not in applied("rl_prep")
     assert {"dcp_export", "artifact_contracts"} <= applied("dcp_to_hf")
     assert "remote_megatron_bridge" in applied("megatron_to_hf")
+
+
+def test_a_step_of_a_kind_with_nothing_still_gets_its_missing_input_refused(tmp_path):
+    from runners.preflight import BoundArtifact, PreflightContext, preflight
+
+    missing = BoundArtifact("train", "training_jsonl", "data.train.data_path", str(tmp_path / "x"))
+    ctx = PreflightContext("toy/step", None, {}, inputs=[missing], has=frozenset())
+    codes = {f.code for f in preflight(ctx)}
+    assert "E-INPUT-MISSING" in codes
+    assert not any(c.startswith("E-SCHEMA") for c in codes)  # NeMo-RL's rules did not run

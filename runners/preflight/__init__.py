@@ -61,6 +61,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.prompt_files",
 ]
 RULE_CRASH = "E-RULE-CRASH"
+NEMO_RL_CONFIG = ("nemo_rl_config",)  # what most rules need: a NeMo-RL MasterConfig
 
 
 @dataclass
@@ -96,6 +97,8 @@ class PreflightContext:
     remote: RemoteFacts | None = None  # when launching on a cluster profile
     nemo_rl_version: NemoRLVersion | None = None  # None: unknown (every rule applies)
     local_launch: LocalLaunch | None = None  # a NeMo-RL script started here
+    # what the step's runner kind has (its `has`): the rules that need more do not run
+    has: frozenset[str] = frozenset(NEMO_RL_CONFIG)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         from catalog.config_values import dotted_get
@@ -121,9 +124,6 @@ class RuleSpec:
 
 
 RULES: dict[str, RuleSpec] = {}
-
-
-NEMO_RL_CONFIG = ("nemo_rl_config",)
 
 
 def rule(rule_id: str, needs: tuple[str, ...] = NEMO_RL_CONFIG) -> Callable[[Rule], Rule]:
@@ -174,22 +174,14 @@ def _crash(spec: RuleSpec, exc: Exception) -> Finding:
     )
 
 
-def kind_capabilities(runner: str) -> frozenset[str]:
-    """What the step's runner kind has (a kind that does not say has nothing: `check` fails it)."""
-    from runners.kinds import kind_for
-
-    return frozenset(getattr(kind_for(runner), "has", ()))
-
-
 def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> list[Finding]:
     """Run every rule that applies to the step's runner (or the rules `only` names); errors
     first, then warnings."""
     from runners.preflight.versions import applies
 
-    has = kind_capabilities(ctx.manifest.run.runner if ctx.manifest is not None else "nemo_rl")
     findings: list[Finding] = []
     for spec in load_rules().values():
-        if not spec.applies_to(has) or not applies(spec.id, ctx.nemo_rl_version):
+        if not spec.applies_to(ctx.has) or not applies(spec.id, ctx.nemo_rl_version):
             continue
         if only is not None and spec.id not in only:
             continue

@@ -71,6 +71,7 @@ def plan_run(
     binding = _bind(req, s, prepared, job_dir)
     resolved = prepared.compiled.resolved()
     ctx = _context(req, s, prepared, binding, resolved, job_dir, kind.ray_program)
+    ctx.has = frozenset(getattr(kind, "has", ()))  # a kind that says nothing: `check` fails it
     config_path = f"{job_dir}/config.yaml"
     if target is not None:
         command = Command(*kind.job_command(s, prepared, resolved, config_path))
