@@ -226,11 +226,12 @@ def _gym_servers() -> list[str]:
         "",
         "A `nemo_gym_jsonl` row is routed by `agent_ref.name` to an agent of the config's "
         "`env.nemo_gym.config_paths`, whose resource server scores it with fields of the row. "
-        "`validate --step` and the dry run derive each server's fields from the Gym tree the "
+        "`validate`, rl_prep and the dry run derive each server's fields from the Gym tree the "
         "run uses (the server's verify request model, read with `ast`) and check every row "
         "against the server its agent routes to (E-GYM-TASK-FIELD). This table is that "
-        f"derivation for the pinned Gym (`{data['gym_commit'][:7]}`); a required field has no "
-        "default (pydantic validators are not modelled).",
+        f"derivation for the pinned Gym (`{data['gym_commit'][:7]}`), shipped with the server "
+        "each agent of its config files routes to: without a Gym tree, rows are checked by it. "
+        "A required field has no default (pydantic validators are not modelled).",
         "",
         "| server | verify model | required | optional |",
         "| --- | --- | --- | --- |",

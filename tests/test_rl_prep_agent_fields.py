@@ -72,9 +72,7 @@ def test_a_real_run_stops_at_the_same_finding_before_writing_a_row(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
-def test_the_check_holds_under_on_bad_row_skip_since_the_run_writes_such_rows(
-    tmp_path: Path, capsys
-):
+def test_under_skip_a_map_that_fails_every_first_row_is_still_an_error(tmp_path: Path, capsys):
     write_parquet(tmp_path / "dapo.parquet", dapo_rows(5))
     dataset = {"name": "dapo", "path": "dapo.parquet", "map": {"question": "prompt.0.content"}}
     blend = write_blend(tmp_path, [{**dataset, "agent_ref": AGENT}])
@@ -103,19 +101,20 @@ def test_a_complete_map_is_clean_against_the_agent_s_server(tmp_path: Path, caps
     assert code == 0 and findings == [], findings
 
 
-def test_without_a_gym_tree_the_unchecked_agent_is_said_once(tmp_path: Path, capsys):
+def test_without_a_gym_tree_the_pinned_gym_s_fields_still_hold(tmp_path: Path, capsys):
     write_parquet(tmp_path / "a.parquet", dapo_rows(3))
-    write_parquet(tmp_path / "b.parquet", dapo_rows(3))
     datasets = [
-        {"name": n, "path": f"{n}.parquet", "map": {"question": "prompt.0.content"},
-         "agent_ref": AGENT}
-        for n in ("a", "b")
+        {"name": "a", "path": "a.parquet", "map": {"question": "prompt.0.content"},
+         "agent_ref": AGENT},
+        {"name": "b", "path": "a.parquet", "map": MAP, "agent_ref": "my_own_agent"},
     ]  # fmt: skip
     code, findings = dry_run(tmp_path, capsys, write_blend(tmp_path, datasets))
-    assert code == 0
-    [f] = findings
-    assert (f["code"], f["severity"]) == (UNCHECKED, "warning")
-    assert f"`{AGENT}` (datasets a, b)" in f["message"] and "no NeMo-Gym source" in f["message"]
+    assert code == 1
+    [f] = [f for f in findings if f["code"] == TASK]
+    assert f["message"].startswith("dataset `a`: expected_answer: `expected_answer` is missing")
+    [note] = [f for f in findings if f["code"] == UNCHECKED]
+    assert note["severity"] == "warning" and "`my_own_agent` (datasets b)" in note["message"]
+    assert AGENT not in note["message"]
 
 
 def test_an_agent_no_gym_config_defines_is_said_once_and_others_still_checked(
@@ -164,3 +163,28 @@ def test_a_dapo_map_without_expected_answer_fails_against_the_real_math_with_jud
     [f] = [f for f in findings if f["code"] == TASK]
     assert code == 1 and "`expected_answer` is missing" in f["message"], findings
     assert "server `math_with_judge`" in f["message"]
+
+
+def test_skip_drops_rows_the_server_cannot_score_in_the_dry_run_and_the_run_alike(
+    tmp_path: Path, capsys
+):
+    rows = [{"responses_create_params": {"input": [{"role": "user", "content": f"{i}+1?"}]},
+             "question": f"{i}+1?", "expected_answer": f"{i + 1}"} for i in range(40)]  # fmt: skip
+    for i in (3, 35):  # one within the dry run's first rows, one after
+        del rows[i]["question"]
+    write_jsonl(tmp_path / "m.jsonl", rows)
+    blend = write_blend(tmp_path, [{"name": "m", "path": "m.jsonl", "agent_ref": AGENT}])
+    code, findings = dry_run(tmp_path, capsys, blend)
+    [f] = [f for f in findings if f["code"] == TASK]
+    assert code == 1 and (f["path"], f["line"]) == (str(tmp_path / "m.jsonl"), 4)
+    assert f["fix"].endswith("or set on_bad_row=skip to drop such rows and count them")
+    code, findings = dry_run(tmp_path, capsys, blend, "on_bad_row=skip")
+    assert code == 0 and [f for f in findings if f["code"] == TASK] == []
+    code = main(
+        ["run", "data_prep/rl_prep", "--json", "--runs-dir", str(tmp_path / "runs"),
+         f"blend_path={blend}", f"output_dir={tmp_path / 'out'}", "on_bad_row=skip"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert sum(manifest["splits"][s]["rows"] for s in manifest["splits"]) == 38, manifest

@@ -72,13 +72,15 @@ def test_dapo_parquet_mapped_in_the_blend_gives_rows_math_with_judge_can_score(t
 
 
 def test_a_dotted_target_fills_the_request_from_a_field_of_another_name(tmp_path: Path):
-    rows = [{"conversation": [{"role": "user", "content": f"hi {i}"}], "gold": i} for i in range(4)]
+    rows = [{"conversation": [{"role": "user", "content": f"hi {i}"}], "gold": f"{i}"}
+            for i in range(4)]  # fmt: skip
     write_jsonl(tmp_path / "chat.jsonl", rows)
-    mapping = {"responses_create_params.input": "conversation", "expected_answer": "gold"}
+    mapping = {"responses_create_params.input": "conversation", "expected_answer": "gold",
+               "question": "conversation.0.content"}  # fmt: skip
     dataset = {"name": "chat", "path": "chat.jsonl", "map": mapping, "agent_ref": AGENT}
     prep(write_blend(tmp_path, [dataset]), tmp_path / "out")
     got = {r["expected_answer"]: r for r in all_rows(tmp_path / "out")}
-    assert got[2]["responses_create_params"]["input"] == [{"role": "user", "content": "hi 2"}]
+    assert got["2"]["responses_create_params"]["input"] == [{"role": "user", "content": "hi 2"}]
 
 
 def test_dry_run_names_the_dataset_field_and_path_a_source_lacks_and_writes_nothing(

@@ -9,6 +9,7 @@ from steps.cli import main
 GYM = {
     "responses_create_params": {"input": [{"role": "user", "content": "2+2?"}]},
     "agent_ref": {"type": "responses_api_agents", "name": "math_with_judge_simple_agent"},
+    "question": "2+2?",
     "expected_answer": "4",
 }
 

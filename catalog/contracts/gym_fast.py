@@ -246,6 +246,8 @@ def gym_accept(
     row_type: type[_Row | _RowDefaultAgent] = (
         _Row if default_agent_ref is None else _RowDefaultAgent
     )
+    if routes is None:  # as nemo_gym_rows: no Gym tree decided them, the pinned Gym's
+        return _pinned_accept(default_agent_ref, agent_names, allow_empty_input, gym_version)
     task: dict[str, tuple] = {}
     if routes:
         row_type, task = _task_struct(row_type, routes)
@@ -274,5 +276,57 @@ def gym_accept(
             return False
         spec = task.get(name) if task and name is not None else None
         return spec is None or spec == _NOTHING or _task_ok(row, *spec)
+
+    return accept
+
+
+class _AgentName(Struct):
+    name: str | UnsetType = UNSET
+
+
+class _AgentOnly(Struct):
+    agent_ref: _AgentName | UnsetType = UNSET  # any other shape: the row's check decides
+
+
+def _pinned_accept(
+    default_agent_ref: Any, agent_names: Any, allow_empty_input: bool, gym_version: str | None
+) -> Accept | None:
+    """`gym_accept` with the pinned Gym's routes (gym_pinned.py), one agent's at a time: a
+    struct of every pinned server's fields (some 180) would double the cost of each row. The
+    last agent's own accept (its name the only one taken) tries first, as a file's rows mostly
+    share one agent; else the row's agent is read and its accept, built once, decides."""
+    from catalog.contracts.gym_pinned import pinned_routes
+
+    pinned = pinned_routes()
+    default = default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else None
+    plain = gym_accept(default_agent_ref, agent_names, allow_empty_input, gym_version, {})
+    if plain is None:
+        return None
+    names = frozenset(agent_names) if agent_names is not None else None
+    own: dict[str, Accept] = {}
+    agent_of = msgspec.json.Decoder(_AgentOnly).decode
+    last: list[Accept] = []
+
+    def of(name: str) -> Accept:
+        if name not in own:
+            only = [name] if names is None or name in names else []
+            built = gym_accept(default_agent_ref, only, allow_empty_input, gym_version,
+                               {name: pinned[name]})  # fmt: skip
+            own[name] = built or (lambda line: False)
+        return own[name]
+
+    def accept(line: bytes) -> bool:
+        if last and last[0](line):
+            return True
+        try:
+            ref = agent_of(line).agent_ref
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            return False
+        name = default if ref is UNSET else ref.name
+        if type(name) is not str or name not in pinned:
+            return plain(line)
+        if default is None or default == name:  # rows without agent_ref are not taken as its
+            last[:] = [of(name)]
+        return of(name)(line)
 
     return accept

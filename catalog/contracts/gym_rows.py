@@ -197,11 +197,16 @@ def nemo_gym_rows(
     `input: []` is legal, as in Gym (agents such as aviary and toolsandbox build the prompt
     from the task's own fields); `allow_empty_input=false` makes it an error. `routes` maps
     an agent to the fields its resource server reads (gym_routes.GymRoutes.option): a row
-    routed there lacking a required one, or with one of the wrong type, is E-GYM-TASK-FIELD.
+    routed there lacking a required one, or with one of the wrong type, is E-GYM-TASK-FIELD;
+    None (no Gym tree decided them) means the pinned Gym's routes (gym_pinned.py).
     """
     request = _Request(gym_facts(gym_version), allow_empty_input)
     names = frozenset(agent_names) if agent_names is not None else None
-    task = TaskFields(routes or {})
+    if routes is None:  # no Gym tree decided them: the pinned Gym's (gym_pinned.py)
+        from catalog.contracts.gym_pinned import pinned_routes
+
+        routes = pinned_routes()
+    task = TaskFields(routes)
     default_name = (
         default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else default_agent_ref
     )

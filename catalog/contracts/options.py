@@ -105,7 +105,7 @@ def contract_options(
             "default_agent_ref": dotted_get(config, "run.default_agent_ref"),
             "agent_names": sorted(routes.agents) if known else None,  # type: ignore[union-attr]
             "gym_version": gym_version_for(config, gym_root),
-            "routes": (routes.option() or None) if routes is not None else None,
+            "routes": routes.option() if routes is not None else None,
         }
     keys: tuple[str, ...]
     if contract == "preference_rows":

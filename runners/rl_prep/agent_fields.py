@@ -5,9 +5,10 @@ which scores each row with fields of it (math_with_judge: `question`, `expected_
 does not know the Gym, so the dry run does it: the agent's server is found in the Gym tree's own
 config files (catalog.contracts.gym_routes.shipped_routes), its fields derived from its source
 (gym_servers.py), and each such dataset's first rows, mapped and transformed as the run does,
-checked for them (E-GYM-TASK-FIELD naming the dataset, row, agent, server and field). What cannot
-be checked (no Gym tree, an agent none of its configs defines, a server whose fields cannot be
-derived) is said once (W-BLEND-AGENT-UNCHECKED).
+checked for them (E-GYM-TASK-FIELD naming the dataset, row, agent, server and field). Without a
+Gym tree the pinned Gym's table stands in (catalog.contracts.gym_pinned). What cannot be checked
+(an agent none of the Gym's configs defines, a server whose fields cannot be derived) is said
+once (W-BLEND-AGENT-UNCHECKED).
 """
 
 from __future__ import annotations
@@ -49,9 +50,16 @@ def agent_routes(
     if not agents:
         return {}, None
     if gym_root is None or not gym_root.is_dir():
+        from catalog.contracts.gym_pinned import pinned_commit, pinned_routes
+
+        routes = pinned_routes(agents)
+        unknown = {a: agents[a] for a in agents if a not in routes}
         where = f" ({gym_root} is not a folder)" if gym_root is not None else ""
-        why = f"no NeMo-Gym source tree to read them from{where}"
-        return {}, _unchecked(agents, why, NO_GYM_FIX)
+        why = (
+            f"the pinned NeMo-Gym ({pinned_commit()}) defines no such agent with a derived "
+            f"server, and there is no NeMo-Gym source tree to read it from{where}"
+        )
+        return routes, _unchecked(unknown, why, NO_GYM_FIX) if unknown else None
     from catalog.contracts.gym_routes import shipped_routes
 
     found = shipped_routes(gym_root, agents)

@@ -48,6 +48,7 @@ class DatasetJob:
     routes: dict | None = None
 
 
+SKIP_FIX = "; or set on_bad_row=skip to drop such rows and count them"
 Span = tuple[int, int]  # (start, stop) of whole lines, newlines included, in the source file
 Part = tuple["Span | bytes", int]  # a run of rows of one split (file range or bytes), row count
 
@@ -147,8 +148,7 @@ class _Rows:
             "message": f"dataset `{self.job.spec.name}`: {message}",
             "path": path,
             "line": line,
-            "fix": (fix or "fix or remove the row")
-            + "; or set on_bad_row=skip to drop such rows and count them",
+            "fix": (fix or "fix or remove the row") + SKIP_FIX,
         }
         return True
 

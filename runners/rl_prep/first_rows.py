@@ -6,7 +6,8 @@ placeholder source with no local copy, a missing pyarrow or a damaged Parquet fi
 before any row is written. Under on_bad_row=error the first bad row is the finding (the run
 would stop there); under skip, only a dataset whose first rows would all be dropped is. Gym
 rows a dataset routes to an agent are checked for the fields its resource server reads
-(agent_fields.py), whatever on_bad_row says.
+(agent_fields.py) as any other fault of a row: the run checks them too (against the pinned Gym's
+table, catalog.contracts.gym_pinned), so skip drops such rows there as it does here.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from catalog.contracts.gym_task_fields import TASK_FIELD
 from catalog.errors import Finding, StepsError
 from runners.rl_prep.agent_fields import agent_routes, blend_agents
 from runners.rl_prep.build import CHUNK_BYTES, PlannedDataset
-from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.chunks import SKIP_FIX, ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.options import Options
 from runners.rl_prep.sources import Chunk, iter_chunks
 from runners.rl_prep.split import Splitter
@@ -27,13 +27,11 @@ FIRST_ROWS = 32
 
 
 def _finding(error: dict, prefix: str = "") -> Finding:
-    return Finding(
-        error["code"],
-        prefix + error["message"],
-        path=error["path"],
-        line=error["line"],
-        fix=error["fix"],
-    )
+    fix = error["fix"]
+    if prefix:  # on_bad_row=skip is set already: the fix is the rows'
+        fix = fix.removesuffix(SKIP_FIX)
+    return Finding(error["code"], prefix + error["message"], path=error["path"],
+                   line=error["line"], fix=fix)  # fmt: skip
 
 
 def _judge(job: DatasetJob, chunks: list[Chunk]) -> tuple[ChunkResult | None, int, int]:
@@ -58,9 +56,12 @@ def _first_chunks(plan: PlannedDataset) -> list[Chunk]:
     return list(iter_chunks(plan.files, CHUNK_BYTES, min(FIRST_ROWS, plan.sample or FIRST_ROWS)))
 
 
-def dataset_findings(plan: PlannedDataset, opts: Options) -> list[Finding]:
-    """What the run would refuse in this dataset's first rows (at most one finding)."""
-    job = _job(plan, opts, opts.on_bad_row)
+def dataset_findings(
+    plan: PlannedDataset, opts: Options, routes: dict | None = None
+) -> list[Finding]:
+    """What the run would refuse in this dataset's first rows (at most one finding); `routes`:
+    the fields each agent's server reads, when known (else the run's own check's)."""
+    job = replace(_job(plan, opts, opts.on_bad_row), routes=routes or None)
     try:
         chunks = _first_chunks(plan)
         failed, read, dropped = _judge(job, chunks)
@@ -76,20 +77,6 @@ def dataset_findings(plan: PlannedDataset, opts: Options) -> list[Finding]:
     return []
 
 
-def _task_field_finding(plan: PlannedDataset, opts: Options, routes: dict) -> list[Finding]:
-    """The first of the dataset's first rows that lacks (or mistypes) a field its agent's
-    resource server reads, whatever on_bad_row says: the run writes such rows, and they score
-    nothing."""
-    job = replace(_job(plan, opts, "error"), routes=routes)
-    try:
-        failed, _, _ = _judge(job, _first_chunks(plan))
-    except StepsError:  # already the dataset's finding
-        return []
-    if failed is None or (failed.error or {}).get("code") != TASK_FIELD:
-        return []
-    return [_finding(failed.error or {})]
-
-
 def first_rows_findings(
     planned: list[PlannedDataset], opts: Options, gym_root: Path | None = None
 ) -> list[Finding]:
@@ -99,9 +86,5 @@ def first_rows_findings(
     routes, unchecked = agent_routes(agents, gym_root)
     out: list[Finding] = [] if unchecked is None else [unchecked]
     for plan in planned:
-        found = dataset_findings(plan, opts)
-        ref = plan.spec.agent_ref or {}
-        if not found and ref.get("name") in routes:
-            found = _task_field_finding(plan, opts, routes)
-        out += found
+        out += dataset_findings(plan, opts, routes)
     return out
