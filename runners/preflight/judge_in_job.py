@@ -18,14 +18,21 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from catalog.errors import Finding, has_errors
+from catalog.discovery import CACHE_VAR
+from catalog.errors import ERROR, WARNING, Finding, has_errors
+
+if TYPE_CHECKING:
+    from runners.launch.local import LocalLaunch
+    from runners.preflight import PreflightContext
 
 RULES = ("local_interpreter", "upstream_judge")
 MARK = "STEPS-UPSTREAM-FINDINGS "
 CONFIG = "config.yaml"  # what the GPU job runs: findings point at its lines
 RESOLVED = "resolved.yaml"  # the same config resolved (secrets redacted): what is judged
 NO_ANSWER = "W-UPSTREAM-JUDGE"
+IMPORT = "E-UPSTREAM-IMPORT"
 
 
 def resolved_config(job_dir: Path) -> dict:
@@ -52,13 +59,14 @@ def _located(found: Finding, config: Path) -> Finding:
 
 def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[Finding]:
     """The image's verdict on the run dir's config: the findings of RULES, located in
-    config.yaml. The checkout is the working directory, as for the GPU job."""
+    config.yaml, and whether NeMo-RL imports at all. The checkout is the working directory, as
+    for the GPU job; the answers are cached in the job dir (writable wherever the job runs)."""
     from runners.launch.local import Launcher, LocalLaunch
     from runners.preflight import PreflightContext, preflight
 
     checkout = Path.cwd()
     launch = LocalLaunch(Launcher(tuple(shlex.split(launcher)), "the profile's launcher"),
-                         checkout, dict(env))  # fmt: skip
+                         checkout, {**env, CACHE_VAR: str(job_dir / ".steps-cache")})  # fmt: skip
     config_file = job_dir / CONFIG
     ctx = PreflightContext(
         step_id=str(json.loads((job_dir / "run.json").read_text(encoding="utf-8")).get("step")),
@@ -69,7 +77,42 @@ def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[
         run_dir=job_dir,
         local_launch=launch,
     )
-    return [_located(f, config_file) for f in preflight(ctx, only=RULES)]
+    found = [_located(f, config_file) for f in preflight(ctx, only=RULES)]
+    if not has_errors(found) and NO_ANSWER not in {f.code for f in found}:
+        found += _import_findings(ctx, launch)
+    return found
+
+
+def _import_findings(ctx: PreflightContext, launch: LocalLaunch) -> list[Finding]:
+    """E-UPSTREAM-IMPORT: the launcher's Python cannot import NeMo-RL's algorithm module, as
+    the GPU job's script would not (before a workstation's launch that is the interpreter
+    rule's to say; in the image it is the finding). Read from `upstream_judge`'s cached answer;
+    a warning when the launcher is a `uv run` that installs the lock first (the judge does not)."""
+    from runners.launch.local import ProbeFailure
+    from runners.preflight.topology import algorithm
+    from runners.preflight.upstream_judge import _seconds, ask_upstream
+
+    facts, algo = launch.probe(), algorithm(ctx)
+    if isinstance(facts, ProbeFailure) or algo is None:
+        return []  # E-LAUNCHER said it, or no algorithm to import
+    config = {k: v for k, v in ctx.config.items() if k != "run"}
+    answer = ask_upstream(launch, facts, algo, config, _seconds(launch.env))
+    if answer.get("status") not in ("absent", "unavailable"):
+        return []
+    said = answer.get("detail") or "no module named 'nemo_rl'"
+    syncs = launch.launcher.syncs(launch.env)
+    return [
+        Finding(
+            IMPORT,
+            f"`{launch.launcher.text}` in this image cannot import nemo_rl.algorithms.{algo} "
+            f"({said}): the GPU job's script would stop there"
+            + (" (unless `uv run` installs what is missing first)" if syncs else ""),
+            fix="use an image whose Python imports NeMo-RL (try `LAUNCHER -c 'import "
+            f"nemo_rl.algorithms.{algo}'` in it), or fix the profile's launcher and env "
+            "(PYTHONPATH)",
+            severity=WARNING if syncs else ERROR,
+        )
+    ]
 
 
 def report(findings: list[Finding]) -> str:
