@@ -108,7 +108,7 @@ def test_the_dry_run_shows_the_judge_job_and_no_upstream_judge_submits_the_gpu_j
     at = lines.index("--- upstream judge first: a CPU job in nvcr.io/nvidia/nemo-rl:v0.7.0 ---")
     sbatch = lines[at + 1]
     assert "--job-name=steps-dpo-" in sbatch and "-judge " in sbatch
-    assert "--time=00:14:00" in sbatch and "--gres" not in sbatch
+    assert "--time=00:05:00" in sbatch and "--gres" not in sbatch
     assert "upstream-judge" in lines[at + 2] and f"--launcher {PYTHON}" in lines[at + 2]
     assert lines[at + 3].startswith("then: the GPU job's sbatch gets --dependency=afterok:")
     sent = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
