@@ -62,18 +62,14 @@ def _run_json(work: Path) -> dict:
 
 def test_a_config_the_images_nemo_rl_refuses_stops_before_the_gpu_job(judged):
     root, _work, cli = judged
-    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", *REFUSED, "--batch", "lab")
-    assert res.returncode == 0, res.stdout + res.stderr  # the dry-run rules have nothing to say
-    gpu_job = res.stdout.split()[0]
-
-    def ended() -> dict | None:
-        doc = json.loads(cli("status", "last", "--json").stdout)
-        return doc if doc["job"]["state"] == "CANCELLED" else None
-
-    status = wait_for(ended, timeout=90)
+    res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", *REFUSED, "--run", "lab")
+    assert res.returncode == 1, res.stdout + res.stderr  # the dry-run rules had nothing to say
+    assert "ended: CANCELLED" in res.stderr and "the GPU job never started" in res.stderr
+    assert "E-UPSTREAM-CONFIG" in res.stderr  # the attached run says why
+    status = json.loads(cli("status", "last", "--json").stdout)
     judge = status["upstream_judge"]
     assert judge["state"] == "FAILED" and judge["exit_code"] == 1
-    assert int(judge["job_id"]) < int(gpu_job)
+    assert int(judge["job_id"]) < int(status["job"]["job_id"])
     [found] = [f for f in judge["findings"] if f["severity"] == "error"]
     assert found["code"] == "E-UPSTREAM-CONFIG" and found["key"] == "dpo.max_num_steps"
     assert "less than or equal to 100" in found["message"]

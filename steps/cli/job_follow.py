@@ -40,6 +40,18 @@ def ended(event: Ended) -> None:
             _chain_detached(event.run_dir, event.job)
     elif event.job is not None:
         report(event.run_dir, event.job, event.followed, until_done=True)
+        if not event.followed.detached:
+            _judge_refused(event.run_dir)
+
+
+def _judge_refused(run_dir: Path) -> None:
+    """A GPU job the upstream judge held back: why, with the judge's findings."""
+    from runners.run.judge import verdict
+    from runners.rundir import read_record
+
+    judge = verdict(run_dir, read_record(run_dir))
+    if judge is not None and judge.refused:
+        print("\n".join([judge.line(), *(f.render("  ") for f in judge.findings)]), file=sys.stderr)
 
 
 def follow(
