@@ -34,7 +34,6 @@ def test_relative_prompt_files_are_opened_from_the_checkout(tmp_path, monkeypatc
     # the shipped rlvr config names examples/prompts/cot.txt, which every NeMo-RL checkout has
     code, out = cli_dry_run(monkeypatch, capsys, tmp_path, "rlvr", "", "0.7.0")
     assert [f for f in out["findings"] if f["code"] == "E-PROMPT-FILE"] == []
-    (tmp_path / "b").mkdir()
     text = "data:\n  default:\n    prompt_file: mine.txt\n"
     code, out = cli_dry_run(monkeypatch, capsys, tmp_path / "b", "rlvr", text, "0.7.0")
     assert code == 1

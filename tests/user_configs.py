@@ -27,6 +27,7 @@ DPO_STATE = {"epoch": 0, "step": 3, "total_steps": 3, "consumed_samples": 12}
 def user_config(tmp_path: Path, step: str, text: str, parent: str = "tiny.yaml") -> Path:
     """`cfg.yaml` in tmp_path: the step's `parent` config with the user's `text` over it."""
     config = tmp_path / "cfg.yaml"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config.write_text(f"defaults: {STEPS / step / 'config' / parent}\n{text}", encoding="utf-8")
     return config
 
@@ -64,13 +65,22 @@ def versioned_checkout(root: Path, version: str) -> Path:
 
 
 def cli_dry_run(
-    monkeypatch, capsys, tmp_path: Path, step: str, text: str, version: str, *extra: str
+    monkeypatch,
+    capsys,
+    tmp_path: Path,
+    step: str,
+    text: str,
+    version: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, dict]:
     """`steps run rl/nemo_rl/STEP -c cfg.yaml --dry-run --json` against a checkout of
-    `version`, in this process; the exit code and the JSON it printed."""
+    `version`, in this process, with `env` added to a clean environment; the exit code and the
+    JSON it printed."""
     config = user_config(tmp_path, step, text)
     checkout = versioned_checkout(tmp_path / "nemo-rl", version)
     argv = ["run", f"rl/nemo_rl/{step}", "-c", str(config), "--nemo-rl", str(checkout)]
     argv += ["--dry-run", "--json", "--runs-dir", str(tmp_path / "runs"), *extra]
-    done = steps_cli(monkeypatch, capsys, *argv, cwd=tmp_path, env=clean_env(tmp_path))
+    run_env = clean_env(tmp_path, **(env or {}))
+    done = steps_cli(monkeypatch, capsys, *argv, cwd=tmp_path, env=run_env)
     return done.returncode, json.loads(done.stdout)

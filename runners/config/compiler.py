@@ -22,6 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 from catalog.content_memo import ContentMemo
 from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
+from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
@@ -74,13 +75,17 @@ class CompiledConfig:
         except OmegaConfBaseException as exc:
             key = getattr(exc, "full_key", None) or ""
             path, line = self.locate(key) if key else (None, None)
+            env = env_style_missing_key(_first_line(exc))
             raise StepsError(
                 "E-CONFIG-INTERPOLATION",
                 f"{key or 'config'}: cannot resolve: {_first_line(exc)}",
                 path=path,
                 line=line,
                 key=key or None,
-                fix="export the environment variable, give ${oc.env:VAR,default} a default, "
+                fix=f"${{{env}}} names a config key, not the environment: write "
+                f"${{oc.env:{env}}} (NeMo-RL's loader resolves it the same way)"
+                if env
+                else "export the environment variable, give ${oc.env:VAR,default} a default, "
                 "or fix the referenced key",
             ) from None
 

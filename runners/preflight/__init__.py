@@ -59,6 +59,9 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.loss_function",
     "runners.preflight.dataset_names",
     "runners.preflight.prompt_files",
+    "runners.preflight.mlflow_store",
+    "runners.preflight.math_environment",
+    "runners.preflight.shell_variables",
 ]
 RULE_CRASH = "E-RULE-CRASH"
 NEMO_RL_CONFIG = ("nemo_rl_config",)  # what most rules need: a NeMo-RL MasterConfig

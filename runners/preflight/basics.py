@@ -138,11 +138,14 @@ def missing_sections(ctx: PreflightContext) -> list[str]:
 @rule("inputs_exist", needs=())
 def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
     """Every consumed file or folder bound to a path exists before anything starts."""
+    from catalog.shell_variables import path_variables
     from runners.preflight.data_paths import found_only_beside
 
     for art in ctx.inputs:
         if not art.is_path or art.value == "???" or found_only_beside(ctx, art):
             continue  # found only beside its config: E-INPUT-RELATIVE says so
+        if path_variables(art.written or art.value):
+            continue  # `$DATA/x.jsonl`: E-SHELL-VARIABLE names the cause
         path, line = _where(ctx, art.config_key)
         if not art.value:
             yield Finding(

@@ -2,7 +2,9 @@
 `get_next_experiment_dir` makes `<log_dir>/exp_NNN` before setup, v0.7.0 logger.py:1616) and
 `checkpointing.checkpoint_dir` (`tmp_step_N` made at the first save, checkpoint.py:219). A path
 that is, or lies under, an existing regular file fails there with NotADirectoryError or
-FileExistsError: the log dir 30 s after launch, the checkpoint dir after the first steps.
+FileExistsError: the log dir 30 s after launch, the checkpoint dir after the first steps; one
+whose nearest existing folder this user cannot write to (or on a read-only file system) fails
+there with PermissionError / OSError, the checkpoint dir hours into training.
 Relative paths are judged where NeMo-RL opens them, its checkout root; a cluster's folders are
 left to the job (only what this machine sees is judged).
 """
@@ -13,6 +15,7 @@ import os
 from collections.abc import Iterator
 
 from catalog.errors import Finding
+from catalog.shell_variables import path_variables
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import finding
 
@@ -36,9 +39,9 @@ def file_in_the_way(path: str) -> str | None:
         current = parent
 
 
-@rule("output_dirs_under_file", needs=("nemo_rl_config",))
-def output_dirs_under_file(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-OUTPUT-UNDER-FILE: log_dir or an enabled checkpoint_dir is, or is under, a file."""
+def _output_dirs(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
+    """(key, path where NeMo-RL makes it) for log_dir and an enabled checkpoint_dir, judged
+    on this machine only (a cluster's folders are the job's)."""
     if ctx.remote is not None:
         return
     checkpointing = ctx.get("checkpointing") or {}
@@ -53,6 +56,56 @@ def output_dirs_under_file(ctx: PreflightContext) -> Iterator[Finding]:
             if ctx.nemo_rl_dir is None:
                 continue  # where NeMo-RL runs is not known here
             value = os.path.join(ctx.nemo_rl_dir, value)
+        yield key, value
+
+
+def nearest_existing(path: str) -> str:
+    """`path` itself if it exists, else its nearest existing parent."""
+    current = os.path.normpath(path)
+    while not os.path.lexists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    return current
+
+
+def writable_folder(folder: str) -> bool:
+    """Whether this user can create entries in `folder` (its permissions, a read-only mount)."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        return not os.statvfs(folder).f_flag & os.ST_RDONLY
+    except OSError:
+        return True  # no file-system answer: the permission check stands
+
+
+@rule("output_dirs_writable")
+def output_dirs_writable(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-OUTPUT-UNWRITABLE: log_dir or an enabled checkpoint_dir cannot be made or written."""
+    for key, value in _output_dirs(ctx):
+        if path_variables(value) or file_in_the_way(value) is not None:
+            continue  # E-SHELL-VARIABLE / E-OUTPUT-UNDER-FILE name the cause
+        folder = nearest_existing(value)
+        if not os.path.isdir(folder) or writable_folder(folder):
+            continue
+        made = "exists" if folder == os.path.normpath(value) else f"would be made in {folder}"
+        when = (
+            "at the first checkpoint, after the first training steps"
+            if key.startswith("checkpointing")
+            else "30 s after launch"
+        )
+        yield finding(
+            ctx,
+            "E-OUTPUT-UNWRITABLE",
+            key,
+            f"{value} {made}, which this user cannot write to: NeMo-RL fails there {when} "
+            f"(nemo_rl/utils/{WHERE[key]}, v0.7.0)",
+            f"point {key} at a folder you can write to, or fix the permissions of {folder}",
+        )
+
+
+@rule("output_dirs_under_file", needs=("nemo_rl_config",))
+def output_dirs_under_file(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-OUTPUT-UNDER-FILE: log_dir or an enabled checkpoint_dir is, or is under, a file."""
+    for key, value in _output_dirs(ctx):
         blocker = file_in_the_way(value)
         if blocker is None:
             continue

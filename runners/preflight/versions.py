@@ -20,17 +20,20 @@ T = TypeVar("T")
 RULE_VERSIONS: dict[str, str] = {
     # our own checks and the schema (itself per version)
     "unresolved_values": "all",
+    "shell_variables": "all",  # OmegaConf never expands $NAME
     "config_resolvers": "all",  # the resolver table per version: RESOLVER_VERSIONS
     # the example script's driver before the GPU (runners/preflight/driver_setup.py)
     "tokenizer_path": "all",
     "logger_backends": "all",
     "wandb_credentials": "all",
+    "mlflow_store": "0.7.0+",  # MLflow >= 3.13 (refuses the file store) locked from 0.7.0
     "megatron_arch_list": "0.5.0+",  # lm_policy.py raises from v0.5.0 (:97); v0.4.0 does not
     "required_sections": "all",
     "inputs_exist": "all",
     "relative_inputs": "all",  # every version opens data paths from its working directory
     "data_loader": "0.6.0+",  # data.train / data.validation blocks (older: one dataset)
     "output_dirs_under_file": "all",
+    "output_dirs_writable": "all",
     "local_gpus": "all",  # placement needs the GPUs in every version
     "zero_divisors": "all",  # the same modulo in every version (cited per version)
     "grpo_train_rows": "all",  # drop_last=True in every version
@@ -57,6 +60,7 @@ RULE_VERSIONS: dict[str, str] = {
     "prompt_files": "all",  # what is read: entries from 0.6.0, data.* (GRPO) before
     "dataset_names": "all",  # registries per release: catalog/nemo_rl_registries.py
     "loss_function": "all",  # TIS switch, type, ratio_min and CISPO per version: loss_function.py
+    "math_verify_impl": "all",  # multi-reward env: 0.6.0+ (its section name only exists there)
     "multiple_dataloaders": "all",
     "colocated_resources": "all",
     "env_name_exists": "all",
