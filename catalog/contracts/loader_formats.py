@@ -168,6 +168,21 @@ def data_open(config: dict, key: str, version: Any = None) -> DataOpen:
     )
 
 
+USER_CLASS = "W-DATA-CLASS"
+USER_CLASS_FIX = (
+    "check its rows with the class itself (the upstream judge reads its first rows when "
+    "NeMo-RL is importable where the run starts)"
+)
+
+
+def user_class_message(opened: DataOpen) -> str:
+    """Why the built-in row rules do not judge a user dataset class's data (W-DATA-CLASS)."""
+    return (
+        f"{opened.dataset_name!r} is a user dataset class: it reads its data and decides its "
+        "columns, so the built-in row rules were not applied to " + (opened.data_path or "its data")
+    )
+
+
 def data_blocks(config: dict) -> list[str]:
     """The data blocks a 0.6.0+ config trains and validates on: `data.train`, `data.train.0`..."""
     data = config.get("data")

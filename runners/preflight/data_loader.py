@@ -19,17 +19,19 @@ from pathlib import Path
 
 from catalog.contracts.loader_formats import (
     LOCAL_SPLIT,
+    USER_CLASS,
+    USER_CLASS_FIX,
     DataOpen,
     data_blocks,
     data_open,
     loader_release,
+    user_class_message,
 )
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import finding, warning
 
 CLASS_CODE = "E-DATA-CLASS"
-CLASS_UNCHECKED = "W-DATA-CLASS"
 SPLIT_CODE = "E-DATA-SPLIT"
 FORMAT_CODE = "E-DATA-FORMAT"
 
@@ -127,15 +129,7 @@ def _class_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding
             "install its package into NeMo-RL's environment",
         )
         return
-    yield warning(
-        ctx,
-        CLASS_UNCHECKED,
-        key,
-        f"{name!r} is a user dataset class: it reads its data and decides its columns, so "
-        "the built-in row rules were not applied to " + (opened.data_path or "its data"),
-        "check its rows with the class itself (the upstream judge reads its first rows when "
-        "NeMo-RL is importable here)",
-    )
+    yield warning(ctx, USER_CLASS, key, user_class_message(opened), USER_CLASS_FIX)
 
 
 def _format_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:

@@ -198,9 +198,12 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
 
 
 def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
-    """A CSV or JSON array file's rows (every one, or the first `limit`), typed as NeMo-RL's
-    loader types them; a file that loader fails on is its finding (E-CSV / E-JSON)."""
-    read = read_builder_rows(path, builder, limit, max_bytes=None)
+    """A CSV or JSON array file's rows (every one, or the first `limit`: read within the byte
+    cap when they fit, so the dry run's first rows never load a large file whole), typed as
+    NeMo-RL's loader types them; a file that loader fails on is its finding (E-CSV / E-JSON)."""
+    read = read_builder_rows(path, builder, limit) if limit is not None else None
+    if read is None or (read.capped and len(read.rows) < (limit or 0)):
+        read = read_builder_rows(path, builder, limit, max_bytes=None)  # every row: the run
     errors = [f for f in read.findings if f.is_error]
     if errors:
         raise StepsError(

@@ -109,9 +109,30 @@ def _step_options(
     cfg = _step_config(step, config, overrides)
     tree = Path(gym_version).expanduser() if gym_version else None
     gym_root = tree if tree is not None and tree.is_dir() else None
+    user_class = _user_class_note(cfg, contract)
+    if user_class:  # its rows are the class's: judged as JSON objects only, as the dry run
+        return "training_jsonl", "jsonl", {}, user_class
     type_name, contract, options = step_contract(type_name, contract, cfg, gym_root=gym_root)
     notes = _gym_notes(cfg, gym_root) if contract == "nemo_gym_rows" else []
     return type_name, contract, options, notes
+
+
+def _user_class_note(cfg: dict, contract: str) -> list:
+    """W-DATA-CLASS when data.train's dataset_name is a user class (the dry run says it too)."""
+    from catalog.contracts.loader_formats import (
+        USER_CLASS,
+        USER_CLASS_FIX,
+        data_open,
+        user_class_message,
+    )
+    from catalog.errors import WARNING, Finding
+
+    opened = data_open(cfg, "data.train")
+    if opened.reader != "class" or contract == "nemo_gym_rows":
+        return []
+    key = "data.train.dataset_name"
+    message = f"{key}: {user_class_message(opened)}"
+    return [Finding(USER_CLASS, message, None, fix=USER_CLASS_FIX, severity=WARNING, key=key)]
 
 
 def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
