@@ -174,6 +174,19 @@ def test_parquet_rows_are_a_warning_not_an_error_without_pyarrow(tmp_path: Path)
     assert "pip install 'nemo-rl-steps[parquet]'" in (report.findings[0].fix or "")
 
 
+@pytest.mark.parametrize("ext", [".csv", ".json"])
+def test_a_file_past_the_byte_cap_is_judged_on_its_whole_first_rows(tmp_path: Path, ext: str):
+    from catalog.contracts.builder_rows import read_builder_rows
+
+    rows = [
+        {"prompt": f'say "{i}",\nplease', "chosen": "a" * 50, "rejected": "b"} for i in range(99)
+    ]
+    path = write(tmp_path / f"pairs{ext}", rows)
+    read = read_builder_rows(path, ext[1:], max_bytes=path.stat().st_size // 2)
+    assert read.capped and read.findings == [] and 30 < len(read.rows) < 99
+    assert [r[2] for r in read.rows] == rows[: len(read.rows)]  # no cut row among them
+
+
 # --- types as the builder gives them: a numeric answer the math verifier cannot compare -------
 
 

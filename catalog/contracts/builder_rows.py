@@ -40,28 +40,9 @@ CODES = {
 }
 # pandas' default NA strings (pandas/_libs/parsers.pyx STR_NA_VALUES)
 NA_WORDS = frozenset(
-    {
-        "",
-        "#N/A",
-        "#N/A N/A",
-        "#NA",
-        "-1.#IND",
-        "-1.#QNAN",
-        "-NaN",
-        "-nan",
-        "1.#IND",
-        "1.#QNAN",
-        "<NA>",
-        "N/A",
-        "NA",
-        "NULL",
-        "NaN",
-        "None",
-        "n/a",
-        "nan",
-        "null",
-    }
-)
+    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+)  # fmt: skip
 _INT = re.compile(r"\s*[-+]?\d+\s*\Z")
 _FLOAT = re.compile(
     r"\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|(?i:inf|infinity))\s*\Z"
@@ -114,7 +95,7 @@ def read_builder_rows(
         elif builder == "csv":
             _csv(path, out, limit)
         elif builder == "text":
-            _text(path, out, limit)
+            _lines(path, out, limit)
         else:
             _columnar(path, out, builder, limit)
     except StepsError as exc:
@@ -135,30 +116,27 @@ def _head(path: Path, out: BuilderRows) -> bytes:
     return data
 
 
-def _decoded(path: Path, data: bytes, out: BuilderRows, code: str) -> str | None:
-    text = data.decode("utf-8", errors="ignore" if out.capped else "strict")
+def _text(path: Path, out: BuilderRows, builder: str) -> str | None:
+    """The file's head as UTF-8 text (a BOM dropped; a character the cap cut dropped), or
+    None with the finding that it is not UTF-8."""
+    data = _head(path, out)
+    try:
+        text = data.decode("utf-8", errors="ignore" if out.capped else "strict")
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        out.findings.append(
+            bad_file(CODES[builder], path, message, None, builder, "save the file as UTF-8")
+        )
+        return None
     return text.removeprefix("\ufeff")
 
 
 def _json_array(path: Path, out: BuilderRows, limit: int) -> None:
-    data = _head(path, out)
-    try:
-        text = _decoded(path, data, out, "E-JSON")
-    except UnicodeDecodeError as exc:
-        out.findings.append(
-            bad_file(
-                "E-JSON",
-                path,
-                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                None,
-                "json",
-                "save the file as UTF-8",
-            )
-        )
+    text = _text(path, out, "json")
+    if text is None:
         return
-    assert text is not None
     decoder = json.JSONDecoder()
-    pos = text.index("[") + 1
+    pos = text.find("[") + 1
     line, counted = 1, 0
     number = 0
     while number < limit:
@@ -230,22 +208,10 @@ def typed(value: str | None, kind: str) -> Any:
 
 
 def _csv(path: Path, out: BuilderRows, limit: int) -> None:
-    data = _head(path, out)
-    try:
-        text = _decoded(path, data, out, "E-CSV")
-    except UnicodeDecodeError as exc:
-        out.findings.append(
-            bad_file(
-                "E-CSV",
-                path,
-                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                None,
-                "csv",
-                "save the file as UTF-8",
-            )
-        )
+    text = _text(path, out, "csv")
+    if text is None:
         return
-    assert text is not None
+    cut = out.capped  # the byte cap cut the file: its last record may be cut too
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
@@ -280,12 +246,12 @@ def _csv(path: Path, out: BuilderRows, limit: int) -> None:
                 out.capped = True
                 break
     except csv.Error as exc:
-        out.findings.append(
-            bad_file("E-CSV", path, str(exc), reader.line_num, "csv", "close the quoted field")
-        )
-        return
-    if out.capped and cells and not data.endswith(b"\n"):
-        cells.pop()  # the byte cap cut the last record
+        if not cut:  # else the cap cut a quoted field: judge the rows before it
+            fix = "close the quoted field"
+            out.findings.append(bad_file("E-CSV", path, str(exc), reader.line_num, "csv", fix))
+            return
+    if cut and cells and len(cells) < limit:
+        cells.pop()
     columns = [[rec[i] if i < len(rec) else None for _, rec in cells] for i in range(len(names))]
     out.types = {n: infer_column(col) for n, col in zip(names, columns, strict=True)}
     for number, (line, rec) in enumerate(cells, 1):
@@ -309,7 +275,7 @@ def _column_names(header: list[str]) -> list[str]:
     return names
 
 
-def _text(path: Path, out: BuilderRows, limit: int) -> None:
+def _lines(path: Path, out: BuilderRows, limit: int) -> None:
     data = _head(path, out)
     text = data.decode("utf-8", errors="replace")
     for number, piece in enumerate(text.splitlines()[:limit], 1):
