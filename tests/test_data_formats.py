@@ -314,6 +314,24 @@ def test_validate_step_with_a_user_class_judges_objects_only_and_says_why(tmp_pa
     assert proc.returncode == 1 and "E-DPO-ROW" in proc.stdout
 
 
+def test_modules_of_editable_installs_are_found_and_unknown_pth_imports_leave_it_open(
+    tmp_path: Path,
+) -> None:
+    from runners.preflight.data_loader import _pth_dirs, module_found
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    _user_package(tmp_path / "src")  # tmp_path/src/site/mydata/pairs.py
+    finder = "__editable___mydata_1_0_finder"
+    (site / "__editable__.mydata-1.0.pth").write_text(f"import {finder}; {finder}.install()")
+    mapping = {"mydata": str(tmp_path / "src" / "site" / "mydata")}
+    (site / f"{finder}.py").write_text(f"MAPPING: dict[str, str] = {mapping!r}\n")
+    paths = [str(site), *(_pth_dirs(site) or [])]
+    assert module_found("mydata.pairs", paths) and not module_found("mydata.other", paths)
+    (site / "odd.pth").write_text("import somehook; somehook.install()\n")
+    assert _pth_dirs(site) is None  # a finder we cannot read: no verdict, never an error
+
+
 # --- the table itself ----------------------------------------------------------------------
 
 

@@ -64,12 +64,16 @@ def search_path(ctx: PreflightContext) -> list[str] | None:
     paths += [str(Path(launch.checkout) / os.path.dirname(s)) for s in scripts]
     paths.append(str(launch.checkout))
     for site in found.sites:
-        paths.append(site)
-        paths += _pth_dirs(Path(site))
+        added = _pth_dirs(Path(site))
+        if added is None:
+            return None  # a .pth import we cannot follow: the path is not known here
+        paths += [site, *added]
     return paths
 
 
-def _pth_dirs(site: Path) -> list[str]:
+def _pth_dirs(site: Path) -> list[str] | None:
+    """The folders a site's .pth files add, and those its setuptools editable finders map
+    packages into; None when a .pth runs an import we cannot read (the path is then unknown)."""
     out: list[str] = []
     try:
         pths = sorted(site.glob("*.pth"))
@@ -80,8 +84,38 @@ def _pth_dirs(site: Path) -> list[str]:
             lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-        out += [ln.strip() for ln in lines if ln.strip() and not ln.startswith(("#", "import"))]
+        for line in (ln.strip() for ln in lines):
+            if not line or line.startswith("#"):
+                continue
+            if not line.startswith("import"):
+                out.append(line)
+            elif "_distutils_hack" in line:
+                continue  # setuptools' shim: adds no module
+            elif "__editable__" in line:
+                mapped = _editable_mapping(site, line)
+                if mapped is None:
+                    return None
+                out += mapped
+            else:
+                return None
     return out
+
+
+def _editable_mapping(site: Path, line: str) -> list[str] | None:
+    """Parent folders of the packages a setuptools editable finder maps (its MAPPING)."""
+    import ast
+    import re
+
+    found = re.search(r"import (__editable__\w+)", line)
+    try:
+        text = (site / f"{found.group(1)}.py").read_text(encoding="utf-8") if found else ""
+        match = re.search(r"^MAPPING[^=]*=\s*(\{.*\})\s*$", text, re.M)
+        mapping = ast.literal_eval(match.group(1)) if match else None
+    except (OSError, ValueError, SyntaxError):
+        return None
+    if not isinstance(mapping, dict):
+        return None
+    return sorted({str(Path(str(v)).parent) for v in mapping.values()})
 
 
 def module_found(module: str, paths: list[str]) -> bool:
