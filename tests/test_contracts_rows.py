@@ -215,7 +215,14 @@ def test_preference_ranked_form_needs_two_completions_of_distinct_rank():
 def test_verifiable_prompt_keys_follow_the_config_and_messages_pass_through():
     contract = get_row_contract("verifiable_prompt_rows", input_key="problem", output_key="answer")
     assert contract({"problem": "1+1?", "answer": "2"}) == []
-    assert contract({"problem": "1+1?", "answer": 2}) == []
+    assert contract({"problem": "1+1?", "answer": 2}) == []  # no config: the processor unknown
+    math = get_row_contract(
+        "verifiable_prompt_rows", input_key="problem", output_key="answer", text_answer=True
+    )  # math_hf_data_processor + the math env: the verifier concatenates the answer as text
+    assert codes_fields(math({"problem": "1+1?", "answer": 2})) == [
+        ("E-RLVR-NUMERIC-ANSWER", "answer")
+    ]
+    assert math({"problem": "1+1?", "answer": "2"}) == []
     assert contract({"messages": [{"role": "user", "content": "1+1?"}]}) == []
     assert codes_fields(contract({"problem": "1+1?", "answer": ""})) == [("E-RLVR-ROW", "answer")]
     assert codes_fields(contract({"input": "1+1?", "output": "2"})) == [
