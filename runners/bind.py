@@ -28,6 +28,7 @@ from catalog.artifact_paths import absolute, is_hub_id
 from catalog.errors import StepsError
 from runners.config.overrides import override_keys
 from runners.config.values import resolved_value
+from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
 from runners.preflight import BoundArtifact
 
 JSONL_ROOT = "training_jsonl"
@@ -105,19 +106,19 @@ def _targets(cfg: DictConfig, dotted: str, create: bool = False) -> list[_Target
         key = f"{prefix}.{part}" if prefix else part
         if isinstance(node, ListConfig):
             for j in range(len(node)):
-                walk(node._get_node(j), i, f"{prefix}.{j}" if prefix else str(j))
+                walk(child_node(node, j), i, f"{prefix}.{j}" if prefix else str(j))
             return
         if not isinstance(node, DictConfig):
             return
         if i == len(parts) - 1:
-            if node._get_node(part) is not None or create:
+            if child_node(node, part) is not None or create:
                 found.append(_Target(node, part, key))
             return
-        child = node._get_node(part)
-        if (child is None or child._is_none() or child._is_missing()) and create:
+        child = child_node(node, part)
+        if (child is None or is_none(child) or is_missing(child)) and create:
             node[part] = {}
-            child = node._get_node(part)
-        if child is not None and not child._is_interpolation():
+            child = child_node(node, part)
+        if child is not None and not is_interpolation(child):
             walk(child, i + 1, key)
 
     walk(cfg, 0, "")
@@ -235,9 +236,9 @@ def bind(
                 if given is not None:
                     value, base = given, cwd
                 else:
-                    node = t.parent._get_node(t.leaf)
-                    if node is None or node._is_missing() or node._is_none():
-                        if port.required and consumed and node is not None and node._is_none():
+                    node = child_node(t.parent, t.leaf)
+                    if node is None or is_missing(node) or is_none(node):
+                        if port.required and consumed and node is not None and is_none(node):
                             binding.inputs.append(BoundArtifact(port.name, port.type, t.key, ""))
                         continue
                     value = resolved_value(cfg, t.key)
@@ -251,7 +252,7 @@ def bind(
                             _declared_in(compiled, t.key, config_file) if consumed else output_base
                         )
                     )
-                    if os.path.isabs(value) and not node._is_interpolation():
+                    if os.path.isabs(value) and not is_interpolation(node):
                         base = cwd  # already absolute: normpath only
                     elif consumed and opens_from_workdir and not origin_cwd:
                         hf = is_a(port.type, HF_ROOT)
@@ -290,7 +291,7 @@ def bind(
             binding.derived = [d for d in binding.derived if d.port != port.name]
             for dotted in port.config_keys:
                 for t in _targets(cfg, dotted):
-                    node = t.parent._get_node(t.leaf)
+                    node = child_node(t.parent, t.leaf)
                     if node is not None and not _from_overrides(t.key, keys_overridden):
                         _bind_split(
                             binding, t, port, manifest, found, port.name, run_dir, agent_ref
@@ -331,8 +332,8 @@ def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:
 
 def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:
     """Write the absolute path back, leaving an interpolation that already yields it alone."""
-    node = t.parent._get_node(t.leaf)
-    if not given and node is not None and node._is_interpolation() and raw == path:
+    node = child_node(t.parent, t.leaf)
+    if not given and node is not None and is_interpolation(node) and raw == path:
         return
     if given or raw != path:
         t.parent[t.leaf] = path

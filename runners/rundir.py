@@ -60,6 +60,13 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
     """
     from omegaconf import DictConfig, ListConfig
 
+    from runners.omegaconf_internals import (
+        child_node,
+        is_interpolation,
+        is_opaque,
+        raw_value,
+    )
+
     extra: dict[str, str] = {}
 
     def lift(node: Any, k: Any, dotted: str, raw: Any) -> None:
@@ -71,20 +78,16 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
     def walk(node: Any, path: str, secret: bool) -> None:
         items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node)
         for k, _ in list(items):
-            child = node._get_node(k)
+            child = child_node(node, k)
             key = str(k)
             dotted = f"{path}.{key}" if path else key
             under = secret or (isinstance(node, DictConfig) and is_secret_key(key))
             if isinstance(child, (DictConfig, ListConfig)):
-                if (
-                    not child._is_none()
-                    and not child._is_missing()
-                    and not child._is_interpolation()
-                ):
+                if not is_opaque(child):
                     walk(child, dotted, under)
                 continue
-            raw = child._value()
-            if child._is_interpolation() or raw is None or isinstance(raw, bool) or raw == "???":
+            raw = raw_value(child)
+            if is_interpolation(child) or raw is None or isinstance(raw, bool) or raw == "???":
                 continue
             if isinstance(raw, str) and raw in values:  # a secret variable's value: refer to it
                 node[k] = "${oc.env:" + values[raw] + "}"

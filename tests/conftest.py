@@ -197,6 +197,8 @@ SLOW = {
     "test_run_records.py::test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD": (
         "a CLI child per command and field"
     ),
+    "test_omegaconf_versions.py::test_every_steps_dry_run_decides_under_a_release_as_under_"
+    "nemo_rls": "every step's dry runs in a child, per OmegaConf release",
 }
 
 

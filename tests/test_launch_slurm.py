@@ -220,6 +220,46 @@ def test_rl_prep_runs_our_staged_code_in_the_container_with_nothing_of_ours_inst
     assert not list(code.rglob("__pycache__")) and not (code / "tests").exists()
 
 
+def test_rl_prep_writes_the_same_under_each_omegaconf_release_a_container_may_have(lab):
+    from omegaconf_sites import FETCH, RELEASES, site
+
+    root, _work, env, cli = lab
+    sites = {release: site(release) for release in RELEASES}
+    if None in sites.values():
+        pytest.skip(f"no omegaconf wheels for the lab: {FETCH}")
+    written = {}
+    for release, folder in sites.items():  # the container's site-packages: this release first
+        env["PYXIS_STAND_IN_SITE"] = f"{folder}:{container_site()}"
+        out = root / f"out-{release}"
+        res = cli("run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={out}", "--batch", "lab")
+        assert res.returncode == 0, res.stdout + res.stderr
+        wait_for(lambda: json.loads(cli("status", "last", "--json").stdout)["job"]["state"]
+                 in ("COMPLETED", "FAILED"), timeout=90)  # fmt: skip
+        job = json.loads(cli("status", "last", "--json").stdout)["job"]
+        assert job["exit_code"] == 0, Path(job["log_path"]).read_text()
+        manifest = json.loads((out / "manifest.json").read_text())
+        shards = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("shard_*.jsonl")}
+        written[release] = (manifest["splits"], manifest["options"], shards)
+    assert written["2.2.3"] == written["2.3.0"] == written["2.4.0"]
+    assert written["2.4.0"][2]  # shards were written
+    old = root / "old-site" / "omegaconf-2.1.2.dist-info"  # a release outside the range
+    old.mkdir(parents=True)
+    (old / "METADATA").write_text("Metadata-Version: 2.1\nName: omegaconf\nVersion: 2.1.2\n")
+    env["PYXIS_STAND_IN_SITE"] = f"{old.parent}:{container_site()}"
+    res = cli("run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={root}/out-old", "--batch",
+              "lab")  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    wait_for(lambda: json.loads(cli("status", "last", "--json").stdout)["job"]["state"]
+             in ("COMPLETED", "FAILED"), timeout=90)  # fmt: skip
+    job = json.loads(cli("status", "last", "--json").stdout)["job"]
+    log = Path(job["log_path"]).read_text()
+    assert job["exit_code"] == 2 and "Traceback" not in log, log
+    assert (
+        "omegaconf 2.1.2 is not supported: steps staged with this job needs omegaconf>=2.2,<2.5"
+        in log
+    )
+
+
 def test_a_cpu_only_job_asks_for_no_gpu(lab):
     _root, _work, _env, cli = lab
     dry = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab", "--dry-run", "--json")

@@ -176,6 +176,8 @@ def _merge_marked(base: DictConfig, child: DictConfig) -> DictConfig:
     here, so OmegaConf's `unsafe_merge` (its `merge` without first copying the inputs) gives
     what upstream's `OmegaConf.merge` gives."""
     for key in list(child.keys()):
+        if OmegaConf.is_missing(child, key):  # `???` kept for later (config.py:37 at the pin)
+            continue
         section = child[key]
         if isinstance(section, DictConfig) and section.get("_override_", False):
             section.pop("_override_")

@@ -12,7 +12,7 @@ rules need and kinds have); this one runs
 them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
 runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
-`catalog`.
+`runners.omegaconf_internals` (unresolved config nodes), `catalog`.
 """
 
 from __future__ import annotations

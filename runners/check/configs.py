@@ -51,6 +51,8 @@ def _interpolations(compiled) -> list[Finding]:
     from omegaconf import DictConfig, ListConfig
     from omegaconf.errors import InterpolationToMissingValueError
 
+    from runners.omegaconf_internals import child_node, is_interpolation, raw_value
+
     register_resolvers()
     out = []
 
@@ -58,8 +60,8 @@ def _interpolations(compiled) -> list[Finding]:
         items = list(node.keys()) if isinstance(node, DictConfig) else range(len(node))
         for k in items:
             key = f"{prefix}.{k}" if prefix else str(k)
-            child = node._get_node(k)
-            if child._is_interpolation():
+            child = child_node(node, k)
+            if is_interpolation(child):
                 try:
                     node[k]
                 except Exception as exc:
@@ -70,7 +72,7 @@ def _interpolations(compiled) -> list[Finding]:
     def _interpolation_finding(compiled, key, child, exc) -> Finding:
         path, line = compiled.locate(key)
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raw = str(child._value())
+        raw = str(raw_value(child))
         if "oc.env" in raw and "Environment variable" in text:
             return Finding(
                 "W-CONFIG-ENV",

@@ -10,6 +10,7 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +26,9 @@ from catalog.errors import StepsError
 from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
-from runners.config import omegaconf_merge, plain_merge
-from runners.config.files import load_yaml_data, load_yaml_file
-from runners.config.node_copy import NotPlain, build_config, copy_config
-from runners.config.plain_merge import is_unsure
-from runners.config.resolve import resolved_container
+from runners.config import omegaconf_merge
+from runners.config.files import load_yaml_file
+from runners.omegaconf_internals import child_node, register_resolver
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -53,7 +52,7 @@ def register_resolvers() -> None:
     with_steps_home(os.environ)
     for name, fn in RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)
+            register_resolver(name, fn)
 
 
 @dataclass
@@ -71,7 +70,7 @@ class CompiledConfig:
         """Resolve interpolations as the scripts' `to_container(resolve=True)` does."""
         register_resolvers()
         try:
-            return resolved_container(self.config)
+            return OmegaConf.to_container(self.config, resolve=True)  # type: ignore[return-value]
         except OmegaConfBaseException as exc:
             key = getattr(exc, "full_key", None) or ""
             path, line = self.locate(key) if key else (None, None)
@@ -117,7 +116,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
+def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
     via = " <- ".join(str(p) for p in reversed(chain)) if chain else None
     if path.is_dir():
         raise StepsError(
@@ -140,7 +139,7 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
             exit_code=2,
         )
     try:
-        cfg = load_yaml_data(path) if plain else load_yaml_file(path)
+        cfg = load_yaml_file(path)
     except OSError as exc:
         raise StepsError(
             "E-CONFIG-READ",
@@ -160,7 +159,7 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
         raise StepsError(
             "E-CONFIG-YAML", f"invalid config: {_first_line(exc)}", path=str(path), exit_code=2
         ) from None
-    if not isinstance(cfg, dict if plain else DictConfig):
+    if not isinstance(cfg, DictConfig):
         raise StepsError(
             "E-CONFIG-YAML",
             "a config file must be a mapping at the top level",
@@ -195,10 +194,10 @@ def _defaults_line(path: Path) -> int | None:
 
 
 def _load_with_inheritance(
-    path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
-) -> Any:
-    """The merged chain as plain data (`plain_merge`, raising NotPlain where OmegaConf must
-    decide) or as a DictConfig merged by OmegaConf; same files, same findings."""
+    path: Path, chain: list[Path], sources: list[Path], home: Path | None = None
+) -> DictConfig:
+    """The merged chain of `path`, parents first, as NeMo-RL's `load_config` merges it; the
+    files of the chain are appended to `sources` in merge order."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -210,20 +209,12 @@ def _load_with_inheritance(
             fix="remove one of the `defaults:` entries that closes the loop",
             exit_code=2,
         )
-    cfg = _load_yaml(path, chain, plain)
+    cfg = _load_yaml(path, chain)
     if "defaults" in cfg:
-        if plain:
-            defaults = cfg["defaults"]
-            if is_unsure(defaults) or (
-                isinstance(defaults, list) and any(is_unsure(d) for d in defaults)
-            ):
-                raise NotPlain  # a DictConfig reads `???` as absent, resolves `${}`
-            cfg = {k: v for k, v in cfg.items() if k != "defaults"}
-        else:
-            defaults = cfg.pop("defaults")
+        defaults = cfg.pop("defaults")
         if isinstance(defaults, str):
             defaults = [defaults]
-        elif isinstance(defaults, (ListConfig, list)) and all(isinstance(d, str) for d in defaults):
+        elif isinstance(defaults, ListConfig) and all(isinstance(d, str) for d in defaults):
             defaults = [str(d) for d in defaults]
         else:
             raise StepsError(
@@ -235,13 +226,13 @@ def _load_with_inheritance(
                 fix="list parent YAML files relative to this file, e.g. `defaults: base.yaml`",
                 exit_code=2,
             )
-        merge = plain_merge.merge_with_override if plain else omegaconf_merge.merge_with_override
-        base = {} if plain else OmegaConf.create({})
+        merge = omegaconf_merge.merge_with_override
+        base: DictConfig = OmegaConf.create({})
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
             if not parent.exists():
                 parent = _step_config(entry, path, home) or parent
-            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain, home)
+            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, home)
             base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
         cfg = omegaconf_merge.merged(merge, base, cfg, path)
     sources.append(path)
@@ -267,20 +258,8 @@ def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
         ) from None
 
 
-def _load_chain(path: Path, home: Path | None = None) -> tuple[DictConfig, list[Path]]:
-    """The merged chain and its files (parents first): merged as plain data and built once
-    when `plain_merge` can, else by OmegaConf file by file (the same result, slower)."""
-    sources: list[Path] = []
-    try:
-        cfg = build_config(_load_with_inheritance(path, [], sources, True, home))
-    except NotPlain:
-        sources = []
-        cfg = _load_with_inheritance(path, [], sources, False, home)
-    return cfg, sources
-
-
 def _copy_chain(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> tuple:
-    return kept[0], copy_config(kept[1])
+    return kept[0], copy.deepcopy(kept[1])
 
 
 _CHAINS = ContentMemo(max_entries=128, copy=_copy_chain, seen_twice=True)
@@ -302,7 +281,8 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
 def _read_chain(
     path: str | Path, home: Path | None
 ) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
-    cfg, sources = _load_chain(Path(path), home)
+    sources: list[Path] = []
+    cfg = _load_with_inheritance(Path(path), [], sources, home)
     return [(p, _content(p)) for p in sources], cfg
 
 
@@ -329,7 +309,7 @@ def all_keys(node: Any, prefix: str = "") -> list[str]:
             key = f"{prefix}.{k}" if prefix else str(k)
             out.append(key)
             try:
-                child = node._get_node(k) if isinstance(node, DictConfig) else node[k]
+                child = child_node(node, k) if isinstance(node, DictConfig) else node[k]
             except OmegaConfBaseException:
                 continue
             if isinstance(child, (DictConfig, dict)):
@@ -340,10 +320,10 @@ def all_keys(node: Any, prefix: str = "") -> list[str]:
 def has_key(cfg: DictConfig, dotted: str) -> bool:
     node: Any = cfg
     for part in dotted.split("."):
-        if isinstance(node, DictConfig) and node._get_node(part) is not None:  # `in` misses ???
-            node = node._get_node(part)
+        if isinstance(node, DictConfig) and child_node(node, part) is not None:  # `in` misses ???
+            node = child_node(node, part)
         elif isinstance(node, ListConfig) and part.isdigit() and int(part) < len(node):
-            node = node._get_node(int(part))
+            node = child_node(node, int(part))
         else:
             return False
     return True

@@ -18,6 +18,12 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from runners.omegaconf_internals import (
+    child_node,
+    is_opaque,
+    raw_value,
+    register_resolver,
+)
 from runners.secrets import is_secret_env, looks_like_secret, secret_values
 
 OPEN = "${oc.env:"
@@ -42,7 +48,7 @@ def _lookup(key: str, default: Any = _UNSET) -> str | None:
 
 def _register() -> None:
     if not OmegaConf.has_resolver(_RESOLVER):
-        OmegaConf.register_new_resolver(_RESOLVER, _lookup)
+        register_resolver(_RESOLVER, _lookup)
 
 
 def _end(text: str, start: int) -> int | None:
@@ -110,12 +116,12 @@ def pin_env(cfg: DictConfig, env: Mapping[str, str]) -> dict[str, dict]:
     def walk(node: Any) -> None:
         keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
         for k in list(keys):
-            child = node._get_node(k)
+            child = child_node(node, k)
             if isinstance(child, (DictConfig, ListConfig)):
-                if not (child._is_none() or child._is_missing() or child._is_interpolation()):
+                if not is_opaque(child):
                     walk(child)
                 continue
-            raw = child._value()
+            raw = raw_value(child)
             if isinstance(raw, str) and OPEN in raw:
                 new = _pin_text(raw, used)
                 if new != raw:

@@ -1,5 +1,5 @@
-"""Merging a `defaults:` chain by OmegaConf, as NeMo-RL's loader does (the path `plain_merge`
-leaves to it), and the finding for values whose shapes cannot be merged."""
+"""Merging a `defaults:` chain by OmegaConf, as NeMo-RL's loader does, and the finding for
+values whose shapes cannot be merged."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from catalog.errors import StepsError
 from catalog.yamlfile import file_key
+from runners.omegaconf_internals import child_node, is_interpolation
 
 
 def merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
@@ -20,10 +21,10 @@ def merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
     (the same merge without copying its inputs first) gives upstream's result faster.
     """
     for key in list(child.keys()):
-        node = child._get_node(key)  # no interpolation resolution while merging
+        node = child_node(child, key)  # no interpolation resolution while merging
         if (
             isinstance(node, DictConfig)
-            and not node._is_interpolation()
+            and not is_interpolation(node)
             and node.get("_override_", False)
         ):
             node.pop("_override_")
@@ -36,16 +37,15 @@ def merge_with_override(base: DictConfig, child: DictConfig) -> DictConfig:
 
 def merged(merge: Any, base: Any, child: Any, path: Path) -> Any:
     """`merge(base, child)`; a value whose shape cannot go over its parent's (a mapping over a
-    list, a list over a mapping: OmegaConf's ConfigTypeError, which stops NeMo-RL's loader too)
-    is E-CONFIG-MERGE at `child`'s key in `path`."""
+    list, a list over a mapping: OmegaConf's ConfigTypeError, a bare TypeError from 2.4, which
+    stops NeMo-RL's loader too) is E-CONFIG-MERGE at `child`'s key in `path`."""
     try:
         return merge(base, child)
-    except OmegaConfBaseException as exc:
-        keys = _shape_clash(base, child) or []
+    except (OmegaConfBaseException, TypeError) as exc:
+        keys, what = _shape_clash(base, child) or ([], str(exc).strip().splitlines()[0])
         raise StepsError(
             "E-CONFIG-MERGE",
-            f"`{'.'.join(keys) or '(top level)'}` cannot be merged over its parent's value: "
-            f"{str(exc).splitlines()[0]}",
+            f"`{'.'.join(keys) or '(top level)'}` cannot be merged over its parent's value: {what}",
             path=str(path),
             key=".".join(keys) or None,
             line=file_key(path, keys)[0] if keys else None,
@@ -58,8 +58,8 @@ def merged(merge: Any, base: Any, child: Any, path: Path) -> Any:
 _MAPPING, _NODE = (dict, DictConfig), (dict, DictConfig, list, ListConfig)
 
 
-def _shape_clash(base: Any, child: Any) -> list[str] | None:
-    """The first key path where a mapping in one meets a list in the other."""
+def _shape_clash(base: Any, child: Any) -> tuple[list[str], str] | None:
+    """The first key path where a mapping in one meets a list in the other, and which."""
     for key in child:
         if key not in base:
             continue
@@ -67,8 +67,9 @@ def _shape_clash(base: Any, child: Any) -> list[str] | None:
         if not (isinstance(old, _NODE) and isinstance(new, _NODE)):
             continue
         if isinstance(old, _MAPPING) != isinstance(new, _MAPPING):
-            return [str(key)]
+            over = "a mapping over a list" if isinstance(new, _MAPPING) else "a list over a mapping"
+            return [str(key)], over
         deeper = _shape_clash(old, new) if isinstance(old, _MAPPING) else None
         if deeper is not None:
-            return [str(key), *deeper]
+            return [str(key), *deeper[0]], deeper[1]
     return None

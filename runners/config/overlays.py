@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from catalog.schema_paths import complete, type_at
 from runners.config.compiler import CompiledConfig, apply_overrides, load_config
+from runners.omegaconf_internals import child_node
 
 OVERLAY_DIR = "overlays"
 
@@ -36,7 +37,7 @@ def _load(path: Path) -> dict:
 def _fill(node: DictConfig, overlay: dict, prefix: str, doc: dict, added: list[str]) -> None:
     for key, value in overlay.items():
         dotted = f"{prefix}{key}"
-        child = node._get_node(key)  # `in` misses a `???` the config sets
+        child = child_node(node, key)  # `in` misses a `???` the config sets
         if child is not None:
             if isinstance(child, DictConfig) and isinstance(value, dict):
                 _fill(child, value, f"{dotted}.", doc, added)

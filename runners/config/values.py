@@ -13,6 +13,13 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from catalog.config_values import INTERPOLATED, MISSING
 from runners.config.compiler import CompiledConfig, compile_config
 from runners.config.overrides import setting_override
+from runners.omegaconf_internals import (
+    child_node,
+    is_interpolation,
+    is_missing,
+    is_none,
+    raw_value,
+)
 
 
 class CompiledValues:
@@ -24,29 +31,29 @@ class CompiledValues:
     def get(self, dotted: str) -> Any:
         node: Any = self.compiled.config
         for part in dotted.split("."):
-            if node._is_missing() or node._is_none():
+            if is_missing(node) or is_none(node):
                 return MISSING
-            if node._is_interpolation():
+            if is_interpolation(node):
                 return INTERPOLATED
             if isinstance(node, ListConfig):
                 node = next(
                     (
                         n
-                        for n in (node._get_node(i) for i in range(len(node)))
-                        if isinstance(n, DictConfig) and n._get_node(part) is not None
+                        for n in (child_node(node, i) for i in range(len(node)))
+                        if isinstance(n, DictConfig) and child_node(n, part) is not None
                     ),
                     None,
                 )
-            if not isinstance(node, DictConfig) or node._get_node(part) is None:
+            if not isinstance(node, DictConfig) or child_node(node, part) is None:
                 return MISSING
-            node = node._get_node(part)
-        if node._is_missing() or node._is_none():
+            node = child_node(node, part)
+        if is_missing(node) or is_none(node):
             return MISSING
-        if node._is_interpolation():
+        if is_interpolation(node):
             return INTERPOLATED
         if isinstance(node, (DictConfig, ListConfig)):
             return OmegaConf.to_container(node, resolve=False)
-        return node._value()
+        return raw_value(node)
 
     def set_by(self, dotted: str) -> str | None:
         return setting_override(self.compiled.overrides, dotted)

@@ -16,6 +16,7 @@ Also `observe` (a job's files and scheduler facts, read through `runners.monitor
 (the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
 library only, with `slurm_queries`: the Slurm commands it asks, one parser each).
 May import: `runners.monitor`, `runners.nemo_rl` and `runners.convert` (a converter step's
-command), `runners.config`, `runners.rundir`, `runners.secrets`, `catalog`; never
+command), `runners.config`, `runners.rundir`, `runners.secrets`, `runners.omegaconf_internals`
+(the OmegaConf releases a staged job takes), `catalog`; never
 `runners.preflight` (preflight judges a submission; the launch layer does not judge itself).
 """

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from runners.omegaconf_internals import SUPPORTED
+
 CODE = "code"
 SHARED = "_code"  # under remote_dir: one copy per fingerprint, linked from each job dir
 PACKAGES = ("steps", "runners", "catalog")
@@ -38,16 +40,33 @@ SEGMENT_PROGRAM = "runners/chain/segment_program.py"
 ABANDONED_MINUTES = 360
 # What the job's Python must hold (NeMo-RL's image does: vLLM brings msgspec, datasets xxhash).
 NEEDS = ("pydantic", "yaml", "omegaconf", "msgspec", "xxhash", "tqdm")
+# The releases of those our code runs on, where it does not run on every one: distribution ->
+# (from, below). A container outside a range exits 2 naming it, as one without the package does.
+RELEASES = {"omegaconf": SUPPORTED, "pydantic": ((2, 6), (3,))}
 MAIN = f'''"""`python3 JOB_DIR/code ARGS`: steps from the copy staged with this job."""
+import importlib.metadata
 import importlib.util
+import re
 import sys
 
+where = f"in the Python that runs it ({{sys.executable}}, the container's)"
 missing = [m for m in {NEEDS!r} if importlib.util.find_spec(m) is None]
 if missing:
     print(f"No module named {{missing[0]!r}}: steps staged with this job needs "
-          f"{{', '.join(missing)}} in the Python that runs it ({{sys.executable}}, the "
-          "container's)", file=sys.stderr)
+          f"{{', '.join(missing)}} {{where}}", file=sys.stderr)
     sys.exit(2)
+for dist, (low, below) in {RELEASES!r}.items():
+    try:
+        found = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        continue  # no metadata to compare: the import decides
+    numbers = re.match(r"[0-9]+(?:[.][0-9]+)*", found)
+    release = tuple(map(int, numbers[0].split("."))) if numbers else low
+    if not low <= release < below:
+        needs = f">={{'.'.join(map(str, low))}},<{{'.'.join(map(str, below))}}"
+        print(f"{{dist}} {{found}} is not supported: steps staged with this job needs "
+              f"{{dist}}{{needs}} {{where}}", file=sys.stderr)
+        sys.exit(2)
 from steps.cli import main
 
 sys.exit(main())

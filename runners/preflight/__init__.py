@@ -14,7 +14,8 @@ meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own Ne
 the user's image, inside the cluster judge's job), `topology` (GPUs and nodes from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
-upstream judge's cache key), `catalog`. Only `run` and the CLI import it.
+upstream judge's cache key), `runners.omegaconf_internals` (unresolved config nodes),
+`catalog`. Only `run` and the CLI import it.
 """
 
 from __future__ import annotations

@@ -33,17 +33,19 @@ def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
     """Dotted keys whose value is still `???` (raw nodes when we have them: `???` survives)."""
     from omegaconf import DictConfig, ListConfig
 
+    from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
+
     if isinstance(node, (DictConfig, ListConfig)):
         keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
         for k in keys:
-            child = node._get_node(k)
+            child = child_node(node, k)
             key = f"{prefix}.{k}" if prefix else str(k)
-            if child._is_missing():
+            if is_missing(child):
                 yield key
             elif (
                 isinstance(child, (DictConfig, ListConfig))
-                and not child._is_none()
-                and not child._is_interpolation()
+                and not is_none(child)
+                and not is_interpolation(child)
             ):
                 yield from _missing_keys(child, key)
     elif isinstance(node, dict):

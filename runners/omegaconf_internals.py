@@ -1,0 +1,97 @@
+"""Everything we use of OmegaConf beyond its public API, in one place, for each version we
+support (`SUPPORTED`: 2.2, 2.3 and 2.4).
+
+Two things OmegaConf has no public API for: its YAML loader (the rules `OmegaConf.load` reads
+with: YAML 1.2 floats, no timestamps, repeated keys refused, and from 2.4 bounded alias
+expansion), which moved from `omegaconf._utils` (2.2, 2.3) to `omegaconf._yaml` (2.4); and a
+container's child as a node, unresolved (`_get_node`: `???` and `${...}` as written, where
+`cfg[key]` resolves or raises), with the node's own predicates. Also the one public call that
+moved: 2.4 deprecates `register_new_resolver` (a UserWarning on every use) for
+`register_resolver`, the same call. Every other module uses OmegaConf's public API and these;
+`tests/test_omegaconf_versions.py` runs them under each supported version.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omegaconf import Container, Node
+
+# The OmegaConf releases whose internals this module knows: a staged job refuses another
+# (`runners.launch.job_code`), so this module imports nothing at module level.
+SUPPORTED = ((2, 2), (2, 5))  # from 2.2 up to, not including, 2.5
+
+
+@functools.cache
+def yaml_loader() -> Any:
+    """OmegaConf's YAML loader class on libyaml's parser when PyYAML has it (2.4's own loader
+    already is; 2.2/2.3's is PyYAML's pure-Python parser, ~10x slower on a NeMo-RL config)."""
+    import yaml
+
+    try:
+        from omegaconf._yaml import get_yaml_loader  # 2.4
+    except ImportError:
+        from omegaconf._utils import get_yaml_loader  # 2.2, 2.3
+
+    base = get_yaml_loader()
+    if not yaml.__with_libyaml__ or issubclass(base, yaml.cyaml.CParser):
+        return base
+    from yaml.cyaml import CParser
+
+    class Loader(CParser, base):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: Any) -> None:
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    return Loader
+
+
+def child_node(container: Container, key: Any) -> Any:
+    """The node at `key` as written (`???` and `${...}` unresolved), None when absent: `in`
+    misses a `???` and `cfg[key]` resolves an interpolation or raises on `???`."""
+    return container._get_node(key)
+
+
+def is_missing(node: Node) -> bool:
+    """The node's value is `???`."""
+    return node._is_missing()
+
+
+def is_none(node: Node) -> bool:
+    return node._is_none()
+
+
+def is_interpolation(node: Node) -> bool:
+    """The node's value is a `${...}` string, unresolved."""
+    return node._is_interpolation()
+
+
+def raw_value(node: Node) -> Any:
+    """A value node's value as written (an interpolation as its text)."""
+    return node._value()
+
+
+def is_opaque(node: Node) -> bool:
+    """A node whose value says nothing about its contents yet: None, `???` or `${...}`."""
+    return node._is_none() or node._is_missing() or node._is_interpolation()
+
+
+def register_resolver(name: str, fn: Any) -> None:
+    """`OmegaConf.register_resolver` from 2.4, `register_new_resolver` before (where
+    `register_resolver` is the old string-only API): the same call, without 2.4's warning."""
+    from omegaconf import OmegaConf
+
+    if version() >= (2, 4):
+        OmegaConf.register_resolver(name, fn)
+    else:
+        OmegaConf.register_new_resolver(name, fn)
+
+
+def version() -> tuple[int, ...]:
+    """The running OmegaConf's (major, minor)."""
+    import omegaconf
+
+    return tuple(int(part) for part in omegaconf.__version__.split(".")[:2])

@@ -1,0 +1,155 @@
+"""`defaults:` chains merge as NeMo-RL's `load_config` merges them (`upstream_corpus.
+reference_load`, upstream's own code path: `OmegaConf.load`, `OmegaConf.merge`): the compiled
+config is node for node what upstream builds (classes, metadata, values, key order, parents),
+on the upstream corpus and on the corner cases of OmegaConf's merge."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from upstream_corpus import corpus_root, reference_load
+
+from catalog.errors import StepsError
+from runners.config.compiler import load_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def assert_same_nodes(a: Any, b: Any, parent_a: Any = None, parent_b: Any = None, at: str = ""):
+    """`a` and `b` are the same OmegaConf tree, down to metadata (flag caches aside)."""
+    assert type(a) is type(b), at
+    da, db = a.__dict__, b.__dict__
+    assert da.keys() == db.keys(), at
+    assert da["_parent"] is parent_a and db["_parent"] is parent_b, at
+    ma, mb = da["_metadata"], db["_metadata"]
+    assert type(ma) is type(mb) and ma.__dict__ == mb.__dict__ and ma is not mb, at
+    assert ma.flags is not mb.flags and ma.resolver_cache is not mb.resolver_cache, at
+    content = da.get("_content")
+    if isinstance(content, dict):
+        assert list(content) == list(db["_content"]), at
+        for key, node in content.items():
+            assert_same_nodes(node, db["_content"][key], a, b, f"{at}.{key}")
+    elif isinstance(content, list):
+        assert len(content) == len(db["_content"]), at
+        for i, node in enumerate(content):
+            assert_same_nodes(node, db["_content"][i], a, b, f"{at}[{i}]")
+    for key in da.keys() - {"_parent", "_metadata", "_content", "_flags_cache"}:
+        assert da[key] == db[key] and type(da[key]) is type(db[key]), f"{at}: {key}"
+
+
+def upstream_files(*releases: str) -> list[Path]:
+    """The corpus files of `releases` (folder name prefixes), else of every release."""
+    root = corpus_root()
+    if root is None:
+        return []
+    return sorted(
+        p
+        for folder in root.iterdir()
+        if not releases or folder.name.startswith(releases)
+        for p in folder.rglob("*.yaml")
+    )
+
+
+@pytest.mark.slow  # ~180 chains, each merged by us and by upstream's code
+def test_upstream_configs_merge_to_what_nemo_rls_load_config_builds():
+    files = [p for p in upstream_files("v0.4.0", "pin") if "defaults:" in p.read_text()][::2]
+    if not files:
+        pytest.skip("no upstream corpus here")
+    compiled = 0
+    for path in files:
+        try:
+            theirs = reference_load(path)
+        except (OSError, AssertionError):  # a parent outside the corpus
+            continue
+        assert_same_nodes(load_config(path).config, theirs, at=str(path))
+        compiled += 1
+    assert compiled > 150
+
+
+def write(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path / "child.yaml"
+
+
+MERGE_CASES = {
+    "missing_keeps_parent_and_new_keys_go_last": (
+        "a: 1\nb: {x: 1, y: [1, 2]}\nc: null\n",
+        "defaults: base.yaml\nz: new\nb:\n  y: [3]\n  w: ???\n  x: ???\na: ???\nc: {k: v}\n",
+    ),
+    "mapping_and_scalar_replace_each_other": (
+        "a: {x: 1}\nb: 2\nl: [1, {q: 1}]\n",
+        "defaults: base.yaml\na: 3\nb: {y: 1}\nl: null\n",
+    ),
+    "top_level_override_marker_replaces_and_goes_last": (
+        "p: {a: 1, b: 2}\nq: {a: 1}\nr: 1\n",
+        "defaults: [base.yaml]\np:\n  _override_: true\n  c: 3\nq:\n  _override_: false\n"
+        "  n: {_override_: true, z: 1}\n",
+    ),
+    "interpolation_replaced_by_a_value": (
+        "m: {name: x}\nn: ${m.name}\nk: ${mul:${m.name}, 2}\nbad: ${oops\n",
+        "defaults: base.yaml\nn: y\nk: ${m.name}\nbad: 1\n",
+    ),
+}
+
+
+MERGE_CASES |= {
+    "mapping_merged_into_an_interpolated_mapping": (
+        "m: {a: 1, b: 2}\nn: ${m}\n",
+        "defaults: base.yaml\nn: {b: 3}\n",
+    ),
+    "missing_over_an_interpolated_mapping": (
+        "m: {a: 1}\nn: ${m}\n",
+        "defaults: base.yaml\nn: ???\n",
+    ),
+    "marker_over_a_missing_section": (
+        "p: ???\nq: 1\n",
+        "defaults: base.yaml\np: {_override_: true}\n",
+    ),
+    "marker_that_is_not_a_bool": ("p: {a: 1}\n", "defaults: base.yaml\np: {_override_: 1}\n"),
+    "missing_defaults": ("a: 1\n", "defaults: ???\nb: 1\n"),
+    "not_plain_yaml": ("a: !!binary aGk=\n", "defaults: base.yaml\nb: 1\n"),
+    "non_string_key": ("1: a\n", "defaults: base.yaml\nb: 1\n"),
+}
+
+
+@pytest.mark.parametrize("case", MERGE_CASES)
+def test_a_chain_merges_as_nemo_rls_load_config_merges_it(tmp_path: Path, case: str):
+    base, child = MERGE_CASES[case]
+    path = write(tmp_path, {"base.yaml": base, "child.yaml": child})
+    try:
+        theirs = reference_load(path)
+    except Exception as exc:  # upstream refuses the chain: so do we, with a finding
+        with pytest.raises(StepsError) as ours:
+            load_config(path)
+        assert ours.value.exit_code == 2 and ours.value.finding.code.startswith("E-CONFIG-"), exc
+        return
+    assert_same_nodes(load_config(path).config, theirs)
+
+
+@pytest.mark.parametrize(("parent", "child"), [("[1]", "{b: 1}"), ("{b: 1}", "[1]")])
+def test_a_list_and_a_mapping_merged_fail_as_omegaconf_fails_with_the_key_and_line(
+    tmp_path: Path, parent: str, child: str
+):
+    files = {
+        "base.yaml": f"s:\n  a: {parent}\n",
+        "child.yaml": f"defaults: base.yaml\nz: 1\ns:\n  a: {child}\n",
+    }
+    path = write(tmp_path, files)
+    with pytest.raises(StepsError) as found:
+        load_config(path)
+    err = found.value.finding
+    assert (err.code, err.key, err.path, err.line) == ("E-CONFIG-MERGE", "s.a", str(path), 4)
+    assert "cannot be merged over its parent's value" in str(err)
+
+
+def test_a_kept_config_is_handed_out_as_a_fresh_copy(tmp_path: Path):
+    path = write(tmp_path, {"base.yaml": "a: {b: [1]}\n", "child.yaml": "defaults: base.yaml\n"})
+    first, second, third = (load_config(path).config for _ in range(3))
+    first.a.b.append(2)
+    assert second == {"a": {"b": [1]}}
+    assert_same_nodes(second, third)
+    assert_same_nodes(third, copy.deepcopy(reference_load(path)))
