@@ -113,3 +113,21 @@ def test_the_workplace_assistant_shape_without_moe_per_layer_logging_runs_at_0_5
         ("W-SCHEMA-BRANCH-KEY", "warning")
     ]
     assert "megatron_policy_worker.py:1270" in next(f.message for f in found if f.key == key)
+
+
+def test_a_gym_dry_run_against_a_0_4_0_checkout_is_an_error_not_a_warning(tmp_path: Path) -> None:
+    """The checkout is found (its own run_grpo_math.py), but it has no Gym script: that is
+    decisive, so it is E-GYM-SCRIPT, not "no NeMo-RL checkout found" (W-NEMO-RL-NOT-FOUND)."""
+    import json
+
+    from nemo_rl_trees import nemo_rl_tree
+    from pipeline_toys import steps_main
+
+    old = nemo_rl_tree(tmp_path / "rl", "0.4.0", script="examples/run_grpo_math.py")
+    proc = steps_main(
+        "run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--nemo-rl", str(old), "--dry-run",
+        "--json", cwd=tmp_path,
+    )  # fmt: skip
+    codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
+    assert proc.returncode == 1 and "E-GYM-SCRIPT" in codes
+    assert "W-NEMO-RL-NOT-FOUND" not in codes
