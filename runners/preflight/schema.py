@@ -5,7 +5,10 @@ commit, shipped for the supported releases). Typing is lenient like pydantic's l
 an int); unknown keys are warnings because NeMo-RL keeps them silently. A key the types do not
 declare but upstream's example configs set at that path (`shipped`) is read with `.get`, so it
 is accepted unchecked; a null those examples set (`shipped_null`) or one the reading code
-handles (`none_ok`) is accepted where nothing validates the config (v0.6.0's TypedDicts).
+handles (`none_ok`) is accepted where nothing validates the config (v0.6.0's TypedDicts), and so
+is the absence of a required key the code reads only on a branch an upstream example skips
+(`gated`: a warning). A NeMo-Gym config's `data` is judged by what that release's Gym script
+reads (the schema's `gym` entry: 0.5.0 opens its own two JSONL paths).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ model's field (its default is filled in) or a `_private` key (filled by the code
 
 `none_ok` is `{class: {key: "file:line"}}`: fields whose type has no None but whose reading
 code compares the value with None (`keep_top_k`: None keeps every checkpoint).
+
+`gated` is `{parent path: {key: "file:line"}}`: required TypedDict keys the code reads only
+under a test of some value, which an upstream example omits where the read applies
+(`moe_per_layer_logging`); the checker does not require them where nothing validates the config.
 """
 
 from __future__ import annotations
