@@ -102,12 +102,23 @@ def test_a_system_prompt_file_that_does_not_exist_is_refused_at_its_key(
                                        if f["code"] == "E-UPSTREAM-DATA")  # fmt: skip
 
 
-def test_a_row_without_a_column_the_dataset_class_reads_is_refused(tmp_path, monkeypatch, capsys):
+def test_a_row_our_checks_refused_already_is_not_told_twice(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": "2+2?", "chosen": "4"}) + "\n")  # no "rejected"
     findings = _dpo(monkeypatch, capsys, tmp_path, f"data.train.data_path={bad}")
+    errors = [f for f in findings if f["severity"] == "error"]
+    assert [f["code"] for f in errors] == ["E-DPO-ROW"]  # ours names the line; upstream folded
+    assert (tmp_path / "imports.txt").exists()  # upstream was asked
+
+
+def test_rows_a_processor_cannot_take_are_one_error_at_the_file_key(
+    tmp_path, monkeypatch, capsys
+):
+    findings = _rlvr(monkeypatch, capsys, tmp_path, "data.default.processor=math_data_processor")
     upstream = [f for f in findings if f["code"] == "E-UPSTREAM-DATA"]
-    assert len(upstream) == 1 and "KeyError: 'rejected'" in upstream[0]["message"]
+    assert [f["key"] for f in upstream] == ["data.train.data_path"]
+    assert "the first rows of " in upstream[0]["message"]
+    assert "KeyError: 'problem'" in upstream[0]["message"]
 
 
 def test_resuming_from_another_algorithms_checkpoint_is_refused(tmp_path, monkeypatch, capsys):
@@ -184,4 +195,4 @@ def test_an_edited_data_file_is_judged_again_the_same_one_is_not(tmp_path, monke
     data.write_text(json.dumps({"prompt": "2+2?", "chosen": "4"}) + "\n\n")
     findings = _dpo(monkeypatch, capsys, tmp_path, f"data.train.data_path={data}")
     assert len(counter.read_text().splitlines()) == 2
-    assert "E-UPSTREAM-DATA" in [code for code, _ in _setup_codes(findings)]
+    assert [f["code"] for f in findings if f["severity"] == "error"] == ["E-DPO-ROW"]

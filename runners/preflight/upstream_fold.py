@@ -4,6 +4,7 @@ to write). Apart from the rule module so the preflight driver imports it without
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 
@@ -14,6 +15,7 @@ DATA, LOSS, RESUME = "E-UPSTREAM-DATA", "E-UPSTREAM-LOSS", "E-UPSTREAM-RESUME"
 LOGGER, ENV = "E-UPSTREAM-LOGGER", "E-UPSTREAM-ENV"
 UPSTREAM = (CONFIG, TOKENIZER, DATA, LOSS, RESUME, LOGGER, ENV)
 READS = "its check also reads"  # a setup verdict's message names the other keys its check read
+ROWS_OF = "the first rows of "  # ... and the data file whose first rows upstream could not take
 
 
 def _under(key: str, top: str) -> bool:
@@ -32,10 +34,24 @@ def _read(f: Finding) -> list[str]:
     return [k for k in keys if k]
 
 
+def _rows_file(f: Finding) -> str | None:
+    match = re.search(re.escape(ROWS_OF) + r"(\S+?):? ", f.message) if f.code == DATA else None
+    return os.path.realpath(match.group(1)) if match else None
+
+
+def _rows_told(findings: list[Finding]) -> list[Finding]:
+    """Upstream's verdict on a data file's first rows is dropped where our row checks already
+    refused that file: ours name the line and the column."""
+    ours = {os.path.realpath(f.path) for f in findings
+            if f.code not in UPSTREAM and f.is_error and f.path}  # fmt: skip
+    return [f for f in findings if _rows_file(f) not in ours or _rows_file(f) is None]
+
+
 def fold_upstream(findings: list[Finding]) -> list[Finding]:
     """One cause, one finding: our error at or under a key upstream refused (or one its failing
     check read) is dropped, and upstream's finding takes the first such fix (ours say what to
-    write)."""
+    write); upstream's verdict on a file's rows that ours refused already is dropped."""
+    findings = _rows_told(findings)
     upstream = [(f, _read(f)) for f in findings if f.code in UPSTREAM and f.key]
     if not upstream:
         return findings

@@ -120,7 +120,7 @@ def failure(stage, exc, section, node, level="error", restore=None, mirrored=Fal
         "stage": stage,
         "level": level,
         "error": error,
-        "frame": f"{_rel(last.filename)}:{last.lineno}" if last else None,
+        "frame": f"{_rel(last.filename)}:{last.lineno} in {last.name}" if last else None,
         "keys": keys_of(exc, section, node, frames) or [section],
     }
 
@@ -161,8 +161,21 @@ def bound_data(node, scratch, restore):
             restore[copy_path] = str(value)
 
 
+def _row_source(data, part):
+    """The key and value of the data file a dataset entry reads (the first entry's, where
+    several are merged)."""
+    node = data.get(part) if isinstance(data, dict) else None
+    entries = node if isinstance(node, list) else [node]
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict) and isinstance(entry.get("data_path"), str):
+            index = f"[{i}]" if isinstance(node, list) else ""
+            return f"data.{part}{index}.data_path", entry["data_path"]
+    return f"data.{part}", None
+
+
 def _rows(dataset):
-    """Index the first rows: upstream's task processors run on each (tokenizer, templates)."""
+    """Index the first rows: upstream's task processors run on each (tokenizer, templates), as
+    its dataloader does at the first batch."""
     parts = dataset.values() if isinstance(dataset, dict) else [dataset]
     for part in parts:
         if part is None:
@@ -174,7 +187,8 @@ def _rows(dataset):
 def stage_data(algo, master, tokenizer, scratch):
     from nemo_rl.data import utils as data_utils
 
-    data = copy.deepcopy(_section(master, "data"))
+    original = _section(master, "data")
+    data = copy.deepcopy(original)
     restore = {}
     bound_data(data, scratch, restore)
     try:
@@ -184,11 +198,17 @@ def stage_data(algo, master, tokenizer, scratch):
             train, val = data_utils.setup_response_data(tokenizer, data, None)
         else:
             return []
-        _rows(train)
-        _rows(val)
     except Exception as exc:
         level = "warning" if _is_hub(exc) else "error"
-        return [failure("data", exc, "data", _section(master, "data"), level, restore)]
+        return [failure("data", exc, "data", original, level, restore)]
+    for part, dataset in (("train", train), ("validation", val)):
+        try:
+            _rows(dataset)
+        except Exception as exc:  # a row the dataset class or its processor cannot take
+            found = failure("data", exc, "data", original, "error", restore)
+            key, path = _row_source(original, part)
+            found.update(keys=[key], rows_of=path)
+            return [found]
     return []
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from catalog.errors import Finding
 from runners.preflight import PreflightContext
 from runners.preflight.topology import UNRESOLVED, finding, warning
-from runners.preflight.upstream_fold import DATA, ENV, LOGGER, LOSS, READS, RESUME
+from runners.preflight.upstream_fold import DATA, ENV, LOGGER, LOSS, READS, RESUME, ROWS_OF
 
 HUB = "W-UPSTREAM-HUB"
 _CODES = {"data": DATA, "loss": LOSS, "resume": RESUME, "logger": LOGGER, "env": ENV}
@@ -48,6 +48,8 @@ def _key(ctx: PreflightContext, keys: list[str]) -> str:
 def _message(failure: dict[str, Any], version: str) -> str:
     stage = str(failure.get("stage"))
     head = _WHAT.get(stage, f"NeMo-RL's {stage} setup")
+    if failure.get("rows_of"):  # what its dataloader does at the first batch, past the boundary
+        head = f"NeMo-RL's dataset class and processor fail on {ROWS_OF}{failure['rows_of']}"
     if stage == "resume" and failure.get("step"):
         head += f" (its latest {failure['step']})"
     where = f" at {failure['frame']}" if failure.get("frame") else ""

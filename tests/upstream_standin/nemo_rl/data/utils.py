@@ -1,8 +1,9 @@
 """Stand-in of upstream's `nemo_rl/data/utils.py` setup functions (v0.7.0), raising what upstream
 raises: ValueError for an unknown dataset_name (preference_datasets/__init__.py:56), AssertionError
 for an unregistered processor (raw_dataset.py:57), FileNotFoundError for a missing prompt file
-(interfaces.py:74), KeyError for a row without a column the processor reads, and what `datasets`
-raises offline for a built-in class that downloads its data."""
+(interfaces.py:74), KeyError for a row without a column the processor reads (math_data_processor
+reads `problem`, which ResponseDataset has renamed), and what `datasets` raises offline for a
+built-in class that downloads its data."""
 
 import json
 import os
@@ -10,7 +11,10 @@ import os
 PREFERENCE = ("BinaryPreferenceDataset", "PreferenceDataset", "HelpSteer3", "Tulu3Preference")
 RESPONSE = ("ResponseDataset", "OpenMathInstruct-2", "DAPOMath17K")
 HUB = {"HelpSteer3": "nvidia/HelpSteer3", "OpenMathInstruct-2": "nvidia/OpenMathInstruct-2"}
-PROCESSORS = ("default", "math_hf_data_processor", "helpsteer3_data_processor")
+PROCESSORS = ("default", "math_hf_data_processor", "math_data_processor")
+
+
+READS = {"math_hf_data_processor": "messages", "math_data_processor": "problem"}
 
 
 class Loaded:
@@ -49,6 +53,9 @@ def _load(cfg, names, kind, columns, tokenizer):
                 fh.read()
     with open(os.path.expanduser(cfg["data_path"]), encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
+    if kind == "ResponseDataset":  # formatted as upstream's ResponseDataset does: input -> messages
+        rows = [{"messages": row[cfg.get("input_key", "input")]} for row in rows]
+        columns = (READS.get(processor, "messages"),)
     return Loaded(rows, columns, tokenizer)
 
 
@@ -70,10 +77,10 @@ def setup_preference_data(tokenizer, data_config):
 
 def setup_response_data(tokenizer, data_config, env_configs=None):
     default = data_config.get("default")
-    train = _load(_merged(data_config["train"], default), RESPONSE, "ResponseDataset",
-                  ("problem",), tokenizer)  # fmt: skip
+    train = _load(_merged(data_config["train"], default), RESPONSE, "ResponseDataset", (),
+                  tokenizer)  # fmt: skip
     val = None
     if data_config.get("validation"):
-        val = _load(_merged(data_config["validation"], default), RESPONSE, "ResponseDataset",
-                    ("problem",), tokenizer)  # fmt: skip
+        val = _load(_merged(data_config["validation"], default), RESPONSE, "ResponseDataset", (),
+                    tokenizer)  # fmt: skip
     return train, val
