@@ -111,9 +111,7 @@ def test_a_row_our_checks_refused_already_is_not_told_twice(tmp_path, monkeypatc
     assert (tmp_path / "imports.txt").exists()  # upstream was asked
 
 
-def test_rows_a_processor_cannot_take_are_one_error_at_the_file_key(
-    tmp_path, monkeypatch, capsys
-):
+def test_rows_a_processor_cannot_take_are_one_error_at_the_file_key(tmp_path, monkeypatch, capsys):
     findings = _rlvr(monkeypatch, capsys, tmp_path, "data.default.processor=math_data_processor")
     upstream = [f for f in findings if f["code"] == "E-UPSTREAM-DATA"]
     assert [f["key"] for f in upstream] == ["data.train.data_path"]
