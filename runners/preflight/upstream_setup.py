@@ -21,6 +21,7 @@ import sys
 import tempfile
 import traceback
 
+CORRECT = ("The answer is \\boxed{2}", "Answer: 2")  # hf_math_verify's form, dapo_math_verify's
 ROWS = 4  # rows run through upstream's processing per dataset
 BIG = 8 << 20  # bytes: a line-oriented data file over this is judged on its first lines
 HEAD_LINES = 256
@@ -327,14 +328,15 @@ def stage_env(master):
         if not isinstance(cfg, dict) or "math_verify_impl" not in cfg or worker is None:
             continue
         impl = cfg.get("math_verify_impl") or "hf_math_verify"
-        scores = worker().verify(["The answer is \\boxed{2}"], ["2"], math_verify_impl=impl)
-        score = scores[0] if isinstance(scores, (list, tuple)) else scores
-        if score != 1.0:
+        verifier = worker()
+        scores = [verifier.verify([answer], ["2"], math_verify_impl=impl)[0] for answer in CORRECT]
+        if max(scores) < 1.0:  # each verifier takes one of these forms
+            said = " and ".join(repr(a) for a in CORRECT)
             out.append({"stage": "env", "level": "error", "frame": None,
                         "keys": [f"env.{name}.math_verify_impl"],
-                        "error": "its verifier scores a correct answer ('\\boxed{2}' for 2) "
-                                 + repr(score) + " with math_verify_impl=" + repr(impl)
-                                 + ": every reward would be 0"})  # fmt: skip
+                        "error": f"its verifier scores the correct answers {said} for 2 as "
+                                 f"{scores} with math_verify_impl={impl!r}: every reward would "
+                                 "be 0"})  # fmt: skip
     return out
 
 
