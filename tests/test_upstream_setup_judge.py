@@ -25,8 +25,10 @@ SETUP_CODES = {"E-UPSTREAM-DATA", "E-UPSTREAM-LOSS", "E-UPSTREAM-RESUME", "E-UPS
 def _world(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     checkout = fake_checkout(tmp_path / "nemo-rl")
     shutil.copytree(STANDIN, checkout / "nemo_rl")
-    (checkout / "examples" / "prompts").mkdir(parents=True)  # the shipped RLVR's prompt_file
-    (checkout / "examples" / "prompts" / "cot.txt").write_text("Think, then answer: {}\n")
+    cot = checkout / "examples" / "prompts" / "cot.txt"  # the shipped RLVR's prompt_file
+    if not cot.is_file():
+        cot.parent.mkdir(parents=True, exist_ok=True)
+        cot.write_text("Think, then answer: {}\n")
     tok = tmp_path / "tok"
     tok.mkdir()
     template = "{% for m in messages %}{{ m.content }}{% endfor %}"
@@ -87,8 +89,9 @@ def test_a_misspelt_dataset_name_is_one_error_at_its_key(tmp_path, monkeypatch, 
 def test_a_hub_dataset_not_in_the_cache_is_a_warning_never_a_download(
     tmp_path, monkeypatch, capsys
 ):
-    findings = _dpo(monkeypatch, capsys, tmp_path, "++data.train.dataset_name=HelpSteer3")
-    assert _setup_codes(findings) == [("W-UPSTREAM-HUB", "data.train.dataset_name")]
+    findings = _rlvr(monkeypatch, capsys, tmp_path, "++data.validation.dataset_name=DAPOMath17K",
+                     "~data.validation.data_path")  # fmt: skip
+    assert _setup_codes(findings) == [("W-UPSTREAM-HUB", "data.validation.dataset_name")]
     assert [f for f in findings if f["severity"] == "error"] == []
 
 

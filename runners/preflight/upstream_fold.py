@@ -15,6 +15,7 @@ DATA, LOSS, RESUME = "E-UPSTREAM-DATA", "E-UPSTREAM-LOSS", "E-UPSTREAM-RESUME"
 LOGGER, ENV = "E-UPSTREAM-LOGGER", "E-UPSTREAM-ENV"
 UPSTREAM = (CONFIG, TOKENIZER, DATA, LOSS, RESUME, LOGGER, ENV)
 READS = "its check also reads"  # a setup verdict's message names the other keys its check read
+HUB = "W-UPSTREAM-HUB"
 ROWS_OF = "the first rows of "  # ... and the data file whose first rows upstream could not take
 
 
@@ -52,6 +53,8 @@ def fold_upstream(findings: list[Finding]) -> list[Finding]:
     check read) is dropped, and upstream's finding takes the first such fix (ours say what to
     write); upstream's verdict on a file's rows that ours refused already is dropped."""
     findings = _rows_told(findings)
+    refused = {f.key for f in findings if f.is_error and f.key}
+    findings = [f for f in findings if not (f.code == HUB and f.key in refused)]  # said there
     upstream = [(f, _read(f)) for f in findings if f.code in UPSTREAM and f.key]
     if not upstream:
         return findings

@@ -13,9 +13,8 @@ from typing import Any
 from catalog.errors import Finding
 from runners.preflight import PreflightContext
 from runners.preflight.topology import UNRESOLVED, finding, warning
-from runners.preflight.upstream_fold import DATA, ENV, LOGGER, LOSS, READS, RESUME, ROWS_OF
+from runners.preflight.upstream_fold import DATA, ENV, HUB, LOGGER, LOSS, READS, RESUME, ROWS_OF
 
-HUB = "W-UPSTREAM-HUB"
 _CODES = {"data": DATA, "loss": LOSS, "resume": RESUME, "logger": LOGGER, "env": ENV}
 _WHAT = {
     "data": "NeMo-RL's data setup (its dataset class, processor, prompt files and first rows)",

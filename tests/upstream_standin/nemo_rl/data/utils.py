@@ -10,7 +10,7 @@ import os
 
 PREFERENCE = ("BinaryPreferenceDataset", "PreferenceDataset", "HelpSteer3", "Tulu3Preference")
 RESPONSE = ("ResponseDataset", "OpenMathInstruct-2", "DAPOMath17K")
-HUB = {"HelpSteer3": "nvidia/HelpSteer3", "OpenMathInstruct-2": "nvidia/OpenMathInstruct-2"}
+HUB = {"HelpSteer3": "nvidia/HelpSteer3", "DAPOMath17K": "BytedTsinghua-SIA/DAPO-Math-17k"}
 PROCESSORS = ("default", "math_hf_data_processor", "math_data_processor")
 
 
