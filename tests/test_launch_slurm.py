@@ -326,7 +326,7 @@ def test_an_unreachable_host_is_one_clear_error_exit_2(lab):
     )
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--dry-run")
     assert res.returncode == 2
-    assert "E-REMOTE-HOST cannot reach root@127.0.0.1" in res.stderr
+    assert "E-REMOTE-HOST cannot reach root@127.0.0.1" in res.stdout + res.stderr
     assert "Traceback" not in res.stderr
 
 

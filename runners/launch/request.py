@@ -94,6 +94,11 @@ class RemoteFacts:
     derived: int = 0  # input files rewritten into the run dir (they name the run dir's path)
     stage_problem: str | None = None  # why the run dir cannot be put under remote_dir
     stage_fix: str | None = None  # its fix, when not "a writable remote_dir"
+    unreached: Finding | None = None  # E-REMOTE-HOST: the host did not answer, nothing seen
+
+    @property
+    def reached(self) -> bool:
+        return self.unreached is None
 
     @property
     def host(self) -> str | None:

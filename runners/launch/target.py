@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from catalog.config_values import as_int, dotted_get
+from catalog.errors import StepsError
 from runners.launch.backends import backend_for
 from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
 from runners.launch.request import NOT_SUBMITTED, LaunchRequest, RemoteFacts
 from runners.rundir import JobRecord, update_record
+
+UNREACHABLE = "E-REMOTE-HOST"  # a probe that got no answer: one finding among the run's others
 
 
 def _int(value: Any, default: int) -> int:
@@ -91,7 +94,12 @@ class ClusterTarget:
             paths.append(bridge)
         for mount in getattr(self.profile, "mounts", []):
             paths.append(mount.split(":")[0])
-        facts = self.backend.probe(list(dict.fromkeys(paths)), script)
+        try:
+            facts = self.backend.probe(list(dict.fromkeys(paths)), script)
+        except StepsError as exc:
+            if exc.finding.code != UNREACHABLE:
+                raise
+            facts = RemoteFacts(self.name, self.profile, job_dir, unreached=exc.finding)
         facts.job_dir = job_dir
         facts.ray_program = ray_program
         facts.env_file = str(self.env_file)

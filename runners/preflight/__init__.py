@@ -189,6 +189,8 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
             continue
         if only is not None and spec.id not in only:
             continue
+        if ctx.remote is not None and not ctx.remote.reached and spec.id.startswith("remote_"):
+            continue  # the host did not answer: E-REMOTE-HOST says so, nothing is guessed
         try:
             found = list(spec.func(ctx))
         except StepsError as exc:  # a located user-facing problem: report it as the rule's

@@ -158,8 +158,8 @@ def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
                 key=art.config_key,
                 fix=f"pass {art.config_key}=PATH or --input {art.name}=PATH",
             )
-        elif ctx.remote is not None and art.value in ctx.remote.exists:
-            continue  # judged where the job runs: runners.preflight.remote
+        elif ctx.remote is not None and (art.value in ctx.remote.exists or not ctx.remote.reached):
+            continue  # judged where the job runs (runners.preflight.remote), or not reachable
         elif not os.path.exists(art.value):
             yield Finding(
                 "E-INPUT-MISSING",

@@ -51,7 +51,7 @@ def plan_run(
 ) -> RunPlan:
     """Resolve, compile, bind and preflight; write nothing, launch nothing."""
     from runners.kinds import kind_for
-    from runners.kinds.base import Command, Setting
+    from runners.kinds.base import Setting
     from runners.preflight import preflight
     from runners.run.step import config_file_for, entry_for, manifest_of
     from runners.rundir import plan_run_dir, runs_root
@@ -74,17 +74,19 @@ def plan_run(
     ctx.has = frozenset(getattr(kind, "has", ()))  # a kind that says nothing: `check` fails it
     config_path = f"{job_dir}/config.yaml"
     if target is not None:
-        command = Command(*kind.job_command(s, prepared, resolved, config_path))
+        command = _job_command(kind, s, prepared, resolved, config_path)
     else:
         command = kind.local_command(s, prepared, resolved, ctx.local_launch, config_path)
     env_file = str(target.env_file) if target is not None else None
-    findings = [*typos, *preflight(ctx), *chain_findings, *command.findings,
+    unreached = [ctx.remote.unreached] if ctx.remote and ctx.remote.unreached else []
+    findings = [*typos, *unreached, *preflight(ctx), *chain_findings, *command.findings,
                 *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
                 *(_wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
+    findings = list(dict.fromkeys(findings))  # one input bound to two ports: one finding
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
                  argv)  # fmt: skip
     plan.chain = chain
-    plan.refusal_code = 2 if typos else 1  # an override it could not take: usage
+    plan.refusal_code = 2 if typos or unreached else 1  # an override not taken, no host: setup
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
         plan.request = target.request(plan, plan.extra_env)
         if not kind.needs_gpus:  # a CPU-only job asks for no GPU
@@ -102,6 +104,19 @@ def plan_run(
         plan.judge, note = plan_judge(plan, target, req.upstream_judge, launcher)
         plan.judge_view = describe(plan.judge, note, target)
     return plan
+
+
+def _job_command(
+    kind: RunnerKind, s: Setting, prepared: Prepared, resolved: dict, config: str
+) -> Command:
+    """The cluster job's command; what the profile lacks for it (E-PROFILE: no nemo_rl_dir) is
+    a finding among the run's others."""
+    from runners.kinds.base import Command
+
+    try:
+        return Command(*kind.job_command(s, prepared, resolved, config))
+    except StepsError as exc:
+        return Command(findings=[exc.finding])
 
 
 def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:

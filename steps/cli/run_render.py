@@ -107,7 +107,8 @@ def _launch_lines(launch: dict) -> list[str]:
     head += f" on {launch['host']} ---" if launch.get("host") else " ---"
     out = [head, f"env file: {launch['env_file']}"]
     if "sbatch" in launch:
-        out.append(f"submit (in {launch['submit_cwd']}): {shlex.join(launch['sbatch'])}")
+        where = f" (in {launch['submit_cwd']})" if launch.get("submit_cwd") else ""
+        out.append(f"submit{where}: {shlex.join(launch['sbatch'])}")
     if "entrypoint" in launch:
         out.append(f"address: {launch['address']} (Ray {launch.get('ray_version', '?')})")
         out.append(f"entrypoint: {launch['entrypoint']}")
