@@ -146,6 +146,14 @@ def test_csv_row_with_more_fields_than_the_header_is_e_csv_not_e_jsonl(tmp_path:
     assert "quote fields that hold commas" in f["fix"]
 
 
+def test_csv_that_is_not_utf8_is_e_csv_at_its_line(tmp_path: Path) -> None:
+    train = tmp_path / "pairs.csv"
+    train.write_bytes(b"prompt,chosen,rejected\nhi,a,b\nh\xe9,c,d\n")  # Latin-1
+    report = validate_artifact("preference_jsonl", train)
+    [f] = [f for f in report.findings if f.is_error]
+    assert (f.code, f.line) == ("E-CSV", 3) and "not UTF-8 text" in f.message
+
+
 def test_text_file_rows_are_text_lines_judged_by_the_same_contract(tmp_path: Path) -> None:
     train = tmp_path / "pairs.txt"
     train.write_text("a prompt\nanother\n", encoding="utf-8")

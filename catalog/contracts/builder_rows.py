@@ -16,7 +16,6 @@ every line. The other builders are read here, bounded (FIRST_ROWS rows, MAX_BYTE
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -207,30 +206,76 @@ def typed(value: str | None, kind: str) -> Any:
     return value
 
 
+class _CappedLines:
+    """A text file's lines (BOM dropped) until `cap` characters are read: `cut` says the
+    cap stopped it (the record in progress may be cut), `bytes` how much was read."""
+
+    def __init__(self, fh: Any, cap: int | None) -> None:
+        self.fh, self.cap, self.cut, self.bytes = fh, cap, False, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.fh:
+            if not self.bytes:
+                line = line.removeprefix("\ufeff")
+            self.bytes += len(line)
+            if self.cap is not None and self.bytes > self.cap:
+                self.cut = True
+                return
+            yield line
+
+
 def _csv(path: Path, out: BuilderRows, limit: int) -> None:
-    text = _text(path, out, "csv")
-    if text is None:
+    """Records read lazily from the file (the row and byte caps stop the read)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        lines = _CappedLines(fh, out.max_bytes)
+        try:
+            found = _csv_records(path, out, limit, lines)
+        except UnicodeDecodeError:
+            line, reason = _first_bad_line(path)
+            message = f"not UTF-8 text ({reason})"
+            out.findings.append(
+                bad_file("E-CSV", path, message, line, "csv", "save the file as UTF-8")
+            )
+            return
+        out.bytes, cut = lines.bytes, lines.cut
+    if found is None:
         return
-    cut = out.capped  # the byte cap cut the file: its last record may be cut too
-    reader = csv.reader(io.StringIO(text, newline=""))
+    names, cells = found
+    if cut:
+        out.capped = True
+        if cells and len(cells) < limit:
+            cells.pop()  # the cap may have cut it
+    _typed_rows(out, names, cells)
+
+
+def _first_bad_line(path: Path) -> tuple[int | None, str]:
+    """The first line of `path` that is not UTF-8, and why (read line by line, bounded)."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return number, f"{exc.reason} at column {exc.start + 1}"
+    return None, "a character cut across lines"
+
+
+def _csv_records(
+    path: Path, out: BuilderRows, limit: int, lines: _CappedLines
+) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """(column names, (line, record) of the first `limit` records), or None with the finding."""
+    reader = csv.reader(lines)
+    names: list[str] = []
+    cells: list[tuple[int, list[str]]] = []
     try:
         header = next(reader, None)
         while header is not None and not any(header):
             header = next(reader, None)
         if header is None:
-            out.findings.append(
-                bad_file(
-                    "E-CSV",
-                    path,
-                    "no header row (the file is empty)",
-                    None,
-                    "csv",
-                    "write a header row naming the columns",
-                )
-            )
-            return
+            fix = "write a header row naming the columns"
+            message = "no header row (the file is empty)"
+            out.findings.append(bad_file("E-CSV", path, message, None, "csv", fix))
+            return None
         names = _column_names(header)
-        cells: list[tuple[int, list[str]]] = []
         start = reader.line_num + 1
         for record in reader:
             line, start = start, reader.line_num + 1
@@ -240,18 +285,22 @@ def _csv(path: Path, out: BuilderRows, limit: int) -> None:
                 message = f"row has {len(record)} fields, the header {len(names)}"
                 fix = "quote fields that hold commas, or fix the row's field count"
                 out.findings.append(bad_file("E-CSV", path, message, line, "csv", fix))
-                return
+                return None
             cells.append((line, record))
             if len(cells) >= limit:
                 out.capped = True
                 break
     except csv.Error as exc:
-        if not cut:  # else the cap cut a quoted field: judge the rows before it
-            fix = "close the quoted field"
-            out.findings.append(bad_file("E-CSV", path, str(exc), reader.line_num, "csv", fix))
-            return
-    if cut and cells and len(cells) < limit:
-        cells.pop()
+        if lines.cut and names:  # the cap cut a quoted field: judge the records before it
+            return names, cells
+        fix = "close the quoted field"
+        out.findings.append(bad_file("E-CSV", path, str(exc), reader.line_num, "csv", fix))
+        return None
+    return names, cells
+
+
+def _typed_rows(out: BuilderRows, names: list[str], cells: list[tuple[int, list[str]]]) -> None:
+    """The records as rows, each column typed as pandas types it (infer_column)."""
     columns = [[rec[i] if i < len(rec) else None for _, rec in cells] for i in range(len(names))]
     out.types = {n: infer_column(col) for n, col in zip(names, columns, strict=True)}
     for number, (line, rec) in enumerate(cells, 1):
