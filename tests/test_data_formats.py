@@ -136,6 +136,18 @@ def test_json_array_that_is_cut_short_is_e_json_at_the_element(tmp_path: Path) -
     assert f["message"].startswith("element 4: ") and "JSON array of objects" in f["message"]
 
 
+def test_json_array_is_read_element_by_element_whatever_their_size(tmp_path: Path) -> None:
+    big = {**PAIRS[0], "chosen": "x" * (3 << 20)}  # past the 1 MiB read block
+    path = write(tmp_path / "pairs.json", [PAIRS[1], big, PAIRS[2]])
+    assert validate_artifact("preference_jsonl", path).ok
+    path.write_text('[{"a": 1}\n {"b": 2}, 7]', encoding="utf-8")
+    [f] = validate_artifact("training_jsonl", path).findings
+    assert (f.code, f.line) == ("E-JSON", 2) and "after element 1: expected ','" in f.message
+    path.write_text('[{"a": 1},\n 7]', encoding="utf-8")
+    [f] = validate_artifact("training_jsonl", path).findings
+    assert (f.code, f.line) == ("E-JSON", 2) and "element 2 is a number, not an object" in f.message
+
+
 def test_csv_row_with_more_fields_than_the_header_is_e_csv_not_e_jsonl(tmp_path: Path) -> None:
     train = tmp_path / "pairs.csv"
     train.write_text("prompt,chosen,rejected\nhi,a,b\nwhat, is this,good,bad\n", encoding="utf-8")

@@ -28,6 +28,7 @@ from catalog.errors import WARNING, Finding, StepsError
 
 FIRST_ROWS = 10_000  # `datasets` builds a CSV's column types from its first 10,000-row chunk
 MAX_BYTES = 64 << 20
+READ_BLOCK = 1 << 20
 UNCHECKED = "W-DATA-UNCHECKED"
 # The code of a file the builder cannot read (or that holds no rows), by builder.
 CODES = {
@@ -115,64 +116,93 @@ def _head(path: Path, out: BuilderRows) -> bytes:
     return data
 
 
-def _text(path: Path, out: BuilderRows, builder: str) -> str | None:
-    """The file's head as UTF-8 text (a BOM dropped; a character the cap cut dropped), or
-    None with the finding that it is not UTF-8."""
-    data = _head(path, out)
-    try:
-        text = data.decode("utf-8", errors="ignore" if out.capped else "strict")
-    except UnicodeDecodeError as exc:
-        message = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-        out.findings.append(
-            bad_file(CODES[builder], path, message, None, builder, "save the file as UTF-8")
-        )
-        return None
-    return text.removeprefix("\ufeff")
+class _Window:
+    """A file's UTF-8 text read in growing blocks up to `cap` characters, its consumed head
+    dropped now and then: an array is parsed element by element in bounded memory."""
+
+    def __init__(self, fh: Any, cap: int | None) -> None:
+        self.fh, self.cap, self.text, self.read = fh, cap, "", 0
+        self.eof = self.cut = False
+
+    def more(self) -> bool:
+        """Read another block (as large as the text held, so one element costs O(size))."""
+        if self.eof:
+            return False
+        size = max(READ_BLOCK, len(self.text))
+        if self.cap is not None:
+            size = min(size, self.cap - self.read)
+            if size <= 0:
+                self.eof = self.cut = True
+                return False
+        piece = self.fh.read(size)
+        if not self.read:
+            piece = piece.removeprefix("\ufeff")
+        self.read += len(piece)
+        self.eof = not piece
+        self.text += piece
+        return bool(piece)
+
+    def space(self, pos: int) -> int:
+        """The first non-space position from `pos`, reading on as needed."""
+        while True:
+            while pos < len(self.text) and self.text[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(self.text) or not self.more():
+                return pos
 
 
 def _json_array(path: Path, out: BuilderRows, limit: int) -> None:
-    text = _text(path, out, "json")
-    if text is None:
-        return
+    try:
+        with open(path, encoding="utf-8") as fh:
+            window = _Window(fh, out.max_bytes)
+            _array_elements(path, out, limit, window)
+            out.bytes = window.read
+            out.capped = out.capped or window.cut
+    except UnicodeDecodeError:
+        line, reason = _first_bad_line(path)
+        message = f"not UTF-8 text ({reason})"
+        out.findings.append(bad_file("E-JSON", path, message, line, "json", "save it as UTF-8"))
+
+
+def _array_elements(path: Path, out: BuilderRows, limit: int, w: _Window) -> None:
     decoder = json.JSONDecoder()
-    pos = text.find("[") + 1
-    line, counted = 1, 0
+    pos = w.space(0) + 1  # past "[" (why this reader was chosen)
+    line = 1 + w.text.count("\n", 0, pos)
     number = 0
+
+    def bad(message: str) -> None:
+        fix = "write one JSON array of objects, or JSON Lines"
+        out.findings.append(bad_file("E-JSON", path, message, line, "json", fix))
+
     while number < limit:
-        pos = _skip_space(text, pos)
-        if pos < len(text) and text[pos] == "]":
+        start, pos = pos, w.space(pos)
+        line += w.text.count("\n", start, pos)
+        if pos < len(w.text) and w.text[pos] == "]":
             return
-        if number and pos < len(text) and text[pos] == ",":
-            pos = _skip_space(text, pos + 1)
-        line += text.count("\n", counted, pos)
-        counted = pos
-        try:
-            row, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            if out.capped and number:
-                return  # the byte cap cut this element: judge the rows before it
-            where = f"element {number + 1}" if number else "the array"
-            out.findings.append(
-                bad_file(
-                    "E-JSON",
-                    path,
-                    f"{where}: {exc.msg}",
-                    line,
-                    "json",
-                    "write one JSON array of objects, or JSON Lines",
-                )
-            )
-            return
+        if number:
+            if pos >= len(w.text) or w.text[pos] != ",":
+                if not w.cut:
+                    bad(f"after element {number}: expected ',' or ']'")
+                return
+            start, pos = pos, w.space(pos + 1)
+            line += w.text.count("\n", start, pos)
+        while True:
+            try:
+                row, end = decoder.raw_decode(w.text, pos)
+                break
+            except json.JSONDecodeError as exc:
+                if w.more():
+                    continue
+                if not (w.cut and number):  # else the cap cut this element: judged before it
+                    bad(f"element {number + 1}: {exc.msg}" if number else f"the array: {exc.msg}")
+                return
         number += 1
         out.rows.append((line, number, row))
+        line += w.text.count("\n", pos, end)
         pos = end
+        if pos > READ_BLOCK and pos * 2 > len(w.text):  # drop what was read
+            w.text, pos = w.text[pos:], 0
     out.capped = True
-
-
-def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
 
 
 def infer_column(values: list[str | None]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.contracts.builder_rows import FIRST_ROWS, bad_file, read_builder_rows
+from catalog.contracts.rows import type_name
 from catalog.errors import Finding
 
 
@@ -53,7 +54,7 @@ def scan_builder_file(
     for line, number, row in read.rows:
         if type(row) is not dict:
             if res.refuse("E-JSON", max_errors):
-                message = f"element {number} is a {type(row).__name__}, not an object"
+                message = f"element {number} is a {type_name(row)}, not an object"
                 res.add(
                     bad_file(
                         "E-JSON", path, message, line, builder, "make every element a JSON object"
