@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from preflight_fixtures import dpo_config, run_rules
 from user_configs import cli_dry_run, judged, on
+
+from catalog.nemo_rl_version import parse_version
 
 
 def test_a_misspelt_preference_dataset_is_the_valueerror_with_did_you_mean(tmp_path) -> None:
@@ -58,3 +61,14 @@ def test_dry_run_of_a_misspelt_preference_dataset_exits_1(tmp_path, monkeypatch,
     assert [f["key"] for f in out["findings"] if f["code"] == "E-DATASET-NAME"] == [
         "data.train.dataset_name"
     ]
+
+
+def test_the_0_5_0_layout_names_one_dataset_at_data_dataset_name(tmp_path) -> None:
+    cfg = dpo_config(tmp_path)
+    cfg["data"] = {"dataset_name": "HelpStear3", "max_input_seq_length": 1024, "shuffle": True}
+    version = parse_version("0.5.0", named=True)
+    [error] = on(run_rules(cfg, "dpo", nemo_rl_version=version), "E-DATASET-NAME")
+    assert error.key == "data.dataset_name" and "did you mean 'HelpSteer3'?" in error.message
+    assert "preference_datasets/__init__.py:73" in error.message
+    cfg["data"]["dataset_name"] = "HelpSteer3"
+    assert on(run_rules(cfg, "dpo", nemo_rl_version=version), "E-DATASET-NAME") == []

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from preflight_fixtures import grpo_config, run_rules
 from user_configs import cli_dry_run, judged, on
+
+from catalog.nemo_rl_version import parse_version
 
 
 def test_a_missing_system_prompt_file_is_the_filenotfounderror_at_its_key(tmp_path) -> None:
@@ -51,3 +54,11 @@ def test_a_relative_prompt_file_beside_the_config_gets_its_absolute_path_as_the_
     [error] = [f for f in out["findings"] if f["code"] == "E-PROMPT-FILE"]
     beside = Path(tmp_path) / "mine.txt"
     assert error["fix"] == f"write the absolute path: data.default.prompt_file: {beside}"
+
+
+def test_before_0_6_0_grpo_reads_the_prompt_file_of_data_itself(tmp_path) -> None:
+    cfg = grpo_config(tmp_path)
+    cfg["data"] = {"dataset_name": "OpenMathInstruct-2", "prompt_file": str(tmp_path / "no.txt")}
+    version = parse_version("0.4.0", named=True)
+    [error] = on(run_rules(cfg, "grpo", nemo_rl_version=version), "E-PROMPT-FILE")
+    assert error.key == "data.prompt_file" and "interfaces.py:71" in error.message
