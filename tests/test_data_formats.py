@@ -19,7 +19,7 @@ from pipeline_toys import steps_main
 from run_fixtures import RECORD_VAR, fake_checkout
 
 from catalog.contracts import validate_artifact
-from catalog.contracts.builder_rows import infer_column
+from catalog.contracts.csv_types import infer_column
 from catalog.contracts.loader_formats import builder_for, data_open, loader_release
 
 DROP = ("NEMO_RL_HOME", "STEPS_RUNS_DIR", RECORD_VAR)
@@ -164,6 +164,21 @@ def test_csv_that_is_not_utf8_is_e_csv_at_its_line(tmp_path: Path) -> None:
     report = validate_artifact("preference_jsonl", train)
     [f] = [f for f in report.findings if f.is_error]
     assert (f.code, f.line) == ("E-CSV", 3) and "not UTF-8 text" in f.message
+
+
+def test_a_later_csv_value_its_column_type_cannot_hold_fails_as_the_builder_does(
+    tmp_path: Path,
+) -> None:
+    from catalog.contracts.builder_rows import FIRST_ROWS, read_builder_rows
+
+    lines = ["question,level", *(f"q{i},{i % 5}" for i in range(FIRST_ROWS)), "q,hard", "q,3"]
+    path = tmp_path / "math.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read = read_builder_rows(path, "csv", limit=None, max_bytes=None)
+    assert read.types["level"] == "int" and len(read.rows) == FIRST_ROWS
+    [f] = read.findings
+    assert (f.code, f.line) == ("E-CSV", FIRST_ROWS + 2) and "column 'level' is int" in f.message
+    assert read_builder_rows(path, "csv").findings == []  # the dry run reads the first chunk
 
 
 def test_text_file_rows_are_text_lines_judged_by_the_same_contract(tmp_path: Path) -> None:

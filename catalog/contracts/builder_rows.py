@@ -1,14 +1,13 @@
-"""The first rows a Hugging Face builder yields for one data file, as NeMo-RL's dataset class
-sees them, read with a row and a byte cap.
+"""The rows a Hugging Face builder yields for one data file, as NeMo-RL's dataset class sees
+them, read lazily: `read_builder_rows` takes the first FIRST_ROWS within MAX_BYTES (the dry
+run, `validate`), `iter_builder_rows` every row (rl_prep).
 
-`.jsonl` (and a `.json` in JSON Lines) goes through the streaming JSONL scanner (jsonl.py),
-every line. The other builders are read here, bounded (FIRST_ROWS rows, MAX_BYTES bytes):
-- json, a JSON array: each element one row, reported at the line it starts on;
-- csv: the header names the columns; values typed as `datasets` types them (pandas'
-  `read_csv` inference over the first chunk: a column whose every value is an integer is int,
-  one with a decimal number or an empty cell among numbers float, `true`/`false` alone bool,
-  the rest strings; pandas' NA words such as "", "NA", "null" are null); a row with more
-  fields than the header fails the builder;
+`.jsonl` (and a `.json` in JSON Lines) goes through the streaming JSONL scanner (jsonl.py). Here:
+- json, a JSON array: element by element from a growing window, each row reported at the line
+  it starts on;
+- csv: the header names the columns; cells typed as `datasets` types them (csv_types.py); a
+  row with more fields than the header, or a later value its column's type cannot hold,
+  fails the builder;
 - parquet, arrow: through pyarrow (columnar.py); without pyarrow the rows are not read;
 - text: one row `{"text": line}` per line.
 """
@@ -17,12 +16,13 @@ from __future__ import annotations
 
 import csv
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from catalog.contracts.csv_types import cast, column_names, infer_column, unfit
 from catalog.contracts.loader_formats import BUILDERS
 from catalog.errors import WARNING, Finding, StepsError
 
@@ -38,17 +38,6 @@ CODES = {
     "arrow": "E-ARROW",
     "text": "E-TEXT",
 }
-# pandas' default NA strings (pandas/_libs/parsers.pyx STR_NA_VALUES)
-NA_WORDS = frozenset(
-    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
-)  # fmt: skip
-_INT = re.compile(r"\s*[-+]?\d+\s*\Z")
-_FLOAT = re.compile(
-    r"\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|(?i:inf|infinity))\s*\Z"
-)
-_INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # int64, or uint64 for large non-negative values
-_TRUE, _FALSE = frozenset({"True", "TRUE", "true"}), frozenset({"False", "FALSE", "false"})
 
 
 @dataclass
@@ -82,38 +71,36 @@ def bad_file(
     )
 
 
+Row = tuple[int | None, int, Any]  # (line or None, row number from 1, row)
+
+
 def read_builder_rows(
     path: Path, builder: str, limit: int | None = FIRST_ROWS, max_bytes: int | None = MAX_BYTES
 ) -> BuilderRows:
     """The first `limit` rows of `path` as `builder` yields them (see the module docstring);
-    None for both reads every row (rl_prep, which writes them all)."""
+    None for both reads every row."""
     out = BuilderRows(builder, max_bytes=max_bytes)
-    limit = limit if limit is not None else 1 << 62
+    rows = iter_builder_rows(path, out)
+    for row in rows:
+        out.rows.append(row)
+        if limit is not None and len(out.rows) >= limit:
+            out.capped = True
+            break
+    rows.close()
+    return out
+
+
+def iter_builder_rows(path: Path, out: BuilderRows) -> Generator[Row, None, None]:
+    """Every row of `path` as `out.builder` yields them, read lazily (rl_prep writes them all);
+    what stops the builder ends the rows and is a finding in `out.findings`."""
+    readers = {"json": _json_array, "csv": _csv, "text": _lines}
     try:
-        if builder == "json":
-            _json_array(path, out, limit)
-        elif builder == "csv":
-            _csv(path, out, limit)
-        elif builder == "text":
-            _lines(path, out, limit)
-        else:
-            _columnar(path, out, builder, limit)
+        yield from readers.get(out.builder, _columnar)(path, out)
     except StepsError as exc:
         out.findings.append(exc.finding)
     except OSError as exc:
         message = f"cannot read ({exc.strerror or exc})"
-        out.findings.append(Finding(CODES[builder], message, str(path)))
-    return out
-
-
-def _head(path: Path, out: BuilderRows) -> bytes:
-    cap = out.max_bytes
-    with open(path, "rb") as fh:
-        data = fh.read(cap + 1) if cap is not None else fh.read()
-    out.capped = cap is not None and len(data) > cap
-    data = data[:cap] if cap is not None else data
-    out.bytes = len(data)
-    return data
+        out.findings.append(Finding(CODES[out.builder], message, str(path)))
 
 
 class _Window:
@@ -151,11 +138,11 @@ class _Window:
                 return pos
 
 
-def _json_array(path: Path, out: BuilderRows, limit: int) -> None:
+def _json_array(path: Path, out: BuilderRows) -> Iterator[Row]:
     try:
         with open(path, encoding="utf-8") as fh:
             window = _Window(fh, out.max_bytes)
-            _array_elements(path, out, limit, window)
+            yield from _array_elements(path, out, window)
             out.bytes = window.read
             out.capped = out.capped or window.cut
     except UnicodeDecodeError:
@@ -164,7 +151,7 @@ def _json_array(path: Path, out: BuilderRows, limit: int) -> None:
         out.findings.append(bad_file("E-JSON", path, message, line, "json", "save it as UTF-8"))
 
 
-def _array_elements(path: Path, out: BuilderRows, limit: int, w: _Window) -> None:
+def _array_elements(path: Path, out: BuilderRows, w: _Window) -> Iterator[Row]:
     decoder = json.JSONDecoder()
     pos = w.space(0) + 1  # past "[" (why this reader was chosen)
     line = 1 + w.text.count("\n", 0, pos)
@@ -174,7 +161,7 @@ def _array_elements(path: Path, out: BuilderRows, limit: int, w: _Window) -> Non
         fix = "write one JSON array of objects, or JSON Lines"
         out.findings.append(bad_file("E-JSON", path, message, line, "json", fix))
 
-    while number < limit:
+    while True:
         start, pos = pos, w.space(pos)
         line += w.text.count("\n", start, pos)
         if pos < len(w.text) and w.text[pos] == "]":
@@ -197,43 +184,11 @@ def _array_elements(path: Path, out: BuilderRows, limit: int, w: _Window) -> Non
                     bad(f"element {number + 1}: {exc.msg}" if number else f"the array: {exc.msg}")
                 return
         number += 1
-        out.rows.append((line, number, row))
+        yield line, number, row
         line += w.text.count("\n", pos, end)
         pos = end
         if pos > READ_BLOCK and pos * 2 > len(w.text):  # drop what was read
             w.text, pos = w.text[pos:], 0
-    out.capped = True
-
-
-def infer_column(values: list[str | None]) -> str:
-    """The type pandas' `read_csv` gives a column of raw cells (None: a missing cell)."""
-    present = [v for v in values if v is not None and v not in NA_WORDS]
-    if not present:
-        return "float" if values else "str"  # an all-NA column is float64 of NaN
-    missing = len(present) < len(values)
-    if all(_INT.match(v) for v in present):
-        low, high = _INT_RANGE
-        if all(low <= int(v) <= high for v in present):
-            return "float" if missing else "int"
-        return "str"  # past uint64: pandas keeps the text
-    if all(_FLOAT.match(v) for v in present):
-        return "float"
-    if all(v in _TRUE or v in _FALSE for v in present):
-        return "bool"  # with NA cells: bools and nulls
-    return "str"
-
-
-def typed(value: str | None, kind: str) -> Any:
-    """One cell as the builder yields it (NA cells are null)."""
-    if value is None or value in NA_WORDS:
-        return None
-    if kind == "int":
-        return int(value)
-    if kind == "float":
-        return float(value)
-    if kind == "bool":
-        return value in _TRUE
-    return value
 
 
 class _CappedLines:
@@ -254,28 +209,41 @@ class _CappedLines:
             yield line
 
 
-def _csv(path: Path, out: BuilderRows, limit: int) -> None:
-    """Records read lazily from the file (the row and byte caps stop the read)."""
+def _csv(path: Path, out: BuilderRows) -> Iterator[Row]:
+    """Records read lazily; the first FIRST_ROWS type the columns (as `datasets` types them by
+    its first chunk), later ones are cast to those types."""
     with open(path, encoding="utf-8", newline="") as fh:
         lines = _CappedLines(fh, out.max_bytes)
+        records = _csv_records(path, out, lines)
         try:
-            found = _csv_records(path, out, limit, lines)
+            names = next(records, None)
+            if names is None:
+                return
+            head = [r for _, r in zip(range(FIRST_ROWS), records, strict=False)]
+            if lines.cut and head:
+                head.pop()  # the cap may have cut it
+            columns = [
+                [rec[i] if i < len(rec) else None for _, rec in head] for i in range(len(names))
+            ]
+            out.types = {n: infer_column(col) for n, col in zip(names, columns, strict=True)}
+            for number, (line, rec) in enumerate(chain(head, records), 1):
+                cells = [rec[i] if i < len(rec) else None for i in range(len(names))]
+                row = {n: cast(v, out.types[n]) for n, v in zip(names, cells, strict=True)}
+                column = unfit(row, cells, names) if None in row.values() else None
+                if column is not None:
+                    message = (
+                        f"column {column!r} is {out.types[column]} by the first {FIRST_ROWS} "
+                        "rows, and this row's value is not: the csv builder fails casting it"
+                    )
+                    fix = "give the column values of one type"
+                    out.findings.append(bad_file("E-CSV", path, message, line, "csv", fix))
+                    return
+                yield line, number, row
         except UnicodeDecodeError:
             line, reason = _first_bad_line(path)
             message = f"not UTF-8 text ({reason})"
-            out.findings.append(
-                bad_file("E-CSV", path, message, line, "csv", "save the file as UTF-8")
-            )
-            return
-        out.bytes, cut = lines.bytes, lines.cut
-    if found is None:
-        return
-    names, cells = found
-    if cut:
-        out.capped = True
-        if cells and len(cells) < limit:
-            cells.pop()  # the cap may have cut it
-    _typed_rows(out, names, cells)
+            out.findings.append(bad_file("E-CSV", path, message, line, "csv", "save it as UTF-8"))
+        out.bytes, out.capped = lines.bytes, out.capped or lines.cut
 
 
 def _first_bad_line(path: Path) -> tuple[int | None, str]:
@@ -289,23 +257,24 @@ def _first_bad_line(path: Path) -> tuple[int | None, str]:
     return None, "a character cut across lines"
 
 
-def _csv_records(
-    path: Path, out: BuilderRows, limit: int, lines: _CappedLines
-) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
-    """(column names, (line, record) of the first `limit` records), or None with the finding."""
+def _csv_records(path: Path, out: BuilderRows, lines: _CappedLines) -> Iterator[Any]:
+    """The column names, then (line, record) per record; a record the builder fails on ends
+    them with its finding."""
     reader = csv.reader(lines)
     names: list[str] = []
-    cells: list[tuple[int, list[str]]] = []
     try:
         header = next(reader, None)
         while header is not None and not any(header):
             header = next(reader, None)
         if header is None:
-            fix = "write a header row naming the columns"
-            message = "no header row (the file is empty)"
+            message, fix = (
+                "no header row (the file is empty)",
+                "write a header row naming the columns",
+            )
             out.findings.append(bad_file("E-CSV", path, message, None, "csv", fix))
-            return None
-        names = _column_names(header)
+            return
+        names = column_names(header)
+        yield names
         start = reader.line_num + 1
         for record in reader:
             line, start = start, reader.line_num + 1
@@ -315,55 +284,26 @@ def _csv_records(
                 message = f"row has {len(record)} fields, the header {len(names)}"
                 fix = "quote fields that hold commas, or fix the row's field count"
                 out.findings.append(bad_file("E-CSV", path, message, line, "csv", fix))
-                return None
-            cells.append((line, record))
-            if len(cells) >= limit:
-                out.capped = True
-                break
+                return
+            yield line, record
     except csv.Error as exc:
-        if lines.cut and names:  # the cap cut a quoted field: judge the records before it
-            return names, cells
-        fix = "close the quoted field"
-        out.findings.append(bad_file("E-CSV", path, str(exc), reader.line_num, "csv", fix))
-        return None
-    return names, cells
+        if not (lines.cut and names):  # else the cap cut a quoted field: rows before it stand
+            fix = "close the quoted field"
+            out.findings.append(bad_file("E-CSV", path, str(exc), reader.line_num, "csv", fix))
 
 
-def _typed_rows(out: BuilderRows, names: list[str], cells: list[tuple[int, list[str]]]) -> None:
-    """The records as rows, each column typed as pandas types it (infer_column)."""
-    columns = [[rec[i] if i < len(rec) else None for _, rec in cells] for i in range(len(names))]
-    out.types = {n: infer_column(col) for n, col in zip(names, columns, strict=True)}
-    for number, (line, rec) in enumerate(cells, 1):
-        row = {
-            n: typed(rec[i] if i < len(rec) else None, out.types[n]) for i, n in enumerate(names)
-        }
-        out.rows.append((line, number, row))
+def _lines(path: Path, out: BuilderRows) -> Iterator[Row]:
+    with open(path, encoding="utf-8", errors="replace", newline=None) as fh:
+        lines = _CappedLines(fh, out.max_bytes)
+        for number, piece in enumerate(lines, 1):
+            yield number, number, {"text": piece.rstrip("\n")}
+        out.bytes, out.capped = lines.bytes, out.capped or lines.cut
 
 
-def _column_names(header: list[str]) -> list[str]:
-    """pandas' names: an empty one is `Unnamed: i`, a repeated one gets `.1`, `.2`..."""
-    names: list[str] = []
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(header):
-        name = raw or f"Unnamed: {i}"
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}.{seen[name]}"
-        seen.setdefault(name, 0)
-        names.append(name)
-    return names
-
-
-def _lines(path: Path, out: BuilderRows, limit: int) -> None:
-    data = _head(path, out)
-    text = data.decode("utf-8", errors="replace")
-    for number, piece in enumerate(text.splitlines()[:limit], 1):
-        out.rows.append((number, number, {"text": piece}))
-
-
-def _columnar(path: Path, out: BuilderRows, builder: str, limit: int) -> None:
+def _columnar(path: Path, out: BuilderRows) -> Iterator[Row]:
     from importlib.util import find_spec
 
+    builder = out.builder
     if find_spec("pyarrow") is None:
         out.findings.append(
             Finding(
@@ -385,7 +325,4 @@ def _columnar(path: Path, out: BuilderRows, builder: str, limit: int) -> None:
     for batch in batches:
         for row in batch:
             number += 1
-            out.rows.append((None, number, row))
-            if number >= limit:
-                out.capped = True
-                return
+            yield None, number, row

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.contracts.builder_rows import read_builder_rows
+from catalog.contracts.builder_rows import BuilderRows, iter_builder_rows
 from catalog.contracts.columnar import arrow_batches, parquet_batches
 from catalog.contracts.loader_formats import save_to_disk_files, streamed_as_jsonl
 from catalog.errors import StepsError
@@ -198,24 +198,24 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
 
 
 def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
-    """A CSV or JSON array file's rows (every one, or the first `limit`: read within the byte
-    cap when they fit, so the dry run's first rows never load a large file whole), typed as
-    NeMo-RL's loader types them; a file that loader fails on is its finding (E-CSV / E-JSON)."""
-    read = read_builder_rows(path, builder, limit) if limit is not None else None
-    if read is None or (read.capped and len(read.rows) < (limit or 0)):
-        read = read_builder_rows(path, builder, limit, max_bytes=None)  # every row: the run
-    errors = [f for f in read.findings if f.is_error]
+    """A CSV or JSON array file's rows (every one, or the first `limit`), read lazily and
+    typed as NeMo-RL's loader types them; a file that loader fails on is its finding (E-CSV /
+    E-JSON), raised where the read reaches it."""
+    out = BuilderRows(builder, max_bytes=None)
+    batch: list = []
+    for n, (_, _, row) in enumerate(iter_builder_rows(path, out), 1):
+        batch.append(row)
+        if len(batch) == BATCH_ROWS or n == limit:
+            yield batch
+            batch = []
+            if n == limit:
+                return
+    errors = [f for f in out.findings if f.is_error]
     if errors:
-        raise StepsError(
-            errors[0].code,
-            errors[0].message,
-            path=errors[0].path,
-            line=errors[0].line,
-            fix=errors[0].fix,
-        )
-    rows = [row for _, _, row in read.rows]
-    for i in range(0, len(rows), BATCH_ROWS):
-        yield rows[i : i + BATCH_ROWS]
+        f = errors[0]
+        raise StepsError(f.code, f.message, path=f.path, line=f.line, fix=f.fix)
+    if batch:
+        yield batch
 
 
 def canonical_bytes(value: Any) -> bytes:
