@@ -46,10 +46,12 @@ from pydantic import BaseModel, ConfigDict
 
 REPO = Path(__file__).resolve().parent.parent
 # Findings about this CPU venv or checkout, not the config: not counted as a verdict. A Gym
-# config path "does not exist under the Gym root" of a checkout without its Gym submodule.
+# config path "does not exist under the Gym root" of a checkout without its Gym submodule, and
+# the one finding that says the submodule is empty (steps reports it so since issue 38).
 ENV_FINDINGS = (
     ("E-LAUNCHER", "requires-python"),
     ("E-PACKAGE-VERSION", "is not installed"),
+    ("E-GYM-CONFIG-PATH", "the NeMo-Gym git submodule is not checked out"),
 )
 GYM_ROOT = re.compile(r"does not exist under the Gym root (\S+)")
 
