@@ -131,3 +131,47 @@ def test_a_gym_dry_run_against_a_0_4_0_checkout_is_an_error_not_a_warning(tmp_pa
     codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
     assert proc.returncode == 1 and "E-GYM-SCRIPT" in codes
     assert "W-NEMO-RL-NOT-FOUND" not in codes
+
+
+def test_the_shipped_schemas_say_what_each_releases_gym_script_reads() -> None:
+    from runners.nemo_rl.schema.store import shipped_schema
+
+    gym = {v: shipped_schema(v, "grpo")["gym"] for v in ("0.4.0", "0.5.0", "0.6.0", "0.7.0", "pin")}
+    assert gym["0.4.0"] == {"script": None}
+    assert gym["0.5.0"]["data"] == {
+        "train_jsonl_fpath": "examples/nemo_gym/run_grpo_nemo_gym.py:206",
+        "validation_jsonl_fpath": "examples/nemo_gym/run_grpo_nemo_gym.py:210",
+    }
+    assert gym["0.5.0"]["data_required"] == ["shuffle"]  # grpo.py's setup reads it
+    for later in ("0.6.0", "0.7.0", "pin"):  # the whole data section goes to the shared setup
+        assert gym[later] == {"script": "examples/nemo_gym/run_grpo_nemo_gym.py"}
+
+
+GYM_SCRIPT_050 = """
+def main():
+    config: MasterConfig = load()
+    if config["grpo"]["max_val_samples"] is not None:
+        raise ValueError()
+    train = setup_single(jsonl_fpath=config["data"]["train_jsonl_fpath"])
+    if config["data"].get("extra"):
+        extra = config["data"]["extra_path"]
+    setup(config, train)
+"""
+GYM_SCRIPT_070 = """
+def main():
+    config = MasterConfig(**load())
+    train, val = setup_response_data(tokenizer, config.data, env_configs=None)
+    if config.data["use_multiple_dataloader"]:
+        pass
+"""
+
+
+def test_a_gym_script_reading_its_own_keys_is_told_from_one_handing_data_on() -> None:
+    import ast
+
+    from runners.nemo_rl.schema.gym_script import script_reads
+
+    reads, whole = script_reads(ast.parse(GYM_SCRIPT_050))
+    assert (reads, whole) == ({"train_jsonl_fpath": 6}, False)  # extra_path: only on a branch
+    reads, whole = script_reads(ast.parse(GYM_SCRIPT_070))
+    assert whole is True
