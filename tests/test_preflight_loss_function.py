@@ -47,8 +47,12 @@ def test_before_0_7_0_the_ratio_is_the_switch(tmp_path) -> None:
     [error] = on(judged(tmp_path, "rlvr", text, "0.5.0"), "E-LOSS-FN")
     assert error.key == "loss_fn.truncated_importance_sampling_ratio"
     assert "algorithms/loss_functions.py:148" in error.message
-    # 0.7.0 ignores a ratio without a type: nothing to assert
-    assert on(judged(tmp_path, "rlvr", text, "0.7.0"), "E-LOSS-FN") == []
+    # 0.7.0 ignores a ratio without a type: nothing asserts, TIS is silently off
+    found = judged(tmp_path, "rlvr", text, "0.7.0")
+    assert on(found, "E-LOSS-FN") == []
+    [ignored] = on(found, "W-LOSS-FN")
+    assert ignored.key == "loss_fn.truncated_importance_sampling_ratio"
+    assert "ignored" in ignored.message and "loss/loss_functions.py:276" in ignored.message
 
 
 def test_tis_with_its_correction_switch_is_clean_on_every_release(tmp_path) -> None:

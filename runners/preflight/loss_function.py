@@ -17,7 +17,7 @@ from typing import Any
 from catalog.errors import Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import algorithm, finding
+from runners.preflight.topology import algorithm, finding, warning
 from runners.preflight.versions import cite
 
 OLD, NEW = "nemo_rl/algorithms/loss_functions.py", "nemo_rl/algorithms/loss/loss_functions.py"
@@ -28,6 +28,7 @@ def _at(lines: dict[str, int]) -> dict[str, str]:
 
 
 SEQUENCE_VS_TOKEN = _at({"0.4.0": 130, "0.5.0": 144, "0.6.0": 209, "0.7.0": 250, "pin": 266})
+TIS_SWITCH = _at({"0.7.0": 276, "pin": 292})  # `if truncated_importance_sampling_type is not None`
 TIS_NEEDS_CORRECTION = _at({"0.4.0": 134, "0.5.0": 148, "0.6.0": 213, "0.7.0": 277, "pin": 293})
 TIS_RATIO = _at({"0.4.0": 137, "0.5.0": 151, "0.6.0": 216, "0.7.0": 288, "pin": 304})
 TIS_TYPE = _at({"0.6.0": 219, "0.7.0": 280, "pin": 296})
@@ -63,7 +64,8 @@ def tis_switch(version: NemoRLVersion | None) -> str:
 
 @rule("loss_function")
 def loss_function(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-LOSS-FN: loss_fn settings ClippedPGLossFn asserts against."""
+    """E-LOSS-FN: loss_fn settings ClippedPGLossFn asserts against; W-LOSS-FN: a truncated
+    importance sampling ratio 0.7.0+ ignores (no type)."""
     loss = ctx.get("loss_fn")
     if algorithm(ctx) != "grpo" or not isinstance(loss, dict):
         return
@@ -119,6 +121,18 @@ def _truncated_importance_sampling(
     version = ctx.nemo_rl_version
     switch = tis_switch(version)
     if loss.get(switch) is None:
+        ratio_alone = loss.get("truncated_importance_sampling_ratio") is not None
+        if switch == "truncated_importance_sampling_type" and ratio_alone:
+            yield warning(
+                ctx,
+                "W-LOSS-FN",
+                "loss_fn.truncated_importance_sampling_ratio",
+                "is set but truncated_importance_sampling_type is null: from 0.7.0 the type turns "
+                "truncated importance sampling on, so this ratio is ignored and no weight is "
+                f"truncated ({cite(version, TIS_SWITCH)})",
+                "set loss_fn.truncated_importance_sampling_type=tis (with "
+                "use_importance_sampling_correction=true), or the ratio to null",
+            )
         return
     kind, ratio = (
         loss.get("truncated_importance_sampling_type"),
