@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from catalog.config_values import as_int
+from catalog.contracts.builder_rows import UNCHECKED, read_builder_rows
+from catalog.contracts.builder_scan import builder_files
 from catalog.errors import Finding
 from runners.preflight import BoundArtifact, PreflightContext, rule
 from runners.preflight.topology import algorithm, enabled, finding, warning
@@ -69,11 +72,17 @@ def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
 
 
 def _rows_up_to(art: BoundArtifact, limit: int) -> int | None:
-    """Rows of a bound JSONL input, counted up to `limit` (None: not readable here)."""
+    """Rows of a bound data file as NeMo-RL's loader reads it, counted up to `limit` (None: not
+    readable here)."""
     if art.expected_rows is not None:
         return art.expected_rows
     if not art.is_path or not os.path.isfile(art.value):
         return None
+    built = builder_files(Path(art.value))  # CSV, a JSON array, Parquet...: the loader's rows
+    if built:
+        read = read_builder_rows(built[0][0], built[0][1], limit=limit)
+        unread = any(f.code == UNCHECKED or f.is_error for f in read.findings)
+        return None if unread else len(read.rows)
     rows = 0
     try:
         with open(art.value, "rb") as fh:
