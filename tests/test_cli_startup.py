@@ -14,15 +14,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# Submitting, following and the artifact registry: a dry run without a profile uses none of them.
-SUBMIT_STACK = {
-    "runners.launch.submit",
-    "runners.launch.backends",
-    "runners.launch.shell",
-    "runners.artifacts.pending",
-    "runners.artifacts.registry",
-    "runners.monitor.logscan",
-}
+# Start-up budgets, in modules imported (deterministic, unlike seconds: bench/bench_cli.py times
+# them): 2026-12-06 a tiny dry run imported 457 modules, `list` fewer. A new import fits; a new
+# stack (torch, ray, wandb, datasets: hundreds of modules each) does not.
+DRY_RUN_BUDGET = 520
+HEAVY = ("torch", "ray", "wandb", "datasets", "nemo_rl", "transformers", "pyarrow")
 
 
 def imported(args: list[str], cwd: Path, **env: str) -> tuple[int, set[str]]:
@@ -39,12 +35,14 @@ def imported(args: list[str], cwd: Path, **env: str) -> tuple[int, set[str]]:
     return proc.returncode, {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}
 
 
-def test_a_dry_run_imports_no_submit_stack_and_no_artifact_registry(tmp_path):
+def test_a_dry_run_starts_within_its_module_budget_and_no_heavy_stack(tmp_path):
     code, mods = imported(
         ["run", "rl/nemo_rl/rlvr", "-c", "tiny", "--dry-run", "--runs-dir", str(tmp_path)], REPO
     )
     assert code in (0, 1) and "runners.run.execute" in mods
-    assert sorted(mods & SUBMIT_STACK) == []
+    assert len(mods) <= DRY_RUN_BUDGET, len(mods)
+    assert sorted(m for m in mods if m.split(".")[0] in HEAVY) == []
+    assert "runners.launch.submit" not in mods  # nothing is submitted
 
 
 def test_a_finding_is_printed_without_the_log_prefilter(tmp_path):

@@ -128,7 +128,7 @@ def test_an_unreadable_shard_in_a_folder_is_reported_not_hidden(tmp_path: Path, 
 
 
 def test_a_crashing_preflight_rule_is_an_error_naming_it_and_nothing_runs(cwd: Path, capsys):
-    @rule("test_crashes_on_purpose", runners=("rl_prep",))
+    @rule("test_crashes_on_purpose", needs=("rl_prep_blend",))
     def crashes(ctx):
         raise KeyError("an unexpected shape")
 
@@ -146,7 +146,7 @@ def test_a_crashing_preflight_rule_is_an_error_naming_it_and_nothing_runs(cwd: P
 
 
 def test_a_rule_raising_a_user_error_reports_that_error(cwd: Path, capsys):
-    @rule("test_raises_a_finding", runners=("rl_prep",))
+    @rule("test_raises_a_finding", needs=("rl_prep_blend",))
     def raises(ctx):
         from catalog.errors import StepsError
 
