@@ -74,7 +74,8 @@ def in_process(train: Path, val: Path, nemo_rl: Path, repeat: int) -> tuple[floa
     sys.path.insert(0, str(REPO))
     from catalog.manifest import StepManifest
     from catalog.tomlfile import load_toml
-    from runners.config.compiler import all_keys, compile_config
+    from runners.config.compiler import compile_config
+    from runners.config.override_apply import all_keys
     from runners.preflight import PreflightContext, preflight
 
     step_dir = REPO / "steps" / STEP

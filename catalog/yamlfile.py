@@ -14,6 +14,7 @@ billions of nodes in whatever walks the data). A repeated key is refused, as Ome
 from __future__ import annotations
 
 import functools
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from catalog.errors import StepsError
 from catalog.syntax_errors import yaml_error
 
 Lines = dict[tuple, int]
+_INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # mapping node -> `_keys`
 
 MAX_YAML_BYTES = 16 << 20  # configs and blends are kilobytes: a bigger file is not one
 MAX_ALIAS_NODES = 100_000  # a shared block is tens of nodes; a bomb is billions
@@ -80,7 +82,7 @@ def find_key(node: Any, parts: list[str]) -> tuple[int | None, Any]:
     line = None
     for part in parts:
         if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            pair = _keys(node).get(part)
             if pair is None:
                 return None, None
             line, node = pair[0].start_mark.line + 1, pair[1]
@@ -90,6 +92,18 @@ def find_key(node: Any, parts: list[str]) -> tuple[int | None, Any]:
         else:
             return None, None
     return line, node
+
+
+def _keys(node: Any) -> dict[Any, tuple[Any, Any]]:
+    """A mapping node's (key node, value node) by key, the first of a repeated key: built once
+    per node, so locating n keys of a file costs n lookups, not n scans of the mapping."""
+    index = _INDEX.get(node)
+    if index is None:
+        index = {}
+        for k, v in node.value:
+            index.setdefault(getattr(k, "value", None), (k, v))
+        _INDEX[node] = index
+    return index
 
 
 def file_key(path: str | Path, parts: list[str]) -> tuple[int | None, Any]:

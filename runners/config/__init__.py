@@ -3,7 +3,8 @@
 Owns: `compiler` (defaults chains, overrides, resolvers, file:line of every key), `files`
 (YAML read as OmegaConf reads it, kept in `catalog.content_memo`), `omegaconf_merge` (the
 chain merged as NeMo-RL merges it, and E-CONFIG-MERGE), `overrides` (Hydra's override
-grammar), `overlays` (keys only newer NeMo-RL versions read),
+grammar, lists read in linear time), `override_apply` (tokens applied as Hydra applies them,
+adds under one section at once), `overlays` (keys only newer NeMo-RL versions read),
 `values` (plain values for the planner), `secret_overrides` (secret override values kept off
 command lines), `step_refs` (`defaults:` naming a shipped step config), `step_copy` (`init` and
 `cp`: a shipped config brought into the user's project).

@@ -14,21 +14,20 @@ import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from catalog.content_memo import ContentMemo
-from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
 from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge
 from runners.config.files import load_yaml_file
-from runners.omegaconf_internals import child_node, register_resolver
+from runners.config.override_apply import apply_overrides
+from runners.omegaconf_internals import register_resolver
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -299,94 +298,6 @@ def _content(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
-
-
-def all_keys(node: Any, prefix: str = "") -> list[str]:
-    """Every dotted key in a config (mappings only; list items are values)."""
-    out: list[str] = []
-    if isinstance(node, (DictConfig, dict)):
-        for k in node.keys() if isinstance(node, DictConfig) else node:
-            key = f"{prefix}.{k}" if prefix else str(k)
-            out.append(key)
-            try:
-                child = child_node(node, k) if isinstance(node, DictConfig) else node[k]
-            except OmegaConfBaseException:
-                continue
-            if isinstance(child, (DictConfig, dict)):
-                out.extend(all_keys(child, key))
-    return out
-
-
-def has_key(cfg: DictConfig, dotted: str) -> bool:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if isinstance(node, DictConfig) and child_node(node, part) is not None:  # `in` misses ???
-            node = child_node(node, part)
-        elif isinstance(node, ListConfig) and part.isdigit() and int(part) < len(node):
-            node = child_node(node, int(part))
-        else:
-            return False
-    return True
-
-
-def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """Apply Hydra-style overrides the way `parse_hydra_overrides` does, with clear errors."""
-    if not overrides:
-        return cfg
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.errors import HydraException
-
-    from runners.config.overrides import OverrideError, parse_overrides, redacted
-
-    parsed = parse_overrides(overrides)
-    for ov in parsed:
-        key = ov.key_or_group
-        exists = has_key(cfg, key)
-        token = redacted(ov.input_line)[0]
-        if ov.is_add() and exists:
-            raise OverrideError(
-                ov.input_line,
-                "E-OVERRIDE-KEY",
-                f"override '{token}': key '{key}' already exists",
-                key=key,
-                fix=f"use {key}=... to change it, or ++{key}=... to add-or-change",
-            )
-        if (ov.is_delete() or not (ov.is_add() or ov.is_force_add())) and not exists:
-            near = close_keys(key, all_keys(cfg))
-            hint = f"did you mean {' or '.join(near)}? " if near else ""
-            verb = "delete" if ov.is_delete() else "set"
-            add = "" if ov.is_delete() else f"to add a new key use +{key}=..."
-            raise OverrideError(
-                ov.input_line,
-                "E-OVERRIDE-KEY",
-                f"override '{token}': cannot {verb} '{key}': no such key in the config",
-                key=key,
-                fix=(hint + add).strip() or "check the key path",
-            )
-    OmegaConf.set_struct(cfg, True)
-    try:
-        for ov in parsed:  # one at a time (same result as upstream's batch) to name the token
-            try:
-                ConfigLoaderImpl._apply_overrides_to_config(overrides=[ov], cfg=cfg)
-            except (HydraException, OmegaConfBaseException, ValueError) as exc:
-                fix = (
-                    "Hydra cannot delete a key whose value is null; set it instead "
-                    f"({ov.key_or_group}=...)"
-                    if ov.is_delete()
-                    else "a dict value merges into an existing section and cannot add keys to "
-                    "it; to replace a section use `~key +key={...}`"
-                )
-                shown, detail = redacted(ov.input_line, _first_line(exc))
-                raise OverrideError(
-                    ov.input_line,
-                    "E-OVERRIDE-APPLY",
-                    f"cannot apply override '{shown}': {detail}",
-                    key=ov.key_or_group,
-                    fix=fix,
-                ) from None
-    finally:
-        OmegaConf.set_struct(cfg, False)
-    return cfg
 
 
 def compile_config(

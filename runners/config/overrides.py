@@ -36,10 +36,45 @@ def redacted(token: str, detail: str = "") -> tuple[str, str]:
 
 
 @functools.cache
-def _parser() -> Any:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+def _visitor() -> Any:
+    """Hydra's own visitor, but for lists: it asks the parse tree for element i with a scan of
+    every child (`ctx.element(i)`), so a list of n elements cost n^2 (a 20k-element list took
+    minutes); here the elements are taken in one pass, the same values in the same order."""
+    from hydra._internal.grammar.functions import Functions
+    from hydra.core.override_parser.overrides_parser import create_functions
+    from hydra.core.override_parser.overrides_visitor import HydraOverrideVisitor
+    from hydra.grammar.gen.OverrideParser import OverrideParser
 
-    return OverridesParser.create()
+    class LinearListVisitor(HydraOverrideVisitor):
+        def visitListContainer(self, ctx: Any) -> list:
+            elements = ctx.getTypedRuleContexts(OverrideParser.ElementContext)
+            return [self.visitElement(e) for e in elements]
+
+    functions: Functions = create_functions()
+    return LinearListVisitor(functions)
+
+
+def _hydra_parse(token: str) -> Any:
+    """One override token through Hydra's grammar (its lexer, parser and error listener, as
+    `OverridesParser.parse_override` runs them), read by `_visitor`."""
+    from antlr4 import CommonTokenStream, InputStream
+    from hydra.core.override_parser.overrides_visitor import HydraErrorListener
+    from hydra.core.override_parser.types import Override
+    from hydra.grammar.gen.OverrideLexer import OverrideLexer
+    from hydra.grammar.gen.OverrideParser import OverrideParser
+
+    listener = HydraErrorListener()
+    lexer = OverrideLexer(InputStream(token))
+    lexer.removeErrorListeners()
+    lexer.addErrorListener(listener)
+    parser = OverrideParser(CommonTokenStream(lexer))
+    parser.removeErrorListeners()
+    parser.addErrorListener(listener)
+    parsed = _visitor().visit(parser.override())
+    assert isinstance(parsed, Override)
+    parsed.input_line = token
+    parsed.validate()
+    return parsed
 
 
 class OverrideError(StepsError):
@@ -56,7 +91,7 @@ def _parse_one(token: str) -> Any:
     from hydra.errors import HydraException
 
     try:
-        return _parser().parse_overrides(overrides=[token])[0]
+        return _hydra_parse(token)
     except HydraException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         shown, first = redacted(token, first)
@@ -68,9 +103,15 @@ def _parse_one(token: str) -> Any:
 def parse_overrides(tokens: Iterable[str]) -> list[Any]:
     """Hydra `Override` objects, one per token; E-OVERRIDE-SYNTAX names a token Hydra rejects.
 
-    The objects are shared between calls: read them, do not change them.
+    The objects are shared between calls: read them, do not change them. The last list of
+    tokens is kept whole, so the compiler, binding and planning parse 50k overrides once.
     """
-    return [_parse_one(t) for t in tokens]
+    return list(_parse_all(tuple(tokens)))
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_all(tokens: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(_parse_one(t) for t in tokens)
 
 
 def override_keys(tokens: Iterable[str]) -> list[str]:
