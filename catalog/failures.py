@@ -198,11 +198,12 @@ KINDS: tuple[FailureKind, ...] = (
         False,
         3,
         "The job ran `steps` code (or its dependency pydantic) with a Python on the node that "
-        "does not have it installed: the cluster, not NeMo-RL, lacks it.",
+        "does not have it installed, or has a release it does not run on: the cluster, not "
+        "NeMo-RL, lacks it.",
         "the Python that runs the job (the container's) lacks a package the copy of steps "
-        "staged with the job needs (pydantic, PyYAML, omegaconf, msgspec, xxhash, tqdm): use "
-        "an image that has them (NeMo-RL's does), or set `steps_launcher` in the profile to a "
-        "Python that has steps installed",
+        "staged with the job needs (pydantic 2.6-3, PyYAML, omegaconf 2.2-2.4, msgspec, xxhash, "
+        "tqdm), or has a release outside those ranges: use an image that has them (NeMo-RL's "
+        "does), or set `steps_launcher` in the profile to a Python that has steps installed",
         (
             Signature(
                 "No module named",
