@@ -20,8 +20,8 @@ RELEASES = ("2.2.3", "2.3.0", "2.4.0")
 _TMP = Path(tempfile.gettempdir())
 LAB_WHEELS = Path(os.environ.get("STEPS_LAB_WHEELS") or _TMP / f"steps-lab-wheels-{os.getuid()}")
 LAB_SITES = _TMP / f"steps-lab-omegaconf-{os.getuid()}"
-FETCH = f"python -m pip download --no-deps -d {LAB_WHEELS} " + " ".join(
-    f"omegaconf=={r}" for r in RELEASES
+FETCH = "; ".join(  # one release a command: pip resolves one version per package
+    f"python -m pip download --no-deps -d {LAB_WHEELS} omegaconf=={r}" for r in RELEASES
 )
 
 
