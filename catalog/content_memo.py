@@ -5,8 +5,7 @@ and parsing them is most of the work. The one engine behind every such cache in 
 The key holds the content itself (with whatever else the result depends on), so an edit is a
 miss even within one mtime tick and a file that is written back as it was is a hit. What is
 kept is pristine: by default the value pickled, unpickled afresh on every hit; or, with a
-`copy` strategy, a copy of the value, copied again on every hit (`copy.deepcopy` for
-OmegaConf's configs, which pickle slowly); `SHARED` hands out the kept value
+`copy` strategy, a copy of the value, copied again on every hit; `SHARED` hands out the kept value
 itself, for callers that only read. Either way callers may mutate what they get.
 
 `seen_twice=True` keeps a value only when its key comes a second time, so a one-shot command
