@@ -10,7 +10,7 @@ is handed over, as typed events. The CLI (`steps/cli/run_cmd.py` and the job com
 arguments and renders; nothing here prints.
 
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `cluster` (a run handed to a cluster), `execute` (the plan carried out, as
+run dir's files), `outputs` (what it registers: the artifact registry and W&B), `cluster` (a run handed to a cluster), `execute` (the plan carried out, as
 events), `job_view` (a launched run as `jobs`,
 `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress), `judge`
 (the upstream judge's CPU job before a cluster's GPU job, and its verdict).
@@ -24,16 +24,31 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from catalog.errors import Finding, StepsError
+from runners.run.outputs import (
+    record_outputs,
+    record_pending,
+    registry_findings,
+    wandb_findings,
+    wandb_settings,
+)
 from runners.run.plan import RunPlan, RunRequest
 
-__all__ = ["RunPlan", "RunRequest", "launch_local", "plan_run", "write_run_dir_for"]
+__all__ = [
+    "RunPlan",
+    "RunRequest",
+    "launch_local",
+    "plan_run",
+    "record_outputs",
+    "record_pending",
+    "wandb_settings",
+    "write_run_dir_for",
+]
 
 if TYPE_CHECKING:
     from catalog.discovery import StepEntry
-    from runners.artifacts.record import FinishedRun
     from runners.bind import Binding
     from runners.chain.settings import ChainConfig
     from runners.kinds.base import Command, Prepared, RunnerKind, Setting
@@ -80,8 +95,8 @@ def plan_run(
     env_file = str(target.env_file) if target is not None else None
     unreached = [ctx.remote.unreached] if ctx.remote and ctx.remote.unreached else []
     findings = [*typos, *unreached, *preflight(ctx), *chain_findings, *command.findings,
-                *_registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
-                *(_wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
+                *registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
+                *(wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     findings = list(dict.fromkeys(findings))  # one input bound to two ports: one finding
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
                  argv)  # fmt: skip
@@ -138,20 +153,6 @@ def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
             bad.append(exc.finding)
             continue
         return prepared, bad
-
-
-def _registry_findings(root: Path, manifest: Any) -> list[Finding]:
-    """A run that registers outputs reads the artifact registry when it ends: one it could not
-    use (not yours alone, damaged) is a finding now, before any work, not an error after it."""
-    if not manifest.produces:
-        return []
-    from runners.artifacts.registry import load
-
-    try:
-        load(root)
-    except StepsError as exc:
-        return [exc.finding]
-    return []
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:
@@ -342,80 +343,3 @@ def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
     if isinstance(summary, dict) and plan.written:
         summary["artifacts"] = record_outputs(plan)
     return summary
-
-
-def wandb_table(env_file: str | None, env: dict, cwd: Path) -> tuple[Path | None, Any]:
-    """(env.toml, its `[wandb]` table) of this run; (None, None) without an env.toml `run`
-    would use."""
-    from catalog.tomlfile import load_toml
-    from runners.launch.profiles import find_env_file
-
-    try:
-        path = Path(env_file) if env_file else find_env_file(None, env, cwd)
-        return path, load_toml(path, code="E-PROFILE").get("wandb")
-    except StepsError:
-        return None, None  # no env.toml (or one `run` would refuse): no [wandb] from it
-
-
-def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
-    """W&B for this run: the config's logger, else env.toml's `[wandb]` table (None: off)."""
-    from runners.artifacts.wandb_log import settings_for
-
-    path, table = wandb_table(env_file, env, cwd)
-    return settings_for(config, table, str(path) if path else None, env)
-
-
-def _wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Finding]:
-    """The `[wandb]` table as W&B will take it when this run's outputs are logged: the dry run
-    and the run say the same, before any work (runners.artifacts.wandb_check)."""
-    from catalog.tomlfile import key_lines
-    from runners.artifacts.wandb_check import table_findings
-
-    path, table = wandb_table(plan_env_file, env, cwd)
-    if path is None or not isinstance(table, dict):
-        return []
-    try:
-        lines = key_lines(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        lines = {}
-    return table_findings(table, env, path, lines)
-
-
-def _finished(plan: RunPlan) -> FinishedRun:
-    """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
-    from catalog.types import load_catalog_types
-    from runners.artifacts.record import FinishedRun
-    from runners.run.files import RunFiles
-
-    files = plan.files
-    assert isinstance(files, RunFiles)  # set by the plan
-    return FinishedRun(
-        step=plan.step_id,
-        run_dir=plan.run_dir,
-        root=plan.run_dir.parents[plan.step_id.count("/") + 1],  # <root>/<step id>/<run>
-        inputs=files.binding.inputs,
-        outputs=files.binding.outputs,
-        nemo_rl_version=files.nemo_rl_version,
-        config=plan.resolved,
-        wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd)),
-        graph=load_catalog_types(),
-    )
-
-
-def record_outputs(plan: RunPlan) -> dict:
-    """After a run that returned here: its outputs in the runs root's artifact registry (and in
-    W&B when configured), with the inputs and config that made them."""
-    from runners.artifacts.record import record_run
-
-    return record_run(_finished(plan))
-
-
-def record_pending(plan: RunPlan) -> dict:
-    """Before a run that ends elsewhere (an exec into NeMo-RL, a cluster job): its outputs as
-    pending versions, settled (and logged to W&B when configured) once it ended
-    (runners.artifacts.pending). Returns the report."""
-    from runners.artifacts.pending import this_process, training_end
-    from runners.artifacts.record import record_launch
-
-    watch = this_process(*training_end(plan.resolved)) if plan.target is None else None
-    return record_launch(_finished(plan), watch)

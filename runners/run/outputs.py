@@ -1,0 +1,105 @@
+"""What a run registers, checked before any work and written after: its outputs in the runs
+root's artifact registry (runners.artifacts) and, when configured, in W&B (env.toml `[wandb]` or
+the config's logger)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalog.errors import Finding, StepsError
+from runners.run.plan import RunPlan
+
+if TYPE_CHECKING:
+    from runners.artifacts.record import FinishedRun
+
+
+def registry_findings(root: Path, manifest: Any) -> list[Finding]:
+    """A run that registers outputs reads the artifact registry when it ends: one it could not
+    use (not yours alone, damaged) is a finding now, before any work, not an error after it."""
+    if not manifest.produces:
+        return []
+    from runners.artifacts.registry import load
+
+    try:
+        load(root)
+    except StepsError as exc:
+        return [exc.finding]
+    return []
+
+
+def wandb_table(env_file: str | None, env: dict, cwd: Path) -> tuple[Path | None, Any]:
+    """(env.toml, its `[wandb]` table) of this run; (None, None) without an env.toml `run`
+    would use."""
+    from catalog.tomlfile import load_toml
+    from runners.launch.profiles import find_env_file
+
+    try:
+        path = Path(env_file) if env_file else find_env_file(None, env, cwd)
+        return path, load_toml(path, code="E-PROFILE").get("wandb")
+    except StepsError:
+        return None, None  # no env.toml (or one `run` would refuse): no [wandb] from it
+
+
+def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
+    """W&B for this run: the config's logger, else env.toml's `[wandb]` table (None: off)."""
+    from runners.artifacts.wandb_log import settings_for
+
+    path, table = wandb_table(env_file, env, cwd)
+    return settings_for(config, table, str(path) if path else None, env)
+
+
+def wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Finding]:
+    """The `[wandb]` table as W&B will take it when this run's outputs are logged: the dry run
+    and the run say the same, before any work (runners.artifacts.wandb_check)."""
+    from catalog.tomlfile import key_lines
+    from runners.artifacts.wandb_check import table_findings
+
+    path, table = wandb_table(plan_env_file, env, cwd)
+    if path is None or not isinstance(table, dict):
+        return []
+    try:
+        lines = key_lines(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        lines = {}
+    return table_findings(table, env, path, lines)
+
+
+def _finished(plan: RunPlan) -> FinishedRun:
+    """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
+    from catalog.types import load_catalog_types
+    from runners.artifacts.record import FinishedRun
+    from runners.run.files import RunFiles
+
+    files = plan.files
+    assert isinstance(files, RunFiles)  # set by the plan
+    return FinishedRun(
+        step=plan.step_id,
+        run_dir=plan.run_dir,
+        root=plan.run_dir.parents[plan.step_id.count("/") + 1],  # <root>/<step id>/<run>
+        inputs=files.binding.inputs,
+        outputs=files.binding.outputs,
+        nemo_rl_version=files.nemo_rl_version,
+        config=plan.resolved,
+        wandb=wandb_settings(plan.resolved, plan.env_file, plan.env, Path(files.cwd)),
+        graph=load_catalog_types(),
+    )
+
+
+def record_outputs(plan: RunPlan) -> dict:
+    """After a run that returned here: its outputs in the runs root's artifact registry (and in
+    W&B when configured), with the inputs and config that made them."""
+    from runners.artifacts.record import record_run
+
+    return record_run(_finished(plan))
+
+
+def record_pending(plan: RunPlan) -> dict:
+    """Before a run that ends elsewhere (an exec into NeMo-RL, a cluster job): its outputs as
+    pending versions, settled (and logged to W&B when configured) once it ended
+    (runners.artifacts.pending). Returns the report."""
+    from runners.artifacts.pending import this_process, training_end
+    from runners.artifacts.record import record_launch
+
+    watch = this_process(*training_end(plan.resolved)) if plan.target is None else None
+    return record_launch(_finished(plan), watch)
