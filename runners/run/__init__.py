@@ -10,10 +10,10 @@ is handed over, as typed events. The CLI (`steps/cli/run_cmd.py` and the job com
 arguments and renders; nothing here prints.
 
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `outputs` (what it registers: the artifact registry and W&B), `cluster` (a run handed to a cluster), `execute` (the plan carried out, as
-events), `job_view` (a launched run as `jobs`,
-`status`, `logs` and `cancel` see it: a chain's current segment, live state, progress), `judge`
-(the upstream judge's CPU job before a cluster's GPU job, and its verdict).
+run dir's files), `outputs` (what it registers: the artifact registry and W&B), `cluster` (a run
+handed to a cluster), `execute` (the plan carried out, as events), `job_view` (a launched run as
+`jobs`, `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress),
+`judge` (the upstream judge's CPU job before a cluster's GPU job, and its verdict).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
 `runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
 `runners.rundir`, `runners.secrets`, catalog.
