@@ -185,6 +185,19 @@ def _needs_agent_ref(path: Path) -> bool:
     return False
 
 
+def _narrowed(port: Any, cfg: DictConfig, graph: Any) -> str:
+    """An output's type narrowed by its `type_key` (rl_prep's output_type: GRPO rows or DPO
+    pairs), so it is registered as what it is; the port's own type when not a known subtype."""
+    if not port.type_key or graph is None:
+        return str(port.type)
+    from catalog.types import mapped_type
+
+    value = mapped_type(port.model_dump(), resolved_value(cfg, port.type_key))
+    if isinstance(value, str) and value in graph and graph.is_a(value, port.type):
+        return value
+    return str(port.type)
+
+
 def bind(
     compiled: Any,
     manifest: Any,
@@ -272,7 +285,8 @@ def bind(
                     _bind_split(binding, t, port, manifest, found, port.name, run_dir, agent_ref)
                     continue
                 _set_path(t, path, value, given is not None)
-                art = BoundArtifact(port.name, port.type, t.key, path)
+                kind = port.type if consumed else _narrowed(port, cfg, graph)
+                art = BoundArtifact(port.name, kind, t.key, path)
                 (binding.inputs if consumed else binding.outputs).append(art)
                 if jsonl and agent_ref is not None and _needs_agent_ref(Path(path)):
                     _derive(binding, t, port.name, [Path(path)], run_dir, agent_ref)

@@ -92,3 +92,17 @@ def test_the_fast_path_and_the_row_check_agree_on_every_pinned_agent():
             assert check(json.loads(line)) == [], line
     assert not accept(lines[0]) and check(json.loads(lines[0]))
     assert accept(lines[1]) and accept(lines[2])
+
+
+def test_every_field_a_row_lacks_is_named_in_one_finding(tmp_path, monkeypatch, capsys):
+    rows = tmp_path / "raw.jsonl"
+    rows.write_text("".join(json.dumps({"problem": f"1+{i}?", "answer": f"{i + 1}"}) + "\n"
+                            for i in range(5)))  # fmt: skip
+    dataset = {"name": "m", "path": "raw.jsonl", "agent_ref": AGENT,
+               "map": {"responses_create_params.input": "problem"}}  # fmt: skip
+    blend = write_blend(tmp_path, [dataset])
+    proc = cli(monkeypatch, capsys, tmp_path, "run", "data_prep/rl_prep", f"blend_path={blend}",
+               f"output_dir={tmp_path / 'out'}", "--dry-run", "--json")  # fmt: skip
+    [f] = [f for f in json.loads(proc.stdout)["findings"] if f["code"] == TASK]
+    assert "`expected_answer`, `question` are missing" in f["message"]
+    assert "give each row `expected_answer` and `question`" in f["fix"]

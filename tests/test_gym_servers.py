@@ -137,21 +137,23 @@ def test_a_model_extending_another_server_s_model_is_read_from_the_gym_tree(tmp_
 # --- checking rows against the server their agent routes to ------------------------------------
 
 
-def test_dapo_style_rows_without_question_and_expected_answer_fail_validate_once_per_field(
+def test_dapo_style_rows_without_question_and_expected_answer_fail_validate_once_for_both(
     tmp_path: Path, checkout: Path
 ) -> None:
     rows = shards(tmp_path / "prepared", [dapo_row(i) for i in range(40)], 11)
     report = validate(tmp_path, checkout, rows)
     assert not report["ok"] and report["bad_rows"] == 40
     task = [f for f in report["findings"] if f["code"] == "E-GYM-TASK-FIELD"]
-    assert [f["key"] for f in task] == ["question", "expected_answer"]  # one finding per cause
-    assert task[0]["message"].startswith("40 rows in 11 files: question: `question` is missing")
+    assert [f["key"] for f in task] == ["question, expected_answer"]  # one cause, both named
+    assert task[0]["message"].startswith(
+        "40 rows in 11 files: question, expected_answer: `question`, `expected_answer` are missing"
+    )
     assert f"agent `{MATH_AGENT}`" in task[0]["message"]
     assert "server `math_with_judge`" in task[0]["message"]
     assert task[0]["message"].endswith(
         "first at shard-00000.jsonl:1, shard-00000.jsonl:2, shard-00000.jsonl:3, ..."
     )
-    assert report["errors"] == 2
+    assert report["errors"] == 1
 
 
 def test_chat_rows_routed_to_instruction_following_need_its_integer_id(
@@ -188,7 +190,7 @@ def test_the_dry_run_rejects_the_same_rows_with_the_same_findings(
         str(checkout), "--dry-run", "--json", cwd=tmp_path,
     )  # fmt: skip
     task = [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "E-GYM-TASK-FIELD"]
-    assert [f["key"] for f in task] == ["question", "expected_answer"]
+    assert [f["key"] for f in task] == ["question, expected_answer"]
     assert task[0]["message"].startswith("12 rows in 3 files: ")
 
 

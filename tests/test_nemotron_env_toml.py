@@ -89,6 +89,28 @@ def test_a_secret_with_its_value_in_env_vars_is_refused_at_its_line(tmp_path):
     assert "abcd1234abcd" not in finding.render()
 
 
+def test_nemotron_s_generated_optional_secret_is_forwarded_when_set_and_never_written(tmp_path):
+    """Nemotron's env_toml slurm.yaml writes `HF_TOKEN = "${oc.env:HF_TOKEN,''}"`: an optional
+    secret (empty when unset), forwarded by name when set here, never a value in a file."""
+    f = write(tmp_path, '[a]\nexecutor = "slurm"\nremote_dir = "/x"\nenv_vars = { '
+                        "HF_TOKEN = \"${oc.env:HF_TOKEN,''}\", "
+                        "WANDB_API_KEY = \"${oc.env:WANDB_API_KEY,''}\" }\n")  # fmt: skip
+    profile = load_profile(f, "a", {"HF_TOKEN": "hf_abc123secret"})
+    assert profile.secrets == ["HF_TOKEN"]
+    assert "HF_TOKEN" not in profile.env and "WANDB_API_KEY" not in profile.env
+    assert "hf_abc123secret" not in json.dumps(profile.model_dump())
+    with pytest.raises(StepsError):  # a default that is a value stays refused
+        load_profile(
+            write(
+                tmp_path,
+                '[a]\nexecutor = "slurm"\nremote_dir = "/x"\nenv_vars = '
+                '{ HF_TOKEN = "${oc.env:HF_TOKEN,hf_x}" }\n',
+            ),
+            "a",
+            {},
+        )
+
+
 def test_five_problems_in_a_profile_are_five_findings_in_one_run(tmp_path):
     f = write(
         tmp_path,

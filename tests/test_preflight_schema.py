@@ -61,7 +61,7 @@ def _schema_findings(config: Path) -> list:
     return SchemaChecker(load_schema(ctx.manifest.run.algorithm), ctx).check_root(ctx.config)
 
 
-def test_misspelt_key_in_a_user_config_warns_at_its_line(tmp_path: Path) -> None:
+def test_misspelt_key_in_a_user_config_is_an_error_at_its_line(tmp_path: Path) -> None:
     mine = tmp_path / "mine.yaml"
     mine.write_text(
         f"defaults: {RLVR_DEFAULT}\n"
@@ -70,11 +70,11 @@ def test_misspelt_key_in_a_user_config_warns_at_its_line(tmp_path: Path) -> None
         "    vllm_cfg:\n"
         "      use_deep_gem: true\n"
     )
-    found = [f for f in _schema_findings(mine) if f.code == "W-SCHEMA-UNKNOWN"]
+    found = [f for f in _schema_findings(mine) if f.code == "E-SCHEMA-TYPO"]
     assert [(f.key, f.path, f.line) for f in found] == [
         ("policy.generation.vllm_cfg.use_deep_gem", str(mine), 5)
     ]
-    assert "did you mean 'use_deep_gemm'" in found[0].message and not found[0].is_error
+    assert "did you mean 'use_deep_gemm'" in found[0].message and found[0].is_error
 
 
 def test_key_only_upstream_examples_set_is_known_at_that_path(tmp_path: Path) -> None:

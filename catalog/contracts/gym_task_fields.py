@@ -70,21 +70,25 @@ class TaskFields:
         if route is None:
             return
         server, fields = route
-        for key, required, kinds in fields:
-            if key not in row:
-                if required:
-                    out.append(
-                        RowViolation(
-                            TASK_FIELD,
-                            key,
-                            f"`{key}` is missing: agent `{agent}` routes the row to resource "
-                            f"server `{server}`, whose verify request requires it",
-                            f"give each row `{key}` (in an rl_prep blend, map a source field "
-                            "onto it), or route the rows to an agent whose server does not "
-                            "need it",
-                        )
-                    )
-            elif kinds and not _lax_ok(row[key], kinds):
+        missing = [key for key, required, _ in fields if required and key not in row]
+        if missing:  # one cause (the row lacks what the server reads): all of it, in one
+            names = ", ".join(f"`{k}`" for k in missing)
+            one = len(missing) == 1
+            out.append(
+                RowViolation(
+                    TASK_FIELD,
+                    ", ".join(missing),
+                    f"{names} {'is' if one else 'are'} missing: agent `{agent}` routes the row "
+                    f"to resource server `{server}`, whose verify request requires "
+                    f"{'it' if one else 'them'}",
+                    f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map "
+                    f"source fields onto {'it' if one else 'them'}), or route the rows to an "
+                    "agent whose server does not need "
+                    f"{'it' if one else 'them'}",
+                )
+            )
+        for key, _, kinds in fields:
+            if key in row and kinds and not _lax_ok(row[key], kinds):
                 out.append(
                     RowViolation(
                         TASK_FIELD,

@@ -1,7 +1,9 @@
 """Artifact names and references, in the convention a Nemotron user already reads.
 
 An output is named for what it is and the step that made it: data prep writes
-`DataBlendsArtifact-<kind>` (`data_prep/rl_prep` -> `DataBlendsArtifact-rl`), a checkpoint is
+`DataBlendsArtifact-<kind>` named for what the data is for (`data_prep/rl_prep`: GRPO rows
+`DataBlendsArtifact-rl`, DPO pairs `DataBlendsArtifact-dpo`, plain prompts
+`DataBlendsArtifact-rl-prompts`, so `:latest` never flips between them), a checkpoint is
 `ModelArtifact-<step>` (`rl/nemo_rl/rlvr` -> `ModelArtifact-rlvr`), anything else
 `<type>-<step>`. A reference is `NAME`, `NAME:ALIAS` (`latest`, or one you gave) or `NAME:vN`,
 as W&B writes them; it never holds a `/`, so a path or a hub id is never read as one.
@@ -18,6 +20,8 @@ MODEL_ROOTS = ("hf_checkpoint", "megatron_checkpoint", "nemo_rl_checkpoint")
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _REF = re.compile(rf"^(?P<name>{_PART})(?::(?P<tag>{_PART}))?$")
 _VERSION = re.compile(r"^v(\d+)$")
+# What prepared data is for, by its (narrowed) type: the kind in its DataBlendsArtifact name.
+DATA_FOR = {"preference_jsonl": "dpo", "verifiable_prompt_jsonl": "rl-prompts"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ def artifact_name(step_id: str, type_name: str, model: bool, label: str | None =
     last part unless a pipeline names its stage)."""
     leaf = step_id.rsplit("/", 1)[-1]
     if step_id.startswith("data_prep/") and not model:
-        return f"DataBlendsArtifact-{leaf.removesuffix('_prep')}"
+        return f"DataBlendsArtifact-{DATA_FOR.get(type_name, leaf.removesuffix('_prep'))}"
     if model:
         return f"ModelArtifact-{leaf}"
     return f"{type_name}-{label or leaf}"

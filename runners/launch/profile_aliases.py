@@ -3,8 +3,10 @@
 `translate` rewrites one merged profile (after `extends`) before the model sees it and returns
 what it cannot map as findings, all of them at once. `${oc.env:NAME[,default]}` is resolved from
 the submitting environment (as Nemotron does, on the submitting machine); an `env_vars` entry
-`NAME = "${oc.env:NAME}"` forwards NAME as a secret (never written anywhere); a secret-named
-variable with any other value is refused: secrets are names, never values in a file.
+`NAME = "${oc.env:NAME}"` forwards NAME as a secret (never written anywhere), and Nemotron's
+generated `NAME = "${oc.env:NAME,''}"` forwards it when set here (unset means empty, as in
+Nemotron); a secret-named variable with any other value is refused: secrets are names, never
+values in a file.
 The mapping is documented in docs/cluster.md ("Profiles (env.toml)").
 """
 
@@ -56,6 +58,9 @@ def _env_vars(table: Any, p: dict, environ: Mapping[str, str], out: list[Problem
     for name, value in table.items():
         if value == "${oc.env:" + str(name) + "}":
             secrets += [name] if name not in secrets else []
+        elif _optional_forward(str(name), value):  # Nemotron's generated `${oc.env:NAME,''}`
+            if environ.get(str(name)) and name not in secrets:
+                secrets.append(name)  # forwarded when set here; unset means empty, as there
         elif is_secret_env(str(name)):
             out.append(
                 (
@@ -69,6 +74,13 @@ def _env_vars(table: Any, p: dict, environ: Mapping[str, str], out: list[Problem
         else:
             env.setdefault(str(name), str(_resolve(value, environ, str(name), out)))
     p["env"], p["secrets"] = env, secrets
+
+
+def _optional_forward(name: str, value: Any) -> bool:
+    """`${oc.env:NAME,''}` (an empty default) for NAME itself: forward it if set, else none."""
+    m = _OC_ENV.fullmatch(value) if isinstance(value, str) else None
+    return bool(m and m.group(1) == name and m.group(2) is not None
+                and m.group(2).strip().strip("'\"") == "")  # fmt: skip
 
 
 def _ssh(p: dict, out: list[Problem]) -> None:

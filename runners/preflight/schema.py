@@ -312,15 +312,36 @@ class SchemaChecker:
                 finally:
                     self._lenient -= 1
                 continue
-            yield self.finding(
-                "W-SCHEMA-UNKNOWN",
-                prefix + k,
-                f"not a key {name} declares nor one NeMo-RL's example configs set here in NeMo-RL"
-                f" {self.version}; NeMo-RL keeps it, but likely nothing reads it"
-                f"{_hint(k, [*fields, *extra, *shipped])}",
-                "fix the spelling, or remove the key",
-                warn=True,
+            found = self.unknown(prefix + k, k, name, [*fields, *extra, *shipped])
+            if found is not None:
+                yield found
+
+    def unknown(self, dotted: str, leaf: str, name: str, declared: list[str]) -> Finding | None:
+        """E-SCHEMA-TYPO for a key an edit or two from a declared one (key_typos.py), else
+        W-SCHEMA-UNKNOWN; nothing for a key kept on purpose (run.keep_keys)."""
+        from runners.preflight.key_typos import KEEP, TYPO, kept, typo
+
+        near = typo(self.ctx, dotted, leaf, declared)
+        keep = f"or list it in {KEEP} to keep it on purpose"
+        if near is not None:
+            return self.finding(
+                TYPO,
+                dotted,
+                f"not a key {name} declares (did you mean '{near}'?); NeMo-RL keeps it unread, so "
+                f"'{near}' keeps the value set elsewhere",
+                f"rename it to '{near}', {keep}",
             )
+        if kept(self.ctx, dotted):
+            return None
+        return self.finding(
+            "W-SCHEMA-UNKNOWN",
+            dotted,
+            f"not a key {name} declares nor one NeMo-RL's example configs set here in NeMo-RL"
+            f" {self.version}; NeMo-RL keeps it, but likely nothing reads it"
+            f"{_hint(leaf, declared)}",
+            f"fix the spelling, remove the key, {keep}",
+            warn=True,
+        )
 
 
 def schema_missing(algo: str) -> Finding:
