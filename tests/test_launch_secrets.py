@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import slurm, stand_in_checkout, wait_for  # noqa: F401
+from cluster_fixtures import NO_JUDGE, slurm, stand_in_checkout, wait_for  # noqa: F401
 from run_fixtures import clean_env, steps_cli
 from test_launch_slurm import write_env_toml
 
@@ -97,7 +97,8 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
     }
     settings = {n: v for n, (v, s) in NAMES.items() if not s and n != "PATH"}
     env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_POLL_SECONDS="0.3",
-                    STEPS_OUTPUT=str(tmp_path / "out"), **secrets, **settings)  # fmt: skip
+                    STEPS_OUTPUT=str(tmp_path / "out"), **secrets, **settings,
+                    **NO_JUDGE)  # fmt: skip
 
     def cli(*argv: str):
         return steps_cli(monkeypatch, capsys, *argv, cwd=work, env=env)

@@ -88,6 +88,8 @@ def test_a_config_the_image_accepts_runs_the_gpu_job_after_the_judge(judged):
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--run", "lab")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "driver done" in res.stdout
+    said = [t for t in res.stderr.splitlines() if t.startswith("upstream judge: slurm job ")]
+    assert said and "runs first; job " in said[0] and said[0].endswith(".out")
     assert json.loads((root / "record.json").read_text())["argv"][0] == "examples/run_dpo.py"
     status = json.loads(cli("status", "last", "--json").stdout)
     judge = status["upstream_judge"]

@@ -41,10 +41,12 @@ class Settled:
 
 @dataclass
 class Submitted:
-    """The job is queued and run.json holds its record."""
+    """The job is queued and run.json holds its record (and the upstream judge's, when one went
+    first: runners/run/judge.py)."""
 
     job: JobRecord
     attached: bool
+    judge: JobRecord | None = None
 
 
 @dataclass
@@ -155,7 +157,10 @@ def _on_cluster(plan: RunPlan, target: ClusterTarget, out: TextIO | None) -> Ite
         return
     job, pending = submit(plan, target)
     yield Registered(pending)
-    yield Submitted(job, target.attached)
+    from runners.rundir import JobRecord, read_record
+
+    judge = read_record(plan.run_dir).get("judge")
+    yield Submitted(job, target.attached, JobRecord.model_validate(judge) if judge else None)
     if not target.attached:
         yield Done(0, plan, "batch", job=job)
         return

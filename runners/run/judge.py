@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalog.errors import Finding
+from catalog.errors import Finding, StepsError
 from runners.launch.request import NOT_SUBMITTED, TERMINAL, LaunchRequest
 from runners.rundir import JobRecord, update_record
 
@@ -206,7 +206,10 @@ def verdict(run_dir: Path, data: dict) -> Verdict | None:
         backend = backend_for_job(job)
         job = backend.refresh(job) if job.state not in TERMINAL else job
         if job.state in TERMINAL:
-            doc = settled(run_dir, job, backend)
+            try:
+                doc = settled(run_dir, job, backend)
+            except StepsError:  # its log cannot be read now: asked again next time
+                doc = job.dump()
     report = doc.get("report")
     report = report if isinstance(report, dict) else {}
     findings = [_finding(f) for f in report.get("findings") or [] if isinstance(f, dict)]

@@ -26,6 +26,11 @@ def submitted(event: Submitted) -> None:
     if job.submit_note:
         print(f"note: {job.submit_note}", file=sys.stderr)
     where = f" on {job.host}" if job.host else ""
+    judge = event.judge
+    if judge is not None:  # NeMo-RL's own checks in the image, a CPU job before this one
+        how = "passed" if judge.exit_code == 0 else f"runs first; job {job.job_id} waits for it"
+        print(f"upstream judge: {judge.executor} job {judge.job_id} {how}; log: "
+              f"{judge.log_path}", file=sys.stderr)  # fmt: skip
     print(
         f"submitted {job.executor} job {job.job_id}{where}; log: {job.log_path}",
         file=sys.stderr,
