@@ -60,8 +60,9 @@ def search_path(ctx: PreflightContext) -> list[str] | None:
     env_path = launch.env.get("PYTHONPATH", "")
     run = ctx.manifest.run if ctx.manifest is not None else None
     scripts = [s for s in (run.script, run.gym_script) if s] if run is not None else []
-    paths = [p for p in env_path.split(os.pathsep) if p]
-    paths += [str(Path(launch.checkout) / os.path.dirname(s)) for s in scripts]
+    checkout = Path(launch.checkout)  # the launch's working directory: relative entries
+    paths = [str(checkout / p) for p in env_path.split(os.pathsep) if p]  # (absolute stay)
+    paths += [str(checkout / os.path.dirname(s)) for s in scripts]
     paths.append(str(launch.checkout))
     for site in found.sites:
         added = _pth_dirs(Path(site))
@@ -88,7 +89,7 @@ def _pth_dirs(site: Path) -> list[str] | None:
             if not line or line.startswith("#"):
                 continue
             if not line.startswith("import"):
-                out.append(line)
+                out.append(str(site / line))  # relative to the site folder
             elif "_distutils_hack" in line:
                 continue  # setuptools' shim: adds no module
             elif "__editable__" in line:
