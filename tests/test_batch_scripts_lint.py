@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from runners.kinds import kind_for, known
 from runners.launch.profiles import SlurmProfile
 from runners.launch.request import LaunchRequest
 from runners.launch.slurm import SlurmBackend
+from runners.run.judge import VERDICT
 
 PROFILES = {
     "bare": {},
@@ -56,6 +58,10 @@ def _scripts(kind: str, variant: str, root: Path) -> dict[str, str]:
         out["ray.sub COMMAND"] = f"#!/bin/bash\n{command}\n"
         out["chain.sbatch"] = segment_script(job_dir, "/opt/Nemo RL/ray.sub")
         out["chain's sbatch environment"] = f"#!/bin/bash\n{CLEAN_ENV}"
+        judge = replace(req, command=["bash", "-c", VERDICT, "judge", "python3", "it's"],
+                        uses_ray_sub=False, secret_names=[], name_suffix="-judge")  # fmt: skip
+        out["job-judge.sbatch"] = backend._batch_script(judge)  # the upstream judge's job
+        out["the judge's verdict (bash -c)"] = f"#!/bin/bash\n{VERDICT}\n"
     else:
         out["job.sbatch"] = backend._batch_script(req)
     return out
