@@ -234,3 +234,15 @@ def test_millions_of_bad_rows_past_max_errors_take_about_the_time_of_good_rows(t
     base = min(timed(good) for _ in range(2))
     took = min(timed(bad) for _ in range(2))
     assert took < 10 * base + 0.3, f"bad rows {took:.2f}s vs good rows {base:.2f}s"
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_character_device_is_refused_at_once(device):
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "steps", "validate", "training_jsonl", device, "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and time.monotonic() - start < 30, proc.stderr
+    [f] = json.loads(proc.stdout)["findings"]
+    assert f["code"] == "E-INPUT-KIND" and "a character device" in f["message"]

@@ -24,6 +24,8 @@ Problem = tuple[str, str, str]  # (key to point at, message, fix)
 
 # Top-level tables of a Nemotron env.toml that are settings, not profiles.
 RESERVED = ("wandb", "cli", "cache", "artifacts")
+# Values printed and put on command lines as they are: one read from a secret is refused.
+SECRET_FREE = ("host", "address")
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _SBATCH = {"cpus_per_task": "--cpus-per-task", "mem": "--mem"}
 
@@ -39,6 +41,17 @@ def _resolve(value: Any, env: Mapping[str, str], key: str, out: list[Problem]) -
 
     def one(m: re.Match) -> str:
         name, default = m.group(1), m.group(2)
+        if key in SECRET_FREE and is_secret_env(name):
+            out.append(
+                (
+                    key,
+                    f"{key} = {m.group()}: ${name} is a secret, and a {key} is printed in "
+                    "messages and put on ssh's command line",
+                    f"write the {key} itself in "
+                    "env.toml (a secret belongs in env_vars or secrets, passed by name)",
+                )
+            )
+            return ""  # fmt: skip
         if name in env:
             return env[name]
         if default is not None:

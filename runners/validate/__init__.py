@@ -152,12 +152,14 @@ def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
 
 def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
     """A missing or unreadable input is a setup error (exit 2), not a finding in the data. A
-    FIFO or device is not opened here: the scan is its one reader."""
+    character or block device (/dev/zero, a terminal) never ends: refused at once. A pipe is not
+    opened here: the scan is its one reader (`<(zcat FILE)`, a named pipe with a writer)."""
     import errno
     import os
 
     from catalog.contracts.input_access import denied
     from catalog.errors import StepsError
+    from catalog.record_file import not_a_file
 
     try:
         os.lstat(path)
@@ -174,6 +176,16 @@ def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             + (" (or pass --allow-hub-id)" if contract == "hf_checkpoint" else ""),
             exit_code=2,
         ) from None
+    kind = not_a_file(path)
+    if kind in ("a character device", "a block device"):
+        raise StepsError(
+            "E-INPUT-KIND",
+            f"the input is {kind}, not a file or folder: reading it would not end",
+            path=str(path),
+            fix="name a file or folder of the data (a stream: save it to a file, or pass it as "
+            "<(command) )",
+            exit_code=2,
+        )
     try:
         _require_readable(path, contract)
     except PermissionError as exc:  # a folder on the way that this user may not search

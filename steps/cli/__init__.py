@@ -8,8 +8,11 @@ on stdout when the command line has `--json` (see steps/cli/output.py).
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from importlib import import_module
+from typing import Any
 
 COMMANDS: dict[str, str] = {
     "list": "steps.cli.list_cmd",
@@ -125,6 +128,47 @@ def main(argv: list[str] | None = None) -> int:
     from steps.cli import output
 
     before = output.emitted()
+    with _redacting_output():
+        return _main(argv, only, as_json, debug, before)
+
+
+class _Redacted:
+    """A text stream that writes with every secret environment variable's value as `***`: a
+    profile value, a path or an error that holds one is never printed (issue 39)."""
+
+    def __init__(self, stream: Any, values: dict[str, str]) -> None:
+        self._stream, self._values = stream, values
+
+    def write(self, text: str) -> int:
+        from runners.secrets import redact_text
+
+        self._stream.write(redact_text(text, self._values))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _redacting_output() -> Iterator[None]:
+    """stdout and stderr through `_Redacted` while secrets are set in the environment."""
+    import os
+
+    from runners.secrets import secret_values
+
+    values = secret_values(os.environ)
+    if not values:
+        yield
+        return
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacted(out, values), _Redacted(err, values)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str], only: str | None, as_json: bool, debug: bool, before: int) -> int:
     try:
         parser = build_parser(only)
         args = parser.parse_args(argv)
