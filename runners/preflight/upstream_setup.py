@@ -13,6 +13,7 @@ a false error.
 """
 
 import copy
+import json
 import linecache
 import os
 import re
@@ -174,6 +175,21 @@ def _row_source(data, part):
     return f"data.{part}", None
 
 
+def _lacking(data, column):
+    """The dataset entry whose data file's first row lacks `column` (the train file where none
+    can be read): a class that formats its rows while loading raised KeyError on it."""
+    for part in ("train", "validation"):
+        key, path = _row_source(data, part)
+        try:
+            with open(os.path.expanduser(str(path)), encoding="utf-8") as fh:
+                first = json.loads(fh.readline())
+        except Exception:
+            continue
+        if isinstance(first, dict) and column not in first:
+            return key, path
+    return _row_source(data, "train")
+
+
 def _rows(dataset):
     """Index the first rows: upstream's task processors run on each (tokenizer, templates), as
     its dataloader does at the first batch."""
@@ -201,7 +217,11 @@ def stage_data(algo, master, tokenizer, scratch):
             return []
     except Exception as exc:
         level = "warning" if _is_hub(exc) else "error"
-        return [failure("data", exc, "data", original, level, restore)]
+        found = failure("data", exc, "data", original, level, restore)
+        if isinstance(exc, KeyError) and exc.args:  # a column the class reads, absent in rows
+            key, path = _lacking(original, str(exc.args[0]))
+            found.update(keys=[key], rows_of=path)
+        return [found]
     for part, dataset in (("train", train), ("validation", val)):
         try:
             _rows(dataset)
