@@ -50,6 +50,12 @@ class CodeEntry(BaseModel):
     fix: str = Field(min_length=1, description="The usual fix (a finding's own fix is sharper).")
     check: str | None = Field(None, description="The preflight rule that raises it, if any.")
     upstream: list[str] = Field([], description="What it mirrors upstream (see UPSTREAM_AT).")
+    condition: str | None = Field(
+        None, min_length=1, description="When the rule raises it, in detail (PREFLIGHT.md)."
+    )
+    when: str | None = Field(
+        None, min_length=1, description="When NeMo-RL itself would fail (PREFLIGHT.md)."
+    )
     documentation_only: str | None = Field(
         None, min_length=1, description="Why the code is kept though no source raises it."
     )
@@ -87,8 +93,8 @@ def parse_registry(path: Path) -> Registry:
     raw = load_toml(path, code="E-CODES-TOML")
     entries: dict[str, CodeEntry] = {}
     fix = (
-        "each code is a table with area, meaning, fix and optional check, upstream "
-        "and documentation_only (see catalog/codes.py)"
+        "each code is a table with area, meaning, fix and optional check, upstream, "
+        "condition, when and documentation_only (see catalog/codes.py)"
     )
     for code, fields in raw.items():
         if not isinstance(fields, dict) or "code" in fields:

@@ -3,7 +3,8 @@
 Manifests against the schema, ids and folders, the type graph, manifest keys against the compiled
 default config (NeMo-RL's own `load_config` semantics, via `runners.config.compiler`), every config
 of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
-generated docs, the registry of codes against the source and the manifests. Each problem is a
+generated docs (PREFLIGHT.md too: runners.preflight.rule_docs), the registry of codes against
+the source and the manifests. Each problem is a
 `Finding`; nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
@@ -165,5 +166,9 @@ def _docs(home: Path, include_builtin: bool) -> list[Finding]:
 
     fix = "run `python -m steps docs`"
     if not (include_builtin and home == BUILTIN_ROOT):
-        fix = f"run `python -m steps docs --catalog {home} --no-builtin`"
-    return stale_docs(home, fix)
+        return stale_docs(home, f"run `python -m steps docs --catalog {home} --no-builtin`")
+    from catalog.docs import source_checkout
+    from runners.preflight.rule_docs import stale_preflight
+
+    repo = source_checkout()
+    return stale_docs(home, fix) + (stale_preflight(repo, fix) if repo is not None else [])

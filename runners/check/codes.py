@@ -42,8 +42,8 @@ def source_codes(repo: Path) -> dict[str, tuple[Path, int]]:
 
 
 def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -> list[Finding]:
-    """Unregistered codes in the source, registered codes nothing raises, and registry checks
-    that name no preflight rule."""
+    """Unregistered codes in the source, registered codes nothing raises, registry checks that
+    name no preflight rule, and rules no code names (PREFLIGHT.md's rows come from the codes)."""
     used = source_codes(repo)
     out = [
         Finding(
@@ -81,6 +81,18 @@ def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -
                     ),
                 )
             )
+    named = {e.check for e in reg.entries.values()}
+    for rule_id in sorted((rules or set()) - named):
+        out.append(
+            Finding(
+                "E-RULE-CODES",
+                f"preflight rule `{rule_id}` is named by no code's `check`: PREFLIGHT.md and "
+                "`explain` cannot say what it raises",
+                str(reg.path),
+                fix=f'set check = "{rule_id}" on the codes it raises, then run '
+                "`python -m steps docs`",
+            )
+        )
     return out
 
 

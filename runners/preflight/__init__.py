@@ -122,6 +122,7 @@ class RuleSpec:
     func: Rule
     needs: frozenset[str]
     doc: str
+    versions: str = "all"  # the NeMo-RL releases its upstream assert exists in (versions.py)
 
     def applies_to(self, has: frozenset[str]) -> bool:
         return self.needs <= has
@@ -130,12 +131,22 @@ class RuleSpec:
 RULES: dict[str, RuleSpec] = {}
 
 
-def rule(rule_id: str, needs: tuple[str, ...] = NEMO_RL_CONFIG) -> Callable[[Rule], Rule]:
+def rule(
+    rule_id: str, needs: tuple[str, ...] = NEMO_RL_CONFIG, versions: str = "all"
+) -> Callable[[Rule], Rule]:
     """Register a preflight rule for the kinds that have what it `needs` (a NeMo-RL config,
-    unless it says otherwise; `needs=()`: every kind)."""
+    unless it says otherwise; `needs=()`: every kind) and the NeMo-RL `versions` its upstream
+    assert exists in (`all`, `0.6.0+`, `pin`, `<0.6.0`: runners.preflight.versions). The codes
+    it raises name it in catalog/codes.toml (`check`)."""
+
+    from catalog.nemo_rl_version import check_range
+
+    if not check_range(versions):
+        raise ValueError(f"@rule({rule_id!r}): bad versions range {versions!r}")
 
     def deco(func: Rule) -> Rule:
-        RULES[rule_id] = RuleSpec(rule_id, func, frozenset(needs), (func.__doc__ or "").strip())
+        doc = (func.__doc__ or "").strip()
+        RULES[rule_id] = RuleSpec(rule_id, func, frozenset(needs), doc, versions)
         return func
 
     return deco
@@ -185,7 +196,7 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
 
     findings: list[Finding] = []
     for spec in load_rules().values():
-        if not spec.applies_to(ctx.has) or not applies(spec.id, ctx.nemo_rl_version):
+        if not spec.applies_to(ctx.has) or not applies(spec.versions, ctx.nemo_rl_version):
             continue
         if only is not None and spec.id not in only:
             continue

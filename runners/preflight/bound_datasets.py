@@ -34,7 +34,7 @@ READS_DATA_PATH = {
 BOUND = re.compile(r"^(data\.(?:train|validation)(?:\[\d+\])?)\.data_path$")
 
 
-@rule("bound_input_read")
+@rule("bound_input_read", versions="0.6.0+")
 def bound_input_read(ctx: PreflightContext) -> Iterator[Finding]:
     """E-INPUT-IGNORED: a bound input's dataset entry names a class that never reads data_path."""
     algo = algorithm(ctx)

@@ -215,7 +215,7 @@ def _split_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding
         )
 
 
-@rule("data_loader")
+@rule("data_loader", versions="0.6.0+")
 def data_loader(ctx: PreflightContext) -> Iterator[Finding]:
     """E-DATA-FORMAT, E-DATA-SPLIT, E-DATA-CLASS, W-DATA-CLASS: each data block as NeMo-RL's
     loader opens it."""

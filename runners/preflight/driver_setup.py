@@ -98,7 +98,7 @@ def wandb_credentials(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("megatron_arch_list")
+@rule("megatron_arch_list", versions="0.5.0+")
 def megatron_arch_list(ctx: PreflightContext) -> Iterator[Finding]:
     """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in the driver's
     environment (Policy.__init__ raises before any worker starts; NeMo-RL's container sets it,

@@ -222,7 +222,7 @@ def gym_flag_matches_data(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("gym_overlong_filtering")
+@rule("gym_overlong_filtering", versions="<0.6.0")
 def gym_overlong_filtering(ctx: PreflightContext) -> Iterator[Finding]:
     """E-OVERLONG-GYM: overlong_filtering reads `truncated`, which Gym rollouts lack (RL#2163)."""
     if uses_gym(ctx) and ctx.get("grpo.overlong_filtering"):
@@ -279,7 +279,7 @@ def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("reward_penalties_need_gym")
+@rule("reward_penalties_need_gym", versions="pin")
 def reward_penalties_need_gym(ctx: PreflightContext) -> Iterator[Finding]:
     """E-REWARD-PENALTIES: reward_penalties only work on the Gym path (grpo.py:1966)."""
     penalties = ctx.get("reward_penalties")

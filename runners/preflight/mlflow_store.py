@@ -39,7 +39,7 @@ def _job_env(ctx: PreflightContext) -> Mapping[str, str] | None:
     return None
 
 
-@rule("mlflow_store")
+@rule("mlflow_store", versions="0.7.0+")
 def mlflow_store(ctx: PreflightContext) -> Iterator[Finding]:
     """E-MLFLOW-STORE: MLflow on with a file-store tracking URI, which NeMo-RL's MLflow refuses."""
     if not ctx.get("logger.mlflow_enabled"):

@@ -1,4 +1,5 @@
-"""`docs`: regenerate ARTIFACTS.md, PATTERNS.md and the step.toml JSON Schema.
+"""`docs`: regenerate ARTIFACTS.md, PATTERNS.md, the step.toml JSON Schema and, for the
+built-in root, PREFLIGHT.md (from the rules, runners.preflight.rule_docs).
 
 The built-in catalog's docs live in a source checkout: an installed copy (a wheel) is refused
 with E-DOCS-INSTALLED before anything is written, so site-packages is never touched.
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 from steps.cli.common import add_catalog_arguments, add_json_argument, print_findings
 
-HELP = "regenerate ARTIFACTS.md, PATTERNS.md, FAILURES.md, docs/codes.md and the step.toml schema"
+HELP = (
+    "regenerate ARTIFACTS.md, PATTERNS.md, FAILURES.md, PREFLIGHT.md, docs/codes.md and the "
+    "step.toml schema"
+)
 
 
 def add_arguments(parser) -> None:
@@ -42,6 +46,7 @@ def run(args) -> int:
                 exit_code=2,
             ) from None
         findings += found
+        changed += _preflight_doc(root)
         written += changed
         if not changed:
             current.append(root)
@@ -57,3 +62,18 @@ def run(args) -> int:
     for root in current:
         print(f"up to date: docs of {root}")
     return code
+
+
+def _preflight_doc(root) -> list:
+    """The built-in root's PREFLIGHT.md, rendered from the rules and the registry of codes."""
+    from catalog.atomic_write import write_atomic
+    from catalog.discovery import BUILTIN_ROOT
+    from runners.preflight.rule_docs import preflight_doc
+
+    if root != BUILTIN_ROOT:
+        return []
+    path, text = preflight_doc(BUILTIN_ROOT.parent)
+    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+        return []
+    write_atomic(path, text)
+    return [path]

@@ -35,9 +35,10 @@ def _steps_listing(code: str, catalog) -> list[dict]:
 def _versions(rule: str | None) -> str | None:
     if rule is None:
         return None
-    from runners.preflight.versions import RULE_VERSIONS
+    from runners.preflight import load_rules
 
-    return RULE_VERSIONS.get(rule, "all")
+    spec = load_rules().get(rule)
+    return spec.versions if spec is not None else "all"
 
 
 def run(args) -> int:
@@ -69,6 +70,8 @@ def run(args) -> int:
     print(wrap(f"fix: {entry.fix}", "    ", "  "))
     if entry.check:
         print(wrap(f"raised by preflight rule {entry.check} (NeMo-RL versions: {versions})", "  "))
+    if entry.when:
+        print(wrap(f"NeMo-RL itself would fail: {entry.when}", "  "))
     for fact in entry.upstream:
         print(wrap(f"upstream: {fact}", "    ", "  "))
     if entry.upstream:

@@ -197,7 +197,7 @@ def _missing(ctx: PreflightContext, dotted: str) -> bool:
     return ctx.get(dotted, sentinel) is sentinel
 
 
-@rule("fused_linear_logprobs")
+@rule("fused_linear_logprobs", versions="pin")
 def fused_linear_logprobs(ctx: PreflightContext) -> Iterator[Finding]:
     """E-FUSED-LOGPROBS: Megatron fused linear logprobs vs sequence packing and top-k/top-p."""
     meg = ctx.get("policy.megatron_cfg")
