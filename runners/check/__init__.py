@@ -171,4 +171,9 @@ def _docs(home: Path, include_builtin: bool) -> list[Finding]:
     from runners.preflight.rule_docs import stale_preflight
 
     repo = source_checkout()
-    return stale_docs(home, fix) + (stale_preflight(repo, fix) if repo is not None else [])
+    edit = (
+        "PREFLIGHT.md is generated: put prose in runners/preflight/PREFLIGHT.in.md, a code's "
+        "condition/upstream/fix/when in catalog/codes.toml, a rule's versions in its @rule; "
+        "then run `python -m steps docs`"
+    )
+    return stale_docs(home, fix) + (stale_preflight(repo, edit) if repo is not None else [])
