@@ -95,6 +95,38 @@ def test_a_hub_dataset_not_in_the_cache_is_a_warning_never_a_download(
     assert [f for f in findings if f["severity"] == "error"] == []
 
 
+USER_CLASS = """\
+import json
+
+
+class QAPairs:
+    columns = ("question", "good", "bad")
+
+    def __init__(self, data_path, **cfg):
+        with open(data_path, encoding="utf-8") as fh:
+            self.rows = [json.loads(line) for line in fh if line.strip()]
+"""
+
+
+def test_a_users_dataset_class_reads_its_own_columns_and_an_edit_of_it_is_judged_again(
+    tmp_path, monkeypatch, capsys
+):
+    lib = tmp_path / "lib" / "my_pairs"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("")
+    (lib / "loader.py").write_text(USER_CLASS)
+    rows = tmp_path / "qa.jsonl"
+    rows.write_text(json.dumps({"question": "2+2?", "good": "4", "bad": "5"}) + "\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    user = ["++data.train.dataset_name=my_pairs.loader.QAPairs", f"data.train.data_path={rows}"]
+    assert _setup_codes(_dpo(monkeypatch, capsys, tmp_path, *user)) == []
+    (lib / "loader.py").write_text(USER_CLASS.replace('"bad")', '"worse")'))
+    findings = _dpo(monkeypatch, capsys, tmp_path, *user)
+    assert _setup_codes(findings) == [("E-UPSTREAM-DATA", "data.train.data_path")]
+    assert "KeyError: 'worse'" in next(f["message"] for f in findings
+                                       if f["code"] == "E-UPSTREAM-DATA")  # fmt: skip
+
+
 def test_a_system_prompt_file_that_does_not_exist_is_refused_at_its_key(
     tmp_path, monkeypatch, capsys
 ):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -105,11 +106,29 @@ def _strings(node: Any) -> Iterator[str]:
         yield node
 
 
-def inputs_state(config: dict) -> list:
+def _class_modules(config: dict, env: Mapping[str, str]) -> list:
+    """The files of the modules a dotted data.*.dataset_name imports from PYTHONPATH: an edit
+    of the user's class asks upstream again."""
+    found: list = []
+    roots = [r for r in env.get("PYTHONPATH", "").split(os.pathsep) if r]
+    for text in _strings(config.get("data")):
+        if "." not in text or "/" in text or not re.fullmatch(r"[\w.]+\.[A-Za-z_]\w*", text):
+            continue
+        rel = text.rsplit(".", 1)[0].replace(".", "/")
+        for root in roots:
+            for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+                path = os.path.join(root, candidate)
+                if os.path.isfile(path):
+                    found.append((path, _stat(path)))
+    return found
+
+
+def inputs_state(config: dict, env: Mapping[str, str] | None = None) -> list:
     """What the setup stages read besides the config: every local file or folder a `data` or
     `env` string names (a data file, a prompt file, a dotted class's PYTHONPATH module stays
     keyed by PYTHONPATH), and the checkpoint folder's step_N entries with the latest one's
-    training_info.json. An edit to any of them asks upstream again."""
+    training_info.json, and a dotted dataset class's module files. An edit to any of them asks
+    upstream again."""
     state: list = []
     for section in ("data", "env"):
         for text in _strings(config.get(section)):
@@ -126,7 +145,7 @@ def inputs_state(config: dict) -> list:
         latest = max(steps, key=lambda n: int(n[5:]) if n[5:].isdigit() else -1, default=None)
         info = _stat(folder / latest / "training_info.json") if latest else None
         state.append((ckpt, _stat(folder), steps, info))
-    return state
+    return state + _class_modules(config, env or {})
 
 
 def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
@@ -148,7 +167,7 @@ def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
         digests,
         sorted((k, v) for k, v in launch.env.items() if k in _KEY_VARS or k.startswith("UV_")),
         _tokenizer_state(config),
-        inputs_state(config),
+        inputs_state(config, launch.env),
         hashlib.sha256(program_source().encode()).hexdigest(),
     ]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]

@@ -5,6 +5,7 @@ for an unregistered processor (raw_dataset.py:57), FileNotFoundError for a missi
 reads `problem`, which ResponseDataset has renamed), and what `datasets` raises offline for a
 built-in class that downloads its data."""
 
+import importlib
 import json
 import os
 
@@ -32,6 +33,17 @@ class Loaded:
 
 def _load(cfg, names, kind, columns, tokenizer):
     dataset_name = cfg["dataset_name"]
+    if dataset_name not in names and "." in dataset_name:  # resolve_external_dataset_class
+        module_path, _, class_name = dataset_name.rpartition(".")
+        try:
+            module = importlib.import_module(module_path)
+        except ImportError as e:
+            raise ValueError(
+                f"Could not import module {module_path!r} for dataset_name={dataset_name!r}. "
+                "Ensure the module is installed and importable from PYTHONPATH."
+            ) from e
+        data = getattr(module, class_name)(**cfg)  # the user's class reads its own columns
+        return Loaded(data.rows, data.columns, tokenizer)
     if dataset_name not in names:
         raise ValueError(
             f"Unsupported {dataset_name=}. Please set dataset_name to one of: (1) a built-in "
