@@ -121,9 +121,10 @@ class StepManifest(_Strict):
     strategies: list[Strategy] = []
     errors: dict[Code, ErrorNote] | list[ErrorSpec] = Field(
         {},
-        description="Codes a run of this step can meet, each registered in catalog/codes.toml: "
-        "`CODE = {}`, or a table with only what differs for this step. (The older list of "
-        "[[errors]] tables with a name each is read too.)",
+        description="What is particular to this step about a code registered in "
+        "catalog/codes.toml: a table with only what differs (description, recovery, check), or "
+        "`CODE = {}` for a code no rule of its runner kind raises (those are derived). (The "
+        "older list of [[errors]] tables with a name each is read too.)",
     )
     reference: Reference = Reference()
 

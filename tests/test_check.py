@@ -507,3 +507,11 @@ def test_every_runner_kind_module_answers_for_its_name():
 
     assert known()
     assert [kind_for(name).name for name in known()] == known()
+
+
+def test_a_bare_error_entry_its_kinds_rules_already_raise_is_a_warning(pristine, cat):
+    manifest = cat / DPO / "step.toml"
+    edit(manifest, "[errors]\n", "[errors]\nE-BATCH-DIVISIBILITY = {}\n")
+    [hit] = codes_at(new_findings(pristine, cat), "W-ERRORS-DERIVED", manifest)
+    assert hit.severity == "warning" and hit.key == "errors.E-BATCH-DIVISIBILITY"
+    assert "rule `batch_divisibility` raises it" in hit.message

@@ -62,10 +62,9 @@ def test_explain_an_unknown_code_exits_2_with_did_you_mean(capsys):
 
 def test_a_manifest_code_without_its_own_text_takes_the_registrys():
     m = StepManifest.model_validate(load_toml(DPO))
-    plain, own = m.error("E-BATCH-DIVISIBILITY"), m.error("E-DPO-ROW")
-    entry = registry().get("E-BATCH-DIVISIBILITY")
+    plain, own = m.error("E-PROFILE"), m.error("E-DPO-ROW")
+    entry = registry().get("E-PROFILE")
     assert (plain.description, plain.recovery) == (entry.meaning, entry.fix)
-    assert plain.check == "batch_divisibility"
     assert own.recovery != registry().get("E-DPO-ROW").fix  # the step's own fix wins
     assert own.description == registry().get("E-DPO-ROW").meaning
 
@@ -93,3 +92,18 @@ def test_docs_codes_md_lists_every_code_and_is_generated_by_docs():
     doc = texts[REPO / "docs" / "codes.md"]
     assert all(f"`{code}`" in doc for code in registry().entries)
     assert (REPO / "docs" / "codes.md").read_text(encoding="utf-8") == doc
+
+
+def test_a_steps_codes_are_its_kinds_rules_codes_and_its_own_entries(capsys):
+    """dpo's manifest no longer lists E-BATCH-DIVISIBILITY: its kind's rule raises it, so show
+    and explain still name it for the step; rl_prep's kind has no NeMo-RL config, so not there."""
+    from catalog.step_codes import step_codes
+
+    dpo = step_codes("nemo_rl", ["E-DPO-ROW", "E-PROFILE"])
+    assert dpo["E-BATCH-DIVISIBILITY"] == "batch_divisibility" and dpo["E-PROFILE"] is None
+    assert "E-BATCH-DIVISIBILITY" not in step_codes("rl_prep", [])
+    assert "E-BATCH-DIVISIBILITY" not in (BUILTIN_ROOT / "rl/nemo_rl/dpo/step.toml").read_text()
+    code, out, _ = run_cli(capsys, "show", "nemo_rl/dpo")
+    assert code == 0 and "E-BATCH-DIVISIBILITY" in out and "E-PROFILE" in out
+    code, out, _ = run_cli(capsys, "explain", "E-BATCH-DIVISIBILITY")
+    assert "step rl/nemo_rl/dpo" in out and "step data_prep/rl_prep" not in out

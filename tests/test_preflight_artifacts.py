@@ -18,9 +18,6 @@ from run_fixtures import RECORD_VAR, REPO, clean_env, fake_checkout, only_run_di
 from test_contracts_checkpoints import hf_folder, megatron_iter
 from unreadable import unreadable
 
-from catalog.manifest import StepManifest
-from catalog.tomlfile import load_toml
-
 STEPS = REPO / "steps"
 DPO_DATA = STEPS / "rl/nemo_rl/dpo/data/tiny_train.jsonl"
 GYM_DATA = STEPS / "rl/nemo_rl/rlvr/data/tiny_gym_train.jsonl"
@@ -83,11 +80,6 @@ def _rows(path: Path, rows: list[dict], extra: str = "") -> Path:
 
 def _shipped_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def _recovery(step: str, code: str) -> str:
-    manifest = StepManifest.model_validate(load_toml(STEPS / step / "step.toml"))
-    return manifest.error(code).recovery
 
 
 # --- DPO preference rows -------------------------------------------------------------------
@@ -154,13 +146,16 @@ def test_more_bad_rows_than_the_cap_end_with_one_error_summary(tmp_path: Path) -
     assert any(f["code"] == "W-JSONL-BLANK" and f["line"] == 28 for f in found)
 
 
-def test_finding_without_its_own_fix_shows_the_manifest_recovery(tmp_path: Path) -> None:
+def test_finding_without_its_own_fix_shows_the_usual_fix(tmp_path: Path) -> None:
+    """dpo's manifest says nothing of its own about E-HF-CHECKPOINT: the registry's fix."""
+    from catalog.codes import registry
+
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"\0" * 16)
     proc = _run(tmp_path, "rl/nemo_rl/dpo", "-c", "tiny", f"policy.model_name={weights}")
     [f] = _errors(_findings(proc), "E-HF-CHECKPOINT")
     assert f["path"] == str(weights) and "expected a model folder, got a file" in f["message"]
-    assert f["fix"] == _recovery("rl/nemo_rl/dpo", "E-HF-CHECKPOINT")
+    assert f["fix"] == registry().get("E-HF-CHECKPOINT").fix
 
 
 # --- RLVR with NeMo-Gym rows ----------------------------------------------------------------

@@ -97,8 +97,11 @@ def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -
 
 
 def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding]:
-    """A manifest's [errors] name only registered codes (`explain` knows no other)."""
-    return [
+    """A manifest's [errors] name only registered codes (`explain` knows no other), and a bare
+    `CODE = {}` only for a code its kind's rules do not already raise (those are derived)."""
+    from runners.preflight.rule_docs import kind_codes
+
+    out = [
         Finding(
             "E-ERRORS-CODE",
             f"error {spec.name} is not in the registry of codes",
@@ -112,3 +115,19 @@ def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding
         for spec in m.error_specs
         if spec.name not in reg
     ]
+    derived = kind_codes(m.run.runner)
+    for spec in m.error_specs:
+        if spec.name in derived and not spec.model_dump(exclude={"name"}, exclude_defaults=True):
+            out.append(
+                Finding(
+                    "W-ERRORS-DERIVED",
+                    f"{spec.name} = {{}} says nothing the step does not already get: its "
+                    f"kind's rule `{derived[spec.name]}` raises it",
+                    str(e.manifest_path),
+                    manifest_line(e, spec.name),
+                    severity=WARNING,
+                    key=f"errors.{spec.name}",
+                    fix="remove the line (`show` and `explain` list the code for the step)",
+                )
+            )
+    return out

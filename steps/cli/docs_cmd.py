@@ -65,15 +65,16 @@ def run(args) -> int:
 
 
 def _preflight_doc(root) -> list:
-    """The built-in root's PREFLIGHT.md, rendered from the rules and the registry of codes."""
+    """The built-in root's files rendered from the rules: PREFLIGHT.md and the kinds' codes."""
     from catalog.atomic_write import write_atomic
     from catalog.discovery import BUILTIN_ROOT
-    from runners.preflight.rule_docs import preflight_doc
+    from runners.preflight.rule_docs import generated
 
     if root != BUILTIN_ROOT:
         return []
-    path, text = preflight_doc(BUILTIN_ROOT.parent)
-    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
-        return []
-    write_atomic(path, text)
-    return [path]
+    changed = []
+    for path, text in generated(BUILTIN_ROOT.parent).items():
+        if not (path.is_file() and path.read_bytes() == text.encode("utf-8")):
+            write_atomic(path, text)
+            changed.append(path)
+    return changed

@@ -16,8 +16,10 @@ def add_arguments(parser) -> None:
 
 
 def _steps_listing(code: str, catalog) -> list[dict]:
-    """Each step whose manifest lists the code, with what it says of it for itself."""
+    """Each step that can meet the code (its kind's rules raise it, or its manifest names it),
+    with what the manifest says of it for that step."""
     from catalog.discovery import discover
+    from catalog.step_codes import step_codes
 
     out = []
     for e in discover(catalog, strict=False):
@@ -25,10 +27,11 @@ def _steps_listing(code: str, catalog) -> list[dict]:
         items = errors.items() if isinstance(errors, dict) else []
         if isinstance(errors, list):
             items = [(x.get("name"), x) for x in errors if isinstance(x, dict)]
-        for name, note in items:
-            if name == code:
-                own = {k: v for k, v in (note or {}).items() if k != "name"}
-                out.append({"step": e.id, **own})
+        notes = {name: note for name, note in items}
+        runner = str((e.data.get("run") or {}).get("runner", ""))
+        if code in step_codes(runner, [str(n) for n in notes]):
+            own = {k: v for k, v in (notes.get(code) or {}).items() if k != "name"}
+            out.append({"step": e.id, **own})
     return out
 
 

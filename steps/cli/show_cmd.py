@@ -69,15 +69,17 @@ def run(args) -> int:
         for s in e.data["strategies"]:
             print(wrap(f"when {s.get('when')}", "       ", "  "))
             print(wrap(f"then {s.get('then')}", "         ", "    "))
-    errors = e.data.get("errors")
-    if errors:
+    errors = e.data.get("errors") or {}
+    items = errors.items() if isinstance(errors, dict) else [(x.get("name"), x) for x in errors]
+    notes = [(str(code), err) for code, err in items if err]
+    runner = str(run_spec.get("runner", ""))
+    from catalog.step_codes import step_codes
+
+    plain = [c for c in step_codes(runner, [str(c) for c, _ in items]) if c not in dict(notes)]
+    if notes or plain:
         print("\nerrors:")
         print(wrap("(`python -m steps explain CODE`: each one's meaning and fix)", "    ", "  "))
-        items = errors.items() if isinstance(errors, dict) else [(x.get("name"), x) for x in errors]
-        plain = [str(code) for code, err in items if not err]
-        for code, err in items:
-            if not err:
-                continue
+        for code, err in notes:
             check = f" [checked by {err['check']}]" if err.get("check") else ""
             said = f": {err['description']}" if err.get("description") else ""
             print(wrap(f"{code}{check}{said}", "      ", "  "))
