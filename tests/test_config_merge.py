@@ -1,7 +1,9 @@
 """`defaults:` chains merge as NeMo-RL's `load_config` merges them (`upstream_corpus.
 reference_load`, upstream's own code path: `OmegaConf.load`, `OmegaConf.merge`): the compiled
 config is node for node what upstream builds (classes, metadata, values, key order, parents),
-on the upstream corpus and on the corner cases of OmegaConf's merge."""
+on the upstream corpus and on the corner cases of OmegaConf's merge, by either path: the chain
+merged as plain data and built once (`plain_merge`), or merged by OmegaConf file by file where
+plain data cannot say (NotPlain)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 from upstream_corpus import corpus_root, reference_load
 
 from catalog.errors import StepsError
-from runners.config.compiler import load_config
+from runners.config.compiler import _load_with_inheritance, load_config
+from runners.config.plain_merge import NotPlain
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,6 +43,13 @@ def assert_same_nodes(a: Any, b: Any, parent_a: Any = None, parent_b: Any = None
         assert da[key] == db[key] and type(da[key]) is type(db[key]), f"{at}: {key}"
 
 
+def plain_path(path: Path):
+    """The chain merged as plain data and built by `OmegaConf.create` (NotPlain where not)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create(_load_with_inheritance(path, [], [], True))
+
+
 def upstream_files(*releases: str) -> list[Path]:
     """The corpus files of `releases` (folder name prefixes), else of every release."""
     root = corpus_root()
@@ -58,15 +68,19 @@ def test_upstream_configs_merge_to_what_nemo_rls_load_config_builds():
     files = [p for p in upstream_files("v0.4.0", "pin") if "defaults:" in p.read_text()][::2]
     if not files:
         pytest.skip("no upstream corpus here")
-    compiled = 0
+    compiled, fallbacks = 0, []
     for path in files:
         try:
             theirs = reference_load(path)
         except (OSError, AssertionError):  # a parent outside the corpus
             continue
         assert_same_nodes(load_config(path).config, theirs, at=str(path))
+        try:
+            assert_same_nodes(plain_path(path), theirs, at=str(path))
+        except NotPlain:
+            fallbacks.append(path)
         compiled += 1
-    assert compiled > 150
+    assert compiled > 150 and fallbacks == []  # all plain: the fast path is the one taken
 
 
 def write(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -96,7 +110,7 @@ MERGE_CASES = {
 }
 
 
-MERGE_CASES |= {
+FALLBACK_CASES = {
     "mapping_merged_into_an_interpolated_mapping": (
         "m: {a: 1, b: 2}\nn: ${m}\n",
         "defaults: base.yaml\nn: {b: 3}\n",
@@ -116,6 +130,9 @@ MERGE_CASES |= {
 }
 
 
+MERGE_CASES |= FALLBACK_CASES
+
+
 @pytest.mark.parametrize("case", MERGE_CASES)
 def test_a_chain_merges_as_nemo_rls_load_config_merges_it(tmp_path: Path, case: str):
     base, child = MERGE_CASES[case]
@@ -128,6 +145,10 @@ def test_a_chain_merges_as_nemo_rls_load_config_merges_it(tmp_path: Path, case: 
         assert ours.value.exit_code == 2 and ours.value.finding.code.startswith("E-CONFIG-"), exc
         return
     assert_same_nodes(load_config(path).config, theirs)
+    try:
+        assert_same_nodes(plain_path(path), theirs)
+    except NotPlain:
+        assert case in FALLBACK_CASES  # where plain data cannot say, OmegaConf merges
 
 
 @pytest.mark.parametrize(("parent", "child"), [("[1]", "{b: 1}"), ("{b: 1}", "[1]")])

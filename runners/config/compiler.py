@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -23,8 +24,8 @@ from catalog.errors import StepsError
 from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
-from runners.config import omegaconf_merge
-from runners.config.files import load_yaml_file
+from runners.config import omegaconf_merge, plain_merge
+from runners.config.files import load_yaml_data, load_yaml_file
 from runners.config.override_apply import apply_overrides
 from runners.omegaconf_internals import register_resolver
 
@@ -114,7 +115,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
+def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
     via = " <- ".join(str(p) for p in reversed(chain)) if chain else None
     if path.is_dir():
         raise StepsError(
@@ -137,7 +138,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
             exit_code=2,
         )
     try:
-        cfg = load_yaml_file(path)
+        cfg = load_yaml_data(path) if plain else load_yaml_file(path)
     except OSError as exc:
         raise StepsError(
             "E-CONFIG-READ",
@@ -157,7 +158,7 @@ def _load_yaml(path: Path, chain: list[Path]) -> DictConfig:
         raise StepsError(
             "E-CONFIG-YAML", f"invalid config: {_first_line(exc)}", path=str(path), exit_code=2
         ) from None
-    if not isinstance(cfg, DictConfig):
+    if not isinstance(cfg, dict if plain else DictConfig):
         raise StepsError(
             "E-CONFIG-YAML",
             "a config file must be a mapping at the top level",
@@ -192,10 +193,11 @@ def _defaults_line(path: Path) -> int | None:
 
 
 def _load_with_inheritance(
-    path: Path, chain: list[Path], sources: list[Path], home: Path | None = None
-) -> DictConfig:
-    """The merged chain of `path`, parents first, as NeMo-RL's `load_config` merges it; the
-    files of the chain are appended to `sources` in merge order."""
+    path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
+) -> Any:
+    """The merged chain of `path` as NeMo-RL's `load_config` merges it: as plain data
+    (`plain_merge`, raising NotPlain where OmegaConf must decide) or as a DictConfig merged by
+    OmegaConf; same files, same findings. The chain's files are appended to `sources`."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -207,12 +209,20 @@ def _load_with_inheritance(
             fix="remove one of the `defaults:` entries that closes the loop",
             exit_code=2,
         )
-    cfg = _load_yaml(path, chain)
+    cfg = _load_yaml(path, chain, plain)
     if "defaults" in cfg:
-        defaults = cfg.pop("defaults")
+        if plain:
+            defaults = cfg["defaults"]
+            if plain_merge.is_unsure(defaults) or (
+                isinstance(defaults, list) and any(plain_merge.is_unsure(d) for d in defaults)
+            ):
+                raise plain_merge.NotPlain  # a DictConfig reads `???` as absent, resolves `${}`
+            cfg = {k: v for k, v in cfg.items() if k != "defaults"}
+        else:
+            defaults = cfg.pop("defaults")
         if isinstance(defaults, str):
             defaults = [defaults]
-        elif isinstance(defaults, ListConfig) and all(isinstance(d, str) for d in defaults):
+        elif isinstance(defaults, (ListConfig, list)) and all(isinstance(d, str) for d in defaults):
             defaults = [str(d) for d in defaults]
         else:
             raise StepsError(
@@ -224,13 +234,13 @@ def _load_with_inheritance(
                 fix="list parent YAML files relative to this file, e.g. `defaults: base.yaml`",
                 exit_code=2,
             )
-        merge = omegaconf_merge.merge_with_override
-        base: DictConfig = OmegaConf.create({})
+        merge = plain_merge.merge_with_override if plain else omegaconf_merge.merge_with_override
+        base = {} if plain else OmegaConf.create({})
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
             if not parent.exists():
                 parent = _step_config(entry, path, home) or parent
-            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, home)
+            parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain, home)
             base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
         cfg = omegaconf_merge.merged(merge, base, cfg, path)
     sources.append(path)
@@ -273,11 +283,23 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
     return CompiledConfig(cfg, [p for p, _ in chain])
 
 
+def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
+    """The merged chain and its files (parents first): merged as plain data and built once by
+    `OmegaConf.create` when `plain_merge` can, else by OmegaConf file by file (the same nodes:
+    tests/test_config_merge.py holds both to upstream's own code)."""
+    sources: list[Path] = []
+    try:
+        data = _load_with_inheritance(path, [], sources, True, home)
+        return OmegaConf.create(data), sources
+    except (plain_merge.NotPlain, OmegaConfBaseException):  # an interpolation that won't parse
+        sources = []
+        return _load_with_inheritance(path, [], sources, False, home), sources
+
+
 def _read_chain(
     path: str | Path, home: Path | None
 ) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
-    sources: list[Path] = []
-    cfg = _load_with_inheritance(Path(path), [], sources, home)
+    cfg, sources = _load_chain(Path(path), home)
     return [(p, _content(p)) for p in sources], cfg
 
 

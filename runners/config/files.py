@@ -10,16 +10,20 @@ nothing, because a pristine copy is kept only when a content comes back a second
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from catalog.content_memo import ContentMemo
+from catalog.content_memo import SHARED, ContentMemo
 from catalog.yamlfile import parse, read_capped
+from runners.config.plain_merge import NotPlain
 from runners.omegaconf_internals import yaml_loader
 
 # Configs: kept (pickled) once a file's content comes a second time, unpickled per hit: a
 # fresh copy ~6x cheaper than `copy.deepcopy` of a DictConfig.
 _FILES = ContentMemo(max_entries=128, seen_twice=True)
+# Plain data: kept on first sight and handed out as it is (its callers only read it).
+_DATA = ContentMemo(max_entries=256, copy=SHARED)
 
 
 def load_yaml_file(path: Path) -> DictConfig | ListConfig:
@@ -35,3 +39,29 @@ def _build(content: bytes) -> DictConfig | ListConfig:
     if data is None:
         return OmegaConf.create()
     return OmegaConf.create(data if isinstance(data, (dict, list)) else [])
+
+
+def load_yaml_data(path: Path) -> Any:
+    """What `load_yaml_file` would build from, as plain data: a mapping, else a list (an empty
+    one for a top-level scalar), read-only for the caller (kept for reuse as it is). Raises
+    what `load_yaml_file` raises, and NotPlain for data `plain_merge` does not take."""
+    content = read_capped(path)
+    data = _DATA.get(content, lambda: _plain_data(content), size=len(content))
+    if data is NotPlain:
+        raise NotPlain
+    return data
+
+
+def _plain_data(content: bytes) -> Any:
+    _, data = parse(content.decode("utf-8"), yaml_loader())
+    data = {} if data is None else data if isinstance(data, (dict, list)) else []
+    return data if _plain(data) else NotPlain
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind in (str, int, float, bool, type(None))

@@ -1,0 +1,99 @@
+"""NeMo-RL's `merge_with_override` on plain YAML data, as OmegaConf's merge would do it.
+
+Merging DictConfigs file by file is most of a compile (94 ms of CPU for a 4-file GRPO recipe's
+chain on a loaded machine, 40 ms merged as data and built once by `OmegaConf.create`). On the
+data a YAML file gives (str keys; mappings, lists, str, int, float, bool, None) OmegaConf's
+merge reduces to: a mapping merges into a mapping key by key, anything else replaces (a list
+whole), `???` keeps what the parent set, a new key goes last, a replaced one keeps its place.
+Where OmegaConf would do more (resolve an interpolation the child overrides; refuse a list
+merged with a mapping; read a `???` or an interpolation as "not there", a marker that is not a
+bool) this raises NotPlain and the caller merges with OmegaConf itself. Only public data is
+read; inputs are never changed (they are kept for reuse).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+MISSING = "???"
+# `${a.b.c}`: an absolute path of plain names, an interpolation OmegaConf's grammar always takes.
+_NODE_PATH = re.compile(r"\$\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\}")
+
+
+class NotPlain(Exception):
+    """The data holds something only OmegaConf itself should decide on (the caller falls back)."""
+
+
+def is_unsure(value: Any) -> bool:
+    """A value OmegaConf reads through (an interpolation) or as absent (`???`)."""
+    return isinstance(value, str) and (value == MISSING or "${" in value)
+
+
+def merge_with_override(base: dict, child: dict) -> dict:
+    """Upstream `merge_with_override`: a top-level section of the child marked
+    `_override_: true` replaces the parent's (the marker dropped); the rest merges."""
+    marked = {}
+    for key, section in child.items():
+        if isinstance(section, dict) and "_override_" in section:
+            marker = section["_override_"]
+            if type(marker) is not bool:
+                raise NotPlain
+            if marker:
+                marked[key] = {k: v for k, v in section.items() if k != "_override_"}
+    if marked:
+        child = {k: marked.get(k, v) for k, v in child.items()}
+        if any(is_unsure(base.get(k)) for k in marked):
+            raise NotPlain
+        base = {k: v for k, v in base.items() if k not in marked}
+    if not base:
+        return child
+    return merge(base, child)
+
+
+def merge(dest: dict, src: dict) -> dict:
+    """`OmegaConf.merge(dest, src)` of two mappings of YAML data, as a new mapping."""
+    out = dict(dest)
+    for key, value in src.items():
+        if key not in out:
+            out[key] = value
+            continue
+        old = out[key]
+        missing = isinstance(value, str) and value == MISSING
+        if is_unsure(old) and old != MISSING and not _replaces_interpolation(old, value, missing):
+            raise NotPlain
+        if missing:
+            continue
+        if isinstance(old, dict) and isinstance(value, dict):
+            out[key] = merge(old, value)
+        elif isinstance(old, (dict, list)) and isinstance(value, (dict, list)):
+            if type(old) is not type(value):
+                raise NotPlain  # OmegaConf refuses it with its own error
+            out[key] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _replaces_interpolation(old: str, value: Any, missing: bool) -> bool:
+    """Whether a child's value simply replaces the parent's interpolation `old`. OmegaConf
+    resolves `old` first (failures ignored) and merges into the target if it is a mapping or a
+    list; a value that is neither, nor `???`, replaces whatever it resolved to, once `old`
+    parses (a grammar error is the one failure OmegaConf does not ignore there)."""
+    return not missing and not isinstance(value, (dict, list)) and parses(old)
+
+
+@functools.lru_cache(maxsize=4096)
+def parses(text: str) -> bool:
+    """Whether OmegaConf's grammar takes an interpolation: `OmegaConf.create` refuses a value
+    that has `${` and does not parse (a plain `${a.b}` always does)."""
+    if _NODE_PATH.fullmatch(text):
+        return True
+    from omegaconf import OmegaConf
+
+    try:
+        OmegaConf.create({"v": text})
+    except Exception:  # GrammarParseError, or what OmegaConf would raise in the merge too
+        return False
+    return True
