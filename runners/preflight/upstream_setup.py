@@ -306,8 +306,21 @@ def stage_resume(algo, module, master):
         found = failure("resume", exc, "checkpointing", cfg, mirrored=mirrored)
         found["keys"] = [key]
         found["step"] = os.path.basename(str(latest)) if latest else None
+        if mirrored and found["frame"] is None:
+            found["frame"] = _built_at(module, state_cls.__name__)
         return [found]
     return []
+
+
+def _built_at(module, name):
+    """Where the algorithm's setup builds its save state (the line this stage mirrors)."""
+    path = getattr(module, "__file__", None) or ""
+    loaded = False
+    for n, text in enumerate(linecache.getlines(path), 1):
+        loaded = loaded or "load_training_info(" in text
+        if loaded and name + "(" in text:
+            return f"{_rel(path)}:{n} in setup"
+    return None
 
 
 def stage_loss(algo, module, master):
