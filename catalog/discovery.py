@@ -17,6 +17,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from catalog.record_file import read_json
+
 BUILTIN_ROOT = Path(__file__).resolve().parent.parent / "steps"
 STEPS_PATH_VAR = "STEPS_PATH"
 CACHE_VAR = "STEPS_CACHE_DIR"
@@ -121,12 +123,11 @@ class _ManifestCache:
     """
 
     def __init__(self, root: Path) -> None:
-        import json
 
         self.path = _cache_file(root)
         self.dirty = False
         try:
-            doc = json.loads(self.path.read_bytes())
+            doc = read_json(self.path)
             ok = isinstance(doc, dict) and doc.get("format") == CACHE_FORMAT
             self.entries: dict = doc["entries"] if ok and isinstance(doc["entries"], dict) else {}
         except (OSError, ValueError, KeyError):

@@ -13,11 +13,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from catalog import record_file
 from catalog.content_memo import ContentMemo
 from catalog.errors import WARNING, Finding
 from catalog.model_errors import dotted, findings_from
 from catalog.syntax_errors import yaml_error
-from catalog.yamlfile import compose, key_lines
+from catalog.yamlfile import compose, key_lines, parse_data
 
 PATTERNS_DIR = "patterns"
 CONFIDENCE = ("high", "medium", "experimental")
@@ -94,9 +95,9 @@ def parse_pattern(path: Path, step_ids: set[str] | None = None) -> tuple[Pattern
     The same path, text and step ids again give a copy of the first answer (`check` and
     `docs` read every pattern of a root)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [_bad(path, None, f"cannot read: {exc}")]
+        text = record_file.utf8(record_file.read_capped(path))
+    except (OSError, ValueError) as exc:
+        return None, [_bad(path, None, f"cannot read: {record_file.reason(exc)}")]
     ids = None if step_ids is None else frozenset(step_ids)
     key = (str(path), text, ids)
     return _PARSED.get(key, lambda: _parse(path, text, step_ids), len(text))
@@ -112,8 +113,10 @@ def _parse(path: Path, text: str, step_ids: set[str] | None) -> tuple[Pattern | 
     if front is None:
         return None, findings
     try:
-        data = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = parse_data(front)
         keys = key_lines(compose(front), first_line=2)  # after the opening '---'
+    except ValueError as exc:  # nested too deep
+        return None, [_bad(path, 2, f"the frontmatter is {exc}")]
     except yaml.YAMLError as exc:
         err = yaml_error(exc, path, "E-PATTERN-FRONTMATTER", first_line=2, what="YAML frontmatter")
         return None, [err.finding]

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from catalog.artifact_paths import absolute, is_hub_id
 from catalog.errors import StepsError
+from catalog.record_file import read_json
 from runners.config.overrides import override_keys
 from runners.config.values import resolved_value
 from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
@@ -138,7 +139,7 @@ def _read_manifest(path: Path) -> tuple[Path, dict] | None:
     if cand.name != MANIFEST_NAME or not cand.is_file():
         return None
     try:
-        data = json.loads(cand.read_text(encoding="utf-8"))
+        data = read_json(cand)
     except (OSError, ValueError) as exc:
         raise StepsError(
             "E-INPUT-MANIFEST",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from catalog.atomic_write import write_atomic
 from catalog.file_digest import SHA256, XXH3, file_digests
+from catalog.record_file import read_json
 
 DIGEST = "xxh3_128"  # the name a content digest carries: "xxh3_128:<hex>"
 MAX_ENTRIES = 50_000  # about 5 MB of memo; the least recently used entries go first
@@ -48,7 +49,7 @@ class DigestMemo:
         self.entries: dict[str, str] = {}
         self.changed = False
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_json(self.path)
             if isinstance(data, dict):
                 self.entries = {k: v for k, v in data.items() if isinstance(v, str)}
         except (OSError, ValueError):

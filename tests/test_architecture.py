@@ -190,3 +190,55 @@ def test_a_runners_packages_docstring_names_every_unit_it_imports(package):
         if dep.startswith("runners.") and _unit(dep) != package
     }
     assert sorted(u for u in used if f"`{u}`" not in allowed) == [], package
+
+
+# Every JSON, TOML and YAML file steps opens is read by catalog/record_file.py (or
+# catalog/yamlfile.py, built on it): bounded in size, UTF-8, depth. The calls below parse text
+# that is not a file the tool opens, each for the reason given; a new call anywhere else (a
+# record read with json.loads(path.read_text())) fails here: use record_file.read_json,
+# read_toml or yamlfile.read_data.
+PARSE_CALLS = {
+    "json.load", "json.loads", "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads",
+    "yaml.load", "yaml.safe_load", "yaml.full_load", "yaml.unsafe_load", "yaml.load_all",
+    "yaml.safe_load_all", "yaml.compose", "OmegaConf.load",
+}  # fmt: skip
+PARSES_TEXT = {
+    "catalog/record_file.py": (2, "the reader itself"),
+    "catalog/yamlfile.py": (1, "the YAML reader, on record_file's bytes"),
+    "runners/preflight/data_files.py": (1, "JSONL rows, one line at a time (the data's reader)"),
+    "runners/bind.py": (2, "the first rows of a data file, one line at a time"),
+    "runners/preflight/upstream_program.py": (1, "in a job: its request on stdin"),
+    "runners/preflight/upstream_judge.py": (1, "a marked line of the judge's output"),
+    "runners/preflight/judge_in_job.py": (1, "a marked line of the judge's output"),
+    "runners/nemo_rl/schema/builder.py": (1, "a deep copy of a derived schema's fields"),
+    "runners/chain/rules.py": (1, "in a job, standard library only: training_info.json"),
+    "runners/chain/segment_program.py": (1, "in a job, standard library only: the chain record"),
+    "runners/chain/follow.py": (1, "the chain record as ssh printed it"),
+    "runners/rl_prep/placeholders.py": (1, "a JSON value written in a blend"),
+    "runners/launch/ray_jobs.py": (1, "the Ray Jobs API's HTTP answer"),
+    "runners/launch/ray_sdk.py": (1, "the Ray dashboard's HTTP answer"),
+    "runners/launch/observe.py": (1, "the Ray Jobs API's HTTP answer (logs)"),
+    "runners/launch/remote_probe.py": (2, "on the cluster, standard library only"),
+    "runners/launch/shell.py": (1, "a remote probe's answer on stdout"),
+    "runners/launch/local.py": (1, "an interpreter probe's answer line"),
+    "runners/launch/slurm_state.py": (1, "a stream of events, one line at a time"),
+    "steps/cli/validate_cmd.py": (1, "a command-line option's JSON value"),
+}
+
+
+def _parse_calls(path: Path) -> int:
+    found = 0
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else None
+            found += f"{name}.{node.func.attr}" in PARSE_CALLS
+    return found
+
+
+def test_every_record_and_config_is_read_by_the_one_bounded_reader():
+    counted = {
+        str(path.relative_to(ROOT)): n for path in MODULES.values() if (n := _parse_calls(path))
+    }
+    allowed = {module: n for module, (n, _) in PARSES_TEXT.items()}
+    assert counted == allowed, "read files with catalog.record_file (see PARSES_TEXT)"

@@ -416,3 +416,49 @@ def test_ctrl_c_after_the_stage_exits_while_its_outputs_are_checked_records_inte
     assert record["finished"] >= record["started"]
     summary = json.loads((root / "pipeline.json").read_text())
     assert (summary["status"], summary["stages"]["prep"]["status"]) == ("interrupted",) * 2
+
+
+def test_a_killed_driver_takes_its_running_stage_with_it(world):
+    """kill -9 of `pipeline run` cannot forward anything: the stage (in its own process group)
+    ends by the parent-death signal instead of training on, orphaned (issue 39 case 6)."""
+    marker = world.base / "job.pid"
+    file = one_stage(world.base, [])
+    env = {**os.environ, **world.env, "FAKE_NEMO_RL_WAIT": str(marker), "PYTHONPATH": str(REPO)}
+    env.pop("STEPS_PATH", None)
+    argv = [sys.executable, "-m", "steps", "pipeline", "run", str(file), "--root",
+            str(world.root), "--nemo-rl", str(world.nemo)]  # fmt: skip
+    driver = subprocess.Popen(argv, cwd=world.base, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), "the stage's job never started"
+    time.sleep(0.2)  # the pid is written
+    job = int(marker.read_text())
+    driver.kill()
+    driver.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(job, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(job, signal.SIGKILL)
+    raise AssertionError("the stage's job outlived its killed driver")
+
+
+def test_a_forced_rerun_keeps_only_the_last_output_aside(tmp_path):
+    from types import SimpleNamespace
+
+    from runners.pipeline.stage import move_aside
+
+    sdir = tmp_path / "rlvr"
+    out = sdir / "checkpoints"
+    stage = SimpleNamespace(outputs={"ckpt": SimpleNamespace(value=str(out))})
+    for run in range(3):
+        out.mkdir(parents=True)
+        (out / "step_1").write_text(f"run {run}")
+        move_aside(stage, sdir)
+    [kept] = (sdir / "_stale").iterdir()
+    assert (kept / "step_1").read_text() == "run 2" and not out.exists()

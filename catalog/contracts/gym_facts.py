@@ -24,6 +24,7 @@ from catalog.atomic_write import write_atomic
 from catalog.contracts.gym_source import MODEL_FILE, derive_vocabulary, gym_root_of, read_version
 from catalog.discovery import cache_home
 from catalog.errors import StepsError
+from catalog.record_file import read_json
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
 SHIPPED = Path(__file__).resolve().parent.parent / "schema" / "rows" / "nemo_gym_versions.json"
@@ -66,7 +67,7 @@ class GymFacts:
 
 @cache
 def _shipped() -> dict[str, Any]:
-    return json.loads(SHIPPED.read_text(encoding="utf-8"))
+    return read_json(SHIPPED)
 
 
 def pin_version() -> str:
@@ -88,7 +89,7 @@ def cache_dir() -> Path:
 
 def _cached(version: str) -> dict | None:
     try:
-        data = json.loads((cache_dir() / f"{version}.json").read_text(encoding="utf-8"))
+        data = read_json(cache_dir() / f"{version}.json")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "request_fields" in data else None

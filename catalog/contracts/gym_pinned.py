@@ -10,16 +10,17 @@ A Gym tree, when there is one, is read instead: its own agents and fields refine
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
+
+from catalog.record_file import read_json
 
 TABLE = Path(__file__).resolve().parent.parent / "schema" / "rows" / "nemo_gym_servers.json"
 
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    return json.loads(TABLE.read_text(encoding="utf-8"))
+    return read_json(TABLE)
 
 
 def pinned_routes(agents: Any = None) -> dict[str, dict]:

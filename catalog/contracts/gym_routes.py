@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.contracts.gym_servers import ServerFields, server_fields
+from catalog.yamlfile import read_data
 
 AGENTS = "responses_api_agents"
 SERVERS = "resources_servers"
@@ -91,7 +92,7 @@ def read_routes(gym_root: Path | None, gym_config: Mapping | None) -> GymRoutes 
             continue
         path = Path(entry) if Path(entry).is_absolute() else Path(gym_root) / entry  # type: ignore[arg-type]
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = read_data(path)
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             routes.unreadable.append(entry)
             continue

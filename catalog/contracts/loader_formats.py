@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from catalog.record_file import read_json
+
 # Hugging Face builder -> what it reads, as findings say it.
 BUILDERS: dict[str, str] = {
     "json": "JSON Lines (one object per line) or one JSON array of objects",
@@ -206,7 +208,6 @@ def data_opens(config: dict, version: Any = None) -> list[DataOpen]:
 def save_to_disk_files(folder: Path, split: str = LOCAL_SPLIT) -> list[Path] | None:
     """Arrow files of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), None
     when the folder is not one."""
-    import json
 
     if (folder / "dataset_dict.json").is_file():
         sub = folder / split
@@ -215,7 +216,7 @@ def save_to_disk_files(folder: Path, split: str = LOCAL_SPLIT) -> list[Path] | N
     if not state.is_file():
         return None
     try:
-        names = [f["filename"] for f in json.loads(state.read_text())["_data_files"]]
+        names = [f["filename"] for f in read_json(state)["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError):
         names = [p.name for p in sorted(folder.glob("*.arrow"))]
     return [folder / n for n in names]

@@ -7,11 +7,11 @@ catch accidental change, and neither can stop someone who may rewrite the manife
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from catalog.errors import Finding
 from catalog.file_digest import SHA256, XXH3, file_digests
+from catalog.record_file import read_json
 
 CODE = "E-SHARD-DIGEST"
 MANIFEST = "manifest.json"
@@ -27,7 +27,7 @@ def _recorded(manifest: Path) -> list[tuple[Path, str, str]]:
     """(shard, digest name, recorded hex) for every shard whose entry records a digest; an
     unreadable manifest is the row scan's finding, not this one's."""
     try:
-        splits = json.loads(manifest.read_bytes())["splits"]
+        splits = read_json(manifest)["splits"]
         entries = [s for split in splits.values() for s in split["shards"]]
     except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         return []

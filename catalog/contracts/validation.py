@@ -244,11 +244,10 @@ def _builtin_contract(type_name: str) -> str | None:
     """The validator a built-in type's table names, read from types.toml with tomllib alone:
     the type graph (catalog.types) builds pydantic models, which costs a `validate` of a large
     file about a tenth of its time. None (the graph decides) for anything else."""
-    import tomllib
+    from catalog.record_file import read_toml
 
     try:
-        with open(TYPES_TOML, "rb") as fh:
-            table = tomllib.load(fh).get(type_name)
+        table = read_toml(TYPES_TOML).get(type_name)
     except (OSError, ValueError):
         return None
     contract = table.get("contract") if isinstance(table, dict) else None

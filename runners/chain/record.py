@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
+from catalog.record_file import read_json
 from runners.chain import rules
 from runners.chain.segment_program import CANCEL_MARK, CHAIN_SECRETS, RECORD  # noqa: F401
 
@@ -140,7 +141,7 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
     """(run.json, its chain) from a run dir; E-CHAIN-RECORD (exit 2) when there is none."""
     path = run_dir / RECORD
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         return data, ChainRecord.model_validate(data["chain"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StepsError(

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from catalog.atomic_write import write_atomic
+from catalog.record_file import read_json
 
 PROBE_TIMEOUT_S = 60
 PROBE_MARK = "STEPS-INTERPRETER "
@@ -182,7 +183,7 @@ def _entry(facts: Interpreter) -> dict:
 
 def _read(path: Path) -> dict:
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry = read_json(path)
     except (OSError, ValueError):
         return {}
     return entry if isinstance(entry, dict) else {}

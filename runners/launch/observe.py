@@ -118,11 +118,12 @@ def _config(run_dir: Path) -> dict:
     """The run's resolved config (resolved.yaml, else config.yaml), {} when unreadable."""
     import yaml
 
+    from catalog.yamlfile import read_data
+
     for name in ("resolved.yaml", "config.yaml"):
         try:
-            text = (run_dir / name).read_text(encoding="utf-8")
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except (OSError, yaml.YAMLError):
+            data = read_data(run_dir / name)
+        except (OSError, ValueError, yaml.YAMLError):
             continue
         if isinstance(data, dict):
             return data

@@ -8,13 +8,13 @@ its own: the CLI renders the `Followed` it gets back.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from catalog.errors import StepsError
+from catalog.record_file import read_json
 from runners.launch.backends import backend_for_job
 from runners.launch.shell import LostContact
 from runners.monitor.terminal import terminal_safe
@@ -104,5 +104,5 @@ class TerminalSafe:
 
 def recorded_job(run_dir: Path) -> JobRecord | None:
     """The job run.json holds now (None when none)."""
-    data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    data = read_json(run_dir / "run.json")
     return JobRecord.model_validate(data["job"]) if data.get("job") else None

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from catalog import record_file
 from catalog.atomic_write import write_atomic
 from runners.digest import DigestMemo, content_digest
 
@@ -45,7 +46,7 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = record_file.read_json(path)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

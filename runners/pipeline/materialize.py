@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from catalog.atomic_write import write_atomic
 from catalog.errors import Finding, StepsError
 from catalog.file_digest import SHA256, file_digests
+from catalog.yamlfile import read_data
 from runners.bind import (
     DEFERRED,
     SPLIT_OF_PORT,
@@ -104,13 +105,12 @@ def _failure(later: Later, message: str, fix: str, path: str) -> StepsError:
 def _judge(job_dir: Path, later: Later, files: list[tuple[Path, Any]], out: TextIO) -> None:
     """The stage's contract on each file (with the rows a manifest records), as its dry run
     judges a bound input: warnings printed, errors printed and raised as one E-STAGE-INPUT."""
-    import yaml
 
     from catalog.upstream import GYM_SUBDIR
     from runners.preflight import BoundArtifact, PreflightContext
     from runners.preflight.artifacts import artifact_contracts
 
-    config = yaml.safe_load((job_dir / "resolved.yaml").read_text(encoding="utf-8")) or {}
+    config = read_data(job_dir / "resolved.yaml") or {}
     gym = Path.cwd() / GYM_SUBDIR  # the job runs from the NeMo-RL checkout
     arts = [
         BoundArtifact(later.port, later.type, later.key, str(path), expected_rows=rows)

@@ -5,7 +5,7 @@ version, compiled config hash, input fingerprints, output places, and for a NeMo
 NeMo-RL version its config was compiled for, overlays included) and its outputs are unchanged
 since (or still pass their contract). A failing stage stops the pipeline; the records of the
 stages before it stay, so the next `pipeline run` resumes at the failed stage. Outputs of a
-completed stage that must run again are moved aside to `<stage>/_stale/`, never deleted.
+completed stage that must run again are moved aside to `<stage>/_stale/` (the last one kept).
 An interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage, which is recorded as
 "interrupted", as is the pipeline; records never stay "running". Secrets in stage overrides
 are redacted in records and output and reach the child through its environment only.

@@ -13,11 +13,12 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -190,16 +191,29 @@ def cache_hit(record: dict | None, key: str, stage: Any) -> bool:
 
 
 def move_aside(stage: Any, sdir: Path) -> list[str]:
-    """Outputs of a different job are kept under `<stage>/_stale/`, never deleted."""
+    """Outputs of a different job are moved under `<stage>/_stale/`, where only the last one
+    of each port is kept: a forced rerun of a checkpointing stage would otherwise keep a full
+    copy per rerun, without limit."""
     moved = []
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stale = sdir / "_stale"
     for port, b in stage.outputs.items():
         p = Path(b.value)
-        if p.exists():
-            dest = sdir / "_stale" / f"{port}-{stamp}"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(p, dest)
-            moved.append(str(dest))
+        if not p.exists():
+            continue
+        stale.mkdir(parents=True, exist_ok=True)
+        older = sorted(stale.glob(f"{port}-*"))
+        dest = stale / f"{port}-{stamp}"
+        if dest.exists() or dest.is_symlink():
+            dest = stale / f"{port}-{stamp}-{os.getpid()}-{time.monotonic_ns()}"
+        os.replace(p, dest)
+        for old in older:  # after the move: the newest aside is never lost
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+        moved.append(str(dest))
     return moved
 
 
@@ -214,6 +228,26 @@ def _stop(proc: subprocess.Popen, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def _dies_with(driver: int) -> Callable[[], None] | None:
+    """In the stage's child, before it runs: SIGTERM when the driver dies (Linux's parent-death
+    signal), so a driver killed with SIGKILL, which cannot forward anything, leaves no stage
+    running in its own process group; a driver already gone is not waited for."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def set_up() -> None:
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != driver:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_up
 
 
 def run_child(
@@ -233,6 +267,7 @@ def run_child(
             env=dict(env),
             bufsize=1,
             start_new_session=True,  # our own group: an interrupt is forwarded exactly once
+            preexec_fn=_dies_with(os.getpid()),
         )
         assert proc.stdout is not None
         try:

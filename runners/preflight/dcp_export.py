@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from catalog.artifact_paths import HUB_ID
 from catalog.errors import Finding
+from catalog.yamlfile import read_data
 from runners.nemo_rl.dcp_export import CODE, CheckpointConfig, exists, step_folder
 from runners.preflight import PreflightContext, rule
 
@@ -34,7 +35,7 @@ def dcp_export(ctx: PreflightContext) -> Iterator[Finding]:
     import yaml
 
     try:
-        policy = CheckpointConfig.model_validate(yaml.safe_load(config.read_text())).policy
+        policy = CheckpointConfig.model_validate(read_data(config)).policy
     except (OSError, ValueError, yaml.YAMLError, ValidationError) as exc:
         first = str(exc).splitlines()[0]
         yield Finding(CODE, f"{config}: no readable policy.model_name ({first})", str(config))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from catalog.discovery import CACHE_VAR
 from catalog.errors import ERROR, WARNING, Finding, has_errors
+from catalog.record_file import read_json
 
 if TYPE_CHECKING:
     from runners.launch.local import LocalLaunch
@@ -37,10 +38,9 @@ IMPORT = "E-UPSTREAM-IMPORT"
 
 def resolved_config(job_dir: Path) -> dict:
     """The run dir's resolved config, without our own `run` section (NeMo-RL never sees it)."""
-    import yaml
+    from catalog.yamlfile import read_data
 
-    text = (job_dir / RESOLVED).read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data = read_data(job_dir / RESOLVED)
     return {k: v for k, v in (data or {}).items() if k != "run"}
 
 
@@ -69,7 +69,7 @@ def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[
                          checkout, {**env, CACHE_VAR: str(job_dir / ".steps-cache")})  # fmt: skip
     config_file = job_dir / CONFIG
     ctx = PreflightContext(
-        step_id=str(json.loads((job_dir / "run.json").read_text(encoding="utf-8")).get("step")),
+        step_id=str(read_json(job_dir / "run.json").get("step")),
         manifest=None,  # the algorithm is read from the config's own section (grpo, dpo)
         config=resolved_config(job_dir),
         config_file=config_file,

@@ -28,6 +28,7 @@ from typing import Any
 
 from catalog.atomic_write import write_atomic
 from catalog.errors import Finding
+from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, finding, warning
 from runners.preflight.upstream_fold import CONFIG, TOKENIZER
@@ -210,7 +211,7 @@ def ask_upstream(launch: Any, facts: Any, algo: str, config: dict, seconds: floa
     """`run_judge`, through the cache."""
     path = cache_dir(launch.env) / f"{cache_key(launch, facts, algo, config)}.json"
     try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
+        cached = read_json(path)
         if isinstance(cached, dict) and cached.get("status") in _KEPT:
             return cached
     except (OSError, ValueError):

@@ -20,6 +20,7 @@ from pathlib import Path
 from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
 from catalog.file_digest import XXH3
+from catalog.record_file import read_json
 from runners.digest import DigestMemo
 
 MANIFEST = "manifest.json"
@@ -50,7 +51,7 @@ def work_dir(output_dir: Path, kind: str) -> Path:
 
 def read_manifest(output_dir: Path) -> dict | None:
     try:
-        data = json.loads((output_dir / MANIFEST).read_text(encoding="utf-8"))
+        data = read_json(output_dir / MANIFEST)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

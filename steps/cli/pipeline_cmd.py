@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from catalog.record_file import read_json
 from steps.cli.common import add_catalog_arguments
 
 HELP = "run a pipeline file (plan, then each stage through `run`, with caching and lineage)"
@@ -107,7 +108,6 @@ def _resolve_names(plan, pf, args) -> None:
 
 def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> None:
     """The one document: the plan's findings, the exit code and (after a run) pipeline.json."""
-    import json
 
     from runners.secrets import redact_text
     from steps.cli.output import document, emit_json
@@ -115,7 +115,7 @@ def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> No
     summary = None
     path = plan.root / "pipeline.json"
     if not dry_run and path.is_file():
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = read_json(path)
     doc = document(
         plan.findings,
         ok=code == 0,

@@ -22,6 +22,7 @@ from pathlib import Path
 from catalog.atomic_write import write_atomic
 from catalog.discovery import cache_home
 from catalog.nemo_rl_version import NemoRLVersion, pin_version
+from catalog.record_file import read_json
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR
 from runners.nemo_rl.schema import ROOTS, derive, has_source
 
@@ -44,7 +45,7 @@ def cache_root(env: dict[str, str] | None = None) -> Path:
 
 def shipped_schema(label: str, algorithm: str) -> dict | None:
     path = NEMO_RL_SCHEMA_DIR / label / f"{algorithm}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def fingerprint(checkout: Path) -> str:
@@ -90,7 +91,7 @@ def derived_schema(
     folder = cache_root(env) / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
     path = folder / f"{algorithm}.json"
     try:
-        return Schema(json.loads(path.read_text(encoding="utf-8")), f"derived, cached at {path}")
+        return Schema(read_json(path), f"derived, cached at {path}")
     except (OSError, ValueError):
         pass
     upstream = {"commit": version.commit if version else None, "checkout": str(checkout)}
