@@ -11,9 +11,10 @@ The rules live in runners/, and `show` must not load them (pydantic, every rule 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
+
+from catalog.record_file import read_json
 
 KIND_CODES = Path(__file__).resolve().parent / "kind_codes.json"
 
@@ -22,7 +23,7 @@ def step_codes(runner: str, listed: Iterable[str]) -> dict[str, str | None]:
     """Every code a run of the step can meet: its kind's rules' (code -> rule), then the codes
     its manifest names for itself (`listed`; code -> None when no rule of the kind raises it)."""
     try:
-        table = json.loads(KIND_CODES.read_text(encoding="utf-8"))
+        table = read_json(KIND_CODES)
     except (OSError, ValueError):  # not generated (`steps docs` writes it): the manifest's own
         table = {}
     derived: dict[str, str | None] = dict(table.get(runner, {}) if isinstance(table, dict) else {})

@@ -207,6 +207,7 @@ PARSES_TEXT = {
     "catalog/yamlfile.py": (1, "the YAML reader, on record_file's bytes"),
     "runners/preflight/data_files.py": (1, "JSONL rows, one line at a time (the data's reader)"),
     "runners/bind.py": (2, "the first rows of a data file, one line at a time"),
+    "runners/preflight/upstream_setup.py": (1, "the first row of a data file"),
     "runners/preflight/upstream_program.py": (1, "in a job: its request on stdin"),
     "runners/preflight/upstream_judge.py": (1, "a marked line of the judge's output"),
     "runners/preflight/judge_in_job.py": (1, "a marked line of the judge's output"),
