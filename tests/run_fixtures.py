@@ -159,8 +159,9 @@ def dpo_step(catalog: Path) -> Path:
     (step / "config" / "tiny.yaml").write_text(
         DPO_TINY.format(data=step / "data"), encoding="utf-8"
     )
-    for name in ("train", "val"):
-        (step / "data" / f"{name}.jsonl").write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    for name, rows in (("train", 8), ("val", 1)):  # train: one global batch (E-ZERO-STEPS)
+        (step / "data" / f"{name}.jsonl").write_text((json.dumps(PAIR) + "\n") * rows,
+                                                      encoding="utf-8")  # fmt: skip
     return step
 
 

@@ -131,11 +131,11 @@ def test_grpo_rows_are_counted_as_the_loader_reads_them(tmp_path: Path) -> None:
     train = tmp_path / "math.json"
     train.write_text(json.dumps(PROBLEMS[:3]), encoding="utf-8")  # one line, three rows
     code, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}")
-    [f] = [f for f in found if f["code"] == "W-ZERO-STEPS"]
+    [f] = [f for f in found if f["code"] == "E-ZERO-STEPS"]
     assert "the train data has 3 rows but each step draws 4 prompts" in f["message"]
     write(train, PROBLEMS)
     code, found = dry_run(tmp_path, "rl/nemo_rl/rlvr", f"data.train.data_path={train}")
-    assert code == 0 and not [f for f in found if f["code"] == "W-ZERO-STEPS"]
+    assert code == 0 and not [f for f in found if f["code"] == "E-ZERO-STEPS"]
 
 
 def test_json_array_that_is_cut_short_is_e_json_at_the_element(tmp_path: Path) -> None:

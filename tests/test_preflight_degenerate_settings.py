@@ -48,12 +48,21 @@ def test_sequence_padding_multiple_zero_is_an_error(tmp_path, monkeypatch, capsy
     assert _codes(out, "E-ZERO-DIVISOR") == [(key, "error")]
 
 
-def test_grpo_rows_fewer_than_one_step_warn_of_zero_steps(tmp_path, monkeypatch, capsys) -> None:
+def test_grpo_rows_fewer_than_one_step_are_an_error(tmp_path, monkeypatch, capsys) -> None:
     out = _grpo_rows(monkeypatch, capsys, tmp_path, rows=3)  # tiny draws 4 prompts a step
-    assert _codes(out, "W-ZERO-STEPS") == [("grpo.num_prompts_per_step", "warning")]
-    message = next(f["message"] for f in out["findings"] if f["code"] == "W-ZERO-STEPS")
+    assert _codes(out, "E-ZERO-STEPS") == [("grpo.num_prompts_per_step", "error")]
+    message = next(f["message"] for f in out["findings"] if f["code"] == "E-ZERO-STEPS")
     assert "has 3 rows but each step draws 4 prompts" in message
 
 
 def test_grpo_rows_filling_one_step_pass(tmp_path, monkeypatch, capsys) -> None:
-    assert _codes(_grpo_rows(monkeypatch, capsys, tmp_path, rows=4), "W-ZERO-STEPS") == []
+    assert _codes(_grpo_rows(monkeypatch, capsys, tmp_path, rows=4), "E-ZERO-STEPS") == []
+
+
+def test_dpo_pairs_fewer_than_one_global_batch_are_an_error(tmp_path, monkeypatch, capsys) -> None:
+    """NeMo-RL's DPO loader: batch_size=policy.train_global_batch_size, drop_last=True."""
+    out = _dpo(monkeypatch, capsys, tmp_path, "policy:\n  train_global_batch_size: 1024\n")
+    assert _codes(out, "E-ZERO-STEPS") == [("policy.train_global_batch_size", "error")]
+    message = next(f["message"] for f in out["findings"] if f["code"] == "E-ZERO-STEPS")
+    assert "each step draws 1024 pairs" in message and "dpo.py:" in message
+    assert _codes(_dpo(monkeypatch, capsys, tmp_path, ""), "E-ZERO-STEPS") == []

@@ -173,6 +173,9 @@ def test_gym_config_runs_the_gym_script_with_agent_ref_filled_in_the_run_dir(tmp
         + "\n",
         encoding="utf-8",
     )
+    with rows.open("a", encoding="utf-8") as more:  # one step's 4 prompts (E-ZERO-STEPS)
+        first = rows.read_text(encoding="utf-8").splitlines()[0]
+        more.write(f"{first}\n{first}\n")
     proc = steps_run(
         "rl/nemo_rl/rlvr",
         "-c",

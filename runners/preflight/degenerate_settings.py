@@ -2,8 +2,9 @@
 
 Each was silent on the CPU oracle up to the GPU boundary (../shared/oracle) and is decided by
 what the training loop does on a GPU: a zero that NeMo-RL divides by raises ZeroDivisionError
-(an error here); a GRPO train set smaller than one step's prompts gives an empty dataloader
-(`drop_last=True`), so the run ends having trained nothing (a warning: NeMo-RL runs it).
+(an error here); a GRPO or DPO train set smaller than one step's batch gives an empty
+dataloader (`drop_last=True`), so the run ends having trained nothing: NeMo-RL runs it and exits
+0, which no one launching a training job wants (an error here, E-ZERO-STEPS).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from catalog.contracts.builder_rows import UNCHECKED, read_builder_rows
 from catalog.contracts.builder_scan import builder_files
 from catalog.errors import Finding
 from runners.preflight import BoundArtifact, PreflightContext, rule
-from runners.preflight.topology import algorithm, enabled, finding, warning
+from runners.preflight.topology import algorithm, enabled, finding
 from runners.preflight.versions import cite
 
 SAVE_PERIOD_MOD = {  # `(total_steps + 1) % save_period` on every step but the last
@@ -35,6 +36,12 @@ GRPO_LOADER = {
     "0.6.0": "algorithms/grpo.py:312",
     "0.7.0": "algorithms/grpo.py:363",
     "pin": "algorithms/grpo.py:598",
+}
+DPO_LOADER = {  # StatefulDataLoader(batch_size=policy.train_global_batch_size, drop_last=True)
+    "0.4.0": "algorithms/dpo.py:178",
+    "0.6.0": "algorithms/dpo.py:189",
+    "0.7.0": "algorithms/dpo.py:207",
+    "pin": "algorithms/dpo.py:213",
 }
 _TRAIN_KEY = re.compile(r"^data\.train(\.\d+)?\.data_path$")
 
@@ -95,28 +102,54 @@ def _rows_up_to(art: BoundArtifact, limit: int) -> int | None:
     return rows
 
 
+# DPO dataset classes whose pairs are the train file's rows, one for one (others download their
+# data, as HelpSteer3, or are the user's own class: their row count is not the file's).
+ROW_PAIR_CLASSES = (None, "BinaryPreferenceDataset", "PreferenceDataset")
+
+
+def _pairs_read_as_rows(ctx: PreflightContext) -> bool:
+    name = ctx.get("data.train.dataset_name") or ctx.get("data.default.dataset_name")
+    return name in ROW_PAIR_CLASSES
+
+
 @rule("grpo_train_rows")
 def grpo_train_rows(ctx: PreflightContext) -> Iterator[Finding]:
-    """W-ZERO-STEPS: fewer GRPO train rows than one step's prompts: no batch, no training."""
-    if algorithm(ctx) != "grpo" or ctx.get("data.use_multiple_dataloader"):
+    """E-ZERO-STEPS: fewer train rows than one step's batch (GRPO: its prompts; DPO: the
+    global batch of pairs): the loader drops the incomplete batch, the run trains nothing."""
+    algo = algorithm(ctx)
+    if algo == "dpo":
+        if not _pairs_read_as_rows(ctx):
+            return
+        batch = as_int(ctx.get("policy.train_global_batch_size"))
+        key, loader, what = "policy.train_global_batch_size", DPO_LOADER, "pairs"
+    elif algo == "grpo" and not ctx.get("data.use_multiple_dataloader"):
+        batch = as_int(ctx.get("grpo.num_prompts_per_step"))
+        multiplier = ctx.get("grpo.batch_multiplier") if ctx.get("grpo.use_dynamic_sampling") else 1
+        if (
+            enabled(ctx.get("grpo.async_grpo"))
+            or not batch
+            or not isinstance(multiplier, int | float)
+        ):
+            return
+        batch = int(batch * multiplier)
+        key, loader, what = "grpo.num_prompts_per_step", GRPO_LOADER, "prompts"
+    else:
         return
-    batch = as_int(ctx.get("grpo.num_prompts_per_step"))
-    multiplier = ctx.get("grpo.batch_multiplier") if ctx.get("grpo.use_dynamic_sampling") else 1
-    if enabled(ctx.get("grpo.async_grpo")) or not batch or not isinstance(multiplier, int | float):
-        return
-    batch = int(batch * multiplier)
     train = [a for a in ctx.inputs if _TRAIN_KEY.match(a.config_key)]
+    if not batch or batch < 1 or not train:
+        return
     counts = [_rows_up_to(a, batch) for a in train]
-    if not train or batch < 1 or any(c is None for c in counts):
+    if any(c is None for c in counts):
         return
     rows = sum(c for c in counts if c is not None)
     if rows < batch:
-        yield warning(
+        yield finding(
             ctx,
-            "W-ZERO-STEPS",
-            "grpo.num_prompts_per_step",
-            f"the train data has {rows} rows but each step draws {batch} prompts; the "
+            "E-ZERO-STEPS",
+            key,
+            f"the train data has {rows} rows but each step draws {batch} {what}; the "
             "dataloader drops the incomplete batch (drop_last=True, "
-            f"{cite(ctx.nemo_rl_version, GRPO_LOADER)}), so the run trains 0 steps",
-            f"set grpo.num_prompts_per_step to {rows} or fewer, or give more rows",
+            f"{cite(ctx.nemo_rl_version, loader)}), so the run would train 0 steps",
+            f"set {key} to {rows} or fewer (keeping it a multiple of the data-parallel size), "
+            "or give more rows",
         )
