@@ -255,4 +255,20 @@ def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
         if match not in full:
             full.append(match)
     hint = phrase(full, otherwise="run `python -m steps list`")
+    doing = _doing(query, entries)
+    if doing:  # an algorithm or tag (`grpo`): the steps that do it
+        hint = f"did you mean {' or '.join(doing)}? (steps for {query})"
     raise StepsError("E-STEP-UNKNOWN", f"unknown step '{step_id}'", fix=hint, exit_code=2)
+
+
+def _doing(word: str, entries: list[StepEntry]) -> list[str]:
+    """Steps whose run.algorithm or a tag is `word` (any case)."""
+    word = word.lower()
+    out = []
+    for e in entries:
+        run, tags = e.data.get("run"), e.meta.get("tags")
+        algo = str(run.get("algorithm", "")) if isinstance(run, dict) else ""
+        named = [str(t).lower() for t in tags] if isinstance(tags, list) else []
+        if algo.lower() == word or word in named:
+            out.append(e.id)
+    return out

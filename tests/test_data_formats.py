@@ -351,12 +351,12 @@ def test_user_dataset_class_whose_module_is_nowhere_is_an_error_at_its_key(
 def test_validate_step_with_a_user_class_judges_objects_only_and_says_why(tmp_path: Path) -> None:
     train = write(tmp_path / "own.csv", [{"question": "q", "better": "a", "worse": "b"}])
     argv = ["validate", "preference_jsonl", str(train), "--step", "rl/nemo_rl/dpo", "-c", "tiny"]
-    argv += ["-o", "data.default.dataset_name=mydata.pairs.OwnPairs", "--json"]
+    argv += ["data.default.dataset_name=mydata.pairs.OwnPairs", "--json"]
     proc = steps_main(*argv, cwd=tmp_path)
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["ok"] and report["rows"] == 1
     assert [f["code"] for f in report["findings"]] == ["W-DATA-CLASS"]
-    proc = steps_main(*argv[:-3], "--json", cwd=tmp_path)  # the built-in class: refused
+    proc = steps_main(*argv[:-2], "--json", cwd=tmp_path)  # the built-in class: refused
     assert proc.returncode == 1 and "E-DPO-ROW" in proc.stdout
 
 

@@ -230,17 +230,21 @@ def test_shipped_configs_are_clean_on_every_supported_version(config: Path, vers
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
-def test_a_typo_warns_with_did_you_mean_on_every_version(tmp_path: Path, version: str) -> None:
+def test_a_typo_is_an_error_with_did_you_mean_on_every_version(
+    tmp_path: Path, version: str
+) -> None:
     rlvr = STEPS / "rlvr"
     mine = write(
         tmp_path / "mine.yaml",
         f"defaults: {rlvr / 'config/tiny.yaml'}\ngrpo:\n  normalise_rewards: true\n",
     )
     found = [
-        f for f in preflight(context_for(mine, rlvr, version)) if f.code.startswith("W-SCHEMA")
+        f
+        for f in preflight(context_for(mine, rlvr, version))
+        if f.code.startswith("W-SCHEMA") or f.code == "E-SCHEMA-TYPO"
     ]
     assert [f.key for f in found] == ["grpo.normalise_rewards"]
-    assert "did you mean 'normalize_rewards'" in found[0].message
+    assert "did you mean 'normalize_rewards'" in found[0].message and found[0].is_error
 
 
 def test_rules_that_mirror_newer_asserts_skip_older_versions(tmp_path: Path) -> None:

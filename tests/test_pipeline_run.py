@@ -227,7 +227,7 @@ def test_dry_run_without_nemo_rl_or_megatron_bridge_is_clean_with_warnings(world
     proc = world.run("--dry-run", nemo_rl=False)
     assert proc.returncode == 0, proc.stdout
     assert "warning: W-NEMO-RL-NOT-FOUND" in proc.stdout
-    assert "warning: E-MEGATRON-BRIDGE-NOT-FOUND" in proc.stdout
+    assert "warning: W-MEGATRON-BRIDGE-NOT-FOUND" in proc.stdout  # never an E- as a warning
     assert "dry run: clean (3 stages)" in proc.stdout
     assert not world.root.exists()
     assert sorted(p.name for p in world.base.iterdir()) == [".cache"]

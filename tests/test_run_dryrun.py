@@ -265,6 +265,12 @@ def test_unknown_step_suggests_the_nearest(tmp_path, cli):
     assert "Traceback" not in proc.stderr
 
 
+def test_an_algorithm_name_suggests_the_steps_that_run_it(tmp_path, cli):
+    proc = cli("grpo", "--dry-run", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 2 and "E-STEP-UNKNOWN unknown step 'grpo'" in proc.stderr
+    assert "did you mean rl/nemo_rl/rlhf or rl/nemo_rl/rlvr? (steps for grpo)" in proc.stderr
+
+
 def test_a_bad_value_from_an_override_is_reported_at_the_override(setup, cli):
     tmp_path, _, _, env, base = setup
     proc = cli(*base, "--dry-run", "--json", "dpo.max_num_steps=abc", cwd=tmp_path, env=env)

@@ -144,3 +144,14 @@ def test_the_judging_of_an_artifact_is_decided_without_the_cli(tmp_path):
     assert judging.options["default_agent_ref"]["name"] == GYM["agent_ref"]["name"]
     report = judge(judging, p)
     assert report.ok and report.rows == 1
+
+
+def test_validate_takes_run_s_flags_with_run_s_meaning(tmp_path, capsys):
+    """`--nemo-rl DIR` and overrides as `run` takes them; `-o` means output (compose) only."""
+    p = write(tmp_path / "d.jsonl", [GYM])
+    argv = ["validate", "nemo_gym_jsonl", str(p), "--step", "rlvr", "-c", "nemo_gym"]
+    assert main([*argv, "grpo.max_num_steps=3"]) == 0
+    assert main([*argv, "--nemo-rl", str(tmp_path / "no-checkout")]) == 2
+    assert f"E-GYM-VERSION {tmp_path / 'no-checkout'} is not a folder" in capsys.readouterr().err
+    assert main([*argv, "-o", "grpo.max_num_steps=3"]) == 2
+    assert "unrecognized arguments: -o" in capsys.readouterr().err

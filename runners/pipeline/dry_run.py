@@ -16,7 +16,8 @@ from typing import Any
 from catalog.errors import WARNING, Finding, StepsError
 from runners.secrets import redact_text
 
-LAUNCH_ONLY = ("E-MEGATRON-BRIDGE-NOT-FOUND",)  # (NeMo-RL: plan_run warns W-NEMO-RL-...)
+# What only a launch needs -> its warning in a dry run (NeMo-RL: plan_run warns W-NEMO-RL-...).
+LAUNCH_ONLY = {"E-MEGATRON-BRIDGE-NOT-FOUND": "W-MEGATRON-BRIDGE-NOT-FOUND"}
 
 
 def _planned_missing(stage: Any) -> dict[str, Any]:
@@ -64,7 +65,12 @@ def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], 
         plan = plan_run(req, cwd=Path.cwd(), env=env, argv=[])
     except StepsError as exc:
         return [exc.finding], exc.exit_code
-    return [replace(f, severity=WARNING) if f.code in LAUNCH_ONLY else f for f in plan.findings], 0
+    return [_launch_only(f) if f.code in LAUNCH_ONLY else f for f in plan.findings], 0
+
+
+def _launch_only(f: Finding) -> Finding:
+    """What only a launch needs, as its W- code: an E- code is never printed as a warning."""
+    return replace(f, code=LAUNCH_ONLY[f.code], severity=WARNING)
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:

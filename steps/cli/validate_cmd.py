@@ -48,14 +48,26 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--allow-hub-id", action="store_true", help="accept a hub id for hf_checkpoint"
     )
+    parser.intermixed = True  # steps.cli's Parser: options before or after the overrides
     parser.add_argument(
-        "-o",
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra-style overrides of --step's config, as `run` takes them",
+    )
+    parser.add_argument(
         "--override",
-        dest="overrides",
+        dest="more_overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="Hydra-style override of --step's config (repeatable)",
+        help="the same, one per flag (repeatable)",
+    )
+    parser.add_argument(
+        "--nemo-rl",
+        metavar="DIR",
+        help="the NeMo-RL checkout, as `run` takes it: its Gym submodule judges NeMo-Gym rows "
+        "(the same as --gym-version DIR)",
     )
 
 
@@ -157,9 +169,9 @@ def run(args) -> int:
         path,
         step=args.step,
         config=args.config,
-        overrides=args.overrides,
+        overrides=[*args.overrides, *args.more_overrides],
         options=_parse_options(args.option),
-        gym_version=args.gym_version,
+        gym_version=args.gym_version or args.nemo_rl,
         allow_hub_id=args.allow_hub_id,
     )
     update, bar = (None, None) if args.json else _progress(path, judging.contract)
