@@ -10,11 +10,21 @@ import difflib
 from collections.abc import Iterable
 
 CUTOFF = 0.6  # difflib's default: close enough that the suggestion is usually the intent
+MAX_COMPARED = 2_000  # options scored per word: a config of 1e5 keys asked once per key was n^2
 
 
 def close_matches(word: str, options: Iterable[str], n: int = 3) -> list[str]:
-    """The options nearest to `word`, best first (none when nothing is close)."""
-    return difflib.get_close_matches(word, list(options), n=n, cutoff=CUTOFF)
+    """The options nearest to `word`, best first (none when nothing is close).
+
+    Bounded: only options whose length allows difflib's ratio to reach CUTOFF are scored
+    (2*min/(a+b) >= CUTOFF), at most MAX_COMPARED of them, nearest in length first."""
+    pool = list(options)
+    if len(pool) > MAX_COMPARED:
+        size = len(word)
+        pool = [o for o in pool if 2 * min(len(o), size) >= CUTOFF * (len(o) + size)]
+        if len(pool) > MAX_COMPARED:
+            pool = sorted(pool, key=lambda o: abs(len(o) - size))[:MAX_COMPARED]
+    return difflib.get_close_matches(word, pool, n=n, cutoff=CUTOFF)
 
 
 def close_keys(key: str, keys: Iterable[str], n: int = 3) -> list[str]:

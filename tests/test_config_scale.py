@@ -56,3 +56,17 @@ def test_adds_applied_together_give_what_hydra_gives_one_by_one():
     OmegaConf.set_struct(theirs, False)
     assert OmegaConf.to_container(ours) == OmegaConf.to_container(theirs)
     assert OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(theirs)
+
+
+def test_did_you_mean_over_100k_options_is_bounded_and_still_finds_the_typo():
+    from catalog.did_you_mean import close_matches
+
+    options = [f"unknown_key_{i}" for i in range(100_000)] + ["max_num_steps"]
+    found: list = []
+
+    def ask() -> None:
+        for _ in range(40):  # 40 unknown keys, each asked against every key: 13 s before
+            found.extend(close_matches("max_num_stesp", options))
+
+    assert _cpu(ask) < 6
+    assert found[0] == "max_num_steps"
