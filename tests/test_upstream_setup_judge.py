@@ -139,7 +139,7 @@ def test_a_system_prompt_file_that_does_not_exist_is_refused_at_its_key(
 
 def test_a_row_our_checks_refused_already_is_not_told_twice(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"prompt": "2+2?", "chosen": "4"}) + "\n")  # no "rejected"
+    bad.write_text((json.dumps({"prompt": "2+2?", "chosen": "4"}) + "\n") * 16)  # no "rejected"
     findings = _dpo(monkeypatch, capsys, tmp_path, f"data.train.data_path={bad}")
     errors = [f for f in findings if f["severity"] == "error"]
     assert [f["code"] for f in errors] == ["E-DPO-ROW"]  # ours names the line; upstream folded
@@ -228,4 +228,5 @@ def test_an_edited_data_file_is_judged_again_the_same_one_is_not(tmp_path, monke
     data.write_text(json.dumps({"prompt": "2+2?", "chosen": "4"}) + "\n\n")
     findings = _dpo(monkeypatch, capsys, tmp_path, f"data.train.data_path={data}")
     assert len(counter.read_text().splitlines()) == 2
-    assert [f["code"] for f in findings if f["severity"] == "error"] == ["E-DPO-ROW"]
+    errors = [f["code"] for f in findings if f["severity"] == "error"]
+    assert "E-DPO-ROW" in errors and "E-UPSTREAM-DATA" not in errors  # one cause, ours
