@@ -57,16 +57,25 @@ def with_suggestion(word: str, options: Iterable[str], fix: str) -> str:
     return f"{hint} {fix}" if hint else fix
 
 
-def edits(a: str, b: str) -> int:
-    """Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b`."""
+def edits(a: str, b: str, limit: int | None = None) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b`; with
+    `limit`, any count above it may come back as `limit + 1` (found without the whole table:
+    a length apart by more, or two rows in a row whose least count is above it)."""
+    if limit is not None and abs(len(a) - len(b)) > limit:
+        return limit + 1
     prev2: list[int] = []
     prev = list(range(len(b) + 1))
+    over = False  # the previous row's least count was above the limit
     for i, ca in enumerate(a, 1):
         row = [i] + [0] * len(b)
         for j, cb in enumerate(b, 1):
             row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
             if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
                 row[j] = min(row[j], prev2[j - 2] + 1)
+        if limit is not None:  # a row's least count is at least that of one of the two before
+            if min(row) > limit and over:
+                return limit + 1
+            over = min(row) > limit
         prev2, prev = prev, row
     return prev[-1]
 
@@ -75,7 +84,7 @@ def typo_of(word: str, options: Iterable[str], most: int = 2) -> str | None:
     """The one option `word` is a typo of: within `most` edits (one for words of up to four
     letters), nearest first; None when none is that near or two are equally near."""
     limit = 1 if len(word) <= 4 else most
-    near = sorted((edits(word, o), o) for o in set(options) if o != word)
+    near = sorted((edits(word, o, limit), o) for o in set(options) if o != word)
     near = [(d, o) for d, o in near if d <= limit]
     if not near or (len(near) > 1 and near[0][0] == near[1][0]):
         return None

@@ -70,3 +70,20 @@ def test_did_you_mean_over_100k_options_is_bounded_and_still_finds_the_typo():
 
     assert _cpu(ask) < 6
     assert found[0] == "max_num_steps"
+
+
+def test_typo_checks_of_100k_unknown_keys_are_bounded_and_the_count_is_unchanged():
+    import random
+
+    from catalog.did_you_mean import edits, typo_of
+
+    rng = random.Random(1)
+    for _ in range(5_000):
+        a, b = ("".join(rng.choice("ab_c") for _ in range(rng.randint(0, 8))) for _ in "ab")
+        full = edits(a, b)
+        for limit in (0, 1, 2):
+            assert edits(a, b, limit) == full if full <= limit else edits(a, b, limit) > limit
+    declared = ["policy", "data", "dpo", "grpo", "env", "logger", "cluster", "checkpointing"]
+    keys = [f"unknown_key_{i}" for i in range(100_000)]
+    assert _cpu(lambda: [typo_of(k, declared) for k in keys]) < 5  # was ~90 s
+    assert typo_of("checkpointnig", declared) == "checkpointing"
