@@ -74,9 +74,8 @@ def main() -> int:
     args = p.parse_args()
     from cluster_fixtures import start_sshd, stop_sshd
 
-    from runners.launch.backends import backend_for_job
     from runners.launch.jobs import job_runs, refresh_all
-    from runners.launch.records import job_of
+    from runners.launch.records import backend_for_job, job_of
 
     with tempfile.TemporaryDirectory() as tmp, slurm_lab(Path(tmp)) as lab:
         root = Path(tmp)

@@ -17,7 +17,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -149,7 +149,7 @@ class JobRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
 
-    executor: Literal["slurm", "ray"]
+    executor: str  # a backend of runners/launch/backends/ (located by records.locate)
     profile: str | None = None  # its name in env.toml
     host: str | None = None  # Slurm: the login host; None: this machine
     ssh_options: list[str] = []

@@ -65,7 +65,7 @@ def test_extends_merges_tables_appends_mounts_and_secrets_and_replaces_other_lis
          "did you mean 'partition'", 4),
         ('[a]\nexecutor = "slurm"\nextends = "b"\nremote_dir = "/x"\n[b]\nextends = "a"\n',
          "extends cycle: a -> b -> a", 3),
-        ('[a]\nexecutor = "pbs"\n', "executor 'pbs' is not one of local, slurm, ray", 2),
+        ('[a]\nexecutor = "pbs"\n', "executor 'pbs' is not one of local, ray, slurm", 2),
         ('[a]\nexecutor = "slurm"\nnodes = 0\nremote_dir = "/x"\n', "nodes", 3),
         ('[a]\nexecutor = "slurm"\n', "remote_dir", None),
         ('[a]\nexecutor = "slurm"\nremote_dir = "/x"\nsecrets = ["MY TOKEN"]\n', "secrets", 4),

@@ -24,9 +24,8 @@ from runners.chain.record import (
     Segment,
     sibling_chains,
 )
-from runners.launch.backends import backend_for_job
 from runners.launch.job_secrets import SECRETS_FILE
-from runners.launch.records import job_of, located
+from runners.launch.records import backend_for_job, job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm import DRIVER_LOG
@@ -75,7 +74,7 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
     """run.json with the chain as its segments recorded it and `job` = the current segment."""
     job = job_of(data, run_dir)
     local = ChainRecord.model_validate(data["chain"])
-    if local.executor == "ray":  # the driver keeps the record here; `job` is its segment
+    if local.attached:  # the driver keeps the record here; `job` is its segment
         if job.job_id and job.state not in TERMINAL:
             with contextlib.suppress(StepsError):
                 job = backend_for_job(job, env).refresh(job)
@@ -131,7 +130,7 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
     (Ray: the mark is in the local run dir its driver reads, and the running segment stops)."""
     job = job_of(data, run_dir)
     chain = ChainRecord.model_validate(data["chain"])
-    if chain.executor == "ray":
+    if chain.attached:
         (run_dir / CANCEL_MARK).touch()
         said = backend_for_job(job, env).cancel(job) if job.job_id else "no segment runs"
         return f"chain {chain.job_name} cancelled: no further segment starts; {said}"

@@ -90,7 +90,7 @@ class ChainRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    executor: Literal["slurm", "ray"] = "slurm"  # ray: the attached `run --run` drives it
+    executor: str = "slurm"  # a backend of runners/launch/backends/
     state: ChainState = "queued"
     reason: str = ""
     max_segments: int = Field(20, ge=1)
@@ -113,6 +113,13 @@ class ChainRecord(BaseModel):
     driver: str = ""  # Ray: `host:pid` of the attached process that drives the chain
     continues: str = ""  # Ray: the earlier run dir whose unfinished chain this one carries on
     segments: list[Segment] = []
+
+    @property
+    def attached(self) -> bool:
+        """This process drives the chain (its backend's `chain`), not a segment script."""
+        from runners.launch.backends import traits
+
+        return traits(self.executor).chain == "attached"
 
     @property
     def gpu_hours_used(self) -> float:

@@ -94,7 +94,7 @@ def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
         must_save_by_from=chain.must_save_by_from,
         wandb_id=chain.wandb_id,
     )
-    if profile.executor == "ray":
+    if target.traits.chain == "attached":
         if not any(under(ckpt, d) for d in profile.shared()):
             raise StepsError(
                 "E-CHAIN-CHECKPOINTING",
@@ -106,9 +106,11 @@ def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
                 exit_code=2,
             )
         return ChainRecord(
-            executor="ray", checkpoint_dir=ckpt, job_name=backend.submission_id(req), **common
-        )
+            executor=profile.executor, checkpoint_dir=ckpt, job_name=backend.submission_id(req),
+            **common,
+        )  # fmt: skip
     return ChainRecord(
+        executor=profile.executor,
         checkpoint_dir=host_path(ckpt, list(profile.mounts)),
         job_name=backend.job_name(req),
         sbatch=backend.sbatch_argv(req, backend.job_name(req)),
@@ -123,11 +125,11 @@ def configure(req: Any, target: Any) -> None:
 
     A Slurm chain runs without this process (`--batch`); a Ray cluster has no queue to keep the
     next segment in, so a Ray chain is driven by the attached process (`--run`)."""
-    executor, attached = target.profile.executor, target.attached
-    if executor == "ray" and attached:
+    executor, attached, mode = target.profile.executor, target.attached, target.traits.chain
+    if mode == "attached" and attached:
         return
-    if executor != "slurm" or attached:
-        how = "--run RAY_PROFILE" if executor == "ray" else "--batch SLURM_PROFILE"
+    if mode != "batch" or attached:
+        how = f"--{'run' if mode == 'attached' else 'batch'} {executor.upper()}_PROFILE"
         raise StepsError(
             "E-CHAIN-EXECUTOR",
             f"--until-done with [{target.name}] ({executor}) goes with {how}",
@@ -145,7 +147,7 @@ def refuse_busy(plan: Any, target: Any) -> None:
     runs here), the record's own refusals (a Ray checkpoint dir the driver cannot read), and
     E-CHAIN-PYTHON when the probe found no python3 (3.8+) to decide with (Slurm)."""
     record = chain_record(plan, target, plan.chain)
-    if record.executor == "ray":
+    if record.attached:
         from runners.chain.ray_resume import unfinished
 
         unfinished(plan.run_dir, record)
@@ -187,7 +189,7 @@ def prepare_chain(plan: Any, target: Any) -> None:
 
     req = plan.request
     record = chain_record(plan, target, plan.chain)
-    if record.executor == "ray":  # no segment script: the attached process is the driver
+    if record.attached:  # no segment script: the attached process is the driver
         update_record(plan.run_dir, chain=record.model_dump(mode="json"))
         return
     mounts = list(target.profile.mounts)

@@ -9,10 +9,11 @@ the source and the manifests. Each problem is a
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `capabilities` (what
-rules need and kinds have); this one runs
+rules need and kinds and backends have); this one runs
 them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
-runner kinds a manifest may name), `runners.preflight` (the rule names a manifest's errors cite),
+runner kinds a manifest may name), `runners.launch` (the cluster backends and what they
+have), `runners.preflight` (the rule names a manifest's errors cite),
 `runners.omegaconf_internals` (unresolved config nodes), `catalog`.
 """
 

@@ -1,10 +1,12 @@
-"""Rules and kinds agree on what a kind has: no rule left undecided for any kind.
+"""Rules, kinds and backends agree on what each has: no rule left undecided for any of them.
 
 A preflight rule says what it `needs` of a step's kind and a kind says what it `has`
 (runners.kinds.base.CAPABILITIES), so a new kind gets every rule that needs nothing (inputs,
 artifact contracts, remote mounts, secrets) without being named anywhere. This gate fails when a
 kind does not say what it has, or a rule or kind names a capability the vocabulary lacks (that
-rule would never run, or run where it should not).
+rule would never run, or run where it should not). The same holds for cluster backends: a
+remote rule says what its backend must have (`on`), a backend says what it has and decides every
+other way executors differ (runners.launch.backends.base.DECISIONS).
 """
 
 from __future__ import annotations
@@ -50,13 +52,73 @@ def capabilities() -> list[Finding]:
         for cap in sorted(spec.needs - set(CAPABILITIES)):
             module = spec.func.__module__.replace(".", "/") + ".py"
             out.append(_unknown(cap, f"preflight rule `{spec.id}` needs", module, CAPABILITIES))
+    return out + backend_capabilities()
+
+
+def backend_capabilities() -> list[Finding]:
+    """Every backend decides each of DECISIONS on its own class, `has` within the vocabulary;
+    every remote rule says what its backend needs (`on`), within the vocabulary."""
+    from runners.launch.backends import find, known
+    from runners.launch.backends.base import BACKEND_CAPABILITIES, DECISIONS, BackendTraits
+    from runners.preflight import load_rules
+
+    out: list[Finding] = []
+    for name in known():
+        backend = find(name)
+        where = f"runners/launch/backends/{name}.py"
+        if backend is None:
+            out.append(_backend(f"backend module {name!r} exports no BACKEND", where, "BACKEND"))
+            continue
+        own = {k for c in backend.__mro__ if c not in (BackendTraits, object) for k in vars(c)}
+        for decision in [d for d in DECISIONS if d not in own]:
+            out.append(_backend(f"backend {name!r} does not decide `{decision}`", where, decision))
+        has = set(vars(backend).get("has", ()) if "has" in own else ())
+        for cap in sorted(has - set(BACKEND_CAPABILITIES)):
+            out.append(_unknown(cap, f"backend {name!r} has", where, BACKEND_CAPABILITIES))
+    for spec in load_rules().values():
+        module = spec.func.__module__
+        path = module.replace(".", "/") + ".py"
+        if spec.on is None and module.startswith("runners.preflight.remote"):
+            out.append(
+                _backend(
+                    f"remote preflight rule `{spec.id}` does not say what its backend needs",
+                    path,
+                    "on",
+                    rule=True,
+                )
+            )
+        for cap in sorted((spec.on or frozenset()) - set(BACKEND_CAPABILITIES)):
+            out.append(
+                _unknown(cap, f"preflight rule `{spec.id}` is on", path, BACKEND_CAPABILITIES)
+            )
     return out
 
 
+def _backend(message: str, where: str, decision: str, rule: bool = False) -> Finding:
+    from runners.launch.backends.base import BACKEND_CAPABILITIES, DECISIONS
+
+    if rule:
+        fix = (
+            "register it with `@rule(..., on=(...))`: the capabilities of runners.launch."
+            f"backends.base.BACKEND_CAPABILITIES it needs ({', '.join(BACKEND_CAPABILITIES)}), "
+            "or on=() for every backend"
+        )
+    elif decision == "BACKEND":
+        fix = "export `BACKEND = <its BackendTraits subclass>` (runners/launch/backends/base.py)"
+    else:
+        fix = f"set `{decision}` on its class: {DECISIONS[decision]}"
+    return Finding("E-BACKEND-CAPABILITIES", f"{message}, so the remote preflight rules and the "
+                   "launch cannot be decided for it", where, fix=fix)  # fmt: skip
+
+
 def _unknown(cap: str, who: str, where: str, vocabulary: dict[str, str]) -> Finding:
+    from runners.kinds.base import CAPABILITIES
+
+    kinds = vocabulary is CAPABILITIES
+    table = "runners.kinds.base.CAPABILITIES" if kinds else "runners.launch.backends.base."
     return Finding(
-        "E-KIND-CAPABILITIES",
-        f"{who} {cap!r}, which runners.kinds.base.CAPABILITIES does not define",
+        "E-KIND-CAPABILITIES" if kinds else "E-BACKEND-CAPABILITIES",
+        f"{who} {cap!r}, which {table}{'' if kinds else 'BACKEND_CAPABILITIES'} does not define",
         where,
         fix=did_you_mean(cap, vocabulary, otherwise=f"one of: {', '.join(vocabulary)}"),
     )

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
-from runners.launch.backends import backend_for_job
-from runners.launch.records import job_of, locate, located, read_job_run, untrusted
+from runners.launch.records import backend_for_job, job_of, locate, located, read_job_run, untrusted
 from runners.launch.request import TERMINAL, UNKNOWN, unknown
 from runners.rundir import RECORD, JobRecord, read_record, runs_root, update_record
 

@@ -15,7 +15,6 @@ whose `segment` ("segment k of at most N") the chain fills before rendering `lin
 from __future__ import annotations
 
 import base64
-import json
 import posixpath
 import shutil
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalog.config_values import dotted_get
+from runners.launch.backends import traits
 from runners.launch.records import job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
@@ -76,7 +76,7 @@ def _shell(job: JobRecord) -> Shell:
 def _facts_request(jobs: list[JobRecord]) -> dict[str, list[str]] | None:
     """scontrol for each job that may be live (slurmctld is current; sacct lags a started job
     by the slurmdbd round trip), then one sacct for all (it keeps jobs after MinJobAge)."""
-    slurm_jobs = [j for j in jobs if j.executor == "slurm"]
+    slurm_jobs = [j for j in jobs if "sbatch" in traits(j.executor).has]
     if not slurm_jobs:
         return None
     return {
@@ -166,7 +166,7 @@ def run_progress(
     jobs = jobs or [job_of(data)]
     job = jobs[-1]
     config = _config(run_dir)
-    log = job.log_path if job.executor == "slurm" else None
+    log = job.log_path if traits(job.executor).log_is_file else None
     ckpt = _job_path(dotted_get(config, "checkpointing.checkpoint_dir"), data)
     tb = None
     if dotted_get(config, "logger.tensorboard_enabled") is True:
@@ -231,8 +231,8 @@ def log_files(job: JobRecord) -> list[str]:
 def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
     """Feed every candidate line of the job's logs to `classifier`, streaming."""
     files = log_files(job)
-    if job.executor == "ray":
-        _scan_ray_logs(job, classifier)
+    if not traits(job.executor).log_is_file:
+        _scan_service_logs(job, classifier)
         return
     if job.host is None and shutil.which("grep") is None:
         import glob
@@ -253,28 +253,13 @@ def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
         proc.wait()
 
 
-def _scan_ray_logs(job: JobRecord, classifier: LogClassifier) -> None:
-    """A Ray job's driver log comes from the dashboard (Ray keeps it; there is no file here)."""
+def _scan_service_logs(job: JobRecord, classifier: LogClassifier) -> None:
+    """A job whose log the cluster's service keeps (no file to grep): its backend reads it."""
     import io
-    import urllib.error
-    import urllib.request
 
-    from runners.launch.ray_sdk import auth_headers, refusal
-
-    address = str(job.address).rstrip("/")
-    url = f"{address}/api/jobs/{job.job_id}/logs"
-    request = urllib.request.Request(url, headers=auth_headers(address))  # E-RAY-AUTH
-    try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            text = json.loads(resp.read().decode("utf-8")).get("logs", "")
-    except urllib.error.HTTPError as exc:
-        if refused := refusal(exc.code, address):
-            raise refused from None
-        return
-    except (OSError, ValueError):
-        return
+    where, text = traits(job.executor).kept_log(job)
     for number, line in python_prefilter(io.BytesIO(text.encode("utf-8"))):
-        classifier.feed("driver log (Ray dashboard)", number, line)
+        classifier.feed(where, number, line)
 
 
 def diagnose_run(run_dir: Path, data: dict, job: JobRecord | None = None) -> Diagnosis:
@@ -288,8 +273,8 @@ def diagnose_run(run_dir: Path, data: dict, job: JobRecord | None = None) -> Dia
     if str(job.job_id) in facts:
         f = facts[str(job.job_id)]
         state, code, source = f.state, f.exit_code, f.source
-    elif job.executor == "ray":
-        source = "Ray job status"
+    elif "sbatch" not in (backend := traits(job.executor)).has:
+        source = f"{backend.title} job status"
     classifier = LogClassifier()
     scan_logs(job, classifier)
     result = diagnose(classifier, state, code, source)

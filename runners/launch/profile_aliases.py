@@ -175,7 +175,10 @@ def translate(
         _env_vars(raw_vars, p, env, out)
     for step in STEPS:
         step(p, out)
-    if p.get("executor") == "slurm":
+    from runners.launch.backends import find
+
+    backend = find(p.get("executor"))
+    if backend is not None and "sbatch" in backend.has:
         _sbatch(p)
     _renamed(p, mode)
     return p, out

@@ -139,7 +139,18 @@ class RayProfile(_Profile):
 
 
 Profile = LocalProfile | SlurmProfile | RayProfile
-MODELS: dict[str, type[Profile]] = {"local": LocalProfile, "slurm": SlurmProfile, "ray": RayProfile}
+
+
+def model_for(executor: Any) -> type[BaseModel] | None:
+    """The profile model of `executor`: local's, else the one its backend registers
+    (runners/launch/backends/); None when there is neither."""
+    from runners.launch.backends import find
+
+    backend = find(executor) if isinstance(executor, str) else None
+    local = {"local": LocalProfile}.get(executor) if isinstance(executor, str) else None
+    return local or (backend.profile_model if backend is not None else None)
+
+
 _FIELDS = {
     name for model in (LocalProfile, SlurmProfile, RayProfile) for name in model.model_fields
 }
@@ -223,12 +234,16 @@ def load_profile(
         )  # fmt: skip
     merged = _merged(data, name, path, [])
     executor = merged.get("executor")
-    if executor not in MODELS:
-        msg = f"executor {executor!r} is not one of local, slurm, ray"
+    model = model_for(executor)
+    if model is None:
+        from runners.launch.backends import known
+
+        names = ["local", *known()]
+        msg = f"executor {executor!r} is not one of {', '.join(names)}"
         if executor is None:
             msg = "has no `executor`"
         line = profile_line(path, "executor", name) if executor is not None else None
-        fix = 'set executor = "slurm", "ray" or "local"'
+        fix = "set executor = " + " or ".join(f'"{n}"' for n in names)
         raise _error(f"profile [{name}] {msg}", path, line or profile_line(path, name), fix)
     merged, unmapped = translate(merged, os.environ if env is None else env, mode)
     found = [
@@ -237,7 +252,7 @@ def load_profile(
         for key, msg, fix in unmapped
     ]  # fmt: skip
     try:
-        profile = MODELS[executor].model_validate(merged)
+        profile = model.model_validate(merged)
     except ValidationError as exc:
         found += findings_from(
             exc,
@@ -249,7 +264,7 @@ def load_profile(
         )
     if found:
         raise _all_at_once(found, name)
-    return profile
+    return profile  # type: ignore[return-value]  # a third backend's model is its own
 
 
 def _profiles(data: Mapping[str, Any]) -> list[str]:

@@ -30,9 +30,11 @@ from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 
 if TYPE_CHECKING:
     from runners.launch.profiles import Profile
+    from runners.launch.request import Backend
 
 UNLOCATED = "unlocated"  # in a job: why its cluster is unknown ({message, fix}); never asked
 LOCATION = ("host", "ssh_options", "remote_dir", "address")
+_FIX_RECORD = "name a run dir written by `python -m steps run` (see `python -m steps jobs`)"
 _FIX_LOCATE = (
     "restore the profile the job was launched with (its name and host or address), or pass "
     "its env.toml in $STEPS_ENV_FILE"
@@ -61,21 +63,35 @@ def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
 
 
 def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
-    """run.json's `job` as its model; E-RUN-RECORD (exit 2) when it does not fit it."""
+    """run.json's `job` as its model; E-RUN-RECORD (exit 2) when it does not fit it (its
+    executor included: a backend of runners/launch/backends/)."""
+    from runners.launch.backends import find, known
+
+    path = run_dir / RECORD if run_dir is not None else None
     try:
-        return JobRecord.model_validate(data.get("job"))
+        job = JobRecord.model_validate(data.get("job"))
     except ValidationError as exc:
         raise error_from(
             exc,
             exit_code=2,
             code="E-RUN-RECORD",
-            path=run_dir / RECORD if run_dir is not None else None,
+            path=path,
             data=data.get("job"),
             message=lambda err, loc: (
                 f"the job record does not fit its format: `{dotted(('job', *loc))}`: {err['msg']}"
             ),
-            fix="name a run dir written by `python -m steps run` (see `python -m steps jobs`)",
+            fix=_FIX_RECORD,
         ) from None
+    if find(job.executor) is None:
+        raise StepsError(
+            "E-RUN-RECORD",
+            f"the job record does not fit its format: `job.executor`: {job.executor!r} is not "
+            f"a cluster backend ({', '.join(known())})",
+            path=str(path) if path is not None else None,
+            fix=_FIX_RECORD,
+            exit_code=2,
+        )
+    return job
 
 
 def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
@@ -124,13 +140,15 @@ def _locate(
 ) -> JobRecord:
     """`job` (the record without a location) with host, ssh options, remote dir or address
     from its profile, when the profile is still where `recorded` says the job ran."""
+    from runners.launch.backends import traits
+
     name, executor = job.profile, job.executor
     path = _env_file(data, env, cwd)
     st = path.stat()
     profile = _profile(str(path), (st.st_mtime_ns, st.st_size), str(name))
-    said, now = recorded.host, getattr(profile, "host", None)
-    if executor == "ray":
-        said, now = recorded.address, getattr(profile, "address", None)
+    backend = traits(executor)
+    said = getattr(recorded, backend.located_by, None)
+    now = getattr(profile, backend.located_by, None)
     if profile.executor != executor or said != now:
         was = f"{executor} on {said or 'this machine'}"
         raise StepsError(
@@ -142,19 +160,7 @@ def _locate(
             fix=_FIX_LOCATE,
             exit_code=2,
         )
-    if profile.executor == "ray":
-        return job.model_copy(update={"address": profile.address})
-    assert profile.executor == "slurm"  # a local profile's executor is never a job's
-    update: dict[str, Any] = {
-        "host": profile.host,
-        "ssh_options": list(profile.ssh_options),
-        "remote_dir": profile.remote_dir,
-    }
-    if job.secrets_file and job.job_dir:  # never a path the record chose
-        from runners.launch.job_secrets import secrets_path
-
-        update["secrets_file"] = secrets_path(job.job_dir)
-    return job.model_copy(update=update)
+    return job.model_copy(update=backend.location(profile, job))
 
 
 def locate(data: dict, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict:
@@ -181,3 +187,16 @@ def located(job: JobRecord) -> JobRecord:
             exit_code=2,
         )
     return job
+
+
+def backend_for_job(job: JobRecord, env: dict[str, str] | None = None) -> Backend:
+    """The backend for a recorded job (run.json `job`, located by `locate`): its location is
+    what `locate` took from the profile (the rest stays unset)."""
+    from runners.launch.backends import traits
+    from runners.launch.backends.base import RecordedProfile
+
+    located(job)
+    profile = RecordedProfile(
+        job.executor, job.host, tuple(job.ssh_options), job.remote_dir or "/", job.address or ""
+    )
+    return traits(job.executor).implementation()(job.profile or "?", profile, env)

@@ -104,6 +104,13 @@ class RemoteFacts:
     def host(self) -> str | None:
         return getattr(self.profile, "host", None)
 
+    @property
+    def has(self) -> frozenset[str]:
+        """What the profile's backend has (runners.launch.backends.base.BACKEND_CAPABILITIES)."""
+        from runners.launch.backends import traits
+
+        return traits(self.profile.executor).has
+
 
 class Backend(Protocol):
     """The interface `run` and the job commands use; one implementation per executor."""

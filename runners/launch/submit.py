@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from catalog.errors import StepsError
 from catalog.record_file import read_json
-from runners.launch.backends import backend_for_job
+from runners.launch.records import backend_for_job
 from runners.launch.shell import LostContact
 from runners.monitor.terminal import terminal_safe
 from runners.rundir import JobRecord, update_record

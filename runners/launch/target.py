@@ -15,8 +15,8 @@ from typing import Any
 
 from catalog.config_values import as_int, dotted_get
 from catalog.errors import StepsError
-from runners.launch.backends import backend_for
-from runners.launch.profiles import RayProfile, SlurmProfile, resolve_profile
+from runners.launch.backends import traits
+from runners.launch.profiles import LocalProfile, RayProfile, SlurmProfile, resolve_profile
 from runners.launch.request import NOT_SUBMITTED, LaunchRequest, RemoteFacts
 from runners.rundir import JobRecord, update_record
 
@@ -48,6 +48,12 @@ def bridge_script(resolved: dict) -> str | None:
     return f"{root}/{mb.get('script', 'scripts/conversion/run_conversion.py')}"
 
 
+def ray_sub_paths(profile: Any) -> list[str]:
+    """NeMo-RL's ray.sub in the profile's checkout, where its backend starts jobs with it."""
+    root = profile.nemo_rl_dir
+    return [f"{root}/ray.sub"] if root and "ray_sub" in traits(profile.executor).has else []
+
+
 @dataclass
 class ClusterTarget:
     """`--run/--batch PROFILE` for a slurm or ray profile."""
@@ -59,7 +65,8 @@ class ClusterTarget:
     attached: bool = False
 
     def __post_init__(self) -> None:
-        self.backend = backend_for(self.name, self.profile, self.env)
+        self.traits = traits(self.profile.executor)
+        self.backend = self.traits.implementation()(self.name, self.profile, self.env)
 
     @property
     def host(self) -> str | None:
@@ -85,8 +92,7 @@ class ClusterTarget:
         root = self.profile.nemo_rl_dir
         if root:
             paths.append(root)
-            if isinstance(self.profile, SlurmProfile):
-                paths.append(f"{root}/ray.sub")
+            paths += ray_sub_paths(self.profile)
             if script:
                 paths.append(f"{root}/{script}")
         bridge = bridge_script(resolved)
@@ -111,7 +117,7 @@ class ClusterTarget:
         """The hand-over: command, dirs, plain env, secret names, nodes and GPUs."""
         p = self.profile
         env = dict(p.env)
-        uses_ray_sub = isinstance(p, SlurmProfile) and plan.kind.ray_program
+        uses_ray_sub = "ray_sub" in self.traits.has and plan.kind.ray_program
         facts = getattr(self, "facts", None)
         gpus = dotted_get(plan.resolved, "cluster.gpus_per_node")
         return LaunchRequest(
@@ -173,6 +179,6 @@ def cluster_target(
     """(target, profile, env file): target is None for `executor = "local"` profiles."""
     # run_partition / batch_partition
     _, path, profile = resolve_profile(name, env_file, env, cwd, "run" if attached else "batch")
-    if profile.executor == "local":
+    if isinstance(profile, LocalProfile):
         return None, profile, path
     return ClusterTarget(name, path, profile, dict(env), attached), profile, path

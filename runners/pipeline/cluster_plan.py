@@ -153,13 +153,14 @@ def _probe_together(targets: list[Any]) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
+    from runners.launch.target import ray_sub_paths
+
     def one(target: Any) -> None:
         profile = target.profile
         paths = [p.split(":")[0] for p in getattr(profile, "mounts", [])]
         if profile.nemo_rl_dir:  # as target.probe asks
             paths.append(profile.nemo_rl_dir)
-            if profile.executor == "slurm":
-                paths.append(f"{profile.nemo_rl_dir}/ray.sub")
+            paths += ray_sub_paths(profile)
         try:
             target.backend.probe(paths, None)
         except StepsError:

@@ -123,21 +123,35 @@ class RuleSpec:
     needs: frozenset[str]
     doc: str
     versions: str = "all"  # the NeMo-RL releases its upstream assert exists in (versions.py)
+    # A remote rule (a cluster launch): what its backend must have
+    # (runners.launch.backends.base.BACKEND_CAPABILITIES); None: not a remote rule.
+    on: frozenset[str] | None = None
 
     def applies_to(self, has: frozenset[str]) -> bool:
         return self.needs <= has
+
+    def applies_on(self, remote: RemoteFacts | None) -> bool:
+        """A remote rule runs for a cluster launch whose backend has what it is `on`, once the
+        host answered (E-REMOTE-HOST says when it did not: nothing is guessed)."""
+        if self.on is None:
+            return True
+        return remote is not None and remote.reached and self.on <= remote.has
 
 
 RULES: dict[str, RuleSpec] = {}
 
 
 def rule(
-    rule_id: str, needs: tuple[str, ...] = NEMO_RL_CONFIG, versions: str = "all"
+    rule_id: str,
+    needs: tuple[str, ...] = NEMO_RL_CONFIG,
+    versions: str = "all",
+    on: tuple[str, ...] | None = None,
 ) -> Callable[[Rule], Rule]:
     """Register a preflight rule for the kinds that have what it `needs` (a NeMo-RL config,
     unless it says otherwise; `needs=()`: every kind) and the NeMo-RL `versions` its upstream
-    assert exists in (`all`, `0.6.0+`, `pin`, `<0.6.0`: runners.preflight.versions). The codes
-    it raises name it in catalog/codes.toml (`check`)."""
+    assert exists in (`all`, `0.6.0+`, `pin`, `<0.6.0`: runners.preflight.versions). A remote
+    rule says what the cluster backend must have (`on=()`: every backend). The codes it raises
+    name it in catalog/codes.toml (`check`)."""
 
     from catalog.nemo_rl_version import check_range
 
@@ -146,7 +160,8 @@ def rule(
 
     def deco(func: Rule) -> Rule:
         doc = (func.__doc__ or "").strip()
-        RULES[rule_id] = RuleSpec(rule_id, func, frozenset(needs), doc, versions)
+        where = None if on is None else frozenset(on)
+        RULES[rule_id] = RuleSpec(rule_id, func, frozenset(needs), doc, versions, where)
         return func
 
     return deco
@@ -200,8 +215,8 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
             continue
         if only is not None and spec.id not in only:
             continue
-        if ctx.remote is not None and not ctx.remote.reached and spec.id.startswith("remote_"):
-            continue  # the host did not answer: E-REMOTE-HOST says so, nothing is guessed
+        if not spec.applies_on(ctx.remote):
+            continue
         try:
             found = list(spec.func(ctx))
         except StepsError as exc:  # a located user-facing problem: report it as the rule's

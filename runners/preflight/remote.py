@@ -38,8 +38,9 @@ def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, war
     return Finding(code, msg, path=path, line=line, fix=fix, severity=sev, key=key)
 
 
-def _slurm_ray(ctx: PreflightContext) -> bool:
-    return ctx.remote.profile.executor == "slurm" and ctx.remote.ray_program
+def _ray_sub(ctx: PreflightContext) -> bool:
+    """The job is a Ray program started by NeMo-RL's ray.sub in the allocation."""
+    return "ray_sub" in ctx.remote.has and ctx.remote.ray_program
 
 
 def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
@@ -60,10 +61,10 @@ def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
     return [(w, p) for w, p in out if p and os.path.isabs(p) and not (p in seen or seen.add(p))]
 
 
-@rule("remote_allocation", needs=())
+@rule("remote_allocation", needs=(), on=("ray_sub",))
 def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
-    if ctx.remote is None or not _slurm_ray(ctx):
+    if ctx.remote is None or not _ray_sub(ctx):
         return
     from runners.launch.slurm import parse_gres_gpus
     from runners.launch.target import nodes_needed
@@ -102,15 +103,15 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_mounts", needs=())
+@rule("remote_mounts", needs=(), on=("container_mounts",))
 def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     """Every path the job touches is under a container mount; no mount of the whole home."""
     f = ctx.remote
-    if f is None or f.profile.executor != "slurm":
+    if f is None:
         return
     p = f.profile
     if not p.container_image:
-        if _slurm_ray(ctx):
+        if _ray_sub(ctx):
             yield _finding(
                 ctx,
                 "E-REMOTE-CONTAINER",
@@ -146,7 +147,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
             )
 
 
-@rule("remote_nemo_rl", needs=("nemo_rl_config",))
+@rule("remote_nemo_rl", needs=("nemo_rl_config",), on=())
 def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster's NeMo-RL checkout has ray.sub and the example script."""
     f = ctx.remote
@@ -166,7 +167,7 @@ def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_megatron_bridge", needs=("megatron_bridge",))
+@rule("remote_megatron_bridge", needs=("megatron_bridge",), on=())
 def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster has Megatron-Bridge's conversion script where the config says."""
     from runners.launch.target import bridge_script
@@ -183,7 +184,7 @@ def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_environment", needs=())
+@rule("remote_environment", needs=(), on=())
 def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
     f = ctx.remote
@@ -200,8 +201,9 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
                 f'remove it from env and list its NAME in secrets = ["{name}"]; export it in '
                 "the shell you submit from",
             )
+    from_here = "submit_shell_env" in f.has  # else the cluster's own environment
     for name in p.secrets:
-        if p.executor == "slurm" and not os.environ.get(name):
+        if from_here and not os.environ.get(name):
             yield _finding(
                 ctx,
                 "E-REMOTE-SECRET-MISSING",
@@ -225,9 +227,9 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
                 f"the config reads ${{oc.env:{name}}} but the profile does not forward {name}",
                 "secrets",
                 f'add "{name}" to the profile\'s secrets'
-                + (" (and set it in the Ray cluster's environment)" if p.executor == "ray" else ""),
+                + ("" if from_here else " (and set it in the cluster's environment)"),
             )
-    if "UV_CACHE_DIR" in p.env or (p.executor == "slurm" and os.environ.get("UV_CACHE_DIR")):
+    if "UV_CACHE_DIR" in p.env or (from_here and os.environ.get("UV_CACHE_DIR")):
         yield _finding(
             ctx,
             "W-REMOTE-UV-CACHE",
@@ -239,7 +241,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("remote_inputs", needs=())
+@rule("remote_inputs", needs=(), on=())
 def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     """Inputs exist on the cluster; those not readable here could not be contract-checked."""
     f = ctx.remote
@@ -280,7 +282,7 @@ def pinned_ray(checkout: Path | None) -> str | None:
     return m.group(1) if m else None
 
 
-@rule("remote_stage", needs=())
+@rule("remote_stage", needs=(), on=())
 def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
     """The run dir can be put under remote_dir before submitting (probed where it is copied)."""
     f = ctx.remote
@@ -293,18 +295,16 @@ def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
         "remote_dir",
         f.stage_fix
         or "point remote_dir at a writable folder on shared storage"
-        + (
-            " mounted here, or drop it to upload the run dir" if f.profile.executor == "ray" else ""
-        ),
+        + (" mounted here, or drop it to upload the run dir" if "upload" in f.has else ""),
     )
 
 
-@rule("remote_ray", needs=())
+@rule("remote_ray", needs=(), on=("ray_cluster",))
 def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
     """Ray profiles: paths under the shared folders (remote_dir, shared_dirs) or the upload, GPUs
     the cluster has, Ray version."""
     f = ctx.remote
-    if f is None or f.profile.executor != "ray":
+    if f is None:
         return
     p = f.profile
     pinned = pinned_ray(ctx.nemo_rl_dir)

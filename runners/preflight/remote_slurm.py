@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
-from runners.preflight.remote import _finding, _slurm_ray
+from runners.preflight.remote import _finding, _ray_sub
 from runners.preflight.topology import as_int
 
 NO_ACCOUNTING = "accounting_storage/none"
@@ -38,11 +38,11 @@ def ray_sub_cpus(ctx: PreflightContext) -> tuple[int, str] | None:
     return 16 * gpus, f"ray.sub's default CPUS_PER_WORKER = 16 x GPUS_PER_NODE ({gpus})"
 
 
-@rule("remote_cpus", needs=("nemo_rl_config",))
+@rule("remote_cpus", needs=("nemo_rl_config",), on=("ray_sub",))
 def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     """ray.sub's srun steps ask no more CPUs than the partition's nodes have."""
     f = ctx.remote
-    if f is None or not _slurm_ray(ctx) or not f.node_cpus:
+    if f is None or not _ray_sub(ctx) or not f.node_cpus:
         return
     asked = ray_sub_cpus(ctx)
     if asked is None or asked[0] <= f.node_cpus:
@@ -59,12 +59,12 @@ def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     )
 
 
-@rule("remote_sbatch_defaults", needs=())
+@rule("remote_sbatch_defaults", needs=(), on=("sbatch",))
 def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     """The profile's partition is one the cluster has, and ray.sub's ACCOUNT/PARTITION
     placeholders are replaced: by the profile or the cluster's defaults."""
     f = ctx.remote
-    if f is None or f.profile.executor != "slurm":
+    if f is None:
         return
     known, asked = f.partitions, f.profile.partition
     unknown = [p for p in asked.split(",") if p not in known] if asked and known else []
@@ -78,7 +78,7 @@ def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
             "partition",
             f"set partition to one of {', '.join(known)} (`sinfo -s` lists them)",
         )
-    if not _slurm_ray(ctx):
+    if not _ray_sub(ctx):
         return
     if not f.partition and f.partitions_read:
         yield _finding(

@@ -57,7 +57,7 @@ def target_for(
 
 def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
     """A Ray chain: this process submits each segment (`drive_chain`), not a batch script."""
-    return plan.chain is not None and target.profile.executor == "ray"
+    return plan.chain is not None and target.traits.chain == "attached"
 
 
 def submit(

@@ -50,10 +50,13 @@ def followed_job(run_dir: Path, data: dict) -> JobRecord:
 def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
     """An ended Slurm job whose driver log was never written (it died before ray.sub started
     the driver): its batch output instead, with `log_note` saying so."""
+    from runners.launch.backends import traits
     from runners.launch.observe import driver_log_written
 
     log, out = job.log_path, job.batch_output
-    if job.executor != "slurm" or job.state not in TERMINAL or not out or not log:
+    if "ray_sub" not in traits(job.executor).has:
+        return job
+    if job.state not in TERMINAL or not out or not log:
         return job
     if log == out or driver_log_written(job):
         return job
@@ -65,7 +68,7 @@ def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
 
 def cancel(run_dir: Path, data: dict) -> str:
     """Cancel the run's job (every segment of a chain); what the cluster said."""
-    from runners.launch.backends import backend_for_job
+    from runners.launch.records import backend_for_job
 
     if _chain(data):
         from runners.chain.follow import cancel_chain, refresh_chain

@@ -201,7 +201,7 @@ def verdict(run_dir: Path, data: dict) -> Verdict | None:
         return None
     job = JobRecord.model_validate({k: v for k, v in doc.items() if k != "report"})
     if "report" not in doc and job.job_id:
-        from runners.launch.backends import backend_for_job
+        from runners.launch.records import backend_for_job
 
         backend = backend_for_job(job)
         job = backend.refresh(job) if job.state not in TERMINAL else job
