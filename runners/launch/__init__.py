@@ -7,10 +7,12 @@ cluster through Ray's Job Submission API. A backend returns a job record that ru
 (`job`); `jobs`, `status`, `logs` and `cancel` read it and ask the same backend. Nothing here
 imports Ray unless a Ray profile is used.
 
-Owns: `request` (the request and the Backend protocol), `backends` (which backend a profile or a
-recorded job selects), `profiles` (env.toml), `target` (request from a compiled run), `shell`
-(commands here or over ssh), `local` (the launcher that starts NeMo-RL here, and one cached probe
-of its interpreter), `slurm`, `ray_jobs` (with `ray_judge`: how a GPU job waits for the
+Owns: `request` (the request and the Backend protocol), `backends/` (one module per executor,
+found by the profile's `executor`: what it has and how it differs, as attributes; a new backend
+is one module there), `profiles` (env.toml), `target` (request from a compiled run), `shell`
+(commands here or over ssh), `records` (run.json job records, located by their profile, and
+the backend that answers for one), `local` (the launcher that starts NeMo-RL here, and one
+cached probe of its interpreter), `slurm`, `ray_jobs` (with `ray_judge`: how a GPU job waits for the
 upstream judge there), `jobs` (run.json job records).
 Also `observe` (a job's files and scheduler facts, read through `runners.monitor`), `job_code`
 (the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
