@@ -52,8 +52,8 @@ def run_on_cluster(
 
     out = opts.out
     stages = plan_cluster(plan, pf, opts, env)
-    executors = {sp.target.profile.executor for sp in stages}
-    if not opts.attached and executors != {"slurm"}:
+    queued = all("sbatch" in sp.target.traits.has for sp in stages)  # stages wait in a queue
+    if not opts.attached and not queued:
         raise StepsError(
             "E-PIPELINE-PROFILE",
             "a pipeline on Ray is driven by this process: stages wait for each other here, "
