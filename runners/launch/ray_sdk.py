@@ -152,3 +152,24 @@ def bounded_client(address: str, timeout: float) -> Any:
     headers = auth_headers(address, timeout)
     with profile_address_only():
         return Bounded(address, headers=headers)
+
+
+def dashboard_logs(address: str, job_id: str) -> str:
+    """A job's driver log as the dashboard keeps it, by plain HTTP (no SDK needed); empty when
+    the dashboard cannot say (E-RAY-AUTH when it refuses our token)."""
+    import urllib.error
+    import urllib.request
+
+    address = address.rstrip("/")
+    request = urllib.request.Request(
+        f"{address}/api/jobs/{job_id}/logs", headers=auth_headers(address)
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return str(json.loads(resp.read().decode("utf-8")).get("logs", ""))
+    except urllib.error.HTTPError as exc:
+        if refused := refusal(exc.code, address):
+            raise refused from None
+    except (OSError, ValueError):
+        pass
+    return ""

@@ -27,26 +27,9 @@ class Ray(BackendTraits):
 
     @classmethod
     def kept_log(cls, job: JobRecord) -> tuple[str, str]:
-        """The driver log as the dashboard keeps it (plain HTTP: no Ray SDK needed)."""
-        import json
-        import urllib.error
-        import urllib.request
+        from runners.launch.ray_sdk import dashboard_logs
 
-        from runners.launch.ray_sdk import auth_headers, refusal
-
-        where = "driver log (Ray dashboard)"
-        address = str(job.address).rstrip("/")
-        url = f"{address}/api/jobs/{job.job_id}/logs"
-        request = urllib.request.Request(url, headers=auth_headers(address))  # E-RAY-AUTH
-        try:
-            with urllib.request.urlopen(request, timeout=30) as resp:
-                return where, json.loads(resp.read().decode("utf-8")).get("logs", "")
-        except urllib.error.HTTPError as exc:
-            if refused := refusal(exc.code, address):
-                raise refused from None
-        except (OSError, ValueError):
-            pass
-        return where, ""
+        return "driver log (Ray dashboard)", dashboard_logs(str(job.address), str(job.job_id))
 
 
 BACKEND = Ray
