@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 ERROR = "error"
 WARNING = "warning"
@@ -50,10 +50,13 @@ class Finding:
 
     def to_dict(self) -> dict:
         """JSON form: code, message, severity and, when known, path, line, location, fix, key."""
-        out = {k: v for k, v in asdict(self).items() if v is not None}
+        out = {k: v for k in _FIELDS if (v := getattr(self, k)) is not None}  # asdict: 5x slower
         if self.path is not None:
             out["location"] = self.location()
         return out
+
+
+_FIELDS = tuple(f.name for f in fields(Finding))  # its fields are scalars: no deep copy needed
 
 
 class StepsError(Exception):
