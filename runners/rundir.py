@@ -36,6 +36,16 @@ def runs_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) ->
     return (cwd / Path(root).expanduser()).resolve()
 
 
+REGISTRY_DIR_VAR = "STEPS_REGISTRY_DIR"  # a pipeline's stages register where it was started
+
+
+def registry_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) -> Path:
+    """Where the artifact registry is: `$STEPS_REGISTRY_DIR` (set by `pipeline run` for its
+    stages, so their outputs are seen from the project folder), else the runs root."""
+    shared = env.get(REGISTRY_DIR_VAR)
+    return Path(shared).resolve() if shared else runs_root(explicit, env, cwd)
+
+
 def plan_run_dir(root: Path, step_id: str) -> Path:
     """A new, unique folder name: UTC time to the second plus a hash of the time and process."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

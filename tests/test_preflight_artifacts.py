@@ -188,7 +188,7 @@ def test_gym_row_without_agent_ref_and_no_default_is_e_gym_agent_ref(tmp_path: P
 
 
 def test_gym_row_without_agent_ref_passes_when_a_default_is_configured(tmp_path: Path) -> None:
-    _, proc = _gym(tmp_path, [GYM_ROW, _without_agent_ref()])  # nemo_gym.yaml sets the default
+    _, proc = _gym(tmp_path, [GYM_ROW, _without_agent_ref()] * 2)  # nemo_gym.yaml: the default
     assert proc.returncode == 0, proc.stdout
     assert _rule_findings(proc) == []
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.did_you_mean import did_you_mean
@@ -183,6 +184,11 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
     """Run every stage in order (on a cluster with a profile: `cluster_run`, which needs the
     pipeline file `pf`); 0 when all completed or were cached, else the failure's code."""
     env = dict(os.environ if env is None else env)
+    from runners.rundir import REGISTRY_DIR_VAR, registry_root
+
+    # Stages register where the pipeline was started: `lineage NAME` and `--input NAME:latest`
+    # from the project folder see them (each stage's run dir stays under the pipeline's root).
+    env[REGISTRY_DIR_VAR] = str(registry_root(None, env, Path.cwd()))
     unset = [n for n, b in plan.inputs.items() if b.value == "???"]
     if unset:
         raise StepsError(

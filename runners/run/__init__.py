@@ -69,7 +69,7 @@ def plan_run(
     from runners.kinds.base import Setting
     from runners.preflight import preflight
     from runners.run.step import config_file_for, entry_for, manifest_of
-    from runners.rundir import plan_run_dir, runs_root
+    from runners.rundir import plan_run_dir, registry_root, runs_root
 
     cwd = cwd or Path.cwd()
     env = dict(os.environ if env is None else env)
@@ -95,7 +95,7 @@ def plan_run(
     env_file = str(target.env_file) if target is not None else None
     unreached = [ctx.remote.unreached] if ctx.remote and ctx.remote.unreached else []
     findings = [*typos, *unreached, *preflight(ctx), *chain_findings, *command.findings,
-                *registry_findings(runs_root(req.runs_dir, env, cwd), manifest),
+                *registry_findings(registry_root(req.runs_dir, env, cwd), manifest),
                 *(wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     findings = list(dict.fromkeys(findings))  # one input bound to two ports: one finding
     plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
@@ -176,7 +176,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
     from runners.bind import bind
     from runners.kinds import kind_for
     from runners.run.step import parse_inputs, resolve_refs
-    from runners.rundir import runs_root
+    from runners.rundir import registry_root
 
     graph = None
     try:
@@ -186,7 +186,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
     except StepsError:
         graph = None  # `check` reports a broken types file; binding falls back to exact names
     remote_checkout = s.target.nemo_rl_dir() if s.target is not None else None
-    root = runs_root(req.runs_dir, s.env, s.cwd)
+    root = registry_root(req.runs_dir, s.env, s.cwd)
     wandb = lambda: wandb_settings(prepared.compiled.resolved(), None, s.env, s.cwd)  # noqa: E731
     inputs = resolve_refs(parse_inputs(req.input), s.manifest, graph, root, s.cwd, wandb)
     workdir = remote_checkout if s.target is not None else prepared.checkout  # NeMo-RL's cwd

@@ -65,6 +65,15 @@ def wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Find
     return table_findings(table, env, path, lines)
 
 
+def _registry_of(plan: RunPlan) -> Path:
+    """The registry root: a pipeline's (`$STEPS_REGISTRY_DIR`, runners.rundir.registry_root),
+    else the run's own runs root (<root>/<step id>/<run>)."""
+    from runners.rundir import REGISTRY_DIR_VAR
+
+    shared = plan.env.get(REGISTRY_DIR_VAR)
+    return Path(shared).resolve() if shared else plan.run_dir.parents[plan.step_id.count("/") + 1]
+
+
 def _finished(plan: RunPlan) -> FinishedRun:
     """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
     from catalog.types import load_catalog_types
@@ -76,7 +85,7 @@ def _finished(plan: RunPlan) -> FinishedRun:
     return FinishedRun(
         step=plan.step_id,
         run_dir=plan.run_dir,
-        root=plan.run_dir.parents[plan.step_id.count("/") + 1],  # <root>/<step id>/<run>
+        root=_registry_of(plan),
         inputs=files.binding.inputs,
         outputs=files.binding.outputs,
         nemo_rl_version=files.nemo_rl_version,

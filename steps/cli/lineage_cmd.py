@@ -27,7 +27,7 @@ def run(args) -> int:
 
     from catalog.record_file import exists_as
     from runners.artifacts import lineage
-    from runners.rundir import runs_root
+    from runners.rundir import registry_root
 
     cwd = Path.cwd()
     run_dir = cwd / args.target
@@ -37,7 +37,7 @@ def run(args) -> int:
         doc = lineage.of_run(root, run_dir)
         text = _run_text(doc)
     else:
-        doc = lineage.of_artifact(runs_root(args.runs_dir, os.environ, cwd), args.target)
+        doc = lineage.of_artifact(registry_root(args.runs_dir, os.environ, cwd), args.target)
         text = _artifact_text(doc)
     if args.json:
         from steps.cli.output import document, emit_json

@@ -1,0 +1,40 @@
+"""Pipeline outputs are seen from the project folder: `lineage NAME` and `--input NAME:latest`.
+
+As the user met it: `pipeline run prep_pipe.yaml` registered its output in a nested registry
+(runs/pipelines/<name>/<stage>/_runs/artifacts.json), so `lineage DataBlendsArtifact-rl` and
+`--input train=DataBlendsArtifact-rl:latest` from the project folder did not see it."""
+
+from __future__ import annotations
+
+import json
+
+from run_fixtures import REPO, clean_env, steps_cli
+
+PIPE = f"""name: my-prep
+inputs:
+  blend:
+    type: data_blend
+    path: {REPO}/steps/data_prep/rl_prep/data/blend_tiny.yaml
+stages:
+  - id: prep
+    step: data_prep/rl_prep
+    config: tiny
+    inputs:
+      blend: inputs.blend
+"""
+
+
+def test_a_pipeline_stage_s_output_is_registered_where_the_pipeline_was_started(
+    tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "prep_pipe.yaml").write_text(PIPE)
+    env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"))
+    proc = steps_cli(monkeypatch, capsys, "pipeline", "run", "prep_pipe.yaml", cwd=tmp_path,
+                     env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "runs" / "artifacts.json").is_file()
+    proc = steps_cli(monkeypatch, capsys, "lineage", "DataBlendsArtifact-rl:latest", "--json",
+                     cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert "data_prep/rl_prep" in json.dumps(doc)
