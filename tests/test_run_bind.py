@@ -67,7 +67,7 @@ def test_override_and_input_paths_are_read_from_the_current_directory(tmp_path):
     dpo_step(tmp_path / "catalog")
     work = tmp_path / "work"
     (work / "d").mkdir(parents=True)
-    (work / "d" / "t.jsonl").write_text(json.dumps(PAIR) + "\n")
+    (work / "d" / "t.jsonl").write_text((json.dumps(PAIR) + "\n") * 8)  # one batch
     (work / "d" / "v.jsonl").write_text(json.dumps(PAIR) + "\n")
     plan = _plan(
         tmp_path,
@@ -96,12 +96,12 @@ def test_a_local_policy_folder_is_bound_as_a_path_and_a_hub_id_is_kept(tmp_path)
 
 def test_rl_prep_manifest_binds_train_and_val_and_concatenates_shards_for_dpo(tmp_path):
     dpo_step(tmp_path / "catalog")
-    out = _rl_prep_output(tmp_path / "prep", {"train": 3, "val": 1}, PAIR)
+    out = _rl_prep_output(tmp_path / "prep", {"train": 8, "val": 1}, PAIR)  # one global batch
     plan = _plan(tmp_path, "rl/fake_dpo", "-c", "base", "--input", f"train={out}")
     cfg = _config(plan)
     train = Path(cfg["data"]["train"]["data_path"])
     assert train == plan.run_dir / "inputs" / "train.jsonl"
-    assert [json.loads(x)["i"] for x in train.read_text().splitlines()] == [0, 1, 2]
+    assert [json.loads(x)["i"] for x in train.read_text().splitlines()] == list(range(8))
     assert cfg["data"]["validation"]["data_path"] == str(out / "val" / "shard_000000.jsonl")
     assert plan.ok, plan.findings
 
