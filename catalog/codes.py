@@ -13,7 +13,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from catalog.errors import ERROR, WARNING, StepsError
 from catalog.model_errors import dotted, error_from, file_lines, line_of
@@ -59,6 +59,17 @@ class CodeEntry(BaseModel):
     documentation_only: str | None = Field(
         None, min_length=1, description="Why the code is kept though no source raises it."
     )
+    needs: list[str] | None = Field(
+        None,
+        description="For a code no rule raises: what a step's runner kind must have "
+        "(runners.kinds.base.CAPABILITIES) for a run of it to meet the code; [] = every kind.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source_of_steps(self) -> CodeEntry:
+        if self.check and self.needs is not None:
+            raise ValueError("a code with a check meets the kinds its rule runs for: drop needs")
+        return self
 
     @property
     def severity(self) -> str:
@@ -94,7 +105,7 @@ def parse_registry(path: Path) -> Registry:
     entries: dict[str, CodeEntry] = {}
     fix = (
         "each code is a table with area, meaning, fix and optional check, upstream, "
-        "condition, when and documentation_only (see catalog/codes.py)"
+        "condition, when, needs and documentation_only (see catalog/codes.py)"
     )
     for code, fields in raw.items():
         if not isinstance(fields, dict) or "code" in fields:

@@ -1,8 +1,8 @@
 """The codes a run of a step can meet, derived rather than listed: every code a preflight rule
 raises (catalog/codes.toml `check`) when that rule applies to the step's runner kind (the rule
-`needs` only what the kind `has`), plus the codes its manifest names for itself (`[errors]`:
-notes with a description, recovery or check of their own, and codes no rule raises, such as
-launch codes). So a manifest keeps only what is particular to its step.
+`needs` only what the kind `has`), the codes no rule raises whose `needs` in codes.toml the kind
+has (launch, chain), and the codes its manifest names for itself (`[errors]`: notes with a
+description, recovery or check of their own). So a manifest keeps only what is its step's own.
 
 The rules live in runners/, and `show` must not load them (pydantic, every rule module):
 `steps docs` writes each kind's codes to `kind_codes.json` beside this file

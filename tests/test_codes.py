@@ -61,7 +61,9 @@ def test_explain_an_unknown_code_exits_2_with_did_you_mean(capsys):
 
 
 def test_a_manifest_code_without_its_own_text_takes_the_registrys():
-    m = StepManifest.model_validate(load_toml(DPO))
+    data = load_toml(DPO)
+    data["errors"]["E-PROFILE"] = {}  # a user's catalog may still list codes bare
+    m = StepManifest.model_validate(data)
     plain, own = m.error("E-PROFILE"), m.error("E-DPO-ROW")
     entry = registry().get("E-PROFILE")
     assert (plain.description, plain.recovery) == (entry.meaning, entry.fix)
@@ -99,11 +101,27 @@ def test_a_steps_codes_are_its_kinds_rules_codes_and_its_own_entries(capsys):
     and explain still name it for the step; rl_prep's kind has no NeMo-RL config, so not there."""
     from catalog.step_codes import step_codes
 
-    dpo = step_codes("nemo_rl", ["E-DPO-ROW", "E-PROFILE"])
-    assert dpo["E-BATCH-DIVISIBILITY"] == "batch_divisibility" and dpo["E-PROFILE"] is None
-    assert "E-BATCH-DIVISIBILITY" not in step_codes("rl_prep", [])
+    dpo = step_codes("nemo_rl", ["E-DPO-ROW"])
+    assert dpo["E-BATCH-DIVISIBILITY"] == "batch_divisibility"
+    assert dpo["E-PROFILE"] is None and dpo["E-CHAIN-TIME"] is None  # no rule: codes.toml needs
+    rl_prep = step_codes("rl_prep", [])
+    assert "E-BATCH-DIVISIBILITY" not in rl_prep and "E-CHAIN-TIME" not in rl_prep
+    assert "E-PROFILE" in rl_prep  # needs = []: every kind
     assert "E-BATCH-DIVISIBILITY" not in (BUILTIN_ROOT / "rl/nemo_rl/dpo/step.toml").read_text()
     code, out, _ = run_cli(capsys, "show", "nemo_rl/dpo")
     assert code == 0 and "E-BATCH-DIVISIBILITY" in out and "E-PROFILE" in out
     code, out, _ = run_cli(capsys, "explain", "E-BATCH-DIVISIBILITY")
     assert "step rl/nemo_rl/dpo" in out and "step data_prep/rl_prep" not in out
+
+
+def test_a_code_says_which_steps_meet_it_in_one_place(tmp_path):
+    """A code with a check reaches the kinds its rule runs for; `needs` is for codes no rule
+    raises, and both at once is refused."""
+    path = tmp_path / "codes.toml"
+    path.write_text(
+        '[E-TOY]\narea = "preflight"\nmeaning = "m"\nfix = "f"\ncheck = "toy"\nneeds = []\n'
+    )
+    with pytest.raises(StepsError) as caught:
+        parse_registry(path)
+    assert caught.value.finding.code == "E-CODES-SCHEMA"
+    assert "drop needs" in caught.value.finding.message

@@ -16,7 +16,8 @@ from catalog.errors import Finding
 
 
 def capabilities() -> list[Finding]:
-    """Every kind declares `has` within the vocabulary; every rule's `needs` is within it."""
+    """Every kind declares `has` within the vocabulary; every rule's and code's `needs` is
+    within it."""
     from runners.kinds import kind_for, known
     from runners.kinds.base import CAPABILITIES, RunnerKind
     from runners.preflight import load_rules
@@ -52,6 +53,12 @@ def capabilities() -> list[Finding]:
         for cap in sorted(spec.needs - set(CAPABILITIES)):
             module = spec.func.__module__.replace(".", "/") + ".py"
             out.append(_unknown(cap, f"preflight rule `{spec.id}` needs", module, CAPABILITIES))
+    from catalog.codes import registry
+
+    reg = registry()
+    for entry in reg.entries.values():
+        for cap in sorted(set(entry.needs or ()) - set(CAPABILITIES)):
+            out.append(_unknown(cap, f"code {entry.code} needs", str(reg.path), CAPABILITIES))
     return out + backend_capabilities()
 
 

@@ -121,8 +121,12 @@ def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding
             out.append(
                 Finding(
                     "W-ERRORS-DERIVED",
-                    f"{spec.name} = {{}} says nothing the step does not already get: its "
-                    f"kind's rule `{derived[spec.name]}` raises it",
+                    f"{spec.name} = {{}} says nothing the step does not already get: "
+                    + (
+                        f"its kind's rule `{derived[spec.name]}` raises it"
+                        if derived[spec.name]
+                        else "catalog/codes.toml gives it to every kind with what it `needs`"
+                    ),
                     str(e.manifest_path),
                     manifest_line(e, spec.name),
                     severity=WARNING,

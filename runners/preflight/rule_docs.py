@@ -10,7 +10,8 @@ a row's condition is its first code's `condition`, else its `meaning`. A column 
 row of a table is left out. `python -m steps docs` writes the file; `check` fails when it is stale.
 
 The same rules decide each runner kind's codes (catalog/kind_codes.json, read by
-catalog.step_codes): the codes of every rule the kind gets.
+catalog.step_codes): the codes of every rule the kind gets, and the codes no rule raises whose
+`needs` the kind has.
 """
 
 from __future__ import annotations
@@ -119,8 +120,9 @@ def preflight_doc(repo: Path) -> tuple[Path, str]:
     return repo / "PREFLIGHT.md", text
 
 
-def kind_codes(runner: str) -> dict[str, str]:
-    """Each code the rules for this runner kind raise, with the rule that raises it."""
+def kind_codes(runner: str) -> dict[str, str | None]:
+    """Each code a run of this runner kind can meet: the codes of the rules it gets (code ->
+    rule), and the codes no rule raises whose `needs` it has (code -> None)."""
     from catalog.codes import registry
     from runners.kinds import kind_for, known
     from runners.preflight import load_rules
@@ -132,7 +134,7 @@ def kind_codes(runner: str) -> dict[str, str]:
     return {
         e.code: e.check
         for e in sorted(registry().entries.values(), key=lambda e: e.code)
-        if e.check in rules
+        if e.check in rules or (e.needs is not None and set(e.needs) <= has)
     }
 
 
