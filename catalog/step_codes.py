@@ -6,7 +6,7 @@ description, recovery or check of their own). So a manifest keeps only what is i
 
 The rules live in runners/, and `show` must not load them (pydantic, every rule module):
 `steps docs` writes each kind's codes to `kind_codes.json` beside this file
-(runners.preflight.rule_docs), `check` fails when it is stale, and `show` / `explain` read it.
+(runners.check.generated), `check` fails when it is stale, and `show` / `explain` read it.
 """
 
 from __future__ import annotations

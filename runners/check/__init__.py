@@ -9,8 +9,8 @@ the source and the manifests. Each problem is a
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `capabilities` (what
-rules need and kinds and backends have); this one runs
-them over every root.
+rules need and kinds and backends have), `generated` (PREFLIGHT.md and the kinds' codes,
+rendered from the rules); this one runs them over every root.
 May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
 runner kinds a manifest may name), `runners.launch` (the cluster backends and what they
 have), `runners.preflight` (the rule names a manifest's errors cite),
@@ -169,7 +169,7 @@ def _docs(home: Path, include_builtin: bool) -> list[Finding]:
     if not (include_builtin and home == BUILTIN_ROOT):
         return stale_docs(home, f"run `python -m steps docs --catalog {home} --no-builtin`")
     from catalog.docs import source_checkout
-    from runners.preflight.rule_docs import stale_preflight
+    from runners.check.generated import stale_generated
 
     repo = source_checkout()
     edit = (
@@ -177,4 +177,4 @@ def _docs(home: Path, include_builtin: bool) -> list[Finding]:
         "condition/upstream/fix/when in catalog/codes.toml, a rule's versions in its @rule; "
         "then run `python -m steps docs`"
     )
-    return stale_docs(home, fix) + (stale_preflight(repo, edit) if repo is not None else [])
+    return stale_docs(home, fix) + (stale_generated(repo, edit) if repo is not None else [])

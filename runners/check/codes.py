@@ -99,7 +99,7 @@ def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -
 def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding]:
     """A manifest's [errors] name only registered codes (`explain` knows no other), and a bare
     `CODE = {}` only for a code its kind's rules do not already raise (those are derived)."""
-    from runners.preflight.rule_docs import kind_codes
+    from runners.check.generated import kind_codes
 
     out = [
         Finding(

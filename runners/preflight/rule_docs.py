@@ -7,22 +7,17 @@ A `<!-- rules: SECTION -->` line of the template becomes the table of the rules 
 names it, sorted; a code without a `condition` or `when` of its own joins the row whose
 condition names it (one condition that speaks of several codes), any other starts a row, and
 a row's condition is its first code's `condition`, else its `meaning`. A column empty in every
-row of a table is left out. `python -m steps docs` writes the file; `check` fails when it is stale.
-
-The same rules decide each runner kind's codes (catalog/kind_codes.json, read by
-catalog.step_codes): the codes of every rule the kind gets, and the codes no rule raises whose
-`needs` the kind has.
+row of a table is left out. `python -m steps docs` writes the file; `check` fails when it is stale
+(runners.check.generated).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.codes import CodeEntry, Registry
-from catalog.errors import Finding
 from runners.preflight import RuleSpec
 
 TEMPLATE = Path(__file__).resolve().parent / "PREFLIGHT.in.md"
@@ -118,57 +113,3 @@ def preflight_doc(repo: Path) -> tuple[Path, str]:
 
     text = render_preflight(TEMPLATE.read_text(encoding="utf-8"), load_rules(), registry())
     return repo / "PREFLIGHT.md", text
-
-
-def kind_codes(runner: str) -> dict[str, str | None]:
-    """Each code a run of this runner kind can meet: the codes of the rules it gets (code ->
-    rule), and the codes no rule raises whose `needs` it has (code -> None)."""
-    from catalog.codes import registry
-    from runners.kinds import kind_for, known
-    from runners.preflight import load_rules
-
-    if runner not in known():
-        return {}
-    has = kind_for(runner).has
-    rules = {r for r, spec in load_rules().items() if spec.applies_to(has)}
-    return {
-        e.code: e.check
-        for e in sorted(registry().entries.values(), key=lambda e: e.code)
-        if e.check in rules or (e.needs is not None and set(e.needs) <= has)
-    }
-
-
-def render_kind_codes() -> str:
-    """catalog/kind_codes.json's text: each runner kind's codes, with the rule raising each."""
-    from runners.kinds import known
-
-    return json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
-
-
-def generated(repo: Path) -> dict[Path, str]:
-    """Every file rendered from the rules: PREFLIGHT.md and the kinds' codes."""
-    from catalog.step_codes import KIND_CODES
-
-    path, text = preflight_doc(repo)
-    return {path: text, KIND_CODES: render_kind_codes()}
-
-
-def stale_preflight(repo: Path, fix: str) -> list[Finding]:
-    """E-DOCS-STALE for each file rendered from the rules that is missing or differs from what
-    `docs` writes."""
-    out = []
-    for path, text in generated(repo).items():
-        if not path.is_file():
-            out.append(Finding("E-DOCS-STALE", "generated file is missing", str(path), fix=fix))
-            continue
-        have = path.read_text(encoding="utf-8", errors="replace")
-        if have == text:
-            continue
-        pairs = zip(have.splitlines(), text.splitlines(), strict=False)
-        line = next(
-            (i for i, (a, b) in enumerate(pairs, 1) if a != b),
-            min(have.count("\n"), text.count("\n")) + 1,
-        )
-        differs = "generated file differs from what `docs` writes"
-        out.append(Finding("E-DOCS-STALE", differs, str(path), line, fix=fix))
-    return out

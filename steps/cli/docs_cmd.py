@@ -1,5 +1,6 @@
 """`docs`: regenerate ARTIFACTS.md, PATTERNS.md, the step.toml JSON Schema and, for the
-built-in root, PREFLIGHT.md (from the rules, runners.preflight.rule_docs).
+built-in root, PREFLIGHT.md and catalog/kind_codes.json (from the rules,
+runners.check.generated).
 
 The built-in catalog's docs live in a source checkout: an installed copy (a wheel) is refused
 with E-DOCS-INSTALLED before anything is written, so site-packages is never touched.
@@ -68,7 +69,7 @@ def _preflight_doc(root) -> list:
     """The built-in root's files rendered from the rules: PREFLIGHT.md and the kinds' codes."""
     from catalog.atomic_write import write_atomic
     from catalog.discovery import BUILTIN_ROOT
-    from runners.preflight.rule_docs import generated
+    from runners.check.generated import generated
 
     if root != BUILTIN_ROOT:
         return []

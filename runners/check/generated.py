@@ -1,0 +1,67 @@
+"""The files rendered from the preflight rules: PREFLIGHT.md (runners.preflight.rule_docs) and
+each runner kind's codes (catalog/kind_codes.json, read by catalog.step_codes: the codes of
+every rule the kind gets, and the codes no rule raises whose `needs` the kind has). `docs`
+writes them; `check` fails when one is missing or differs (E-DOCS-STALE).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from catalog.errors import Finding
+
+
+def kind_codes(runner: str) -> dict[str, str | None]:
+    """Each code a run of this runner kind can meet: the codes of the rules it gets (code ->
+    rule), and the codes no rule raises whose `needs` it has (code -> None)."""
+    from catalog.codes import registry
+    from runners.kinds import kind_for, known
+    from runners.preflight import load_rules
+
+    if runner not in known():
+        return {}
+    has = kind_for(runner).has
+    rules = {r for r, spec in load_rules().items() if spec.applies_to(has)}
+    return {
+        e.code: e.check
+        for e in sorted(registry().entries.values(), key=lambda e: e.code)
+        if e.check in rules or (e.needs is not None and set(e.needs) <= has)
+    }
+
+
+def render_kind_codes() -> str:
+    """catalog/kind_codes.json's text: each runner kind's codes, with the rule raising each."""
+    from runners.kinds import known
+
+    return json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
+
+
+def generated(repo: Path) -> dict[Path, str]:
+    """Every file rendered from the rules: PREFLIGHT.md and the kinds' codes."""
+    from catalog.step_codes import KIND_CODES
+    from runners.preflight.rule_docs import preflight_doc
+
+    path, text = preflight_doc(repo)
+    return {path: text, KIND_CODES: render_kind_codes()}
+
+
+def stale_generated(repo: Path, fix: str) -> list[Finding]:
+    """E-DOCS-STALE for each file rendered from the rules that is missing or differs from what
+    `docs` writes."""
+    out = []
+    for path, text in generated(repo).items():
+        if not path.is_file():
+            out.append(Finding("E-DOCS-STALE", "generated file is missing", str(path), fix=fix))
+            continue
+        have = path.read_text(encoding="utf-8", errors="replace")
+        if have == text:
+            continue
+        pairs = zip(have.splitlines(), text.splitlines(), strict=False)
+        line = next(
+            (i for i, (a, b) in enumerate(pairs, 1) if a != b),
+            min(have.count("\n"), text.count("\n")) + 1,
+        )
+        differs = "generated file differs from what `docs` writes"
+        out.append(Finding("E-DOCS-STALE", differs, str(path), line, fix=fix))
+    return out
