@@ -60,14 +60,25 @@ def section_of(spec: RuleSpec) -> str:
     return SECTIONS.get(spec.func.__module__, DEFAULT_SECTION)
 
 
+def _place(spec: RuleSpec) -> tuple[int, str, int]:
+    """Where a rule is written: its module's place in RULE_MODULES, then its line (the order
+    of registration depends on what imported a rule module first)."""
+    from runners.preflight import RULE_MODULES
+
+    module = spec.func.__module__
+    inside = (i for i, m in enumerate(RULE_MODULES) if module == m or module.startswith(m + "."))
+    at = next(inside, len(RULE_MODULES))
+    return at, module, spec.func.__code__.co_firstlineno
+
+
 def rule_rows(rules: dict[str, RuleSpec], reg: Registry) -> dict[str, list[Row]]:
-    """The rows of each section, rules in registration order."""
+    """The rows of each section, rules in the order they are written."""
     by_rule: dict[str, list[CodeEntry]] = {}
     for entry in sorted(reg.entries.values(), key=lambda e: e.code):
         if entry.check:
             by_rule.setdefault(entry.check, []).append(entry)
     out: dict[str, list[Row]] = {}
-    for spec in rules.values():
+    for spec in sorted(rules.values(), key=_place):
         rows: list[Row] = []
         for entry in by_rule.get(spec.id, []):
             named = [r for r in rows if entry.code in (r.codes[0].condition or "")]
