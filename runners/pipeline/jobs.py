@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import StepsError
 from runners.pipeline.lineage import read_json
 
 PIPELINE = "pipeline.json"
 RECORD = "record.json"
-CLUSTER = ("slurm",)  # executors whose pipeline record lists jobs
 FAILED = {"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
           "BOOT_FAIL", "DEADLINE", "NOT_SUBMITTED", "STOPPED"}  # fmt: skip
 
@@ -41,14 +41,22 @@ class StageState:
 def pipeline_record(path: Path) -> dict | None:
     """The cluster pipeline record of a pipeline root (None when `path` is not one)."""
     data = read_json(path / PIPELINE)
-    return data if data is not None and data.get("executor") in CLUSTER else None
+    return data if data is not None and _queued(data.get("executor")) else None
 
 
 def stage_run_dir(path: Path) -> Path | None:
     """The run dir a pipeline stage's folder (`<root>/<stage>`) records (None: not one)."""
     data = read_json(path / RECORD)
     run_dir = (data or {}).get("run_dir")
-    return Path(run_dir) if data and data.get("executor") in CLUSTER and run_dir else None
+    return Path(run_dir) if data and _queued(data.get("executor")) and run_dir else None
+
+
+def _queued(executor: Any) -> bool:
+    """A record of a pipeline queued on a cluster: its backend queues jobs (has `sbatch`)."""
+    from runners.launch.backends import find
+
+    backend = find(executor) if isinstance(executor, str) else None
+    return backend is not None and "sbatch" in backend.has
 
 
 def live_state(stage_id: str, run_dir: Path) -> StageState:
