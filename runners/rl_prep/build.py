@@ -224,7 +224,9 @@ def _prepare_dataset(
         read += res.read
         train_sources += res.train_sources
         # columnar chunks have no byte length: count the bytes they produce
-        progress.add(chunk.length or sum(len(d) for p in res.parts.values() for d, _ in p))
+        decoded = sum(len(d) for p in res.parts.values() for d, _ in p)
+        share = chunk.share if chunk.share is not None else decoded  # file bytes: percent, ETA
+        progress.add(chunk.length or share)
         if res.candidate is not None:
             if held is None or res.candidate[0] > held[0]:
                 held, res.candidate = res.candidate, held

@@ -164,6 +164,7 @@ class Chunk:
     offset: int = 0
     length: int = 0
     rows: list | None = None
+    share: int | None = None  # decoded rows: the file bytes they stand for (None: not known)
 
 
 def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -> Iterator[Chunk]:
@@ -188,13 +189,34 @@ def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -
             batches = arrow_batches(src.path)
         else:
             batches = _builder_batches(src.path, src.kind, left)
+        size, total, done = src.path.stat().st_size, _row_count(src), 0
         for rows in batches:
             if left is not None:
                 rows = rows[:left]
                 left -= len(rows)
-            yield Chunk(where, rows=rows)
+            before = done
+            done += len(rows)
+            share = size * done // total - size * before // total if total else None
+            yield Chunk(where, rows=rows, share=share)
             if left == 0:
                 return
+
+
+def _row_count(src: SourceFile) -> int | None:
+    """Rows of a Parquet or Arrow file from its metadata (None: not known up front)."""
+    try:
+        if src.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(src.path).metadata.num_rows) or None
+        if src.kind == "arrow":
+            import pyarrow as pa
+
+            with pa.memory_map(str(src.path)) as source:
+                return int(pa.ipc.open_file(source).count_rows()) or None
+    except Exception:  # a damaged file is the batches' finding, with its row group
+        return None
+    return None
 
 
 def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
