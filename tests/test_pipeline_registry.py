@@ -38,3 +38,23 @@ def test_a_pipeline_stage_s_output_is_registered_where_the_pipeline_was_started(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert "data_prep/rl_prep" in json.dumps(doc)
+
+
+def test_to_runs_a_shipped_pipeline_on_the_cpu_up_to_a_stage_and_only_runs_one(
+    tmp_path, monkeypatch, capsys
+):
+    """tiny_rlvr trains on GPUs; `--to prep` runs its CPU part here, `--only` one stage."""
+    env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"))
+    pipe = str(REPO / "pipelines" / "tiny_rlvr.yaml")
+    root = str(tmp_path / "pipe")
+    proc = steps_cli(monkeypatch, capsys, "pipeline", "run", pipe, "--root", root, "--to", "prep",
+                     cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "prep: running data_prep/rl_prep" in proc.stdout
+    assert "rlvr: not selected (after prep)" in proc.stdout
+    proc = steps_cli(monkeypatch, capsys, "pipeline", "run", pipe, "--root", root, "--only",
+                     "prep", cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 0 and "prep: cached" in proc.stdout, proc.stdout + proc.stderr
+    proc = steps_cli(monkeypatch, capsys, "pipeline", "run", pipe, "--root", root, "--to",
+                     "nosuch", cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 2 and "E-PIPELINE-STAGE" in proc.stderr

@@ -1,6 +1,7 @@
 """Pipelines: planned stages run in order, each as `python -m steps run`, cached and recorded.
 
-Owns: `runner` (order, cache decisions, records, the summary), `stage` (one stage's cache key,
+Owns: `runner` (order, cache decisions, records, the summary), `selection` (--from, --to,
+--only, --force), `stage` (one stage's cache key,
 record and child process), `dry_run` (every stage planned in-process, nothing written),
 `lineage` (fingerprints, stage records, W&B artifacts), `inputs` (inputs given by artifact
 name); on a cluster (`--batch/--run PROFILE`): `cluster_run` (check every stage, then hand them

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from catalog.did_you_mean import did_you_mean
 from catalog.errors import StepsError
 from runners.config.secret_overrides import known_secrets, move_secrets
 from runners.kinds import kind_for
 from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.selection import beyond, select
 from runners.pipeline.stage import (
     Interrupted,
     cache_hit,
@@ -53,6 +53,8 @@ INTERRUPTED = "interrupted"
 class Options:
     dry_run: bool = False
     from_stage: str | None = None
+    to_stage: str | None = None  # --to: this stage and what it needs, nothing after
+    only_stage: str | None = None  # --only: this stage alone (what it needs completed before)
     force: list[str] = field(default_factory=list)
     nemo_rl: str | None = None
     catalog: list[str] = field(default_factory=list)
@@ -63,27 +65,6 @@ class Options:
     attached: bool = False  # --run: this process drives the stages (cluster_run.py)
     env_file: str | None = None
     stage_args: dict[str, list[str]] = field(default_factory=dict)  # stage -> `run` flags
-
-
-def _select(plan: Any, opts: Options) -> tuple[set[str], set[str]]:
-    """(stages to consider, stages forced to run) from --from and --force."""
-    ids = [s.id for s in plan.stages]
-    for sid in [*opts.force, *([opts.from_stage] if opts.from_stage else [])]:
-        if sid not in ids:
-            raise StepsError(
-                "E-PIPELINE-STAGE",
-                f"no stage '{sid}' in pipeline {plan.name}",
-                fix=did_you_mean(sid, ids, otherwise=f"stages: {', '.join(ids)}"),
-                exit_code=2,
-            )
-    forced = set(opts.force)
-    if not opts.from_stage:
-        return set(ids), forced
-    down = {opts.from_stage}
-    for s in plan.stages:  # plan order is topological
-        if set(s.after) & down:
-            down.add(s.id)
-    return down, forced | down
 
 
 def _input_artifact_names(plan: Any, stage: Any, lineage: Any) -> dict[str, str]:
@@ -198,11 +179,19 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
             fix=f"set inputs.{unset[0]}.path in the pipeline file",
         )
     secrets = known_secrets(env, [t for s in plan.stages for t in s.overrides])
+    if opts.profile and (opts.to_stage or opts.only_stage):
+        raise StepsError(
+            "E-CLI-OPTION",
+            "--to and --only select the stages of a run on this machine",
+            fix="run the stages you want here with --to/--only, or the whole pipeline with "
+            "--batch/--run (--from STAGE starts it later)",
+            exit_code=2,
+        )
     if opts.profile:
         from runners.pipeline.cluster_run import run_on_cluster
 
         here = functools.partial(_run_stages_attached, plan, opts, env, secrets)
-        return run_on_cluster(plan, pf, opts, env, secrets, _select(plan, opts)[1], here)
+        return run_on_cluster(plan, pf, opts, env, secrets, select(plan, opts)[1], here)
     if opts.dry_run:
         from runners.pipeline.dry_run import dry_run
 
@@ -223,7 +212,7 @@ def _run_stages_attached(
 
 def _run_here(plan: Any, opts: Options, env: dict, secrets: dict[str, str]) -> int:
     """The stages one after another from this process, each a `run` child."""
-    consider, forced = _select(plan, opts)
+    consider, forced = select(plan, opts)
     lineage = _lineage(plan, opts)
     summary: dict[str, Any] = {
         "pipeline": plan.name,
@@ -264,16 +253,24 @@ def _run_stages(
 ) -> int:
     out = opts.out
     nemo_rl_target = _nemo_rl_target(opts.nemo_rl, env)
+    skipped = beyond(plan, opts)
     for stage in plan.stages:
         sdir = plan.root / stage.id
         record_path = sdir / RECORD
         previous = read_json(record_path)
+        if stage.id in skipped:
+            summary["stages"][stage.id] = {"status": "skipped", "action": "not selected"}
+            out.write(f"{stage.id}: not selected (after {opts.to_stage or opts.only_stage})\n")
+            continue
         if stage.id not in consider:
             if (previous or {}).get("status") != "completed":
+                flag = (
+                    f"--from {opts.from_stage}" if opts.from_stage else f"--only {opts.only_stage}"
+                )
                 raise StepsError(
                     "E-PIPELINE-FROM",
-                    f"--from {opts.from_stage}: stage '{stage.id}' before it has not completed",
-                    fix="run the pipeline without --from first",
+                    f"{flag}: stage '{stage.id}' before it has not completed",
+                    fix=f"run the pipeline up to it first (--to {stage.id})",
                 )
             summary["stages"][stage.id] = {"status": "completed", "action": "not selected"}
             out.write(f"{stage.id}: not selected (completed earlier)\n")

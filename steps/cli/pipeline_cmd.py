@@ -24,6 +24,18 @@ def add_arguments(parser) -> None:
         help="run this stage and everything after it, even if cached",
     )
     p.add_argument(
+        "--to",
+        dest="to_stage",
+        metavar="STAGE",
+        help="run this stage and the stages it needs, nothing after it",
+    )
+    p.add_argument(
+        "--only",
+        dest="only_stage",
+        metavar="STAGE",
+        help="run this stage alone (the stages it needs must have completed)",
+    )
+    p.add_argument(
         "--force",
         action="append",
         default=[],
@@ -74,6 +86,8 @@ def run(args) -> int:
     opts = Options(
         dry_run=args.dry_run,
         from_stage=args.from_stage,
+        to_stage=args.to_stage,
+        only_stage=args.only_stage,
         force=args.force,
         nemo_rl=args.nemo_rl,
         catalog=args.catalog,
