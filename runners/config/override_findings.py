@@ -58,34 +58,48 @@ def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | Non
 
 
 def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Finding]:
-    """Findings with those that repeat a typed override's error at keys that interpolate it
-    folded into that override's finding (which then comes first)."""
-    own = {
-        f.key: f
-        for f in findings
-        if f.key and f.is_error and (f.path or "").startswith(OVERRIDE_PREFIX)
-    }
-    if not own or compiled is None:
+    """Findings with those that repeat an error at keys that interpolate its key folded into
+    it. The source is a typed override, or a key whose own value is written out (a YAML line):
+    an override's finding comes first, and a written key's that folded others comes before them,
+    so the user's own line leads (`max_total_sequence_length: 4k` is one finding, not six)."""
+    if compiled is None or not any(f.key and f.is_error for f in findings):
         return findings
     from omegaconf import OmegaConf
 
     config = OmegaConf.to_container(compiled.config, resolve=False)
+    typed = {f.key: f for f in findings if f.key and f.is_error and _typed(f)}
+    written = {
+        f.key: f
+        for f in findings
+        if f.key and f.is_error and f.key not in typed and not _refs(_raw(config, f.key), f.key)
+    }
+    own = {**typed, **written}
+    if not own:
+        return findings
     folded: dict[str, list[str]] = {k: [] for k in own}
     rest: list[Finding] = []
     for f in findings:
         if f.key in own and own[f.key] is f:
-            continue  # placed first, below
+            continue  # placed below
         source = _source(config, f.key, set(own)) if f.key and f.is_error else None
         if source is not None and own[source].code == f.code:
             folded[source].append(f.key)  # type: ignore[arg-type]
             continue
         rest.append(f)
-    first = []
-    for key, f in own.items():
-        keys = folded[key]
-        if keys:
-            names = ", ".join(keys[:SHOWN]) + (", ..." if len(keys) > SHOWN else "")
-            more = f" (it also reaches {len(keys)} key(s) that interpolate it: {names})"
-            f = Finding(f.code, f.message + more, f.path, f.line, f.fix, f.severity, f.key)
-        first.append(f)
-    return first + rest
+    first = [_with_reach(f, folded[k]) for k, f in typed.items()]
+    first += [_with_reach(f, folded[k]) for k, f in written.items() if folded[k]]
+    kept = [f for k, f in written.items() if not folded[k]]
+    return first + [f for f in findings if f in kept or f in rest]
+
+
+def _typed(f: Finding) -> bool:
+    return (f.path or "").startswith(OVERRIDE_PREFIX)
+
+
+def _with_reach(f: Finding, keys: list[str]) -> Finding:
+    """The source's finding, naming the keys that interpolate it (they would fail with it)."""
+    if not keys:
+        return f
+    names = ", ".join(keys[:SHOWN]) + (", ..." if len(keys) > SHOWN else "")
+    more = f" (it also reaches {len(keys)} key(s) that interpolate it: {names})"
+    return Finding(f.code, f.message + more, f.path, f.line, f.fix, f.severity, f.key)
