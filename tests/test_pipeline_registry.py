@@ -38,6 +38,16 @@ def test_a_pipeline_stage_s_output_is_registered_where_the_pipeline_was_started(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert "data_prep/rl_prep" in json.dumps(doc)
+    # the pipeline root itself: each stage's run and what it produced (issue 40 item 11)
+    [root] = [p.parent for p in (tmp_path / "runs").rglob("pipeline.json")]
+    proc = steps_cli(monkeypatch, capsys, "lineage", str(root.relative_to(tmp_path)), "--json",
+                     cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [stage] = json.loads(proc.stdout)["lineage"]["stages"]
+    assert stage["stage"] == "prep" and stage["step"] == "data_prep/rl_prep"
+    assert [p["artifact"] for p in stage["produced"]] == ["DataBlendsArtifact-rl:v0"]
+    proc = steps_cli(monkeypatch, capsys, "lineage", "runs", cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "neither run.json" in proc.stderr
 
 
 def test_to_runs_a_shipped_pipeline_on_the_cpu_up_to_a_stage_and_only_runs_one(

@@ -88,6 +88,35 @@ def of_run(root: Path, run_dir: Path) -> dict:
     }
 
 
+PIPELINE_RECORD = "pipeline.json"  # runners.pipeline's summary at a pipeline root
+
+
+def of_pipeline(root: Path, pipeline_root: Path) -> dict:
+    """A pipeline root -> each stage's latest run (`<stage>/_runs/<step>/<run>/run.json`) as
+    `of_run` tells it, in the order the stages ran."""
+    runs = []
+    for stage in sorted(p for p in pipeline_root.iterdir() if (p / "_runs").is_dir()):
+        found = sorted((stage / "_runs").glob("**/run.json"), key=lambda f: f.parent.name)
+        if found:
+            runs.append((found[-1].parent.name, stage.name, found[-1].parent))
+    return {
+        "pipeline_root": str(pipeline_root.resolve()),
+        "stages": [{"stage": name, **of_run(root, run_dir)} for _, name, run_dir in sorted(runs)],
+    }
+
+
+def not_a_record(folder: Path) -> StepsError:
+    """A folder given to `lineage` that is neither a run dir nor a pipeline root."""
+    return StepsError(
+        "E-RUN-RECORD",
+        f"{folder} holds neither run.json (a run dir) nor {PIPELINE_RECORD} (a pipeline root)",
+        path=str(folder),
+        fix="name a run dir written by `python -m steps run`, a pipeline root written by "
+        "`python -m steps pipeline run`, or an artifact NAME[:ALIAS]",
+        exit_code=2,
+    )
+
+
 def _run_record(run_dir: Path) -> dict | None:
     """The run's run.json (rundir's one reader), or None when it cannot be read."""
     try:

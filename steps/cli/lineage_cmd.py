@@ -9,12 +9,13 @@ from pathlib import Path
 
 from steps.cli.common import add_json_argument
 
-HELP = "how an artifact was made (NAME[:ALIAS|:vN]) or what a run dir produced"
+HELP = "how an artifact was made (NAME[:ALIAS|:vN]), or what a run dir or pipeline root produced"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument(
-        "target", help="an artifact (DataBlendsArtifact-rl, ModelArtifact-rlvr:v2) or a run dir"
+        "target",
+        help="an artifact (DataBlendsArtifact-rl, ModelArtifact-rlvr:v2), a run dir or a pipeline root",
     )
     parser.add_argument(
         "--runs-dir", metavar="DIR", help="runs root (else $STEPS_RUNS_DIR, else ./runs)"
@@ -36,6 +37,14 @@ def run(args) -> int:
         root = Path(args.runs_dir).resolve() if args.runs_dir else _root_of(run_dir)
         doc = lineage.of_run(root, run_dir)
         text = _run_text(doc)
+    elif exists_as(run_dir / lineage.PIPELINE_RECORD, file=True):
+        doc = lineage.of_pipeline(registry_root(args.runs_dir, os.environ, cwd), run_dir)
+        text = "\n".join(
+            [f"pipeline {doc['pipeline_root']}"]
+            + [f"stage {s['stage']}: " + _run_text(s) for s in doc["stages"]]
+        )
+    elif exists_as(run_dir) and run_dir.is_dir():
+        raise lineage.not_a_record(run_dir)
     else:
         doc = lineage.of_artifact(registry_root(args.runs_dir, os.environ, cwd), args.target)
         text = _artifact_text(doc)
