@@ -15,7 +15,8 @@ HELP = "how an artifact was made (NAME[:ALIAS|:vN]), or what a run dir or pipeli
 def add_arguments(parser) -> None:
     parser.add_argument(
         "target",
-        help="an artifact (DataBlendsArtifact-rl, ModelArtifact-rlvr:v2), a run dir or a pipeline root",
+        help="an artifact (DataBlendsArtifact-rl:latest, ModelArtifact-rlvr:v2), a run dir, or a "
+        "pipeline root",
     )
     parser.add_argument(
         "--runs-dir", metavar="DIR", help="runs root (else $STEPS_RUNS_DIR, else ./runs)"
