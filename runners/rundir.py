@@ -150,7 +150,7 @@ class Unlocated(BaseModel):
 
 
 class JobRecord(BaseModel):
-    """run.json's `job`: written by a backend (runners/launch/slurm.py, ray_jobs.py) before it
+    """run.json's `job`: written by a backend (runners/launch/slurm/, ray/) before it
     submits and completed after; read through runners/launch/records.py, which takes where the
     job runs (host, ssh options, remote dir, address) from its profile, never from the record.
 

@@ -216,12 +216,12 @@ PARSES_TEXT = {
     "runners/chain/segment_program.py": (1, "in a job, standard library only: the chain record"),
     "runners/chain/follow.py": (1, "the chain record as ssh printed it"),
     "runners/rl_prep/placeholders.py": (1, "a JSON value written in a blend"),
-    "runners/launch/ray_jobs.py": (1, "the Ray Jobs API's HTTP answer"),
-    "runners/launch/ray_sdk.py": (2, "the Ray dashboard's HTTP answers (version, logs)"),
+    "runners/launch/ray/backend.py": (1, "the Ray Jobs API's HTTP answer"),
+    "runners/launch/ray/sdk.py": (2, "the Ray dashboard's HTTP answers (version, logs)"),
     "runners/launch/remote_probe.py": (2, "on the cluster, standard library only"),
     "runners/launch/shell.py": (1, "a remote probe's answer on stdout"),
     "runners/launch/local.py": (1, "an interpreter probe's answer line"),
-    "runners/launch/slurm_state.py": (1, "a stream of events, one line at a time"),
+    "runners/launch/slurm/state.py": (1, "a stream of events, one line at a time"),
     "steps/cli/validate_cmd.py": (1, "a command-line option's JSON value"),
 }
 

@@ -84,7 +84,7 @@ def test_a_third_backend_gets_every_remote_rule_its_capabilities_allow(third_bac
 
 
 def test_a_third_backends_profile_and_launch_are_judged_by_those_rules(third_backend, tmp_path):
-    from runners.launch.profiles import load_profile
+    from runners.launch.profiles.env_toml import load_profile
     from runners.launch.request import RemoteFacts
 
     name = third_backend()

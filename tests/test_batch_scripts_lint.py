@@ -19,9 +19,9 @@ import pytest
 from runners.chain.segment_program import CLEAN_ENV
 from runners.chain.submit import segment_script
 from runners.kinds import kind_for, known
-from runners.launch.profiles import SlurmProfile
+from runners.launch.profiles.env_toml import SlurmProfile
 from runners.launch.request import LaunchRequest
-from runners.launch.slurm import SlurmBackend
+from runners.launch.slurm.backend import SlurmBackend
 from runners.run.judge import VERDICT
 
 PROFILES = {

@@ -15,7 +15,7 @@ from runners.chain.decide import judge
 from runners.chain.progress import latest_checkpoint
 from runners.chain.record import ChainRecord, Failure, Segment
 from runners.chain.settings import chain_overrides
-from runners.launch.profiles import SlurmProfile
+from runners.launch.profiles.env_toml import SlurmProfile
 
 NCCL = Failure(kind="nccl_timeout", retryable=True, evidence="driver.log:12")
 IMPORT = Failure(kind="missing_module", retryable=False, evidence="driver.log:3")

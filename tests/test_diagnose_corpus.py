@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from catalog.failures import BY_NAME, keywords
-from runners.launch.slurm_state import exit_code_of
+from runners.launch.slurm.state import exit_code_of
 from runners.monitor.classify import LogClassifier, diagnose
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
 

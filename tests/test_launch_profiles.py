@@ -17,7 +17,7 @@ from cluster_fixtures import PYTHON, dry_run_env, slurm, stand_in_checkout  # no
 from run_fixtures import REPO, clean_env, steps_cli
 
 from catalog.errors import StepsError
-from runners.launch.profiles import find_env_file, load_profile
+from runners.launch.profiles.env_toml import find_env_file, load_profile
 from runners.launch.request import RemoteFacts
 from runners.preflight import BoundArtifact, PreflightContext
 from runners.preflight.remote import remote_inputs
@@ -342,7 +342,7 @@ def test_a_ray_cluster_without_gpus_warns_and_one_too_small_stops_the_run(cluste
     needs (2 nodes x 1 GPU) is an error; enough is silent."""
     from preflight_fixtures import manifest
 
-    from runners.launch.profiles import RayProfile
+    from runners.launch.profiles.env_toml import RayProfile
     from runners.preflight.remote import remote_ray
 
     ctx = PreflightContext(

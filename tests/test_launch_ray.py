@@ -201,8 +201,8 @@ def test_diagnose_reads_a_ray_jobs_driver_log_from_the_dashboard(lab):
 
 
 def test_a_secret_is_read_from_the_cluster_and_written_nowhere(lab, ray_head):  # noqa: F811
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
 
     client = RayBackend("ray", RayProfile(executor="ray", address=ray_head)).client()
     for job in client.list_jobs():
@@ -254,8 +254,8 @@ def test_paths_outside_remote_dir_and_an_oversized_upload_are_refused(lab, ray_h
     found = [f for f in json.loads(out)["findings"] if f["code"] == "E-REMOTE-PATH"]
     assert code == 1 and any(str(DATA) in f["message"] for f in found)
     from catalog.errors import StepsError
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
     from runners.launch.request import LaunchRequest
 
     big = lab.root / "big-run"
@@ -288,8 +288,8 @@ def test_an_unreachable_address_is_one_clear_error_exit_2(lab):
 def test_a_submission_whose_answer_is_lost_is_found_by_its_id(lab, ray_head):  # noqa: F811
     """The dashboard queues the job but its answer never arrives: the submission id is ours, so
     the job is found and recorded (no second submission, no thread left waiting)."""
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
 
     with Relay(ray_head, drop_answers_to=b"POST /api/jobs/") as relay:
         env_file = lab.work / "lost.toml"
@@ -313,8 +313,8 @@ def test_a_submission_whose_answer_is_lost_is_found_by_its_id(lab, ray_head):  #
 
 
 def test_a_dashboard_lost_while_following_is_lost_contact_exit_2(lab, ray_head):  # noqa: F811
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
 
     with Relay(ray_head) as relay:
         env_file = lab.work / "cut.toml"
@@ -366,8 +366,8 @@ def test_a_cluster_ray_other_than_the_checkouts_pin_is_a_warning(lab, ray_head):
 def both_ways(lab: Lab, url: str, code: str, *argv: str) -> dict:
     """`run ... --dry-run` and `run ...` report the same `code` finding; the submit wrote no
     run dir here and submitted no job. The finding."""
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
 
     client = RayBackend("ray", RayProfile(executor="ray", address=url)).client()
     jobs = {j.submission_id for j in client.list_jobs()}

@@ -11,7 +11,7 @@ from cluster_fixtures import dry_run_env, stand_in_checkout
 from run_fixtures import steps_cli
 
 from catalog.errors import StepsError
-from runners.launch.profiles import load_profile
+from runners.launch.profiles.env_toml import load_profile
 from runners.run import wandb_settings
 
 NEMOTRON = """[wandb]

@@ -354,7 +354,7 @@ runpy.run_path(os.path.join(os.path.dirname(__file__), "chain_driver.py"), run_n
 def test_a_chain_stage_trains_every_segment_on_the_rows_its_first_segment_derived(lab):
     import yaml
 
-    from runners.launch.slurm import DRIVER_LOG
+    from runners.launch.slurm.backend import DRIVER_LOG
 
     root, work, steps = lab
     # The RL stage trains as NeMo-RL does (resumes, saves before its time limit), and records

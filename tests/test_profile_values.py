@@ -16,7 +16,7 @@ from cluster_fixtures import PYTHON, slurm, sshd, wait_for  # noqa: F401
 from test_launch_slurm import lab, write_env_toml  # noqa: F401
 
 from catalog.errors import StepsError
-from runners.launch.profiles import load_profile
+from runners.launch.profiles.env_toml import load_profile
 
 
 def set_key(env_toml: Path, key: str, value: str) -> int:

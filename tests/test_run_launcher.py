@@ -311,7 +311,7 @@ def test_pins_follow_the_checkouts_own_pyproject(tmp_path):
 def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
     from runners.kinds import kind_for
     from runners.kinds.base import Prepared, Setting
-    from runners.launch.profiles import load_profile
+    from runners.launch.profiles.env_toml import load_profile
     from runners.launch.target import ClusterTarget
 
     env_toml = tmp_path / "env.toml"

@@ -149,8 +149,8 @@ def _request(tmp_path: Path, secrets: list[str]):
 
 
 def test_a_slurm_backend_returns_its_record_typed_in_the_keys_and_order_run_json_had(tmp_path):
-    from runners.launch.profiles import SlurmProfile
-    from runners.launch.slurm import SlurmBackend
+    from runners.launch.profiles.env_toml import SlurmProfile
+    from runners.launch.slurm.backend import SlurmBackend
 
     profile = SlurmProfile(executor="slurm", host="login", remote_dir="/srv/steps")
     backend = SlurmBackend("lab", profile, env={})
@@ -171,8 +171,8 @@ def test_a_slurm_backend_returns_its_record_typed_in_the_keys_and_order_run_json
 
 
 def test_a_ray_backend_returns_its_record_typed_in_the_keys_and_order_run_json_had(tmp_path):
-    from runners.launch.profiles import RayProfile
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.profiles.env_toml import RayProfile
+    from runners.launch.ray.backend import RayBackend
 
     backend = RayBackend("r", RayProfile(executor="ray", address="http://h:8265"))
     job = backend.job_record(_request(tmp_path, []))

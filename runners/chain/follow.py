@@ -28,7 +28,7 @@ from runners.launch.job_secrets import SECRETS_FILE
 from runners.launch.records import backend_for_job, job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
-from runners.launch.slurm import DRIVER_LOG
+from runners.launch.slurm.backend import DRIVER_LOG
 from runners.rundir import JobRecord, update_record
 
 _MARKED = "@@steps-chain-cancelled@@"

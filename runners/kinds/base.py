@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from catalog.manifest import StepManifest
     from runners.config.compiler import CompiledConfig
     from runners.launch.local import LocalLaunch
-    from runners.launch.profiles import RayProfile, SlurmProfile
+    from runners.launch.profiles.env_toml import RayProfile, SlurmProfile
     from runners.launch.target import ClusterTarget
     from runners.nemo_rl.checkout import Target
 

@@ -9,11 +9,12 @@ imports Ray unless a Ray profile is used.
 
 Owns: `request` (the request and the Backend protocol), `backends/` (one module per executor,
 found by the profile's `executor`: what it has and how it differs, as attributes; a new backend
-is one module there), `profiles` (env.toml), `target` (request from a compiled run), `shell`
-(commands here or over ssh), `records` (run.json job records, located by their profile, and
-the backend that answers for one), `local` (the launcher that starts NeMo-RL here, and one
-cached probe of its interpreter), `slurm`, `ray_jobs` (with `ray_judge`: how a GPU job waits for the
-upstream judge there), `jobs` (run.json job records).
+is one module there), `profiles/` (env.toml: the models, Nemotron's keys, values), `slurm/`
+(sbatch and ray.sub, the probe before submitting, a job's state), `ray/` (Ray Jobs, the SDK,
+how a GPU job waits for the upstream judge there), `target` (request from a compiled run),
+`shell` (commands here or over ssh), `records` (run.json job records, located by their
+profile, and the backend that answers for one), `local` (the launcher that starts NeMo-RL
+here, and one cached probe of its interpreter), `jobs` (run.json job records).
 Also `observe` (a job's files and scheduler facts, read through `runners.monitor`), `job_code`
 (the copy of our code a job carries), `remote_probe` (what the cluster side answers, standard
 library only, with `slurm_queries`: the Slurm commands it asks, one parser each).

@@ -27,8 +27,8 @@ from runners.launch.backends import traits
 from runners.launch.records import job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
-from runners.launch.slurm import DRIVER_LOG
-from runners.launch.slurm_state import exit_code_of
+from runners.launch.slurm.backend import DRIVER_LOG
+from runners.launch.slurm.state import exit_code_of
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
 from runners.monitor.progress import Progress, combine, parse_log_tail
 from runners.monitor.tfevents import read_scalars

@@ -29,7 +29,7 @@ from catalog.model_errors import dotted, error_from
 from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 
 if TYPE_CHECKING:
-    from runners.launch.profiles import Profile
+    from runners.launch.profiles.env_toml import Profile
     from runners.launch.request import Backend
 
 UNLOCATED = "unlocated"  # in a job: why its cluster is unknown ({message, fix}); never asked
@@ -113,7 +113,7 @@ def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
 
 @lru_cache(maxsize=32)
 def _profile(path: str, stamp: tuple[int, int], name: str) -> Profile:
-    from runners.launch.profiles import load_profile
+    from runners.launch.profiles.env_toml import load_profile
 
     return load_profile(Path(path), name)
 
@@ -121,7 +121,7 @@ def _profile(path: str, stamp: tuple[int, int], name: str) -> Profile:
 def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     """The env.toml the run was launched with when it is still there and yours alone, else the
     one `run` would find now."""
-    from runners.launch.profiles import find_env_file
+    from runners.launch.profiles.env_toml import find_env_file
 
     launch = data.get("launch")
     recorded = launch.get("env_file") if isinstance(launch, dict) else None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from catalog.errors import Finding
-    from runners.launch.profiles import RayProfile, SlurmProfile
+    from runners.launch.profiles.env_toml import RayProfile, SlurmProfile
     from runners.rundir import JobRecord
 
 TERMINAL = {

@@ -5,7 +5,7 @@ the module `slurm_queries`): it runs on a login node, or inside a job, with Pyth
 nothing of ours. One parser per command (`scontrol show job|partition -o`, `sacct --parsable2`,
 `squeue`, `sinfo`), each call bounded by CALL seconds (the request's `call`): a controller that
 does not answer makes a state UNKNOWN with why, never an endless wait. Imported as
-`runners.launch.slurm_queries` by the chain's segment program and `slurm_state`.
+`runners.launch.slurm_queries` by the chain's segment program and `slurm.state`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 from catalog.config_values import as_int, dotted_get
 from catalog.errors import StepsError
 from runners.launch.backends import traits
-from runners.launch.profiles import LocalProfile, RayProfile, SlurmProfile, resolve_profile
+from runners.launch.profiles.env_toml import LocalProfile, RayProfile, SlurmProfile, resolve_profile
 from runners.launch.request import NOT_SUBMITTED, LaunchRequest, RemoteFacts
 from runners.rundir import JobRecord, update_record
 

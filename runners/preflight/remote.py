@@ -26,7 +26,7 @@ _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
-    from runners.launch.profiles import profile_line
+    from runners.launch.profiles.env_toml import profile_line
 
     f = ctx.remote
     return f.env_file, profile_line(Path(f.env_file), key, f.profile_name)
@@ -66,7 +66,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
     if ctx.remote is None or not _ray_sub(ctx):
         return
-    from runners.launch.slurm import parse_gres_gpus
+    from runners.launch.slurm.backend import parse_gres_gpus
     from runners.launch.target import nodes_needed
 
     p = ctx.remote.profile

@@ -1,16 +1,16 @@
-"""Ray Jobs: Ray's Job Submission API on a running cluster (runners/launch/ray_jobs.py)."""
+"""Ray Jobs: Ray's Job Submission API on a running cluster (runners/launch/ray/backend.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runners.launch.backends.base import BackendTraits
-from runners.launch.profiles import RayProfile
+from runners.launch.profiles.env_toml import RayProfile
 from runners.rundir import JobRecord
 
 
 def _implementation() -> Any:
-    from runners.launch.ray_jobs import RayBackend
+    from runners.launch.ray.backend import RayBackend
 
     return RayBackend
 
@@ -27,7 +27,7 @@ class Ray(BackendTraits):
 
     @classmethod
     def kept_log(cls, job: JobRecord) -> tuple[str, str]:
-        from runners.launch.ray_sdk import dashboard_logs
+        from runners.launch.ray.sdk import dashboard_logs
 
         return "driver log (Ray dashboard)", dashboard_logs(str(job.address), str(job.job_id))
 

@@ -1,17 +1,17 @@
 """Slurm: sbatch NeMo-RL's ray.sub (or a plain srun job) here or over ssh
-(runners/launch/slurm.py)."""
+(runners/launch/slurm/backend.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runners.launch.backends.base import BackendTraits
-from runners.launch.profiles import SlurmProfile
+from runners.launch.profiles.env_toml import SlurmProfile
 from runners.rundir import JobRecord
 
 
 def _implementation() -> Any:
-    from runners.launch.slurm import SlurmBackend
+    from runners.launch.slurm.backend import SlurmBackend
 
     return SlurmBackend
 

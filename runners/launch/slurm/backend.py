@@ -12,7 +12,7 @@ holding a secret (named here, in Python: the submit script holds a literal list)
 
 run.json holds the job's record (with its unique name) before sbatch runs; after any sbatch
 failure the job is looked up by that name before anything is reported. What Slurm says about a
-job (state, lookup, the follow stream) is `slurm_state`.
+job (state, lookup, the follow stream) is `slurm.state`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import shlex
 from pathlib import Path
 
 from catalog.errors import Finding, StepsError
-from runners.launch import job_code, job_secrets, slurm_state
+from runners.launch import job_code, job_secrets
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -34,7 +34,8 @@ from runners.launch.request import (
     submitted_now,
 )
 from runners.launch.shell import Shell, exports
-from runners.launch.slurm_probe import RAY_SUB, probe
+from runners.launch.slurm import state as slurm_state
+from runners.launch.slurm.probe import RAY_SUB, probe
 from runners.rundir import JobRecord
 from runners.secrets import SWITCH_VALUES
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import Finding, StepsError
-from runners.launch.ray_judge import RayJudgeGate
-from runners.launch.ray_sdk import auth_headers, bounded_client, refusal, sdk_error, sdk_missing
+from runners.launch.ray.judge import RayJudgeGate
+from runners.launch.ray.sdk import auth_headers, bounded_client, refusal, sdk_error, sdk_missing
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
@@ -64,7 +64,7 @@ class RayBackend(RayJudgeGate):
         self._client: Any = None
 
     def client(self) -> Any:
-        """Ray's JobSubmissionClient, bounded and with the cluster's token (see ray_sdk)."""
+        """Ray's JobSubmissionClient, bounded and with the cluster's token (see sdk.py)."""
         if self._client is not None:
             return self._client
         missing = sdk_missing()

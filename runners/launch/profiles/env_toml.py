@@ -5,13 +5,13 @@ directory or a parent (only when you own it and no one else can write it or its 
 `~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
 Each top-level table is a profile, but Nemotron's settings tables (`[wandb]`, read by
 runners/run for W&B, `[cli]`, `[cache]`, `[artifacts]`). Nemotron's and nemo-run's keys are read
-as ours (`profile_aliases`), and every problem of a profile is reported in one E-PROFILE.
+as ours (`aliases`), and every problem of a profile is reported in one E-PROFILE.
 `extends = "other"` inherits another profile: tables merge
 key by key, `mounts`, `secrets` and `shared_dirs` are appended (parent first), every other
 value (lists included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
 E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
 submitting environment, never values. What a value may hold (no control characters, no leading
-`-` in a name, Slurm's time formats, ...) is `profile_values`: E-PROFILE at the value's line.
+`-` in a name, Slurm's time formats, ...) is `values`: E-PROFILE at the value's line.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from catalog.did_you_mean import close_matches
 from catalog.errors import Finding, StepsError
 from catalog.model_errors import findings_from
 from catalog.tomlfile import load_toml
-from runners.launch.profile_aliases import RESERVED, Mode, translate
-from runners.launch.profile_values import (
+from runners.launch.profiles.aliases import RESERVED, Mode, translate
+from runners.launch.profiles.values import (
     PROFILE_VALUE,
     AbsDir,
     Host,
@@ -72,7 +72,7 @@ class _Profile(BaseModel):
     @field_validator("*")
     @classmethod
     def _no_control(cls, value: Any, info: ValidationInfo) -> Any:
-        """No value holds a control character (profile_values says why)."""
+        """No value holds a control character (values.py says why)."""
         return no_control(value, info.field_name or "")
 
 
@@ -220,7 +220,7 @@ def load_profile(
     path: Path, name: str, env: Mapping[str, str] | None = None, mode: Mode = None
 ) -> LocalProfile | SlurmProfile | RayProfile:
     """Profile `name` from `path` with its `extends` chain merged, Nemotron's keys read as ours
-    (`profile_aliases`, `${oc.env:...}` from `env`) and validated: every problem in one error."""
+    (`aliases`, `${oc.env:...}` from `env`) and validated: every problem in one error."""
     data = load_toml(path, code="E-PROFILE")
     for key, value in data.items():
         if not isinstance(value, dict):
