@@ -73,6 +73,7 @@ def run_chain(env: dict, root: Path, work: Path, segments: int) -> tuple[list[fl
     """(gaps between segments, decision seconds per segment) of one chain."""
     argv = [sys.executable, "-m", "steps", "run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab"]
     argv += ["--until-done", f"dpo.max_num_steps={4 * segments}", "checkpointing.save_period=1000"]
+    argv += ["--no-upstream-judge"]  # the gap between segments is measured, not the judge job
     proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         abort(f"submit failed: {proc.stderr[-3000:]}")

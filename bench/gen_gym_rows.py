@@ -128,20 +128,27 @@ def make_row(rng: random.Random, idx: int) -> dict:
     if tools:
         rcp["tools"] = tools
         rcp["parallel_tool_calls"] = False
-    return {
+    agent = rng.choice(AGENTS)
+    row = {
         "id": idx,
         "responses_create_params": rcp,
-        "agent_ref": {"type": "responses_api_agents", "name": rng.choice(AGENTS)},
+        "agent_ref": {"type": "responses_api_agents", "name": agent},
         "question": _text(rng, rng.randint(10, 40)),
         "expected_answer": str(rng.randint(0, 10**6)),
         "dataset": "bench",
     }
+    # the fields each agent's resource server requires (catalog/schema/rows/nemo_gym_servers.json)
+    if agent == "workplace_assistant_simple_agent":
+        row.update(category="email", environment_name="workbench", ground_truth=[])
+    elif agent == "structured_outputs_simple_agent":
+        row["schema_str"] = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    return row
 
 
 def generate(rows: int, seed: int = 0) -> Path:
     """Write (once) and return the path of a `rows`-row file; a finished file is reused."""
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    path = DATA_DIR / f"gym_rows_{rows}_s{seed}.jsonl"
+    path = DATA_DIR / f"gym_rows_v2_{rows}_s{seed}.jsonl"  # v2: each server's required fields
     if path.is_file():
         return path
     rng = random.Random(seed)

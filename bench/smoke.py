@@ -60,7 +60,7 @@ SMOKE = {
     "bench_pipeline --cluster": Smoke(
         "bench_pipeline.py", ("--cluster", "--repeat", "1"), misses_exit_1=True, slurm=True
     ),
-    "bench_preflight": Smoke("bench_preflight.py", ("--repeat", "1", "--rows", "10"), True),
+    "bench_preflight": Smoke("bench_preflight.py", ("--repeat", "1", "--rows", "200"), True),
     "bench_rl_prep": Smoke("bench_rl_prep.py", ("--rows", "200", "--scales", "1", "--repeat", "1")),
     "bench_run": Smoke("bench_run.py", ("--repeat", "1"), misses_exit_1=True),
     "bench_status": Smoke("bench_status.py", ("--gb", "0.01", "--repeat", "1"), slurm=True),
