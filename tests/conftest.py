@@ -210,6 +210,8 @@ SLOW_FILES = {
     "test_record_trust.py": "every job command on planted records, through the real CLI",
     "test_log_escapes.py": "job logs printed by the real CLI",
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
+    "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
+    "test_config_scale.py": "exhaustive: 1e5 keys, 20k-element lists and overrides",
 }
 
 
