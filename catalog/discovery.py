@@ -74,6 +74,21 @@ class StepEntry:
     def config_path(self, name: str) -> Path:
         return self.config_dir / f"{name}.yaml"
 
+    def shipped_config(self, name: str, also: str = "") -> Path:
+        """The step's config `name`, or E-CONFIG-NOT-FOUND listing its configs (then `also`)."""
+        path = self.config_path(name)
+        if path.is_file():
+            return path
+        from catalog.errors import StepsError
+
+        raise StepsError(
+            "E-CONFIG-NOT-FOUND",
+            f"step {self.id} has no config '{name}'",
+            path=str(self.config_dir),
+            fix=f"use one of: {', '.join(self.config_names()) or 'none'}{also}",
+            exit_code=2,
+        )
+
 
 def catalog_roots(extra: Iterable[str | Path] = (), include_builtin: bool = True) -> list[Path]:
     """Built-in root first (unless excluded), then `--catalog` dirs, then `$STEPS_PATH` entries."""

@@ -28,16 +28,7 @@ def shipped_config(ref: str) -> tuple[str, Path]:
     entry = resolve(step, discover())
     run = entry.data.get("run") if isinstance(entry.data.get("run"), dict) else {}
     name = name.removesuffix(".yaml") or str(run.get("default_config") or "default")
-    path = entry.config_path(name)
-    if not path.is_file():
-        raise StepsError(
-            "E-CONFIG-NOT-FOUND",
-            f"step {entry.id} has no config '{name}'",
-            path=str(entry.config_dir),
-            fix=f"use one of: {', '.join(entry.config_names()) or 'none'}",
-            exit_code=2,
-        )
-    return entry.id, path
+    return entry.id, entry.shipped_config(name)
 
 
 def destination(dest: str | Path | None, source: Path, cwd: Path) -> Path:

@@ -43,17 +43,7 @@ def config_file_for(entry: StepEntry, name: str | None, default: str, cwd: Path)
     name = name or default
     looks_like_path = "/" in name or name.endswith((".yaml", ".yml")) or os.sep in name
     if not looks_like_path:
-        path = entry.config_path(name)
-        if not path.is_file():
-            names = ", ".join(entry.config_names()) or "none"
-            raise StepsError(
-                "E-CONFIG-NOT-FOUND",
-                f"step {entry.id} has no config '{name}'",
-                path=str(entry.config_dir),
-                fix=f"use one of: {names}, or a YAML path",
-                exit_code=2,
-            )
-        return path
+        return entry.shipped_config(name, also=", or a YAML path")
     return (cwd / Path(name).expanduser()).resolve()
 
 
