@@ -62,6 +62,13 @@ class Stage(_Strict):
         description="On a cluster: train to the end across segments (a chain, docs/chains.md); "
         "the stages after it wait for the chain's end.",
     )
+    dry_run: bool = Field(
+        False,
+        description="Check this stage, never launch it: `pipeline run` runs `steps run STEP "
+        "--dry-run` on what the stages before it wrote (every contract decided before the GPUs "
+        "start) and records it as checked. It makes no output, so no stage or target reads one; "
+        "the way to end a pipeline on a machine without GPUs.",
+    )
     max_segments: int | None = Field(None, ge=1, description="With until_done: at most N segments.")
     gpu_hours: float | None = Field(None, gt=0, description="With until_done: a GPU-hour budget.")
     description: str | None = None

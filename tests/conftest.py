@@ -165,6 +165,8 @@ SLOW = {
     "test_rl_prep_hostile.py::test_a_billion_laughs_blend_is_refused_at_its_anchor_in_bounded_"
     "memory": "bounded-memory stress",
     # end to end through `python -m steps` children (in-process tests cover the same rules)
+    "test_pipeline_dry_run_stage.py::test_the_shipped_cpu_pipeline_prepares_checks_and_dry_"
+    "runs_grpo_from_a_fresh_folder": "a pipeline's children",
     "test_secret_values.py::test_a_pipeline_stages_secret_overrides_reach_no_record_run_dir_or_"
     "output": "a pipeline's children",
     "test_secret_values.py::test_a_literal_list_secret_reaches_nemo_rl_as_a_list_and_no_file_"

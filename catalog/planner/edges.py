@@ -172,6 +172,10 @@ def targets(state: PlanState) -> None:
                 state.error("E-PIPELINE-REF", f"target '{ref}' must name '<stage>.<port>'", *where)
             continue
         st = state.stages[sid]
+        if st.dry_run:
+            fix = f"name an output of a stage that runs, or drop `dry_run: true` from '{sid}'"
+            state.error("E-PIPELINE-REF", f"target {st.unmade(ref)}", *where, fix=fix)
+            continue
         if port not in st.types_out:
             state.error(
                 "E-PIPELINE-REF",

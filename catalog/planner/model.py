@@ -39,6 +39,7 @@ class PlannedStage:
     overrides: list[str]
     inserted: bool = False
     line: int | None = None
+    dry_run: bool = False  # `dry_run: true`: checked by `run --dry-run`, never launched
     inputs: dict[str, Binding] = field(default_factory=dict)
     outputs: dict[str, Binding] = field(default_factory=dict)
 
@@ -55,6 +56,7 @@ class PlannedStage:
             "config": str(self.config),
             "overrides": self.overrides,
             "inserted": self.inserted,
+            "dry_run": self.dry_run,
             "after": self.after,
             "inputs": {k: b.to_dict() for k, b in self.inputs.items()},
             "outputs": {k: b.to_dict() for k, b in self.outputs.items()},

@@ -67,6 +67,7 @@ def build(state: PlanState) -> None:
             st.overrides,
             st.index is None,
             state.pf.line("stages", st.index) if st.index is not None else None,
+            st.dry_run,
         )
         for port, (ref, t) in st.wired.items():
             edge = Edge(ref, f"{sid}.{port}", t, st.types_in[port])
@@ -91,7 +92,7 @@ def build(state: PlanState) -> None:
     for ps in plan.stages:
         st = state.stages[ps.id]
         for port in ps.outputs:
-            if (ps.id, port) not in state.used and st.index is not None:
+            if (ps.id, port) not in state.used and st.index is not None and not st.dry_run:
                 state.warn(
                     "W-PIPELINE-UNUSED",
                     f"output '{ps.id}.{port}' ({ps.outputs[port].type}) is used by no stage "

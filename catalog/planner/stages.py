@@ -11,6 +11,8 @@ from catalog.errors import Finding, StepsError
 from catalog.planner.inputs import stage_config
 from catalog.planner.state import PlanState, suggest
 
+DRY_RUN_FIX = "read what stage '{sid}' reads, or drop `dry_run: true` from it to run it"
+
 
 def load_stages(state: PlanState) -> None:
     """Resolve each stage's step and compile its config (with its overrides)."""
@@ -43,7 +45,7 @@ def load_stages(state: PlanState) -> None:
         if config is None:
             continue
         try:
-            state.stages[st.id] = state.make_stage(st.id, i, entry, config, st.overrides)
+            draft = state.make_stage(st.id, i, entry, config, st.overrides)
         except StepsError as exc:
             f = exc.finding
             state.plan.findings.append(
@@ -56,6 +58,8 @@ def load_stages(state: PlanState) -> None:
                 )
             )
             continue
+        draft.dry_run = st.dry_run
+        state.stages[st.id] = draft
         state.order_hint.append(st.id)
 
 
@@ -87,6 +91,9 @@ def source_type(state: PlanState, ref: str, want: str, where: tuple) -> tuple[st
             )
         return None
     src = state.stages[sid]
+    if src.dry_run:
+        state.error("E-PIPELINE-REF", src.unmade(ref), *where, fix=DRY_RUN_FIX.format(sid=sid))
+        return None
     if port:
         if port not in src.types_out:
             state.error(

@@ -31,6 +31,14 @@ class StageDraft:
     types_out: dict[str, str]
     wired: dict[str, tuple[str, str]] = field(default_factory=dict)  # port -> (ref, type)
     attempted: set[str] = field(default_factory=set)  # ports the file wires (even if badly)
+    dry_run: bool = False  # checked, never launched: it makes no output
+
+    def unmade(self, ref: str) -> str:
+        """Why `ref`, an output of this dry-run stage, cannot be read."""
+        return (
+            f"'{ref}': stage '{self.id}' is a dry run (dry_run: true): it is checked, never "
+            "run, so it makes no output"
+        )
 
 
 class PlanState:

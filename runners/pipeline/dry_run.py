@@ -1,4 +1,4 @@
-"""`pipeline run --dry-run`: compile and preflight every stage in-process; write nothing.
+"""`pipeline run --dry-run`: compile and preflight every selected stage in-process; write nothing.
 
 Each stage is planned exactly as `run --dry-run` plans it (`runners.run.plan_run`, which writes
 nothing). Inputs that an earlier stage has not produced yet are checked by planned type instead
@@ -74,11 +74,19 @@ def _launch_only(f: Finding) -> Finding:
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
-    """Check every stage; 0 clean, 1 errors in a stage's config or data, 2 setup errors."""
-    worst = 0
+    """Check the stages the real run would run (--from, --to, --only select them as they do
+    there); 0 clean, 1 errors in a stage's config or data, 2 setup errors."""
+    from runners.pipeline.selection import select
+
+    worst, checked = 0, 0
     out = options.out
+    consider, _ = select(plan, options)
     for i, stage in enumerate(plan.stages, 1):
-        tag = " [inserted]" if stage.inserted else ""
+        tag = " [inserted]" if stage.inserted else " [dry run]" if stage.dry_run else ""
+        if stage.id not in consider:
+            out.write(f"{i}. {stage.id} ({stage.step}){tag}: not selected\n")
+            continue
+        checked += 1
         out.write(f"{i}. {stage.id} ({stage.step}){tag}\n")
         pending = _planned_missing(stage)
         errors = warnings = 0
@@ -95,5 +103,6 @@ def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
             more = f" ({warnings} warning{'s' if warnings > 1 else ''} above)" if warnings else ""
             out.write(f"   preflight clean{more}\n")
     verdict = "clean" if worst == 0 else "problems found"
-    out.write(f"dry run: {verdict} ({len(plan.stages)} stages)\n")
+    of = f"{checked} of {len(plan.stages)}" if checked < len(plan.stages) else str(checked)
+    out.write(f"dry run: {verdict} ({of} stages)\n")
     return worst

@@ -187,6 +187,16 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
             "--batch/--run (--from STAGE starts it later)",
             exit_code=2,
         )
+    checks = [s.id for s in plan.stages if s.dry_run]
+    if opts.profile and checks and not opts.dry_run:
+        raise StepsError(
+            "E-CLI-OPTION",
+            f"stage '{checks[0]}' is a dry run (dry_run: true): it is checked on this machine, "
+            "and --batch/--run queue the stages on a cluster",
+            fix=f"run the pipeline here, or drop `dry_run: true` from '{checks[0]}' to train it "
+            "there (`pipeline run FILE --dry-run --batch PROFILE` checks every stage for it)",
+            exit_code=2,
+        )
     if opts.profile:
         from runners.pipeline.cluster_run import run_on_cluster
 
@@ -277,34 +287,36 @@ def _run_stages(
             continue
         overrides, secret_env = move_secrets(stage.overrides, env)
         inputs = inputs_now(stage)
-        target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
-        key, chash, sources, env_names = stage_key(stage, overrides, inputs, previous, target)
-        outs = {p: b.value for p, b in stage.outputs.items()}
-        if stage.id not in forced and cache_hit(previous, key, stage):
-            summary["stages"][stage.id] = {
-                "status": "completed",
-                "action": "cached",
-                "cache_key": key,
-            }
-            out.write(f"{stage.id}: cached ({key[:12]})\n")
-            continue
-        moved = []
-        if previous and not (
-            previous.get("status") != "completed" and previous.get("cache_key") == key
-        ):
-            moved = move_aside(stage, sdir)  # a different job's outputs; same failed job resumes
-        argv = stage_argv(stage, overrides, opts, sdir / "_runs", force=True)
+        key, chash, sources, env_names, moved = None, None, {}, [], []
+        if not stage.dry_run:  # a dry-run stage is a check of this machine too: never cached
+            target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
+            key, chash, sources, env_names = stage_key(stage, overrides, inputs, previous, target)
+            if stage.id not in forced and cache_hit(previous, key, stage):
+                summary["stages"][stage.id] = {
+                    "status": "completed",
+                    "action": "cached",
+                    "cache_key": key,
+                }
+                out.write(f"{stage.id}: cached ({key[:12]})\n")
+                continue
+            if previous and not (
+                previous.get("status") != "completed" and previous.get("cache_key") == key
+            ):
+                moved = move_aside(stage, sdir)  # a different job's outputs; a failed one resumes
+        outs = {p: b.value for p, b in stage.outputs.items() if not stage.dry_run}
+        argv = stage_argv(stage, overrides, opts, sdir / "_runs", force=not stage.dry_run)
         record = {
             "stage": stage.id,
             "step": stage.step,
             "version": stage.version,
             "inserted": stage.inserted,
+            "dry_run": stage.dry_run,
             "config": str(stage.config),
             "overrides": overrides,  # secrets replaced by ${oc.env:...} references
             "config_hash": chash,
             "config_sources": sources,
             "config_env_names": env_names,  # values are in the cache key, never in the record
-            "nemo_rl": nemo_rl_record(target),
+            "nemo_rl": None if stage.dry_run else nemo_rl_record(target),
             "cache_key": key,
             "inputs": inputs,
             "outputs": {p: {"value": v} for p, v in outs.items()},
@@ -315,11 +327,12 @@ def _run_stages(
             "env_from_secrets": sorted(secret_env),
         }
         t0 = time.perf_counter()
-        summary["stages"][stage.id] = {"status": "running", "action": "ran", "cache_key": key}
+        action = "checked" if stage.dry_run else "ran"
+        summary["stages"][stage.id] = {"status": "running", "action": action, "cache_key": key}
         held = None
         try:  # from the first "running" write to the outcome's: an interrupt anywhere is recorded
             write_json(record_path, redact(record, secrets))
-            out.write(f"{stage.id}: running {stage.step}\n")
+            out.write(f"{stage.id}: {'dry run of' if stage.dry_run else 'running'} {stage.step}\n")
             rc = run_child(argv, sdir / LOG, out, {**env, **secret_env}, secrets)
             record.update(finished=time.time(), duration_s=round(time.perf_counter() - t0, 3))
             rc = _finish(record, stage, rc)  # checks the outputs' contracts: may take a while
@@ -338,10 +351,19 @@ def _run_stages(
             out.write(f"{stage.id}: FAILED ({why}); log {sdir / LOG}\n")
             out.write("fix the cause and run the pipeline again: completed stages are cached\n")
             return rc if rc > 0 else 1  # a child killed by a signal has rc < 0
-        out.write(f"{stage.id}: completed in {record['duration_s']:.1f}s\n")
+        out.write(f"{stage.id}: {_done(stage, record)}\n")
         if lineage is not None:
             lineage.log_stage(stage, record, _input_artifact_names(plan, stage, lineage))
     return 0
+
+
+def _done(stage: Any, record: dict) -> str:
+    """What a completed stage did: ran and its outputs passed their contracts, or was checked."""
+    took = f"{record['duration_s']:.1f}s"
+    if stage.dry_run:
+        return f"checked in {took} (dry run: preflight clean, nothing launched)"
+    checked = ", ".join(f"{p} passes {o['type']}" for p, o in record["outputs"].items())
+    return f"completed in {took}" + (f" ({checked})" if checked else "")
 
 
 def _finish(record: dict, stage: Any, rc: int) -> int:
@@ -350,6 +372,9 @@ def _finish(record: dict, stage: Any, rc: int) -> int:
     if rc != 0:
         record["status"] = "failed"
         return rc
+    if stage.dry_run:  # checked: it wrote nothing to check
+        record["status"] = "completed"
+        return 0
     record["outputs"] = outputs_now(stage)
     bad = [p for p, o in record["outputs"].items() if not contract_ok(o["type"], o["value"])]
     if bad:

@@ -132,7 +132,8 @@ def _algorithm(stage: Any) -> str | None:
 def stage_argv(
     stage: Any, overrides: list[str], options: Any, runs_dir: Path, force: bool
 ) -> list[str]:
-    """`python -m steps run <step> ...` for a stage; `overrides` must be secret-free."""
+    """`python -m steps run <step> ...` for a stage (with `--dry-run` for a dry-run stage: its
+    outputs bound where the pipeline would put them); `overrides` must be secret-free."""
     argv = [sys.executable, "-m", "steps", "run", stage.step, "--config", str(stage.config)]
     for port, b in [*stage.inputs.items(), *stage.outputs.items()]:
         argv.append(f"--input={port}={b.value}")
@@ -141,6 +142,8 @@ def stage_argv(
         argv.append(f"--nemo-rl={options.nemo_rl}")
     if force:
         argv.append("--force")
+    if getattr(stage, "dry_run", False):
+        argv.append("--dry-run")
     return argv + getattr(options, "stage_args", {}).get(stage.id, []) + overrides
 
 

@@ -15,7 +15,10 @@ def add_arguments(parser) -> None:
     p = sub.add_parser("run", help="run (or --dry-run) the stages in dependency order")
     p.add_argument("file", help="pipeline YAML file")
     p.add_argument(
-        "--dry-run", action="store_true", help="compile and preflight every stage; run nothing"
+        "--dry-run",
+        action="store_true",
+        help="compile and preflight the stages --from/--to/--only select (all by default); "
+        "run nothing",
     )
     p.add_argument(
         "--from",

@@ -67,7 +67,7 @@ def render_text(plan) -> str:
             out.append(f"  {n:<{w}}  {b.type:<22} {b.value}{'  (hub id)' if b.hub else ''}")
     out.append("stages:")
     for i, s in enumerate(plan.stages, 1):
-        tag = "  [inserted converter]" if s.inserted else ""
+        tag = "  [inserted converter]" if s.inserted else "  [dry run]" if s.dry_run else ""
         cfg = s.config.stem if s.config.parent.name == "config" else str(s.config)
         over = f"  {' '.join(_overrides(s))}" if s.overrides else ""
         out.append(f"  {i}. {s.id}  {s.step}@{s.version}  -c {cfg}{over}{tag}")
@@ -75,7 +75,7 @@ def render_text(plan) -> str:
             out.append(
                 f"       in  {p} <- {b.source if b.source != 'config' else b.value}  [{b.type}]"
             )
-        for p, b in s.outputs.items():
+        for p, b in s.outputs.items() if not s.dry_run else ():
             out.append(f"       out {p} -> {b.value}  [{b.type}]")
     out.append("edges:")
     for e in plan.edges:
