@@ -1,18 +1,20 @@
-"""Compose a pipeline in code: the shortest chain of catalog steps from some types to a type.
+"""Compose a pipeline in code: the best chain of catalog steps from the types you have to one.
 
-Breadth-first search over sets of available artifact types: a step applies when every required
-input is fed by an available type (`is_a`), and adds what it produces. Converter steps are
-ordinary catalog steps here, so a chain reaches `hf_checkpoint` through `convert/megatron_to_hf`.
-A produced port with a `type_key` (rl_prep's `output_type`) may yield any subtype of its type;
-choosing one adds the override that makes the step produce it. A port whose `type_map` maps the
-key's values (a backend switch) yields what the default config selects. A consumed port marked
-`parameter` (the converter's HF reference) needs no producer: when the chain has none for it,
-the stage gets `<key>=???` for the user to fill with a hub id or folder.
+Breadth-first search over what the steps so far made: a step applies anywhere, and each required
+input it reads comes from an earlier step's output (any number of ports), else a starting type
+(one port per step), else it is an input the chain adds (a policy to train: path ???). A chain
+ends with a step that makes the goal from every starting type. Best is fewest steps, then fewest
+added inputs, then fewest overrides; chains as short are offered as alternatives. Converter
+steps are ordinary catalog steps here, so a chain reaches `hf_checkpoint` through
+`convert/megatron_to_hf`. A produced port with a `type_key` (rl_prep's `output_type`) may yield
+any subtype of its type; choosing one adds the override that makes the step produce it. A port
+whose `type_map` maps the key's values (a backend switch) yields what the default config
+selects. A consumed port marked `parameter` (the converter's HF reference) needs no producer: it
+reads an input of its type when there is one, else the stage gets `<key>=???`.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +84,90 @@ def _needs_producer(port: dict) -> bool:
     return bool(port.get("required", True)) and not port.get("parameter", False)
 
 
+@dataclass(frozen=True)
+class Chain:
+    """Steps that turn the starting types into the goal, and how many inputs it adds: required
+    inputs that neither a starting type nor an earlier step gives (a policy to train, say)."""
+
+    actions: tuple[Action, ...]
+    added: int
+
+    @property
+    def steps(self) -> list[str]:
+        return [a.step for a in self.actions]
+
+    def rank(self) -> tuple[int, int, int]:
+        """Fewest steps, then fewest added inputs, then fewest overrides (the defaults' data)."""
+        return (len(self.actions), self.added, sum(len(a.overrides) for a in self.actions))
+
+
+Made = tuple[tuple[str, frozenset[str]], ...]  # (type, the starting types it comes from)
+
+
+def _fed(a: Action, made: Made, start: list[str], graph: TypeGraph) -> tuple[frozenset, int]:
+    """(the starting types this step's outputs come from, inputs it needs that nothing gives).
+    An input comes from the latest earlier output that fits (which may feed several ports:
+    train and validation), else a starting type (one port of a step: a policy and a reward
+    model are two models), else the chain adds it; a parameter takes a value instead."""
+    carried: set[str] = set()
+    claimed: set[str] = set()
+    added = 0
+    for p in a.entry.consumes:
+        want = str(p.get("type"))
+        if not p.get("required", True):
+            continue
+        fed = next((c for t, c in reversed(made) if graph.is_a(t, want)), None)
+        given = next((t for t in start if t not in claimed and graph.is_a(t, want)), None)
+        if fed is not None:
+            carried |= fed
+        elif given is not None:
+            claimed.add(given)
+            carried.add(given)
+        elif _needs_producer(p):
+            added += 1
+    return frozenset(carried), added
+
+
+def find_chains(
+    entries: list[StepEntry],
+    graph: TypeGraph,
+    start: list[str],
+    goal: str,
+    through: str | None = None,
+    *,
+    read_config: ReadConfig,
+) -> list[Chain]:
+    """The shortest chains (up to MAX_STEPS) whose last step makes a `goal`, that pass
+    `through` and make it from every starting type, best first."""
+    via = resolve(through, entries).id if through else None
+    acts = actions(entries, graph, read_config)
+    need = frozenset(start)
+    empty: Made = ()
+    best_added: dict[tuple, int] = {}
+    layer: list[tuple[Made, bool, tuple[Action, ...], int]] = [(empty, via is None, (), 0)]
+    found: list[Chain] = []
+    for _ in range(MAX_STEPS):
+        if found:
+            break
+        nxt = []
+        for made, done, path, added in layer:
+            for a in acts:
+                carried, more = _fed(a, made, start, graph)
+                now = (*made, *((t, carried) for _, t in a.produces))
+                chain, cost, passed = (*path, a), added + more, done or a.step == via
+                makes = any(graph.is_a(t, goal) for _, t in a.produces)
+                if passed and makes and need <= carried:
+                    found.append(Chain(chain, cost))
+                key = (frozenset(now), passed)
+                if best_added.get(key, cost + 1) <= cost:
+                    continue
+                best_added[key] = cost
+                nxt.append((now, passed, chain, cost))
+        layer = nxt
+    order = {id(c): i for i, c in enumerate(found)}
+    return sorted(found, key=lambda c: (*c.rank(), order[id(c)]))
+
+
 def shortest_chain(
     entries: list[StepEntry],
     graph: TypeGraph,
@@ -91,45 +177,66 @@ def shortest_chain(
     *,
     read_config: ReadConfig,
 ) -> list[Action]:
-    """The fewest steps that turn `start` types into a `goal` (passing `through` if given)."""
+    """The best chain's steps (`best_chains`)."""
+    best = best_chains(entries, graph, start, goal, through, read_config=read_config)[0]
+    return list(best.actions)
+
+
+def best_chains(
+    entries: list[StepEntry],
+    graph: TypeGraph,
+    start: list[str],
+    goal: str,
+    through: str | None = None,
+    *,
+    read_config: ReadConfig,
+) -> list[Chain]:
+    """The best chains from `start` types to a `goal` (passing `through` if given): the first
+    is the one to use, the rest as short and with other steps."""
     for t in [*start, goal]:
         require_type(graph, t)
-    via = resolve(through, entries).id if through else None
-    acts = actions(entries, graph, read_config)
-    first = (frozenset(start), via is None)
-    if first[1] and _feeds(first[0], goal, graph):
+    if through is None and all(graph.is_a(t, goal) for t in start):
         raise StepsError(
             "E-COMPOSE-TRIVIAL",
-            f"{goal} is already among the starting types",
-            fix="add --through STEP to name a step the chain must pass",
+            f"{goal} is what you start from: no step is needed",
+            fix=f"add what a step makes {goal} from to --from (e.g. --from data_blend,{goal}), "
+            "or --through STEP to name a step the chain must pass",
             exit_code=2,
         )
-    queue: deque = deque([(first, [])])
-    seen = {first}
-    while queue:
-        (have, done), path = queue.popleft()
-        if len(path) >= MAX_STEPS:
-            break
-        for a in acts:
-            ins = [p for p in a.entry.consumes if _needs_producer(p)]
-            if not all(_feeds(have, str(p.get("type")), graph) for p in ins):
-                continue
-            new = have | {t for _, t in a.produces}
-            state = (frozenset(new), done or a.step == via)
-            chain = [*path, a]
-            made = frozenset(t for _, t in a.produces)
-            if state[1] and _feeds(made, goal, graph):
-                return chain
-            if state in seen:
-                continue
-            seen.add(state)
-            queue.append((state, chain))
-    hint = f" through {via}" if via else ""
+    chains = find_chains(entries, graph, start, goal, through, read_config=read_config)
+    if chains:
+        best = chains[0]
+        seen = {tuple(best.steps)}
+        alike = []
+        for c in chains[1:]:
+            if tuple(c.steps) not in seen:
+                seen.add(tuple(c.steps))
+                alike.append(c)
+        return [best, *alike]
+    hint = f" through {resolve(through, entries).id}" if through else ""
+    read = {str(p.get("type")) for e in entries for p in e.consumes}
+    unread = [t for t in start if not any(graph.is_a(t, r) for r in read)]
+    if unread:
+        raise StepsError(
+            "E-COMPOSE-NO-CHAIN",
+            f"no catalog step reads {', '.join(unread)}, so no chain to {goal} can start there",
+            fix=f"drop {', '.join(unread)} from --from (`python -m steps list --types` shows "
+            "what each step reads)",
+            exit_code=1,
+        )
+    makes = {t for a in actions(entries, graph, read_config) for _, t in a.produces}
+    if not any(graph.is_a(t, goal) for t in makes):
+        raise StepsError(
+            "E-COMPOSE-NO-CHAIN",
+            f"no catalog step makes {goal}: a pipeline starts from it",
+            fix=f"put {goal} in --from and ask --to for what a step makes from it "
+            f"(`python -m steps list --consumes {goal}`)",
+            exit_code=1,
+        )
     raise StepsError(
         "E-COMPOSE-NO-CHAIN",
         f"no chain of catalog steps turns {', '.join(start)} into {goal}{hint}",
-        fix="add a starting type with --from (e.g. hf_checkpoint for a policy), or check "
-        "`python -m steps list --produces TYPE`",
+        fix=f"check which steps make {goal}: `python -m steps list --produces {goal}`",
         exit_code=1,
     )
 
@@ -142,9 +249,12 @@ def pipeline_data(
     name: str,
     config: str | None = None,
 ) -> dict:
-    """A pipeline file (as data) running `chain`: inputs named by type, explicit wiring."""
-    inputs = {t: {"type": t, "path": "???"} for t in start}
-    sources: list[tuple[str, str]] = [(f"inputs.{t}", t) for t in start]  # (ref, type)
+    """A pipeline file (as data) running `chain`, wired as the search fed it: inputs named by
+    what their first reader calls them (a required input nothing gives is added, path ???)."""
+    inputs: dict[str, dict] = {}
+    pool: list[tuple[str, str]] = []  # (input name, type): the inputs named so far
+    unnamed = list(start)  # starting types no stage has read yet
+    sources: list[tuple[str, str]] = []  # (ref, type) made by the stages so far
     stages: list[dict] = []
     ids: set[str] = set()
     for a in chain:
@@ -156,17 +266,27 @@ def pipeline_data(
         wiring: dict[str, str] = {}
         overrides = list(a.overrides)
         for p in a.entry.consumes:
-            want, required = str(p.get("type")), p.get("required", True)
-            made = [
-                r
-                for r, t in reversed(sources)
-                if graph.is_a(t, want) and "." in r and not r.startswith("inputs.")
+            port, want = str(p.get("name")), str(p.get("type"))
+            made = [r for r, t in reversed(sources) if graph.is_a(t, want)]
+            if made or not p.get("required", True):
+                wiring.update({port: made[0]} if made else {})
+                continue
+            free = [
+                n for n, t in pool if graph.is_a(t, want) and f"inputs.{n}" not in wiring.values()
             ]
-            given = [r for r, t in sources if graph.is_a(t, want) and r.startswith("inputs.")]
-            pick = (made or given)[:1] if required else made[:1]
-            if pick:
-                wiring[str(p.get("name"))] = pick[0]
-            elif required and p.get("parameter") and p.get("config_keys"):
+            fresh = next((t for t in unnamed if graph.is_a(t, want)), None)
+            if free and (fresh is None or p.get("parameter")):
+                wiring[port] = f"inputs.{free[0]}"
+            elif fresh is not None or not p.get("parameter"):
+                text = "" if fresh is not None else str(p.get("description", "")).strip()
+                if fresh is not None:
+                    unnamed.remove(fresh)
+                new = port if port not in inputs else f"{sid}_{port}"
+                inputs[new] = {"type": fresh or want, "path": "???"}
+                inputs[new].update({"description": text} if text else {})
+                pool.append((new, fresh or want))
+                wiring[port] = f"inputs.{new}"
+            elif p.get("config_keys"):  # a parameter nothing gives: a value to fill in
                 overrides.append(f"{p['config_keys'][0]}=???")
         stage: dict = {"id": sid, "step": a.step}
         if config and config in a.entry.config_names():
@@ -186,16 +306,34 @@ def pipeline_data(
     }
 
 
-def write_pipeline(data: dict, path: Path | None) -> str:
-    """The YAML text; written atomically to `path` when given."""
+def to_fill(data: dict) -> list[str]:
+    """Each ??? a composed pipeline leaves for the user, as where and what."""
+    out = [
+        f"inputs.{n}.path ({i['type']}{': ' + i['description'] if i.get('description') else ''})"
+        for n, i in data["inputs"].items()
+        if i.get("path") == "???"
+    ]
+    out += [
+        f"stage {s['id']}: {o.split('=', 1)[0]}=<HF hub id or folder>"
+        for s in data["stages"]
+        for o in s.get("overrides", [])
+        if o.endswith("=???")
+    ]
+    return out
+
+
+def write_pipeline(data: dict, path: Path | None, fill: list[str] | None = None) -> str:
+    """The YAML text, led by what to fill in; written atomically to `path` when given."""
     import yaml
 
-    head = (
-        "# Composed by `python -m steps compose`; replace each ??? (an input's path, or a\n"
-        "# parameter override such as hf_model_id: an HF hub id or folder),\n"
-        "# then: python -m steps plan THIS_FILE\n"
-    )
-    text = head + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    head = ["# Composed by `python -m steps compose`."]
+    if fill:
+        head += [
+            "# Fill in each ??? before `pipeline run` (a path is relative to this file):",
+            *(f"#   {f}" for f in fill),
+        ]
+    head.append("# Then: python -m steps plan THIS_FILE")
+    text = "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
     if path is not None:
         write_atomic(path, text)
     return text

@@ -217,8 +217,15 @@ def mapped_type(port: dict, value: Any) -> Any:
 
 def require_type(graph: TypeGraph, name: str) -> ArtifactType:
     if name not in graph:
-        from catalog.did_you_mean import did_you_mean
+        from catalog.did_you_mean import close_matches, phrase
 
-        hint = did_you_mean(name, graph.types, 3, otherwise=f"see {graph.path.name}")
+        word = name.lower()
+        near = (
+            close_matches(name, graph.types, 3)
+            or [  # `hf`, `jsonl`: a part of a type's name
+                t for t in graph.types if word in t.split("_")
+            ][:3]
+        )
+        hint = phrase(near, otherwise=f"see {graph.path.name} (`python -m steps list --types`)")
         raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint, exit_code=2)
     return graph.types[name]

@@ -74,7 +74,7 @@ CASES = [
     (["validate", "no_such_type", "{good}"], EXIT_USAGE),
     (["validate", "nemo_gym_jsonl", "{good}", "--step", "no_such_step"], EXIT_USAGE),
     (["validate", "nemo_gym_jsonl", "{good}", "--max-errors", "many"], EXIT_USAGE),
-    (["compose", "--from", "data_blend", "--to", "nemo_rl_checkpoint"], EXIT_FINDINGS),
+    (["compose", "--from", "hf_checkpoint", "--to", "data_blend"], EXIT_FINDINGS),
     (["compose", "--from", "hf_checkpoint", "--to", "hf_checkpoint"], EXIT_USAGE),
     (["compose", "--from", "data_blend", "--to", "no_such_type"], EXIT_USAGE),
     (["compose", "--to", "hf_checkpoint"], EXIT_USAGE),
