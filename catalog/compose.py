@@ -45,7 +45,7 @@ def _default_values(entry: StepEntry, read_config: ReadConfig) -> ConfigValues |
     name = run.get("default_config", "default") if isinstance(run, dict) else "default"
     path = entry.config_path(name)
     try:
-        return read_config(path, []) if path.is_file() else None
+        return read_config(path, [], entry) if path.is_file() else None
     except StepsError:
         return None
 

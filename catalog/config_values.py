@@ -9,9 +9,12 @@ of the config engine's imports and never imports runners.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from catalog.discovery import StepEntry
 
 
 def dotted_get(config: Any, dotted: str, default: Any = None) -> Any:
@@ -47,7 +50,13 @@ class ConfigValues(Protocol):
         """The override token that sets `dotted` or a section holding it, if any."""
 
 
-ReadConfig = Callable[[Path, Sequence[str]], ConfigValues]
+class ReadConfig(Protocol):
+    """Compile a step's config with overrides, as `run` compiles it for `entry` (its step:
+    its config folder, its kind) when given."""
+
+    def __call__(
+        self, path: Path, overrides: Sequence[str], entry: StepEntry | None = None
+    ) -> ConfigValues: ...
 
 
 def as_int(value: Any) -> int | None:

@@ -15,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from pipeline_toys import REPO, stand_ins, write_pipeline
 
+from runners.config.compile_once import COMPILES
 from steps.cli import main
 
 RLVR = str(REPO / "pipelines" / "tiny_rlvr.yaml")
@@ -34,6 +36,7 @@ class Result:
     returncode: int
     stdout: str = ""
     stderr: str = ""
+    compiles: Counter = field(default_factory=Counter)  # config file -> compiles in this process
 
 
 class World:
@@ -61,11 +64,14 @@ class World:
             for k, v in {**self.env, **(more_env or {})}.items():
                 mp.setenv(k, v)
             mp.chdir(self.base)
+            before = Counter(COMPILES)
             code = main(args)
+        compiles = Counter(COMPILES)
+        compiles.subtract(before)
         if self.capsys is None:
-            return Result(code)
+            return Result(code, compiles=+compiles)
         out = self.capsys.readouterr()
-        return Result(code, out.out, out.err)
+        return Result(code, out.out, out.err, +compiles)
 
     def record(self, stage: str) -> dict:
         return json.loads((self.root / stage / "record.json").read_text())
@@ -84,20 +90,21 @@ def upstream(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def completed(tmp_path_factory, upstream) -> tuple[Path, Path]:
-    """(base, snapshot) of one real run of the tiny RLVR pipeline."""
+def completed(tmp_path_factory, upstream) -> tuple[Path, Path, Counter]:
+    """(base, snapshot, the configs it compiled) of one real run of the tiny RLVR pipeline."""
     base = tmp_path_factory.mktemp("completed")
-    assert World(base, upstream).run().returncode == 0
+    result = World(base, upstream).run()
+    assert result.returncode == 0
     snapshot = tmp_path_factory.mktemp("snapshot")
     shutil.copytree(base / "root", snapshot / "root", symlinks=True)
     shutil.copy2(base / "trainings.log", snapshot / "trainings.log")
-    return base, snapshot
+    return base, snapshot, result.compiles
 
 
 @pytest.fixture
 def done(completed, upstream, capsys) -> World:
     """A world whose pipeline has completed once (restored from the module's snapshot)."""
-    base, snapshot = completed
+    base, snapshot, _ = completed
     shutil.rmtree(base / "root")
     shutil.copytree(snapshot / "root", base / "root", symlinks=True)
     shutil.copy2(snapshot / "trainings.log", base / "trainings.log")
@@ -210,6 +217,17 @@ def test_without_nemo_rl_the_gpu_stage_stops_at_not_found(done):
     assert done.record("prep")["status"] == "completed"
     assert done.record("rlvr")["status"] == "failed"
     assert done.summary()["status"] == "failed"
+
+
+def test_a_pipeline_run_compiles_each_stage_config_once(completed, done, world):
+    """The plan, the cache key and the checks share one compile per stage (each stage's `run`
+    child compiles it once more, in its own process: the config.yaml that runs is its own)."""
+    configs = {done.record(s)["config"]: 1 for s in STAGES}
+    assert len(configs) == 3  # two of them are named tiny.yaml, in different steps
+    assert completed[2] == configs
+    assert world.run("--dry-run").compiles == configs
+    rerun = done.run()
+    assert "cached" in rerun.stdout and rerun.compiles == configs  # the planner's only
 
 
 def test_dry_run_checks_inputs_not_yet_produced_by_planned_type_and_writes_nothing(world):

@@ -69,7 +69,7 @@ class PlanState:
         self, sid: str, index: int | None, entry: StepEntry, config: Path, overrides: list[str]
     ) -> StageDraft:
         """A stage draft; StepsError when its config does not compile with the overrides."""
-        values = self.read_config(config, list(overrides))
+        values = self.read_config(config, list(overrides), entry)
         consumes = {str(p.get("name")): p for p in entry.consumes}
         produces = {str(p.get("name")): p for p in entry.produces}
         return StageDraft(

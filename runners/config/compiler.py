@@ -11,6 +11,7 @@ OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what Ne
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
+from runners.config.compile_once import compiled_once, read_content, unchanged, weight
 from runners.config.files import load_yaml_data, load_yaml_file
 from runners.config.override_apply import apply_overrides
 from runners.omegaconf_internals import register_resolver
@@ -279,7 +281,7 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
     result while every file of the chain still has the same content.
     """
     key = (str(Path.cwd()), str(path), str(home))
-    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path, home), size=_weight, valid=_same)
+    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path, home), size=weight, valid=unchanged)
     return CompiledConfig(cfg, [p for p, _ in chain])
 
 
@@ -300,29 +302,18 @@ def _read_chain(
     path: str | Path, home: Path | None
 ) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
     cfg, sources = _load_chain(Path(path), home)
-    return [(p, _content(p)) for p in sources], cfg
-
-
-def _weight(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> int:
-    return sum(len(data or b"") for _, data in kept[0])
-
-
-def _same(kept: tuple[list[tuple[Path, bytes | None]], DictConfig]) -> bool:
-    return all(_content(p) == data for p, data in kept[0])
-
-
-def _content(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
+    return [(p, read_content(p)) for p in sources], cfg
 
 
 def compile_config(
-    path: str | Path, overrides: list[str] = (), home: Path | None = None
+    path: str | Path, overrides: Sequence[str] = (), home: Path | None = None
 ) -> CompiledConfig:
     """`load_config` + `parse_hydra_overrides`: the config NeMo-RL would build from these argv."""
-    compiled = load_config(path, home)
-    apply_overrides(compiled.config, list(overrides))
-    compiled.overrides = list(overrides)
-    return compiled
+
+    def build() -> CompiledConfig:
+        compiled = load_config(path, home)
+        apply_overrides(compiled.config, list(overrides))
+        compiled.overrides = list(overrides)
+        return compiled
+
+    return compiled_once(("plain", str(path), str(home), tuple(overrides)), path, build)

@@ -22,10 +22,14 @@ from runners.omegaconf_internals import child_node
 OVERLAY_DIR = "overlays"
 
 
+def overlay_candidates(sources: list[Path]) -> list[Path]:
+    """Where the overlays of a config's chain would be, parents first."""
+    return [src.parent / OVERLAY_DIR / src.name for src in sources]
+
+
 def overlay_files(sources: list[Path]) -> list[Path]:
     """The overlays of a config's chain, parents first."""
-    found = [src.parent / OVERLAY_DIR / src.name for src in sources]
-    return [p for p in found if p.is_file()]
+    return [p for p in overlay_candidates(sources) if p.is_file()]
 
 
 def _load(path: Path) -> dict:

@@ -59,9 +59,11 @@ class CompiledValues:
         return setting_override(self.compiled.overrides, dotted)
 
 
-def read_config(path: Path, overrides: Sequence[str] = ()) -> CompiledValues:
-    """Compile `path` with `overrides` (StepsError as `run` would raise it) for planning."""
-    return CompiledValues(compile_config(path, list(overrides)))
+def read_config(path: Path, overrides: Sequence[str] = (), entry: Any = None) -> CompiledValues:
+    """Compile `path` with `overrides` (StepsError as `run` would raise it) for planning; a
+    bare `defaults: NAME` is looked up in `entry`'s config folder, as `run` does."""
+    home = entry.config_dir if entry is not None else None
+    return CompiledValues(compile_config(path, list(overrides), home))
 
 
 def resolved_value(cfg: DictConfig, key: str) -> Any:

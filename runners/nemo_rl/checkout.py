@@ -277,8 +277,14 @@ def compile_for(
 ) -> Any:
     """The step config compiled for this NeMo-RL: version overlays (`runners.config.overlays`) for
     its schema, then the overrides."""
-    from runners.config.overlays import compile_with_overlays
+    from runners.config.compile_once import compiled_once
+    from runners.config.overlays import compile_with_overlays, overlay_candidates
     from runners.nemo_rl.schema.store import cached_schema_for
 
-    found = cached_schema_for(algorithm or "", target.checkout, target.version)
-    return compile_with_overlays(path, overrides, found.doc if found else None, home)[0]
+    def build() -> Any:
+        found = cached_schema_for(algorithm or "", target.checkout, target.version)
+        return compile_with_overlays(path, overrides, found.doc if found else None, home)[0]
+
+    nemo_rl = (str(target.checkout), repr(target.version), algorithm)
+    key = ("nemo_rl", str(path), str(home), tuple(overrides), nemo_rl)
+    return compiled_once(key, path, build, lambda c: overlay_candidates(c.sources))

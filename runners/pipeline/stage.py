@@ -10,6 +10,7 @@ period to stop before it is killed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -110,6 +111,42 @@ def config_hash(
     env_names = sorted({name for name in ENV_REF.findall(text) if not is_secret_env(name)})
     stamps = _stamps(list(dict.fromkeys(str(p) for p in sources))) or {}
     return hashlib.sha256(text.encode()).hexdigest(), stamps, env_names
+
+
+def stage_reader(nemo_rl_hint: str | None, env: dict) -> Callable[..., Any]:
+    """The planner's `read_config` for a pipeline run: a stage's config compiled as its `run`
+    compiles it (a NeMo-RL stage for the NeMo-RL it runs on: `--nemo-rl`, else where `run`
+    finds it, located once and only if a NeMo-RL stage needs it), so that under
+    `runners.config.compiler.compile_once` the plan, the cache key and the stage's own checks
+    share one compile. Where no NeMo-RL can be used here, the plain compile (the stage's `run`
+    reports why)."""
+    from runners.config.values import CompiledValues, read_config
+
+    @functools.cache
+    def target() -> Any:
+        from runners.nemo_rl import checkout
+
+        return checkout.resolve_target(nemo_rl_hint, env)
+
+    def read(path: Path, overrides: list[str], entry: Any = None) -> Any:
+        run = entry.data.get("run") if entry is not None else None
+        run = run if isinstance(run, dict) else {}
+        try:
+            from runners.kinds import kind_for
+
+            nemo_rl = kind_for(str(run.get("runner", ""))).compiles_with_nemo_rl and target()
+        except StepsError:
+            nemo_rl = None
+        if not nemo_rl:
+            return read_config(path, overrides, entry)
+        from runners.nemo_rl import checkout
+
+        home = entry.config_dir
+        return CompiledValues(
+            checkout.compile_for(nemo_rl, run.get("algorithm"), path, list(overrides), home)
+        )
+
+    return read
 
 
 def nemo_rl_record(target: Any) -> dict | None:

@@ -73,9 +73,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from runners.config.compile_once import compile_once
+
+    with compile_once():  # one compile per stage: the plan's, its cache key's, its checks'
+        return _run(args)
+
+
+def _run(args) -> int:
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
-    plan, pf = make_plan(args)
+    plan, pf = make_plan(args, for_run=True)
     _resolve_names(plan, pf, args)
     secrets = plan_secrets(plan)
     if not args.json:

@@ -22,8 +22,9 @@ def add_arguments(parser) -> None:
     add_catalog_arguments(parser)
 
 
-def make_plan(args):
-    """Load, plan and return (plan, pipeline file); shared by `plan` and `pipeline run`."""
+def make_plan(args, for_run: bool = False):
+    """Load, plan and return (plan, pipeline file); shared by `plan` and `pipeline run`, which
+    compiles each stage's config as the stage's run will (`for_run`)."""
     from catalog.pipeline import load_pipeline
 
     pf = load_pipeline(args.file)  # a file that cannot be read stops here, before the rest loads
@@ -31,6 +32,7 @@ def make_plan(args):
     from catalog.planner import default_root, plan_pipeline
     from catalog.types import load_catalog_types
     from runners.config.values import read_config
+    from runners.pipeline.stage import stage_reader
     from runners.rundir import runs_root
 
     cwd = Path.cwd()
@@ -39,7 +41,8 @@ def make_plan(args):
     else:
         root = default_root(pf, runs_root(args.runs_dir, os.environ, cwd))
     graph = load_catalog_types(args.catalog)
-    plan = plan_pipeline(pf, discover(args.catalog), graph, root, read_config)
+    reader = stage_reader(args.nemo_rl, dict(os.environ)) if for_run else read_config
+    plan = plan_pipeline(pf, discover(args.catalog), graph, root, reader)
     return plan, pf
 
 
