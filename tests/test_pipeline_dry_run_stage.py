@@ -21,6 +21,10 @@ def test_the_shipped_cpu_pipeline_prepares_checks_and_dry_runs_grpo_from_a_fresh
     assert re.search(r"prep: completed in [\d.]+s \(data passes nemo_gym_jsonl\)", run.stdout)
     assert re.search(r"rlvr: checked in [\d.]+s \(dry run: preflight clean, nothing", run.stdout)
     root = tmp_path / "runs" / "pipelines" / "tiny-rlvr-check"
+    assert "  | {...} (the run's summary, " in run.stdout  # folded, whole in the stage log
+    assert (
+        '"output_dir"' not in run.stdout and '"output_dir"' in (root / "prep/stage.log").read_text()
+    )
     record = json.loads((root / "rlvr" / "record.json").read_text())
     assert (record["status"], record["dry_run"], record["outputs"]) == ("completed", True, {})
     assert "--dry-run" in record["command"]

@@ -293,8 +293,9 @@ def _dies_with(driver: int) -> Callable[[], None] | None:
 def run_child(
     argv: list[str], log: Path, out: TextIO, env: Mapping[str, str], secrets: Mapping[str, str]
 ) -> int:
-    """Run one stage, streaming its redacted output to `out` and to the stage log; on an
-    interrupt, forward it to the child, wait for it, and re-raise."""
+    """Run one stage, streaming its redacted output to the stage log and to `out` (a JSON
+    summary the stage prints folded to one line there); on an interrupt, forward it to the
+    child, wait for it, and re-raise."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as fh:
         proc = subprocess.Popen(
@@ -310,10 +311,17 @@ def run_child(
             preexec_fn=_dies_with(os.getpid()),
         )
         assert proc.stdout is not None
+        folded = 0  # lines of a JSON summary not echoed (from a line "{" to a line "}")
         try:
             for line in proc.stdout:
                 line = redact_text(line, secrets)
                 fh.write(line)
+                if folded or line == "{\n":
+                    folded += 1
+                    if line == "}\n":
+                        out.write(f"  | {{...}} (the run's summary, {folded} lines: {log})\n")
+                        folded = 0
+                    continue
                 out.write(f"  | {line}")
             return proc.wait()
         except KeyboardInterrupt as exc:
