@@ -122,6 +122,20 @@ def test_an_interpreter_without_nemo_rl_gets_no_upstream_finding(tmp_path, monke
     assert any(f["key"] == "cluster.num_nodes" for f in findings)  # the derived schema still
 
 
+def test_an_interpreter_without_nemo_rl_is_not_asked_twice(tmp_path, monkeypatch, capsys):
+    """The launcher probe already looked for `nemo_rl` there: no judge subprocess is started
+    (none answered, so none was cached), until the checkout holds one."""
+    from runners.preflight.upstream_judge import cache_dir
+
+    _, checkout, work, env = _setup(tmp_path, with_nemo_rl=False)
+    _dry_run(monkeypatch, capsys, tmp_path, checkout, work, env)
+    answers = cache_dir(env)
+    assert not answers.is_dir() or not any(answers.iterdir())
+    shutil.copytree(STANDIN, checkout / "nemo_rl")
+    _dry_run(monkeypatch, capsys, tmp_path, checkout, work, env)
+    assert _imports(tmp_path) == 1 and any(answers.iterdir())
+
+
 def test_a_tokenizer_without_a_chat_template_is_refused_by_upstreams_loader(
     tmp_path, monkeypatch, capsys
 ):

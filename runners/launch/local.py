@@ -5,7 +5,9 @@ the checkout has `uv.lock` and uv is on PATH (NeMo-RL's workers build their venv
 this Python. Before the launch one probe runs `<launcher> -c <probe>` in the checkout with the
 launch's environment: it proves the launcher starts an interpreter (a uv that cannot find the
 Python NeMo-RL asks for fails here, not a second after exec) and reads, with
-`importlib.metadata` (nothing is imported), the versions of the packages NeMo-RL pins. A
+`importlib.metadata` (nothing is imported), the versions of the packages NeMo-RL pins, and
+whether `nemo_rl` can be found there (`find_spec`, as the upstream judge asks first: where it
+cannot, the judge's own subprocess is not started). A
 `uv run` launcher is probed with `UV_NO_SYNC=1`, so a check installs nothing. A probe that
 worked is cached per launcher + checkout + the state of uv.lock, pyproject.toml, the launcher
 program and the interpreter's site-packages folders.
@@ -30,11 +32,11 @@ from catalog.record_file import read_json
 PROBE_TIMEOUT_S = 60
 PROBE_MARK = "STEPS-INTERPRETER "
 PROBED_PACKAGES = ("torch", "transformers", "ray", "vllm")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _KEY_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # decide which Python starts
 # One line per fact, for any Python >= 3.8; importlib.metadata reads dist-info, imports nothing.
 _PROBE = """\
-import json, os, platform, sys
+import importlib.util, json, os, platform, sys
 from importlib import metadata
 def version(name):
     try:
@@ -61,6 +63,7 @@ print(MARK + json.dumps({
     "packages": {name: version(name) for name in NAMES},
     "markers": markers,
     "sites": [p for p in sites if os.path.isdir(p)],
+    "nemo_rl": importlib.util.find_spec("nemo_rl") is not None,
 }))
 """
 
@@ -108,6 +111,7 @@ class Interpreter:
     packages: dict[str, str | None]
     markers: dict[str, str] = field(default_factory=dict)
     sites: list[str] = field(default_factory=list)
+    nemo_rl: bool = True  # `find_spec("nemo_rl")` in the checkout; True where not asked
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ def _key(launcher: Launcher, checkout: Path, env: Mapping[str, str]) -> str:
         str(checkout.resolve()),
         _stat(checkout / "uv.lock"),
         _stat(checkout / "pyproject.toml"),
+        _stat(checkout / "nemo_rl"),  # a checkout's own package, found from its folder
         program,
         _stat(program),
         sorted(seen.items()),

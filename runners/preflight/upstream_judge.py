@@ -302,6 +302,8 @@ def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
     facts = launch.probe()
     if isinstance(facts, ProbeFailure):
         return  # local_interpreter reports it
+    if not facts.nemo_rl:
+        return  # the program would answer `absent`: the probe already looked, as it does
     config = {k: v for k, v in ctx.config.items() if k != "run"}  # our own section, not sent
     answer = ask_upstream(launch, facts, algo, config, seconds)
     if answer.get("status") == "failed":
