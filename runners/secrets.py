@@ -52,15 +52,33 @@ _TOKENIZER_WORDS = {
     "chat", "begin", "system", "user", "assistant", "response", "prompt", "default", "first",
     "last", "next", "max", "min", "num", "per",
 }  # fmt: skip
-# Real credentials' shapes (Hugging Face, GitHub, OpenAI-style, NGC, AWS, Slack, GitLab).
+# Real credentials' shapes (Hugging Face, GitHub, OpenAI-style, NGC, AWS, Slack, GitLab): each
+# a fixed prefix and a tail. The prefixes also let a long text with none of them (a JSON document
+# of 1e5 findings) skip the pattern, which tries every position.
+_TOKEN_TAILS = {
+    "hf_": "[A-Za-z0-9]{30,}",
+    **{f"gh{kind}_": "[A-Za-z0-9]{30,}" for kind in "pousr"},
+    "github_pat_": r"\w{30,}",
+    "sk-": "[A-Za-z0-9_-]{20,}",
+    "nvapi-": "[A-Za-z0-9_-]{20,}",
+    "AKIA": "[0-9A-Z]{16}",
+    **{f"xox{kind}-": "[0-9A-Za-z-]{10,}" for kind in "abpr"},
+    "glpat-": "[0-9A-Za-z_-]{20,}",
+}
 _TOKEN_SHAPE = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[0-9A-Za-z-]{10,}"
-    r"|glpat-[0-9A-Za-z_-]{20,})(?![A-Za-z0-9_-])"
+    r"(?<![A-Za-z0-9_-])(?:"
+    + "|".join(re.escape(prefix) + tail for prefix, tail in _TOKEN_TAILS.items())
+    + r")(?![A-Za-z0-9_-])"
 )
 
 
+def _may_hold_token(text: str) -> bool:
+    return any(prefix in text for prefix in _TOKEN_TAILS)
+
+
 def _words(name: str) -> list[str]:
+    if name.islower() and name.isascii() and name.replace("_", "").isalnum():
+        return [w for w in name.split("_") if w]  # snake_case, most keys: no regex per key
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
 
@@ -110,7 +128,7 @@ def is_switch(value: Any) -> bool:
 
 def has_token(value: str) -> bool:
     """The string holds something shaped like a real credential (`hf_...`, `ghp_...`, `sk-...`)."""
-    return bool(_TOKEN_SHAPE.search(value))
+    return _may_hold_token(value) and bool(_TOKEN_SHAPE.search(value))
 
 
 _OPAQUE = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
@@ -162,7 +180,7 @@ def redact_text(text: str, values: Mapping[str, str]) -> str:
     for secret in sorted(values, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _TOKEN_SHAPE.sub(REDACTED, text)
+    return _TOKEN_SHAPE.sub(REDACTED, text) if _may_hold_token(text) else text
 
 
 def redact_override(token: str, values: Mapping[str, str] | None = None) -> str:

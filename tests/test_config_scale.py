@@ -87,3 +87,34 @@ def test_typo_checks_of_100k_unknown_keys_are_bounded_and_the_count_is_unchanged
     keys = [f"unknown_key_{i}" for i in range(100_000)]
     assert _cpu(lambda: [typo_of(k, declared) for k in keys]) < 5  # was ~90 s
     assert typo_of("checkpointnig", declared) == "checkpointing"
+
+
+def test_the_cheap_bounds_before_difflib_and_edits_change_no_answer():
+    """close_matches skips options by difflib's own length and shared-letter bounds, typo_of by
+    length and shared letters, before the costly step: the answers are difflib's and the
+    brute-force nearest option's, on random words over a small alphabet (many near misses)."""
+    import difflib
+    import random
+
+    from catalog.did_you_mean import CUTOFF, close_matches, edits, typo_of
+
+    def nearest(word: str, options: list[str]) -> str | None:
+        limit = 1 if len(word) <= 4 else 2
+        near = sorted((edits(word, o), o) for o in set(options) if o != word)
+        near = [(d, o) for d, o in near if d <= limit]
+        return None if not near or (len(near) > 1 and near[0][0] == near[1][0]) else near[0][1]
+
+    rng = random.Random(7)
+    for alphabet in ("ab", "abcde_", "abcdefghijklmnop_.0"):
+        for _ in range(4_000):
+            options = ["".join(rng.choices(alphabet, k=rng.randint(0, 9))) for _ in range(9)]
+            word = (
+                rng.choice(options)
+                if rng.random() < 0.3
+                else "".join(rng.choices(alphabet, k=rng.randint(0, 9)))
+            )
+            n = rng.randint(1, 4)
+            assert close_matches(word, options, n) == difflib.get_close_matches(
+                word, options, n=n, cutoff=CUTOFF
+            ), (word, options)
+            assert typo_of(word, options) == nearest(word, options), (word, options)

@@ -92,11 +92,11 @@ class CompiledConfig:
     def locate(self, dotted: str) -> tuple[str | None, int | None]:
         """Where a dotted key was last set, for findings: the command-line override that set it
         (or a parent of it), else the file and line (child files win)."""
-        from runners.secrets import redact_override
-
         for token in reversed(self.overrides):
             key = token.lstrip("+~").split("=", 1)[0].strip()
             if key and (dotted == key or dotted.startswith(key + ".")):
+                from runners.secrets import redact_override
+
                 return f"override '{redact_override(token, {})}'", None
         parts = [p for p in dotted.replace("[", ".").replace("]", "").split(".") if p]
         placeholder: tuple[str, int] | None = None
