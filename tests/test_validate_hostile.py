@@ -1,6 +1,7 @@
 """`validate` on hostile or careless input: a finding and exit 1 or 2, never exit 70 or a hang.
 
-Deeply nested JSON, folders this user may not read, named pipes, byte order marks, compressed
+Deeply nested JSON, folders this user may not read, devices and named pipes (refused at once;
+`<(command)` and a pipe on stdin are read once), byte order marks, compressed
 files named .jsonl, and millions of bad rows (counted in bounded time past --max-errors).
 """
 
@@ -11,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -102,28 +102,45 @@ def test_a_file_in_a_folder_this_user_may_not_search_is_permission_denied_not_mi
     assert f"permission denied on {folder}\n" in err
 
 
-def test_a_named_pipe_with_a_writer_is_read_once_and_validated(tmp_path):
-    fifo = tmp_path / "rows.jsonl"
-    os.mkfifo(fifo)
-    rows = (json.dumps(GYM) + "\n") * 3
-
-    def writer() -> None:
-        with open(fifo, "w") as f:  # blocks until validate opens it
-            f.write(rows)
-
-    thread = threading.Thread(target=writer, daemon=True)
-    thread.start()
-    start = time.monotonic()
+def validate_child(*argv: str) -> tuple[int, dict]:
+    """`validate ... --json` in a child, so a hang fails the test instead of stalling it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", str(fifo)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+        [sys.executable, "-m", "steps", "validate", *argv, "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_named_pipe_is_refused_at_once_naming_it_and_what_to_do(tmp_path):
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
+    start = time.monotonic()
+    code, doc = validate_child("training_jsonl", str(fifo))
+    assert code == 2 and time.monotonic() - start < 30
+    [f] = doc["findings"]
+    assert f["code"] == "E-INPUT-KIND" and f["path"] == str(fifo)
+    assert "is a named pipe (FIFO), not a regular file or a dataset folder" in f["message"]
+    assert "copy the data into a regular file" in f["fix"] and "<(COMMAND)" in f["fix"]
+
+
+def test_a_named_pipe_among_a_folders_shards_is_its_one_finding(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    os.mkfifo(folder / "a.jsonl")
+    code, doc = validate_child("training_jsonl", str(folder))
+    assert code == 1
+    [f] = doc["findings"]
+    assert f["path"] == str(folder / "a.jsonl") and "shard is a named pipe (FIFO)" in f["message"]
+
+
+def test_a_pipe_on_stdin_is_read_once_and_validated(tmp_path):
+    rows = (json.dumps(GYM) + "\n") * 3
+    proc = subprocess.run(
+        [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", "/dev/stdin"],
+        input=rows, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "3 rows in 1 file. OK" in proc.stdout and time.monotonic() - start < 30
-    thread.join(timeout=5)
+    assert "3 rows in 1 file. OK" in proc.stdout
 
 
 def test_process_substitution_still_validates_the_stream(tmp_path):

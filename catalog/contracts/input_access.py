@@ -1,8 +1,10 @@
 """Whether an input of `validate` can be read, and if not, why, without consuming it.
 
 A permission problem names the folder that stops this user (a file in an unsearchable folder
-is not "missing"). A FIFO or a character device is never opened here: a probe's open and close
-of a named pipe takes the writer's data (or sends it SIGPIPE), so the one reader is the scan.
+is not "missing"). A device or a named pipe is never opened: reading a device never ends, and a
+named pipe waits for a writer that may never come (a probe's open and close would also take a
+writer's data). A stream this process already holds (`<(command)` as /dev/fd/N, a pipe on
+/dev/stdin) is not opened here either: the scan is its one reader.
 """
 
 from __future__ import annotations
@@ -67,6 +69,41 @@ def stat_problem(path: Path) -> str | None:
     return None
 
 
+def endless_kind(path: str | os.PathLike[str]) -> str | None:
+    """'a character device', 'a block device' or 'a named pipe (FIFO)' when reading `path` may
+    never end; None for anything else, and for a pipe this process holds (`<(command)`)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode) and not _held(path):
+        return "a named pipe (FIFO)"
+    return None
+
+
+def _held(path: str | os.PathLike[str]) -> bool:
+    """A path naming a descriptor of this process (/dev/fd/N, /dev/stdin, /proc/self/fd/N):
+    bash's `<(command)` passes one whose writer is already running."""
+    names = (os.fspath(path), os.path.realpath(path))
+    return any(n == "/dev/stdin" or n.startswith(("/dev/fd/", "/proc/")) for n in names)
+
+
+def endless_message(kind: str, expected: str = "a regular file or a dataset folder") -> str:
+    """Why an input of that kind is refused before it is read."""
+    wait = "waits for a writer that may never come" if "FIFO" in kind else "would never end"
+    return f"is {kind}, not {expected}: reading it {wait}"
+
+
+ENDLESS_FIX = (
+    "copy the data into a regular file (`cp`, or `COMMAND > rows.jsonl`) or a folder of .jsonl "
+    "shards and validate that; a command's output can also be passed as <(COMMAND)"
+)
+
+
 def folder_problem(path: Path) -> str | None:
     """Why a folder cannot be listed and searched, or None."""
     try:
@@ -89,8 +126,11 @@ def input_problem(path: Path) -> str | None:
     mode = os.stat(path).st_mode
     if stat.S_ISDIR(mode):
         return folder_problem(path)
+    kind = endless_kind(path)
+    if kind is not None:
+        return endless_message(kind)
     if not stat.S_ISREG(mode):
-        return None  # a FIFO, /dev/fd/N or a device: read once, by the scan
+        return None  # /dev/fd/N (`<(command)`): read once, by the scan
     try:
         os.close(os.open(path, os.O_RDONLY))
     except OSError as exc:

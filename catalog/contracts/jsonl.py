@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalog.contracts.input_access import DENIED_FIX, input_problem, stat_problem
+from catalog.contracts.input_access import (
+    DENIED_FIX,
+    ENDLESS_FIX,
+    endless_kind,
+    endless_message,
+    input_problem,
+    stat_problem,
+)
 from catalog.contracts.json_text import (
     FAST_ERRORS,
     fast_decode,
@@ -140,8 +147,12 @@ def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
                 continue
             path = Path(dirpath) / name
             problem = stat_problem(path)
+            kind = None if problem else endless_kind(path)
             if problem:
                 findings.append(_finding(CODE, f"shard {problem}", path))
+            elif kind is not None:
+                message = f"shard {endless_message(kind, 'a regular file')}"
+                findings.append(_finding(CODE, message, path, fix=ENDLESS_FIX))
             else:
                 out.append(Source(path))
 
@@ -169,6 +180,8 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
             continue
         path = manifest.parent / rel
         problem = stat_problem(path)
+        kind = None if problem else endless_kind(path)
+        problem = problem or (endless_message(kind, "a regular file") if kind else None)
         if problem:
             findings.append(
                 _finding(
@@ -197,7 +210,7 @@ def resolve_sources(path: Path) -> tuple[list[Source], list[Finding]]:
             return _from_manifest(path / MANIFEST, findings), findings
         out: list[Source] = []
         _walk(path, out, findings)
-        if not out:
+        if not out and not findings:  # a shard refused above is the one finding
             findings.append(
                 _finding(
                     CODE,

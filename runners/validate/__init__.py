@@ -152,14 +152,13 @@ def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
 
 def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
     """A missing or unreadable input is a setup error (exit 2), not a finding in the data. A
-    character or block device (/dev/zero, a terminal) never ends: refused at once. A pipe is not
-    opened here: the scan is its one reader (`<(zcat FILE)`, a named pipe with a writer)."""
+    device (/dev/zero, a terminal) or a named pipe is refused at once: reading it would not end,
+    or wait for a writer. `<(command)` (/dev/fd/N) is not opened here: the scan is its reader."""
     import errno
     import os
 
-    from catalog.contracts.input_access import denied
+    from catalog.contracts.input_access import ENDLESS_FIX, denied, endless_kind, endless_message
     from catalog.errors import StepsError
-    from catalog.record_file import not_a_file
 
     try:
         os.lstat(path)
@@ -176,14 +175,13 @@ def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             + (" (or pass --allow-hub-id)" if contract == "hf_checkpoint" else ""),
             exit_code=2,
         ) from None
-    kind = not_a_file(path)
-    if kind in ("a character device", "a block device"):
+    kind = endless_kind(path)
+    if kind is not None:
         raise StepsError(
             "E-INPUT-KIND",
-            f"the input is {kind}, not a file or folder: reading it would not end",
+            f"the input {endless_message(kind)}",
             path=str(path),
-            fix="name a file or folder of the data (a stream: save it to a file, or pass it as "
-            "<(command) )",
+            fix=ENDLESS_FIX,
             exit_code=2,
         )
     try:
