@@ -51,6 +51,9 @@ SMOKE = {
     "bench_chain": Smoke("bench_chain.py", ("--segments", "2", "--repeat", "1"), slurm=True),
     "bench_cli": Smoke("bench_cli.py", ("--repeat", "1"), misses_exit_1=True),
     "bench_config": Smoke("bench_config.py", ("--repeat", "1"), misses_exit_1=True),
+    "bench_config_engine": Smoke(
+        "bench_config_engine.py", ("--repeat", "1", "--runs", "1"), misses_exit_1=True
+    ),
     "bench_config_scale": Smoke(
         "bench_config_scale.py", ("--keys", "500", "--list", "100", "--big-list", "200")
     ),

@@ -6,6 +6,28 @@ top-level `_override_: true` replaces the parent's section, nested `_override_` 
 `???` in a child keeps the parent's value), then `parse_hydra_overrides` (hydra-core's grammar
 applied in struct mode), then resolution with the scripts' resolvers (add, mul, div, max) and
 OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what NeMo-RL will run.
+
+A worked example, two files beside each other:
+
+    # base.yaml                         # child.yaml
+    policy:                             defaults: base.yaml
+      lr: 1.0e-5                        policy:
+      devices: [0, 1]                     devices: [2]      # a list replaces the parent's
+      max_steps: 100                      max_steps: ???    # `???` keeps the parent's 100
+    loss:                                 warmup: ${div:${policy.max_steps},10}
+      kind: dpo                         loss:
+      beta: 0.1                           _override_: true  # the whole section replaced
+                                          kind: sft
+
+    >>> c = compile_config("child.yaml", ["policy.lr=3e-6", "+policy.seed=7"])
+    >>> c.resolved()
+    {'policy': {'lr': 3e-06, 'devices': [2], 'max_steps': 100, 'warmup': 10.0, 'seed': 7},
+     'loss': {'kind': 'sft'}}
+    >>> c.sources, c.locate("policy.max_steps"), c.locate("policy.lr")
+    ([.../base.yaml, .../child.yaml], ('.../base.yaml', 4), ("override 'policy.lr=3e-6'", None))
+
+`policy.seed=7` without the `+` is E-OVERRIDE-KEY (struct mode: no new keys), as in NeMo-RL.
+A pipeline run compiles each stage once (`runners.config.compile_once`).
 """
 
 from __future__ import annotations
