@@ -201,6 +201,24 @@ SLOW = {
     ),
     "test_omegaconf_versions.py::test_every_steps_dry_run_decides_under_a_release_as_under_"
     "nemo_rls": "every step's dry runs in a child, per OmegaConf release",
+    "test_artifacts_registry_trust.py::test_a_registry_that_cannot_be_read_is_one_finding_in_"
+    "lineage_and_input": "CLI children, bounded in memory",
+    "test_artifacts_registry_trust.py::test_a_registering_run_refuses_a_damaged_registry_before_"
+    "any_work": "a CLI child",
+    "test_artifacts_registry_trust.py::test_lineage_of_a_deeply_nested_run_json_is_a_finding": (
+        "a CLI child"
+    ),
+    "test_artifacts_registry_trust.py::test_lineage_of_a_name_too_long_for_a_path_is_a_finding": (
+        "a CLI child"
+    ),
+    "test_rl_prep_identity.py::test_validate_of_an_rl_prep_folder_names_a_shard_whose_content_"
+    "differs": "CLI children",
+    "test_rl_prep_hostile.py::test_a_device_as_step_config_is_refused_with_its_kind": "a CLI child",
+    "test_cli_contract.py::test_ctrl_c_through_code_compiled_from_a_string_exits_130_not_killed_"
+    "by_sigint": "a CLI child, interrupted",
+    "test_gpu_smoke.py::test_tiny_qwen3_is_a_checkpoint_the_hf_contract_accepts": (
+        "builds the model in a child"
+    ),
 }
 
 
@@ -214,6 +232,9 @@ SLOW_FILES = {
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
     "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
     "test_config_scale.py": "exhaustive: 1e5 keys, 20k-element lists and overrides",
+    "test_artifacts_wandb_settings.py": "each case runs rl_prep and lineage as CLI children",
+    "test_pipeline_registry.py": "a pipeline's stages are CLI children",
+    "test_profile_secret_values.py": "CLI children, whose output is searched for the secret",
 }
 
 
