@@ -219,6 +219,12 @@ SLOW = {
     "test_gpu_smoke.py::test_tiny_qwen3_is_a_checkpoint_the_hf_contract_accepts": (
         "builds the model in a child"
     ),
+    "test_cli_catalog.py::test_light_commands_import_no_heavy_stack": "a fresh interpreter each",
+    "test_omegaconf_versions.py::test_a_staged_job_runs_under_each_supported_release": (
+        "a child per OmegaConf release"
+    ),
+    "test_chain_program.py::test_a_staged_copy_run_by_a_python_without_pydantic_names_what_it_"
+    "lacks": "every Python of the machine",
 }
 
 
@@ -235,6 +241,9 @@ SLOW_FILES = {
     "test_artifacts_wandb_settings.py": "each case runs rl_prep and lineage as CLI children",
     "test_pipeline_registry.py": "a pipeline's stages are CLI children",
     "test_profile_secret_values.py": "CLI children, whose output is searched for the secret",
+    "test_readme_recipe.py": "the README's commands, as CLI children",
+    "test_judge_in_job.py": "the judge job's program in a child per case",
+    "test_cli_startup.py": "a fresh interpreter per case, timed by its imports",
 }
 
 
