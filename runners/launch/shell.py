@@ -119,6 +119,9 @@ class Shell:
             return [sys.executable, "-I", "-S", "-c", _BOOT, str(Path(__file__).parent)]
         if self.host is None:
             return ["bash", "-s"]
+        from runners.launch.ssh_approval import approve
+
+        approve(self.host, self.ssh_options, self._env())  # a first use of these settings: ask
         # `--`: nothing after the options is read as one, whatever the host is called
         program = "python3 -I -S -" if python else "bash -s"
         return ["ssh", *SSH_BASE, *self.ssh_options, "--", self.host, program]
@@ -251,6 +254,7 @@ class Shell:
             except OSError as exc:
                 raise self._stage_failed(remote, str(exc)) from None
             return
+        self.argv()  # approved (runners/launch/ssh_approval) before rsync starts ssh
         ssh = shlex.join(["ssh", *SSH_BASE, *self.ssh_options])
         prepare = f"mkdir -p {shlex.quote(remote)}"
         for name, target in links.items():
