@@ -82,7 +82,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from steps.cli.plan_cmd import make_plan, plan_secrets, print_plan_findings
 
-    plan, pf = make_plan(args, for_run=True)
+    plan, pf = make_plan(args, for_run=not (args.batch or args.run))  # a cluster's NeMo-RL differs
     _resolve_names(plan, pf, args)
     secrets = plan_secrets(plan)
     if not args.json:

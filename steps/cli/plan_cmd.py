@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
 
 def make_plan(args, for_run: bool = False):
     """Load, plan and return (plan, pipeline file); shared by `plan` and `pipeline run`, which
-    compiles each stage's config as the stage's run will (`for_run`)."""
+    on this machine compiles each stage's config as the stage's run will (`for_run`)."""
     from catalog.pipeline import load_pipeline
 
     pf = load_pipeline(args.file)  # a file that cannot be read stops here, before the rest loads
