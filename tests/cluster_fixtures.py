@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -466,6 +467,16 @@ def bare_python_bin(folder: Path) -> Path:
     """`folder` with a `python3` link to an interpreter that has nothing of ours and no pydantic
     (the system's, else a pyenv one; of the test Python's version first, so the stand-in
     container's packages load in it): first on a job's PATH, it is what a user's cluster has."""
+    found = _bare_python()
+    if found is None:
+        pytest.skip("no python3 without pydantic here (/usr/bin/python3 or a pyenv one)")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "python3").symlink_to(found)
+    return folder
+
+
+@functools.cache  # a fact of the machine: ~20 interpreter starts (0.4 s of CPU) once a worker
+def _bare_python() -> str | None:
     import glob
 
     bare = (
@@ -479,11 +490,7 @@ def bare_python_bin(folder: Path) -> Path:
         if os.path.exists(p) and subprocess.run([p, "-I", "-c", bare]).returncode == 0
     ]
     found.sort(key=lambda p: subprocess.run([p, "-I", "-c", same]).returncode != 0)
-    if not found:
-        pytest.skip("no python3 without pydantic here (/usr/bin/python3 or a pyenv one)")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "python3").symlink_to(found[0])
-    return folder
+    return found[0] if found else None
 
 
 def container_site() -> str:
