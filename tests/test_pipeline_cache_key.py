@@ -18,7 +18,7 @@ from catalog.types import load_catalog_types
 from runners.config.values import read_config
 from runners.nemo_rl import checkout as nemo_rl
 from runners.nemo_rl.schema import store
-from runners.pipeline.stage import nemo_rl_record, stage_key
+from runners.pipeline.stage import stage_key
 
 PIPELINE = "name: toy\nstages:\n  - id: train\n    step: rl/toy_grpo\n"
 
@@ -43,27 +43,9 @@ def stage(tmp_path: Path):
     return plan.stages[0]
 
 
-def key_on(
-    stage, tree: Path, previous: dict | None = None, overrides: tuple[str, ...] = ()
-) -> tuple[str, str, dict]:
-    key, chash, sources, _ = stage_key(
-        stage, list(overrides), {}, previous, nemo_rl.resolve_target(tree, {})
-    )
+def key_on(stage, tree: Path, overrides: tuple[str, ...] = ()) -> tuple[str, str, dict]:
+    key, chash, sources, _ = stage_key(stage, list(overrides), {}, nemo_rl.resolve_target(tree, {}))
     return key, chash, sources
-
-
-def record_of(stage, tree: Path) -> dict:
-    """The parts of a completed stage's record that `stage_key` may trust."""
-    _, chash, sources = key_on(stage, tree)
-    target = nemo_rl.resolve_target(tree, {})
-    return {
-        "config": str(stage.config),
-        "overrides": [],
-        "config_hash": chash,
-        "config_sources": sources,
-        "nemo_rl": nemo_rl_record(target),
-        "config_env_names": [],
-    }
 
 
 def test_switching_nemo_rl_version_changes_the_stage_key(tmp_path: Path, stage) -> None:
@@ -85,14 +67,6 @@ def test_same_config_on_another_nemo_rl_still_gets_another_key(tmp_path: Path, s
     assert later_hash == chash and later_key != key
 
 
-def test_a_previous_config_hash_is_reused_only_for_the_same_nemo_rl(tmp_path: Path, stage) -> None:
-    old = nemo_rl_tree(tmp_path / "rl-0.6.0", "0.6.0")
-    new = nemo_rl_tree(tmp_path / "rl-0.7.0", "0.7.0")
-    previous = {**record_of(stage, old), "config_hash": "as recorded"}
-    assert key_on(stage, old, previous)[1] == "as recorded"  # unchanged files: not recompiled
-    assert key_on(stage, new, previous)[1] == key_on(stage, new)[1]  # recompiled for 0.7.0
-
-
 LOG_DIR_FROM_ENV = ("++logger.log_dir=${oc.env:MY_LOG_ROOT,/tmp/steps-logs}/toy",)
 
 
@@ -112,34 +86,13 @@ def test_the_environment_a_config_reads_is_part_of_the_key(
     assert key_on(stage, tree, overrides=LOG_DIR_FROM_ENV)[0] == at_a
 
 
-def test_a_reused_config_hash_still_keys_the_environment(
-    tmp_path: Path, stage, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tree = nemo_rl_tree(tmp_path / "rl-0.7.0", "0.7.0")
-    monkeypatch.setenv("MY_LOG_ROOT", "/lustre/a")
-    key, chash, sources, names = stage_key(stage, [*LOG_DIR_FROM_ENV], {}, None,
-                                           nemo_rl.resolve_target(tree, {}))  # fmt: skip
-    assert names == ["MY_LOG_ROOT"]
-    previous = {
-        **record_of(stage, tree),
-        "overrides": [*LOG_DIR_FROM_ENV],
-        "config_hash": chash,
-        "config_sources": sources,
-        "config_env_names": names,
-    }
-    monkeypatch.setenv("MY_LOG_ROOT", "/lustre/b")
-    again, reused, _, _ = stage_key(stage, [*LOG_DIR_FROM_ENV], {}, previous,
-                                    nemo_rl.resolve_target(tree, {}))  # fmt: skip
-    assert reused == chash and again != key
-
-
 def test_a_secret_variable_is_never_keyed_by_value(
     tmp_path: Path, stage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = nemo_rl_tree(tmp_path / "rl-0.7.0", "0.7.0")
     token = ("++logger.wandb.name=${oc.env:WANDB_API_KEY,none}",)
     monkeypatch.setenv("WANDB_API_KEY", "k1")
-    first = stage_key(stage, [*token], {}, None, nemo_rl.resolve_target(tree, {}))
+    first = stage_key(stage, [*token], {}, nemo_rl.resolve_target(tree, {}))
     monkeypatch.setenv("WANDB_API_KEY", "k2")
-    second = stage_key(stage, [*token], {}, None, nemo_rl.resolve_target(tree, {}))
+    second = stage_key(stage, [*token], {}, nemo_rl.resolve_target(tree, {}))
     assert first[3] == [] and first[0] == second[0]

@@ -290,7 +290,7 @@ def _run_stages(
         key, chash, sources, env_names, moved = None, None, {}, [], []
         if not stage.dry_run:  # a dry-run stage is a check of this machine too: never cached
             target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
-            key, chash, sources, env_names = stage_key(stage, overrides, inputs, previous, target)
+            key, chash, sources, env_names = stage_key(stage, overrides, inputs, target)
             if stage.id not in forced and cache_hit(previous, key, stage):
                 summary["stages"][stage.id] = {
                     "status": "completed",

@@ -48,13 +48,13 @@ def _stamps(paths: list[str]) -> dict[str, list[int]] | None:
 
 
 def stage_key(
-    stage: Any, overrides: list[str], inputs: dict, previous: dict | None, target: Any
-) -> tuple[str, str, dict]:
+    stage: Any, overrides: list[str], inputs: dict, target: Any
+) -> tuple[str, str, dict, list[str]]:
     """(cache key, config hash, config sources, config env names) of a stage with these `inputs`
     (`inputs_now`), compiled for `target`, the NeMo-RL it runs on (None for other runners). The
     child `run` pins the config's plain `${oc.env:VAR}` to this environment's values (config.yaml
     is what runs), so those values are part of the key."""
-    chash, sources, env_names = config_hash(stage, overrides, previous, target)
+    chash, sources, env_names = config_hash(stage, overrides, target)
     key = cache_key(
         stage.step,
         stage.version,
@@ -74,7 +74,7 @@ def nemo_rl_label(target: Any) -> str | None:
 
 
 def config_hash(
-    stage: Any, overrides: list[str], previous: dict | None = None, target: Any = None
+    stage: Any, overrides: list[str], target: Any = None
 ) -> tuple[str, dict, list[str]]:
     """sha256 of the compiled config (interpolations kept), the files it came from, and the
     non-secret variables its `${oc.env:...}` read.
@@ -82,18 +82,7 @@ def config_hash(
     A NeMo-RL stage is compiled as `run` compiles it, for `target` (a
     `runners.nemo_rl.checkout.Target`): its version decides which overlay keys the config gets.
     `overrides` are the stage's, secrets already replaced by references (so no secret is hashed or
-    compared). When the previous record names the same config files, unchanged, with the same
-    overrides and NeMo-RL, its hash is reused: compiling costs ~50 ms a stage."""
-    prev = (previous or {}).get("config_sources")
-    if (
-        prev
-        and (previous or {}).get("overrides") == overrides
-        and (previous or {}).get("config") == str(stage.config)
-        and (previous or {}).get("nemo_rl") == nemo_rl_record(target)
-        and _stamps(list(prev)) == prev
-        and isinstance(previous.get("config_env_names"), list)
-    ):
-        return previous["config_hash"], prev, previous["config_env_names"]
+    compared). In a pipeline run this is the planner's compile, copied (`compile_once`)."""
     if target is not None:
         from runners.config.overlays import overlay_files
         from runners.nemo_rl import checkout as nemo_rl
