@@ -1,10 +1,13 @@
 """One compile per stage config in a pipeline run, and the count of compiles a process made.
 
-A pipeline reads each stage's config three times (its planner, its cache key, its checks); all
-three ask for the same compile (file, overrides, config folder, NeMo-RL target). Under
-`compile_once()` the first compile is kept and each later request gets a fresh copy of it,
-while every file it read still has the same content. A one-shot `run` compiles once anyway and
-keeps nothing. Imports nothing heavy: `pipeline run` enters it before its pipeline file loads.
+A pipeline reads each stage's config three times (its planner, its cache key, its checks); on
+this machine all three ask for the same compile (file, overrides, config folder, NeMo-RL
+target). On a cluster (--batch/--run) a NeMo-RL stage's checks compile it for the profile's
+NeMo-RL, its plan and cluster key without one: two compiles. Under `compile_once()` the first
+compile is kept and each later request gets a fresh copy of it, while every file it read still
+has the same content (tests/test_pipeline_run.py counts them). A one-shot `run` compiles once
+anyway and keeps nothing. Imports nothing heavy: `pipeline run` enters it before its pipeline
+file loads.
 """
 
 from __future__ import annotations
