@@ -118,3 +118,36 @@ def test_the_cheap_bounds_before_difflib_and_edits_change_no_answer():
                 word, options, n=n, cutoff=CUTOFF
             ), (word, options)
             assert typo_of(word, options) == nearest(word, options), (word, options)
+
+
+def test_the_override_that_set_each_of_50k_keys_is_found_in_linear_time():
+    from runners.config.compiler import CompiledConfig
+
+    tokens = [f"++unk_k{i}={i}" for i in range(50_000)]
+    compiled = CompiledConfig(OmegaConf.create({}), [], tokens)
+    found: list = []
+    assert _cpu(lambda: found.extend(compiled.locate(f"unk_k{i}") for i in range(50_000))) < 5
+    assert found[123] == ("override '++unk_k123=123'", None)  # was a scan of 50k per key
+
+
+def test_the_override_found_for_a_key_is_the_last_that_set_it_or_a_parent():
+    import random
+
+    from runners.config.compiler import CompiledConfig
+
+    def scanned(tokens: list[str], dotted: str) -> str | None:  # the rule, by a scan
+        for token in reversed(tokens):
+            key = token.lstrip("+~").split("=", 1)[0].strip()
+            if key and (dotted == key or dotted.startswith(key + ".")):
+                return token
+        return None
+
+    rng = random.Random(3)
+    keys = ["a", "a.b", "a.b.c", "ab", "a.bc", "b", "a.b[0]", "b.a", ""]
+    for _ in range(3_000):
+        tokens = [f"{rng.choice(['', '+', '++', '~'])}{rng.choice(keys)}={i}" for i in range(6)]
+        compiled = CompiledConfig(OmegaConf.create({}), [], tokens)
+        for dotted in keys[:-1]:
+            token = scanned(tokens, dotted)
+            where = compiled.locate(dotted)[0]
+            assert (where is None) if token is None else where == f"override '{token}'"

@@ -85,6 +85,7 @@ class CompiledConfig:
     config: DictConfig
     sources: list[Path] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
+    _index: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_yaml(self) -> str:
         return OmegaConf.to_yaml(self.config)
@@ -111,15 +112,29 @@ class CompiledConfig:
                 "or fix the referenced key",
             ) from None
 
+    def _override_of(self, dotted: str) -> str | None:
+        """The last override whose key is `dotted` or a parent of it: keys indexed once per
+        list of overrides, so locating a finding per key of 50k `++k=v` is not 50k^2 scans."""
+        seen = (id(self.overrides), len(self.overrides))
+        if self._index is None or self._index[0] != seen:
+            last: dict[str, tuple[int, str]] = {}
+            for i, token in enumerate(self.overrides):
+                key = token.lstrip("+~").split("=", 1)[0].strip()
+                if key:
+                    last[key] = (i, token)
+            self._index = (seen, last)
+        last = self._index[1]
+        found = [last[k] for k in _self_and_parents(dotted) if k in last]
+        return max(found)[1] if found else None
+
     def locate(self, dotted: str) -> tuple[str | None, int | None]:
         """Where a dotted key was last set, for findings: the command-line override that set it
         (or a parent of it), else the file and line (child files win)."""
-        for token in reversed(self.overrides):
-            key = token.lstrip("+~").split("=", 1)[0].strip()
-            if key and (dotted == key or dotted.startswith(key + ".")):
-                from runners.secrets import redact_override
+        token = self._override_of(dotted)
+        if token is not None:
+            from runners.secrets import redact_override
 
-                return f"override '{redact_override(token, {})}'", None
+            return f"override '{redact_override(token, {})}'", None
         parts = [p for p in dotted.replace("[", ".").replace("]", "").split(".") if p]
         placeholder: tuple[str, int] | None = None
         for src in reversed(self.sources):
@@ -133,6 +148,11 @@ class CompiledConfig:
         if placeholder is not None:
             return placeholder
         return (str(self.sources[-1]) if self.sources else None), None
+
+
+def _self_and_parents(dotted: str) -> list[str]:
+    """`a.b.c`, `a.b`, `a`: the keys whose override sets `dotted` (a parent `k` as `k.` ends)."""
+    return [dotted] + [dotted[:i] for i, c in enumerate(dotted) if c == "."]
 
 
 def _first_line(exc: BaseException) -> str:
