@@ -1,15 +1,18 @@
 """Config and override handling at scale: time and memory grow linearly (issue 39 case 5).
 
     .venv/bin/python bench/bench_config_scale.py              # 1e5 keys, a 20k list, a 50k one
-    .venv/bin/python bench/bench_config_scale.py --keys 1000 --list 200 --big-list 500  # quick
+    .venv/bin/python bench/bench_config_scale.py --keys 1000 --list 200 --big-list 500 \
+        --overrides 500  # quick
 
-Two cases are one `python -m steps run rl/nemo_rl/dpo --dry-run --json` each, in a fresh
+Three cases are one `python -m steps run rl/nemo_rl/dpo --dry-run --json` each, in a fresh
 subprocess: a user config inheriting the step's tiny config with N unknown top-level keys (each
-a W-SCHEMA-UNKNOWN), and the tiny config with one `++unk_list=[0,...,N-1]` override. A 50k list
+a W-SCHEMA-UNKNOWN), the tiny config with one `++unk_list=[0,...,N-1]` override, and the tiny
+config with N `++unk_k<i>=<i>` overrides (each a finding located at its override). A 50k list
 is longer than one command-line argument may be on Linux (128 KiB), so that case compiles the
 tiny config with the override in this process (as a pipeline stage's overrides are). Before
 the fix 1e5 keys ran past 150 s (a key's file:line found by a scan of its mapping per key), a
-20k list took 27 s and 50k 222-245 s (Hydra's visitor found element i by a scan of the list).
+20k list took 27 s and 50k 222-245 s (Hydra's visitor found element i by a scan of the list);
+50k overrides ran past 15 min (each finding's override found by a scan of all of them).
 Target: < 20 s CPU and < 1.5 GB peak RSS for the 1e5-key config and the 20k list (CPU time,
 since a shared machine's wall time says more about its load). Exit 1 when a target is missed,
 2 when a run fails.
@@ -72,6 +75,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=100_000, help="unknown keys in the config")
     ap.add_argument("--list", type=int, default=20_000, help="list override on the command line")
     ap.add_argument("--big-list", type=int, default=50_000, help="list override in-process")
+    ap.add_argument("--overrides", type=int, default=50_000, help="++k=v overrides (CLI)")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     missed = False
@@ -85,6 +89,9 @@ def main() -> None:
         token = "++unk_list=[" + ",".join(map(str, range(args.list))) + "]"
         cases.append((f"one list override of {args.list:,} elements (CLI)",
                       [*base, "-c", "tiny", token], True))  # fmt: skip
+        adds = [f"++unk_k{i}={i}" for i in range(args.overrides)]
+        cases.append((f"{args.overrides:,} ++k=v overrides (CLI)", [*base, "-c", "tiny", *adds],
+                      False))  # fmt: skip
         for name, argv, held in [*cases, (f"one list of {args.big_list:,} (in-process)", [], 0)]:
             runs = [timed(argv, cwd) if argv else in_process(args.big_list)
                     for _ in range(args.repeat)]  # fmt: skip

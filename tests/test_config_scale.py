@@ -151,3 +151,24 @@ def test_the_override_found_for_a_key_is_the_last_that_set_it_or_a_parent():
             token = scanned(tokens, dotted)
             where = compiled.locate(dotted)[0]
             assert (where is None) if token is None else where == f"override '{token}'"
+
+
+def test_lines_found_in_the_loaders_tree_are_the_lines_of_a_fresh_parse(tmp_path):
+    """file:line of a config's keys come from the tree the config loader built (no second parse
+    of a 1e5-key file), and are what parsing the file again gives; with merge keys (`<<`), which
+    building the data flattens into the tree, the file is parsed again as written."""
+    from runners.config.compiler import compile_config
+
+    texts = {
+        "plain": "a: 1\nb:\n  c: [1, 2]\n  d: {e: x}\nf: '???'\n",
+        "merged": "base: &b\n  lr: 1\n  wd: 2\nuse:\n  <<: *b\n  lr: 3\n",
+    }
+    for name, text in texts.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        compiled = compile_config(path)
+        fresh = compose(text)
+        for key in ("a", "b.c", "b.c.1", "b.d.e", "f", "base.lr", "use.lr", "use.wd", "nope"):
+            line, _ = find_key(fresh, key.split("."))
+            expected = (str(path), line) if line is not None else (str(path), None)
+            assert compiled.locate(key) == expected, (name, key)

@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from catalog.content_memo import SHARED, ContentMemo
-from catalog.yamlfile import parse, read_capped
+from catalog.yamlfile import keep_tree, parse, read_capped
 from runners.config.plain_merge import NotPlain
 from runners.omegaconf_internals import yaml_loader
 
@@ -53,7 +53,8 @@ def load_yaml_data(path: Path) -> Any:
 
 
 def _plain_data(content: bytes) -> Any:
-    _, data = parse(content.decode("utf-8"), yaml_loader())
+    node, data = parse(content.decode("utf-8"), yaml_loader())
+    keep_tree(content, node)  # findings' file:line read this tree, not a second parse
     data = {} if data is None else data if isinstance(data, (dict, list)) else []
     return data if _plain(data) else NotPlain
 
