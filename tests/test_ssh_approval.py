@@ -130,3 +130,26 @@ def test_an_approval_someone_else_can_write_approves_nothing(tmp_path):
     strict = steps_run(*DRY_RUN, cwd=work, env={**env, "STEPS_SSH_STRICT": "1"})
     assert strict.returncode == 2 and "E-SSH-UNAPPROVED" in strict.stderr
     assert not mark.exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        (["-oProxyCommand=nc %h %p"], "ProxyCommand nc %h %p"),
+        (["-o", "ProxyCommand nc %h %p"], "ProxyCommand nc %h %p"),
+        (["-J", "jump.example"], "ProxyJump jump.example"),
+        (["-Jjump.example", "-o", "Port=2222"], "ProxyJump jump.example"),
+        (["-o", "LocalCommand=id"], "LocalCommand id"),
+    ],
+)
+def test_the_notice_names_what_ssh_would_run_or_go_through_in_any_spelling(
+    tmp_path, capsys, options, shown
+):
+    from runners.launch.ssh_approval import approve
+
+    env = {"STEPS_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    approve("me@login", options, env)
+    err = capsys.readouterr().err
+    assert f"(host me@login; {shown})" in err and "Port" not in err
+    approve("me@login", options, env)  # noticed once per settings
+    assert capsys.readouterr().err == ""

@@ -27,7 +27,7 @@ RECORD = "ssh-approved.json"
 CODE = "E-SSH-UNAPPROVED"
 # ssh options that make ssh run a program here or connect through another host
 RUNS_HERE = ("proxycommand", "proxyjump", "localcommand", "knownhostscommand")
-_settled: set[str] = set()  # digests approved (or noticed) in this process
+_settled: set[tuple[Path, str]] = set()  # (record, digest) approved or noticed in this process
 
 
 def digest(host: str, ssh_options: list[str]) -> str:
@@ -39,14 +39,12 @@ def approve(host: str, ssh_options: list[str], env: Mapping[str, str] | None = N
     """Return when ssh to `host` with `ssh_options` may start: approved before, approved now at
     the terminal, or (no terminal) noticed on stderr; else E-SSH-UNAPPROVED (exit 2)."""
     env = os.environ if env is None else env
-    key = digest(host, ssh_options)
-    if key in _settled:
+    key, path = digest(host, ssh_options), record_path(env)
+    if (path, key) in _settled:
         return
-    path = record_path(env)
-    known = _read(path)
-    answer = known.get(key, {}).get("answer")
+    answer = _read(path).get(key, {}).get("answer")
     if answer == "yes":
-        _settled.add(key)
+        _settled.add((path, key))
         return
     shown = _describe(host, ssh_options, env)
     if _interactive():
@@ -63,7 +61,7 @@ def approve(host: str, ssh_options: list[str], env: Mapping[str, str] | None = N
             file=sys.stderr,
         )
         _write(path, key, host, "noticed")
-    _settled.add(key)
+    _settled.add((path, key))
 
 
 def record_path(env: Mapping[str, str]) -> Path:
