@@ -165,6 +165,12 @@ SLOW = {
     "test_rl_prep_hostile.py::test_a_billion_laughs_blend_is_refused_at_its_anchor_in_bounded_"
     "memory": "bounded-memory stress",
     # end to end through `python -m steps` children (in-process tests cover the same rules)
+    "test_ssh_approval.py::test_a_terminal_is_asked_once_and_a_changed_proxycommand_asks_again": (
+        "four CLI children on a pseudo-terminal"
+    ),
+    "test_ssh_approval.py::test_without_a_terminal_a_notice_once_and_strict_mode_refuses": (
+        "three CLI children"
+    ),
     "test_pipeline_dry_run_stage.py::test_the_shipped_cpu_pipeline_prepares_checks_and_dry_"
     "runs_grpo_from_a_fresh_folder": "a pipeline's children",
     "test_secret_values.py::test_a_pipeline_stages_secret_overrides_reach_no_record_run_dir_or_"
