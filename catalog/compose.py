@@ -75,10 +75,6 @@ def actions(entries: list[StepEntry], graph: TypeGraph, read_config: ReadConfig)
     return out
 
 
-def _feeds(have: frozenset[str], want: str, graph: TypeGraph) -> bool:
-    return any(graph.is_a(t, want) for t in have)
-
-
 def _needs_producer(port: dict) -> bool:
     """A required input that no parameter can stand in for."""
     return bool(port.get("required", True)) and not port.get("parameter", False)

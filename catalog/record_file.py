@@ -31,14 +31,6 @@ KINDS = {
 }
 
 
-def not_a_file(path: str | os.PathLike[str]) -> str | None:
-    """'a character device' (a FIFO, ...) when `path` is there and is not a regular file."""
-    try:
-        return KINDS.get(stat.S_IFMT(os.stat(path).st_mode))
-    except (OSError, ValueError):
-        return None
-
-
 def read_capped(path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES) -> bytes:
     """A regular file's bytes, at most `limit` of them; anything else is an `OSError` whose
     `strerror` says why (a device, FIFO or socket is refused before it is read)."""

@@ -200,11 +200,6 @@ def data_blocks(config: dict) -> list[str]:
     return keys
 
 
-def data_opens(config: dict, version: Any = None) -> list[DataOpen]:
-    """What NeMo-RL `version` opens for each data block of a compiled config."""
-    return [data_open(config, key, version) for key in data_blocks(config)]
-
-
 def save_to_disk_files(folder: Path, split: str = LOCAL_SPLIT) -> list[Path] | None:
     """Arrow files of a `save_to_disk` folder (a Dataset, or a DatasetDict's `split`), None
     when the folder is not one."""

@@ -65,10 +65,6 @@ class Segment(BaseModel):
             setattr(self, name, closed[name])
         self.failure = failure
 
-    @property
-    def progressed(self) -> bool:
-        return self.steps_after is not None and self.steps_after > self.steps_before
-
     def line(self) -> str:
         """`segment 2 (job 41): COMPLETED exit 0, steps 5 -> 9, 62 s`, and its failure kind."""
         again = f" restart {self.restart}" if self.restart else ""
