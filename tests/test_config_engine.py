@@ -69,6 +69,23 @@ def test_the_cache_sees_a_parent_rewritten_with_the_same_size(tmp_path: Path):
     assert load_config(child).config.a == 7
 
 
+def test_an_interpolation_parsed_once_resolves_in_each_config_to_its_own_value(tmp_path: Path):
+    """A compile keeps OmegaConf's parse tree of each `${...}` string: the same text in two
+    configs (nested, or refused by the grammar) gives each config what a fresh parse gives."""
+    import omegaconf.base
+    from omegaconf.errors import GrammarParseError
+
+    for n, a in enumerate((3, 5)):
+        path = tmp_path / f"c{n}.yaml"
+        path.write_text(f"a: {a}\nb: ${{a}}\nc: ${{mul:${{a}},2}}\n")
+        assert compile_config(path).resolved() == {"a": a, "b": a, "c": 2 * a}
+    kept = omegaconf.base.parse
+    assert kept("${mul:${a},2}") is kept("${mul:${a},2}")  # parsed once, the tree kept
+    for _ in range(2):  # a string the grammar refuses is refused each time, nothing kept
+        with pytest.raises(GrammarParseError):
+            OmegaConf.create({"x": "${a"})
+
+
 def test_override_keys_come_from_hydras_grammar():
     tokens = ["a.b='x=y'", "+c.d=1", "++e=[1,2]", "~f.g", "h={i: 1}"]
     assert override_keys(tokens) == ["a.b", "c.d", "e", "f.g", "h"]

@@ -9,7 +9,9 @@ version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
 `load_config` + `parse_hydra_overrides` written here from upstream's rules; both must resolve
 to the same dict. Preflight then runs as a dry run does, without a launch or a step of ours.
 The reference merges each list of parents once per process and keeps it pickled (a copy per
-use); nothing is shared between releases (their rules differ, and their files almost all differ
+use). It runs in the process our compile ran in, so OmegaConf's parse of each `${...}` string
+is kept for it too (`omegaconf_internals.parse_interpolations_once`: the tree a fresh parse
+gives); nothing is shared between releases (their rules differ, and their files almost all differ
 too).
 """
 

@@ -51,7 +51,7 @@ from runners.config import omegaconf_merge, plain_merge
 from runners.config.compile_once import compiled_once, read_content, unchanged, weight
 from runners.config.files import load_yaml_data, load_yaml_file
 from runners.config.override_apply import apply_overrides
-from runners.omegaconf_internals import register_resolver
+from runners.omegaconf_internals import parse_interpolations_once, register_resolver
 
 RESOLVERS = {
     "add": lambda a, b: a + b,
@@ -73,6 +73,7 @@ def register_resolvers() -> None:
     from runners.config.env_pins import with_steps_home
 
     with_steps_home(os.environ)
+    parse_interpolations_once()
     for name, fn in RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
             register_resolver(name, fn)
@@ -322,6 +323,7 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
     A config loaded again in the same process (check, plan, tests) is a copy of the kept
     result while every file of the chain still has the same content.
     """
+    parse_interpolations_once()
     key = (str(Path.cwd()), str(path), str(home))
     chain, cfg = _CHAINS.get(key, lambda: _read_chain(path, home), size=weight, valid=unchanged)
     return CompiledConfig(cfg, [p for p, _ in chain])
