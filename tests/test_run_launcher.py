@@ -336,3 +336,29 @@ def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
         "/shared/runs/r/config.yaml",
     ]
     assert cwd == "/opt/nemo-rl"
+
+
+def test_the_python_running_steps_is_read_in_process_as_its_child_would_print_it(tmp_path):
+    from runners.launch import local
+
+    checkout = tmp_path / "RL"
+    (checkout / "nemo_rl").mkdir(parents=True)  # found from the child's first path entry
+    (checkout / "nemo_rl" / "__init__.py").write_text("")
+    here = Launcher((sys.executable,), "the Python running steps")
+    env = dict(os.environ)
+    inside = local._this_interpreter(here, checkout, env)
+    child = local._run_probe(here, checkout, env, timeout=60)
+    assert inside is not None and inside == child and inside.nemo_rl
+
+
+def test_a_launch_that_changes_the_import_path_is_probed_in_its_child(tmp_path):
+    from runners.launch import local
+
+    only_there = tmp_path / "site"
+    only_there.mkdir()
+    _install(only_there, "torch", "9.9")  # a distribution only the launch's PYTHONPATH holds
+    here = Launcher((sys.executable,), "the Python running steps")
+    env = {**os.environ, "PYTHONPATH": str(only_there)}
+    assert local._this_interpreter(here, tmp_path, env) is None
+    found = local.probe(here, tmp_path, env)
+    assert isinstance(found, local.Interpreter) and found.packages["torch"] == "9.9"

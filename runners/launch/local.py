@@ -35,7 +35,7 @@ PROBED_PACKAGES = ("torch", "transformers", "ray", "vllm")
 CACHE_FORMAT = 2
 _KEY_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # decide which Python starts
 # One line per fact, for any Python >= 3.8; importlib.metadata reads dist-info, imports nothing.
-_PROBE = """\
+_FACTS = """\
 import importlib.util, json, os, platform, sys
 from importlib import metadata
 def version(name):
@@ -43,29 +43,31 @@ def version(name):
         return metadata.version(name)
     except Exception:
         return None
-impl = sys.implementation
-markers = {
-    "implementation_name": impl.name,
-    "implementation_version": "%d.%d.%d" % tuple(impl.version[:3]),
-    "os_name": os.name,
-    "platform_machine": platform.machine(),
-    "platform_python_implementation": platform.python_implementation(),
-    "platform_release": platform.release(),
-    "platform_system": platform.system(),
-    "python_full_version": platform.python_version(),
-    "python_version": "%d.%d" % sys.version_info[:2],
-    "sys_platform": sys.platform,
-}
-sites = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
-print(MARK + json.dumps({
-    "version": platform.python_version(),
-    "executable": sys.executable,
-    "packages": {name: version(name) for name in NAMES},
-    "markers": markers,
-    "sites": [p for p in sites if os.path.isdir(p)],
-    "nemo_rl": importlib.util.find_spec("nemo_rl") is not None,
-}))
+def facts(names):
+    impl = sys.implementation
+    markers = {
+        "implementation_name": impl.name,
+        "implementation_version": "%d.%d.%d" % tuple(impl.version[:3]),
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_python_implementation": platform.python_implementation(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "python_full_version": platform.python_version(),
+        "python_version": "%d.%d" % sys.version_info[:2],
+        "sys_platform": sys.platform,
+    }
+    sites = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    return {
+        "version": platform.python_version(),
+        "executable": sys.executable,
+        "packages": {name: version(name) for name in names},
+        "markers": markers,
+        "sites": [p for p in sites if os.path.isdir(p)],
+        "nemo_rl": importlib.util.find_spec("nemo_rl") is not None,
+    }
 """
+_PROBE = _FACTS + "print(MARK + json.dumps(facts(NAMES)))\n"
 
 
 @dataclass(frozen=True)
@@ -217,11 +219,37 @@ def probe(
         if entry is not None and facts is not None:
             _MEMO[key] = entry
             return facts
-    found = _run_probe(launcher, checkout, env, timeout)
+    found = _this_interpreter(launcher, checkout, env) or _run_probe(
+        launcher, checkout, env, timeout
+    )
     if isinstance(found, Interpreter):
         _MEMO[key] = _entry(found)
         _save(path, _MEMO[key])
     return found
+
+
+def _this_interpreter(
+    launcher: Launcher, checkout: Path, env: Mapping[str, str]
+) -> Interpreter | None:
+    """The facts of the Python running steps, read here without a child, when the launcher is
+    that very interpreter and the launch leaves its import path as it is here (the same
+    `_KEY_VARS`; site and the environment honoured): what the probe would print there. Its
+    `nemo_rl` also looks in the checkout, the child's first path entry; a `nemo_rl` only this
+    process can import at most starts the judge, whose own child answers `absent`."""
+    flags = sys.flags
+    if launcher.argv != (sys.executable,) or flags.isolated or flags.no_site:
+        return None
+    if flags.ignore_environment or any(env.get(k) != os.environ.get(k) for k in _KEY_VARS):
+        return None
+    from importlib.machinery import PathFinder
+
+    space: dict = {}
+    exec(compile(_FACTS, "<steps interpreter probe>", "exec"), space)  # the child's own text
+    facts = space["facts"](PROBED_PACKAGES)
+    facts["nemo_rl"] = (
+        facts["nemo_rl"] or PathFinder.find_spec("nemo_rl", [str(checkout)]) is not None
+    )
+    return Interpreter(**facts)
 
 
 def _run_probe(
