@@ -340,12 +340,13 @@ def test_launcher_flag_replaces_a_cluster_profiles_launcher(tmp_path):
 
 def test_the_python_running_steps_is_read_in_process_as_its_child_would_print_it(tmp_path):
     from runners.launch import local
+    from runners.nemo_rl.checkout import exec_env
 
     checkout = tmp_path / "RL"
     (checkout / "nemo_rl").mkdir(parents=True)  # found from the child's first path entry
     (checkout / "nemo_rl" / "__init__.py").write_text("")
     here = Launcher((sys.executable,), "the Python running steps")
-    env = dict(os.environ)
+    env = exec_env(checkout, os.environ)  # the checkout first on PYTHONPATH, as a launch has it
     inside = local._this_interpreter(here, checkout, env)
     child = local._run_probe(here, checkout, env, timeout=60)
     assert inside is not None and inside == child and inside.nemo_rl

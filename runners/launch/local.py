@@ -232,23 +232,28 @@ def _this_interpreter(
     launcher: Launcher, checkout: Path, env: Mapping[str, str]
 ) -> Interpreter | None:
     """The facts of the Python running steps, read here without a child, when the launcher is
-    that very interpreter and the launch leaves its import path as it is here (the same
-    `_KEY_VARS`; site and the environment honoured): what the probe would print there. Its
-    `nemo_rl` also looks in the checkout, the child's first path entry; a `nemo_rl` only this
-    process can import at most starts the judge, whose own child answers `absent`."""
+    that very interpreter and the launch leaves its import path as here but for the checkout in
+    front of PYTHONPATH (`exec_env`) and as the child's first path entry: what the probe would
+    print there. The checkout is searched for `nemo_rl`; one holding distribution metadata of
+    its own is probed in its child. A `nemo_rl` only this process can import at most starts the
+    upstream judge, whose own child then answers `absent`."""
     flags = sys.flags
     if launcher.argv != (sys.executable,) or flags.isolated or flags.no_site:
         return None
-    if flags.ignore_environment or any(env.get(k) != os.environ.get(k) for k in _KEY_VARS):
+    ours = os.environ.get("PYTHONPATH")
+    fronted = str(checkout) + (os.pathsep + ours if ours else "")
+    same = all(env.get(k) == os.environ.get(k) for k in _KEY_VARS if k != "PYTHONPATH")
+    if flags.ignore_environment or not same or env.get("PYTHONPATH") not in (ours, fronted):
+        return None
+    if any(checkout.glob("*.dist-info")) or any(checkout.glob("*.egg-info")):
         return None
     from importlib.machinery import PathFinder
 
     space: dict = {}
     exec(compile(_FACTS, "<steps interpreter probe>", "exec"), space)  # the child's own text
     facts = space["facts"](PROBED_PACKAGES)
-    facts["nemo_rl"] = (
-        facts["nemo_rl"] or PathFinder.find_spec("nemo_rl", [str(checkout)]) is not None
-    )
+    found = PathFinder.find_spec("nemo_rl", [str(checkout)]) is not None
+    facts["nemo_rl"] = facts["nemo_rl"] or found
     return Interpreter(**facts)
 
 
