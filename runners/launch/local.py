@@ -228,21 +228,41 @@ def probe(
     return found
 
 
+# What decides a Python's import path besides its executable (PATH and VIRTUAL_ENV do not,
+# for an absolute interpreter: its pyvenv.cfg does).
+_PATH_VARS = (
+    "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",
+    "PYTHONPLATLIBDIR",
+)  # fmt: skip
+
+
+def _started_with() -> dict[str, str] | None:
+    """The environment this process was started with (Linux keeps it in /proc/self/environ;
+    os.environ may have been changed since, and sys.path was made from the first), else None."""
+    try:
+        raw = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return None
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
 def _this_interpreter(
     launcher: Launcher, checkout: Path, env: Mapping[str, str]
 ) -> Interpreter | None:
     """The facts of the Python running steps, read here without a child, when the launcher is
-    that very interpreter and the launch leaves its import path as here but for the checkout in
-    front of PYTHONPATH (`exec_env`) and as the child's first path entry: what the probe would
-    print there. The checkout is searched for `nemo_rl`; one holding distribution metadata of
-    its own is probed in its child. A `nemo_rl` only this process can import at most starts the
-    upstream judge, whose own child then answers `absent`."""
+    that very interpreter and the launch's import path is the one this process started with
+    (`_PATH_VARS`) but for the checkout in front of PYTHONPATH (`exec_env`) and as the child's
+    first path entry: what the probe would print there. The checkout is searched for `nemo_rl`;
+    one holding distribution metadata of its own is probed in its child. A `nemo_rl` only this
+    process can import at most starts the upstream judge, whose own child answers `absent`."""
     flags = sys.flags
-    if launcher.argv != (sys.executable,) or flags.isolated or flags.no_site:
+    started = _started_with()
+    if started is None or launcher.argv != (sys.executable,) or flags.isolated or flags.no_site:
         return None
-    ours = os.environ.get("PYTHONPATH")
+    ours = started.get("PYTHONPATH")
     fronted = str(checkout) + (os.pathsep + ours if ours else "")
-    same = all(env.get(k) == os.environ.get(k) for k in _KEY_VARS if k != "PYTHONPATH")
+    same = all(env.get(k) == started.get(k) for k in _PATH_VARS if k != "PYTHONPATH")
     if flags.ignore_environment or not same or env.get("PYTHONPATH") not in (ours, fronted):
         return None
     if any(checkout.glob("*.dist-info")) or any(checkout.glob("*.egg-info")):
