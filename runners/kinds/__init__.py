@@ -13,28 +13,18 @@ May import: `runners.launch`, `runners.rl_prep`, `runners.nemo_rl`,
 
 from __future__ import annotations
 
-import importlib
-import re
 from typing import TYPE_CHECKING
 
+from catalog import registered
 from catalog.errors import StepsError
 
 if TYPE_CHECKING:
     from runners.kinds.base import RunnerKind
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
 
 def kind_for(name: str) -> RunnerKind:
     """The kind named `name` (its module is imported on first use only)."""
-    module = None
-    if _NAME.match(name or "") and name != "base":
-        try:
-            module = importlib.import_module(f"runners.kinds.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"runners.kinds.{name}":
-                raise
-    kind = getattr(module, "KIND", None)
+    kind = registered.find(__name__, name, "KIND")
     if kind is None:
         raise StepsError(
             "E-RUNNER-KIND",
@@ -46,8 +36,5 @@ def kind_for(name: str) -> RunnerKind:
 
 
 def known() -> list[str]:
-    """The kinds' names: the modules of this package, read from its folder(s) (`__path__`)."""
-    import pkgutil
-
-    names = (m.name for m in pkgutil.iter_modules(__path__))
-    return sorted(n for n in names if not n.startswith("_") and n != "base")
+    """The kinds' names: the modules of this package."""
+    return registered.known(__path__)

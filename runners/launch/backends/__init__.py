@@ -11,16 +11,13 @@ one module here plus its tests; `check` fails on one that leaves a decision open
 
 from __future__ import annotations
 
-import importlib
-import re
 from typing import TYPE_CHECKING
 
+from catalog import registered
 from catalog.errors import StepsError
 
 if TYPE_CHECKING:
     from runners.launch.backends.base import BackendTraits
-
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def traits(executor: str) -> type[BackendTraits]:
@@ -38,19 +35,9 @@ def traits(executor: str) -> type[BackendTraits]:
 
 def find(name: str | None) -> type[BackendTraits] | None:
     """The backend called `name`, None when there is none of that name."""
-    module = None
-    if _NAME.match(name or "") and name != "base":
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    return getattr(module, "BACKEND", None)
+    return registered.find(__name__, name, "BACKEND")
 
 
 def known() -> list[str]:
-    """The backends' names: the modules of this package, read from its folder(s) (`__path__`)."""
-    import pkgutil
-
-    names = (m.name for m in pkgutil.iter_modules(__path__))
-    return sorted(n for n in names if not n.startswith("_") and n != "base")
+    """The backends' names: the modules of this package."""
+    return registered.known(__path__)
