@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runners.chain.decide import judge
-from runners.chain.progress import latest_checkpoint
+from runners.chain.decide import judge, latest_checkpoint
 from runners.chain.record import ChainRecord, Failure, Segment
 from runners.chain.settings import chain_overrides
 from runners.launch.profiles.env_toml import SlurmProfile

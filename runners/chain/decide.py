@@ -1,19 +1,19 @@
-"""Whether a chain goes on: judged from training state and the segments so far, never a clock.
+"""The chain's rules asked from this side: go on or stop, the latest complete checkpoint, a
+failed segment's kind.
 
-The same question is asked at both ends of a segment: before NeMo-RL starts (may this segment
-train?) and after it exits (may the queued successor run?). The rules are `rules` (plain JSON,
-the standard library only), which a Slurm segment applies on its node itself; here they are
-asked with the pydantic record (the Ray driver, and whoever reads a chain on this side).
+The rules are `rules` (plain JSON, the standard library only), which a Slurm segment applies on
+its node itself; here they are asked with the pydantic record (the Ray driver, and whoever reads
+a chain on this side), never a clock.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 from runners.chain import rules
-from runners.chain.progress import Checkpoint
-from runners.chain.record import ChainRecord, ChainState
+from runners.chain.record import ChainRecord, ChainState, Failure
 
 
 @dataclass(frozen=True)
@@ -22,19 +22,36 @@ class Verdict:
     reason: str
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """The highest `step_N` saved whole and its training_info.json, as `rules` reads it."""
+
+    path: Path
+    info: dict
+
+    @property
+    def total_steps(self) -> int:
+        return int(self.info["total_steps"])
+
+
+def latest_checkpoint(checkpoint_dir: str | Path) -> Checkpoint | None:
+    """None while nothing is saved whole (a `tmp_step_N` left by a kill during a save is not)."""
+    found = rules.latest_checkpoint(checkpoint_dir)
+    return Checkpoint(*found) if found else None
+
+
 def judge(
     chain: ChainRecord, ckpt: Checkpoint | None, cancelled: bool, exit_code: int = 0
 ) -> Verdict | None:
     """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
     and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
-    info = ckpt.info.model_dump() if ckpt is not None else None
-    return _verdict(rules.judge(chain.model_dump(mode="json"), info, cancelled, exit_code))
-
-
-def verdict(chain: ChainRecord, done: bool, cancelled: bool) -> Verdict | None:
-    """Why no further segment may run, or None when one may (the segment list is up to date)."""
-    return _verdict(rules.verdict(chain.model_dump(mode="json"), done, cancelled))
-
-
-def _verdict(found: tuple[str, str] | None) -> Verdict | None:
+    info = ckpt.info if ckpt is not None else None
+    found = rules.judge(chain.model_dump(mode="json"), info, cancelled, exit_code)
     return Verdict(cast(ChainState, found[0]), found[1]) if found else None
+
+
+def classify(
+    state: str, exit_code: int | None, logs: list[str], scheduler: str = "Slurm"
+) -> Failure:
+    """The kind of failure that ended a segment (exit code not 0, or killed from outside)."""
+    return Failure.model_validate(rules.classify(state, exit_code, logs, scheduler))

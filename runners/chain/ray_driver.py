@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runners.chain.decide import Verdict, judge
-from runners.chain.failures import classify
-from runners.chain.progress import latest_checkpoint
+from runners.chain.decide import Verdict, classify, judge, latest_checkpoint
 from runners.chain.ray_resume import DETACHED, Tee, carry_on, this_driver
 from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, now_utc, read_chain
 from runners.rundir import JobRecord, update_record

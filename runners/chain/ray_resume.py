@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from catalog.errors import StepsError
-from runners.chain.failures import classify
-from runners.chain.progress import latest_checkpoint
+from runners.chain.decide import classify, latest_checkpoint
 from runners.chain.record import CANCEL_MARK, ChainRecord, sibling_chains, write_chain
 from runners.launch.records import job_of
 from runners.launch.request import TERMINAL

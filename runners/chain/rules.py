@@ -3,7 +3,7 @@
 A Slurm chain decides on the allocation's first node, outside the container, with whatever
 `python3` is there (`segment_program`), so this module is the standard library only and Python
 3.8+: no pydantic, nothing of ours but the failure classifier (also standard library only). Our
-side (`record.ChainRecord`, `decide`, `progress`, `failures`, the Ray driver) reads the same
+side (`record.ChainRecord`, `decide`, the Ray driver) reads the same
 run.json with pydantic and asks these functions with `model_dump(mode="json")` of it.
 
 The rules: training state is the latest complete `step_N` (NeMo-RL saves into `tmp_step_N` and
