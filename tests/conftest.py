@@ -15,6 +15,7 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,8 @@ def sandbox_env(base: Path) -> dict[str, str]:
 def pytest_configure(config) -> None:
     """Before collection: module-level code of test files sees a session sandbox too."""
     global _session_dir
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started by `&` without job control:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the Ctrl-C tests need it
     _session_dir = Path(tempfile.mkdtemp(prefix="steps-tests-"))
     _bytecode(config)
     for var in (*SANDBOXED, *CONTAINER_ENV, RUNS_DIR, *UNSET, "PYTHONDONTWRITEBYTECODE", "PATH"):
@@ -243,7 +246,7 @@ SLOW_FILES = {
     "test_log_escapes.py": "job logs printed by the real CLI",
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
     "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
-    "test_config_scale.py": "exhaustive: 1e5 keys, 20k-element lists and overrides",
+    "test_config_scale.py": "exhaustive: large inputs, and the cheap bounds fuzzed against difflib",
     "test_artifacts_wandb_settings.py": "each case runs rl_prep and lineage as CLI children",
     "test_pipeline_registry.py": "a pipeline's stages are CLI children",
     "test_profile_secret_values.py": "CLI children, whose output is searched for the secret",

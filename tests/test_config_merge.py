@@ -1,46 +1,22 @@
 """`defaults:` chains merge as NeMo-RL's `load_config` merges them (`upstream_corpus.
 reference_load`, upstream's own code path: `OmegaConf.load`, `OmegaConf.merge`): the compiled
-config is node for node what upstream builds (classes, metadata, values, key order, parents),
-on the upstream corpus and on the corner cases of OmegaConf's merge, by either path: the chain
-merged as plain data and built once (`plain_merge`), or merged by OmegaConf file by file where
-plain data cannot say (NotPlain)."""
+config is node for node what upstream builds (classes, metadata, values, key order, parents)
+on the corner cases of OmegaConf's merge, by either path: the chain merged as plain data and
+built once (`plain_merge`), or merged by OmegaConf file by file where plain data cannot say
+(NotPlain). Upstream's own configs are held to the same, node for node, by the corpus tests
+(`upstream_corpus.check_config`)."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
-from upstream_corpus import corpus_root, reference_load
+from upstream_corpus import assert_same_nodes, reference_load
 
 from catalog.errors import StepsError
-from runners.config.compiler import MERGED_BY_OMEGACONF, _load_with_inheritance, load_config
+from runners.config.compiler import _load_with_inheritance, load_config
 from runners.config.plain_merge import NotPlain
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def assert_same_nodes(a: Any, b: Any, parent_a: Any = None, parent_b: Any = None, at: str = ""):
-    """`a` and `b` are the same OmegaConf tree, down to metadata (flag caches aside)."""
-    assert type(a) is type(b), at
-    da, db = a.__dict__, b.__dict__
-    assert da.keys() == db.keys(), at
-    assert da["_parent"] is parent_a and db["_parent"] is parent_b, at
-    ma, mb = da["_metadata"], db["_metadata"]
-    assert type(ma) is type(mb) and ma.__dict__ == mb.__dict__ and ma is not mb, at
-    assert ma.flags is not mb.flags and ma.resolver_cache is not mb.resolver_cache, at
-    content = da.get("_content")
-    if isinstance(content, dict):
-        assert list(content) == list(db["_content"]), at
-        for key, node in content.items():
-            assert_same_nodes(node, db["_content"][key], a, b, f"{at}.{key}")
-    elif isinstance(content, list):
-        assert len(content) == len(db["_content"]), at
-        for i, node in enumerate(content):
-            assert_same_nodes(node, db["_content"][i], a, b, f"{at}[{i}]")
-    for key in da.keys() - {"_parent", "_metadata", "_content", "_flags_cache"}:
-        assert da[key] == db[key] and type(da[key]) is type(db[key]), f"{at}: {key}"
 
 
 def plain_path(path: Path):
@@ -48,38 +24,6 @@ def plain_path(path: Path):
     from omegaconf import OmegaConf
 
     return OmegaConf.create(_load_with_inheritance(path, [], [], True))
-
-
-def upstream_files(*releases: str) -> list[Path]:
-    """The corpus files of `releases` (folder name prefixes), else of every release."""
-    root = corpus_root()
-    if root is None:
-        return []
-    return sorted(
-        p
-        for folder in root.iterdir()
-        if not releases or folder.name.startswith(releases)
-        for p in folder.rglob("*.yaml")
-    )
-
-
-@pytest.mark.slow  # ~180 chains, each merged by us and by upstream's code
-def test_upstream_configs_merge_to_what_nemo_rls_load_config_builds():
-    """`load_config` builds upstream's nodes, and took the plain path for every chain (each
-    OmegaConf fallback is counted per file, whenever in this process the chain was built)."""
-    files = [p for p in upstream_files("v0.4.0", "pin") if "defaults:" in p.read_text()][::2]
-    if not files:
-        pytest.skip("no upstream corpus here")
-    compiled = 0
-    for path in files:
-        try:
-            theirs = reference_load(path)
-        except (OSError, AssertionError):  # a parent outside the corpus
-            continue
-        assert_same_nodes(load_config(path).config, theirs, at=str(path))
-        compiled += 1
-    fallbacks = [path for path in files if MERGED_BY_OMEGACONF[str(path)]]
-    assert compiled > 150 and fallbacks == []  # all plain: the fast path is the one taken
 
 
 def write(tmp_path: Path, files: dict[str, str]) -> Path:

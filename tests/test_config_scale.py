@@ -1,10 +1,9 @@
-"""Config and override handling in time linear in the input (issue 39 case 5): what was
-quadratic (a 20k-element list override, many keys added under one section, the file:line of
-many keys) now grows with the input. CPU time, generous bounds: each was minutes before."""
+"""Config and override handling of large inputs (issue 39 case 5): a long list override, many
+keys added under one section, the file:line of many keys, did-you-mean over many options. What
+was quadratic is timed at full size by `bench/bench_config_scale.py` (speed lives in benchmarks);
+these tests hold the answers, and the cheap bounds to the answers of the slow paths."""
 
 from __future__ import annotations
-
-import time
 
 from omegaconf import OmegaConf
 
@@ -13,32 +12,20 @@ from runners.config.compiler import apply_overrides
 from runners.config.overrides import parse_overrides
 
 
-def _cpu(fn) -> float:
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
+def test_a_long_list_override_is_read_element_for_element():
+    token = "++unk_list=[" + ",".join(map(str, range(2_000))) + "]"
+    assert parse_overrides([token])[0].value() == list(range(2_000))
 
 
-def test_a_20k_element_list_override_is_read_in_linear_time():
-    token = "++unk_list=[" + ",".join(map(str, range(20_000))) + "]"
-    found = []
-    assert _cpu(lambda: found.extend(parse_overrides([token]))) < 15  # was ~60 s (n^2 scans)
-    assert found[0].value() == list(range(20_000))
-
-
-def test_20k_keys_added_under_one_section_apply_in_linear_time():
+def test_keys_added_under_one_section_are_each_applied():
     cfg = OmegaConf.create({"policy": {"lr": 1}})
-    tokens = [f"++unk.k{i}={i}" for i in range(20_000)]
-    parse_overrides(tokens)
-    assert _cpu(lambda: apply_overrides(cfg, tokens)) < 8  # was 19 s (flag caches per key)
-    assert len(cfg.unk) == 20_000 and cfg.unk.k19999 == 19_999
+    apply_overrides(cfg, [f"++unk.k{i}={i}" for i in range(2_000)])
+    assert len(cfg.unk) == 2_000 and cfg.unk.k1999 == 1_999 and cfg.policy.lr == 1
 
 
-def test_the_line_of_each_of_20k_keys_is_found_in_linear_time():
-    node = compose("".join(f"k{i}: {i}\n" for i in range(20_000)))
-    lines: list = []
-    assert _cpu(lambda: lines.extend(find_key(node, [f"k{i}"])[0] for i in range(20_000))) < 5
-    assert lines == list(range(1, 20_001))
+def test_the_line_of_each_key_of_a_long_mapping_is_its_own():
+    node = compose("".join(f"k{i}: {i}\n" for i in range(2_000)))
+    assert [find_key(node, [f"k{i}"])[0] for i in range(2_000)] == list(range(1, 2_001))
 
 
 def test_adds_applied_together_give_what_hydra_gives_one_by_one():
@@ -58,21 +45,14 @@ def test_adds_applied_together_give_what_hydra_gives_one_by_one():
     assert OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(theirs)
 
 
-def test_did_you_mean_over_100k_options_is_bounded_and_still_finds_the_typo():
+def test_did_you_mean_over_100k_options_still_finds_the_typo():
     from catalog.did_you_mean import close_matches
 
     options = [f"unknown_key_{i}" for i in range(100_000)] + ["max_num_steps"]
-    found: list = []
-
-    def ask() -> None:
-        for _ in range(40):  # 40 unknown keys, each asked against every key: 13 s before
-            found.extend(close_matches("max_num_stesp", options))
-
-    assert _cpu(ask) < 6
-    assert found[0] == "max_num_steps"
+    assert close_matches("max_num_stesp", options)[0] == "max_num_steps"
 
 
-def test_typo_checks_of_100k_unknown_keys_are_bounded_and_the_count_is_unchanged():
+def test_typo_checks_with_an_edit_limit_give_the_unlimited_count_within_it():
     import random
 
     from catalog.did_you_mean import edits, typo_of
@@ -84,8 +64,7 @@ def test_typo_checks_of_100k_unknown_keys_are_bounded_and_the_count_is_unchanged
         for limit in (0, 1, 2):
             assert edits(a, b, limit) == full if full <= limit else edits(a, b, limit) > limit
     declared = ["policy", "data", "dpo", "grpo", "env", "logger", "cluster", "checkpointing"]
-    keys = [f"unknown_key_{i}" for i in range(100_000)]
-    assert _cpu(lambda: [typo_of(k, declared) for k in keys]) < 5  # was ~90 s
+    assert {typo_of(f"unknown_key_{i}", declared) for i in range(1_000)} == {None}
     assert typo_of("checkpointnig", declared) == "checkpointing"
 
 
@@ -106,7 +85,7 @@ def test_the_cheap_bounds_before_difflib_and_edits_change_no_answer():
 
     rng = random.Random(7)
     for alphabet in ("ab", "abcde_", "abcdefghijklmnop_.0"):
-        for _ in range(4_000):
+        for _ in range(1_500):
             options = ["".join(rng.choices(alphabet, k=rng.randint(0, 9))) for _ in range(9)]
             word = (
                 rng.choice(options)
@@ -120,14 +99,14 @@ def test_the_cheap_bounds_before_difflib_and_edits_change_no_answer():
             assert typo_of(word, options) == nearest(word, options), (word, options)
 
 
-def test_the_override_that_set_each_of_50k_keys_is_found_in_linear_time():
+def test_the_override_that_set_each_of_many_keys_is_found():
     from runners.config.compiler import CompiledConfig
 
-    tokens = [f"++unk_k{i}={i}" for i in range(50_000)]
+    tokens = [f"++unk_k{i}={i}" for i in range(5_000)]
     compiled = CompiledConfig(OmegaConf.create({}), [], tokens)
-    found: list = []
-    assert _cpu(lambda: found.extend(compiled.locate(f"unk_k{i}") for i in range(50_000))) < 5
-    assert found[123] == ("override '++unk_k123=123'", None)  # was a scan of 50k per key
+    found = [compiled.locate(f"unk_k{i}") for i in range(5_000)]
+    assert found[123] == ("override '++unk_k123=123'", None)
+    assert found[-1] == ("override '++unk_k4999=4999'", None)
 
 
 def test_the_override_found_for_a_key_is_the_last_that_set_it_or_a_parent():

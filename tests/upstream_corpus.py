@@ -6,8 +6,10 @@ compiles them and get no error from preflight but the paths that do not exist on
 The corpus is `examples/configs/` of every NeMo-RL release from v0.4.0 and the pin, unmodified
 (`../shared/fixtures/nemo-rl/configs/<version>/`). Each file is compiled by `steps` for its own
 version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
-`load_config` + `parse_hydra_overrides` written here from upstream's rules; both must resolve
-to the same dict. Preflight then runs as a dry run does, without a launch or a step of ours.
+`load_config` + `parse_hydra_overrides` written here from upstream's rules; both must build
+the same OmegaConf nodes (classes, metadata, key order, parents: `assert_same_nodes`), taking
+the plain-merge path, and resolve to the same dict. Preflight then runs as a dry run does,
+without a launch or a step of ours.
 The reference merges each list of parents once per process and keeps it pickled (a copy per
 use). It runs in the process our compile ran in, so OmegaConf's parse of each `${...}` string
 is kept for it too (`omegaconf_internals.parse_interpolations_once`: the tree a fresh parse
@@ -25,6 +27,7 @@ import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -33,6 +36,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from catalog.nemo_rl_version import parse_version
+from runners.config.compiler import MERGED_BY_OMEGACONF
 from runners.nemo_rl import checkout as nemo_rl
 from runners.preflight import PreflightContext, preflight
 
@@ -217,8 +221,8 @@ def _loaded_parent(path: Path) -> bytes:
     return pickle.dumps(reference_load(path), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def reference_compile(path: Path, overrides: list[str]) -> dict:
-    """load_config, parse_hydra_overrides (struct mode, Hydra's own parser and applier), and
+def reference_compile(path: Path, overrides: list[str]) -> DictConfig:
+    """load_config and parse_hydra_overrides (struct mode, Hydra's own parser and applier), with
     the resolvers NeMo-RL's utils/config.py registers (mul, div, max; the pin adds add)."""
     for name, fn in REFERENCE_RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
@@ -228,7 +232,29 @@ def reference_compile(path: Path, overrides: list[str]) -> dict:
     parsed = OverridesParser.create().parse_overrides(overrides=overrides)
     ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=config)
     OmegaConf.set_struct(config, False)
-    return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
+    return config
+
+
+def assert_same_nodes(a: Any, b: Any, parent_a: Any = None, parent_b: Any = None, at: str = ""):
+    """`a` and `b` are the same OmegaConf tree, down to metadata (flag caches aside)."""
+    assert type(a) is type(b), at
+    da, db = a.__dict__, b.__dict__
+    assert da.keys() == db.keys(), at
+    assert da["_parent"] is parent_a and db["_parent"] is parent_b, at
+    ma, mb = da["_metadata"], db["_metadata"]
+    assert type(ma) is type(mb) and ma.__dict__ == mb.__dict__ and ma is not mb, at
+    assert ma.flags is not mb.flags and ma.resolver_cache is not mb.resolver_cache, at
+    content = da.get("_content")
+    if isinstance(content, dict):
+        assert list(content) == list(db["_content"]), at
+        for key, node in content.items():
+            assert_same_nodes(node, db["_content"][key], a, b, f"{at}.{key}")
+    elif isinstance(content, list):
+        assert len(content) == len(db["_content"]), at
+        for i, node in enumerate(content):
+            assert_same_nodes(node, db["_content"][i], a, b, f"{at}[{i}]")
+    for key in da.keys() - {"_parent", "_metadata", "_content", "_flags_cache"}:
+        assert da[key] == db[key] and type(da[key]) is type(db[key]), f"{at}: {key}"
 
 
 def _id(case: tuple[str, str, str]) -> str:
@@ -248,8 +274,11 @@ def check_config(folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv(name, value)
     version = parse_version(version_name(folder), source="corpus", named=True)
     compiled = nemo_rl.compile_for(nemo_rl.Target(None, version), algo, path, OVERRIDES)
+    theirs = reference_compile(path, OVERRIDES)
+    assert_same_nodes(compiled.config, theirs, at=f"{folder}/{rel}")
+    assert MERGED_BY_OMEGACONF[str(path)] == 0  # merged as plain data: the fast path is taken
     resolved = compiled.resolved()
-    assert resolved == reference_compile(path, OVERRIDES)
+    assert resolved == OmegaConf.to_container(theirs, resolve=True)
     ctx = PreflightContext(
         step_id=f"upstream/{algo}",
         manifest=None,
