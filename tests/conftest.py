@@ -242,7 +242,7 @@ SLOW = {
 SLOW_FILES = {
     "test_output_faults.py": "full disks and unwritable folders, through the real CLI",
     "test_run_launcher.py": "probes real launchers (uv, Pythons) in children",
-    "test_record_trust.py": "every job command on planted records, through the real CLI",
+    "test_record_trust.py": "every job command on planted records, each refused by a real ssh",
     "test_log_escapes.py": "job logs printed by the real CLI",
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
     "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
@@ -303,3 +303,17 @@ def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
         monkeypatch.setenv(var, value)
     monkeypatch.setenv(RUNS_DIR, str(tmp_path / "runs"))
     return base
+
+
+@pytest.fixture
+def steps_in_process(monkeypatch, capsys):
+    """`python -m steps ARGV` as `steps.cli.main` in this process (no interpreter start, ~0.4 s
+    of CPU less than a child): `cwd`, and `env` as the whole environment (default: this test's).
+    For tests about a record, a finding or an exit code, not about the process boundary."""
+    from run_fixtures import steps_cli
+
+    def call(*argv: str, cwd: Path, env: dict[str, str] | None = None):
+        whole = dict(os.environ) if env is None else env
+        return steps_cli(monkeypatch, capsys, *argv, cwd=cwd, env=whole)
+
+    return call

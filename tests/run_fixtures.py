@@ -203,10 +203,23 @@ class CliResult:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
+class ExecInProcess(BaseException):
+    """An in-process CLI call reached os.exec*: it would have replaced the test process. Not an
+    Exception, so `main` cannot turn it into a finding: the test fails, naming the program."""
+
+
+def _no_exec(*args: object) -> None:
+    raise ExecInProcess(f"the CLI under test called os.exec* {args[:2]!r}: run it as a child")
+
+
 def steps_cli(monkeypatch, capsys, *argv: str, cwd: Path, env: dict[str, str]) -> CliResult:
-    """`steps.cli.main(argv)` in this process, with `env` as the whole environment and `cwd`."""
+    """`steps.cli.main(argv)` in this process, with `env` as the whole environment and `cwd`.
+    A hand-over by exec (a local `--run`) fails the test instead of replacing pytest: such a
+    test runs `python -m steps` as a child (`steps_run`)."""
     from steps.cli import main
 
+    for name in ("execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe"):
+        monkeypatch.setattr(os, name, _no_exec)
     monkeypatch.chdir(cwd)
     for name in list(os.environ):
         if name not in env:

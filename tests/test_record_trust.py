@@ -13,12 +13,9 @@ from __future__ import annotations
 import grp
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO
 
 OTHER_UID = 65534  # nobody: tests run as root, which may chown to it
 ENV_TOML = """[lab]
@@ -45,12 +42,16 @@ def write_record(tmp_path: Path, mark: Path, name: str = "20260101T000000Z-poiso
     return run_dir
 
 
-def steps(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "STEPS_COMMAND_SECONDS": "20"}
-    return subprocess.run(
-        [sys.executable, "-m", "steps", *argv],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90,
-    )  # fmt: skip
+@pytest.fixture
+def steps(steps_in_process):
+    """`python -m steps ARGV` from tmp_path, in this process: ssh is the real one (its
+    ProxyCommand would be a real `touch`)."""
+
+    def call(tmp_path: Path, *argv: str):
+        env = {**os.environ, "STEPS_COMMAND_SECONDS": "20"}
+        return steps_in_process(*argv, cwd=tmp_path, env=env)
+
+    return call
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ COMMANDS = [("jobs",), ("status", "999"), ("cancel", "last"), ("logs", "999"), (
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: a[0])
-def test_run_json_owned_by_another_user_runs_nothing(tmp_path, mark, argv):
+def test_run_json_owned_by_another_user_runs_nothing(steps, tmp_path, mark, argv):
     run_dir = write_record(tmp_path, mark)
     os.chown(run_dir / "run.json", OTHER_UID, OTHER_UID)
     res = steps(tmp_path, *argv)
@@ -81,7 +82,7 @@ def test_run_json_owned_by_another_user_runs_nothing(tmp_path, mark, argv):
         assert f"chown {os.getuid()} {run_dir / 'run.json'}" in res.stderr
 
 
-def test_world_writable_run_json_is_refused(tmp_path, mark):
+def test_world_writable_run_json_is_refused(steps, tmp_path, mark):
     run_dir = write_record(tmp_path, mark)
     (run_dir / "run.json").chmod(0o666)
     res = steps(tmp_path, "status", "999")
@@ -92,7 +93,9 @@ def test_world_writable_run_json_is_refused(tmp_path, mark):
 
 
 @pytest.mark.parametrize("how", ["world-writable", "another user's"])
-def test_a_folder_under_runs_others_can_write_makes_its_records_untrusted(tmp_path, mark, how):
+def test_a_folder_under_runs_others_can_write_makes_its_records_untrusted(
+    steps, tmp_path, mark, how
+):
     run_dir = write_record(tmp_path, mark)
     folder = run_dir.parent.parent  # runs/rl/nemo_rl
     if how == "world-writable":
@@ -105,7 +108,7 @@ def test_a_folder_under_runs_others_can_write_makes_its_records_untrusted(tmp_pa
     assert f"its folder {folder}" in res.stderr
 
 
-def test_group_writable_record_is_refused_unless_the_group_is_yours_alone(tmp_path, mark):
+def test_group_writable_record_is_refused_unless_the_group_is_yours_alone(steps, tmp_path, mark):
     run_dir = write_record(tmp_path, mark, state="COMPLETED", exit_code=0)
     (run_dir / "run.json").chmod(0o664)
     own = grp.getgrgid(os.getgid())
@@ -120,7 +123,7 @@ def test_group_writable_record_is_refused_unless_the_group_is_yours_alone(tmp_pa
 
 
 @pytest.mark.parametrize("argv", [a for a in COMMANDS if a != ("diagnose", "999")], ids=str)
-def test_a_record_of_yours_never_supplies_ssh_options_the_profile_does(tmp_path, mark, argv):
+def test_a_record_of_yours_never_supplies_ssh_options_the_profile_does(steps, tmp_path, mark, argv):
     """A cloned runs/ folder is yours: its records still choose no ssh option."""
     write_record(tmp_path, mark)
     res = steps(tmp_path, *argv)
@@ -131,7 +134,7 @@ def test_a_record_of_yours_never_supplies_ssh_options_the_profile_does(tmp_path,
     assert res.returncode == (0 if argv == ("jobs",) else 2), res.stderr
 
 
-def test_a_record_whose_host_is_not_its_profiles_is_not_asked_about(tmp_path, mark):
+def test_a_record_whose_host_is_not_its_profiles_is_not_asked_about(steps, tmp_path, mark):
     (tmp_path / "env.toml").write_text(ENV_TOML.format(host="login.other.example"))
     run_dir = write_record(tmp_path, mark)
     res = steps(tmp_path, "status", "999")
@@ -144,7 +147,7 @@ def test_a_record_whose_host_is_not_its_profiles_is_not_asked_about(tmp_path, ma
     assert json.loads((run_dir / "run.json").read_text())["job"]["state"] == "RUNNING"
 
 
-def test_a_record_without_its_profile_is_E_RECORD_PROFILE(tmp_path, mark):
+def test_a_record_without_its_profile_is_E_RECORD_PROFILE(steps, tmp_path, mark):
     (tmp_path / "env.toml").unlink()
     write_record(tmp_path, mark)
     res = steps(tmp_path, "logs", "999")
@@ -153,7 +156,7 @@ def test_a_record_without_its_profile_is_E_RECORD_PROFILE(tmp_path, mark):
     assert "no env.toml found" in res.stderr
 
 
-def test_jobs_lists_your_runs_and_skips_one_untrusted_record(tmp_path, mark):
+def test_jobs_lists_your_runs_and_skips_one_untrusted_record(steps, tmp_path, mark):
     write_record(tmp_path, mark, name="20260101T000000Z-mine0001", job_id="111", state="COMPLETED")
     theirs = write_record(tmp_path, mark, name="20260101T000000Z-their0002", job_id="222")
     os.chown(theirs / "run.json", OTHER_UID, OTHER_UID)
