@@ -205,9 +205,6 @@ SLOW = {
     "anything_is_written": "CLI children",
     "test_status_watch.py::test_status_follow_prints_unknown_lines_and_exits_2_when_the_cluster_"
     "stays_silent": "a CLI child waiting out its silence bound",
-    "test_run_records.py::test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD": (
-        "a CLI child per command and field"
-    ),
     "test_omegaconf_versions.py::test_every_steps_dry_run_decides_under_a_release_as_under_"
     "nemo_rls": "every step's dry runs in a child, per OmegaConf release",
     "test_artifacts_registry_trust.py::test_a_registry_that_cannot_be_read_is_one_finding_in_"

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO, clean_env
+from run_fixtures import clean_env
 
 from catalog.errors import Finding
 from runners.launch.records import job_of
@@ -70,15 +68,10 @@ def test_a_numeric_job_id_reads_as_the_string_slurm_prints():
     assert job_of({"job": {**SLURM_JOB, "job_id": 999}}).job_id == "999"
 
 
-def _status(tmp_path: Path, job: dict, *argv: str) -> subprocess.CompletedProcess:
+def _plant(tmp_path: Path, job: dict) -> None:
     run_dir = tmp_path / "runs" / "rl" / "nemo_rl" / "dpo" / "20260101T000000Z-odd00000"
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text(json.dumps({"step": "rl/nemo_rl/dpo", "job": job}))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "STEPS_COMMAND_SECONDS": "5"}
-    return subprocess.run(
-        [sys.executable, "-m", "steps", *argv],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -87,8 +80,12 @@ def _status(tmp_path: Path, job: dict, *argv: str) -> subprocess.CompletedProces
     ids=["exit_code", "ssh_options", "executor"],
 )
 @pytest.mark.parametrize("command", ["status", "logs", "cancel", "diagnose"])
-def test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD(tmp_path, odd, command):
-    res = _status(tmp_path, {**SLURM_JOB, **odd}, command, "last")
+def test_a_job_record_that_does_not_fit_its_format_is_E_RUN_RECORD(
+    tmp_path, odd, command, steps_in_process
+):
+    _plant(tmp_path, {**SLURM_JOB, **odd})
+    env = {**os.environ, "STEPS_COMMAND_SECONDS": "5"}
+    res = steps_in_process(command, "last", cwd=tmp_path, env=env)
     assert res.returncode == 2, res.stderr
     assert "E-RUN-RECORD" in res.stderr and "Traceback" not in res.stderr
     assert f"`job.{next(iter(odd))}`" in res.stderr
