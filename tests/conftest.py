@@ -303,14 +303,16 @@ def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
 
 
 @pytest.fixture
-def steps_in_process(monkeypatch, capsys):
+def steps_in_process(monkeypatch, capfd):
     """`python -m steps ARGV` as `steps.cli.main` in this process (no interpreter start, ~0.4 s
     of CPU less than a child): `cwd`, and `env` as the whole environment (default: this test's).
-    For tests about a record, a finding or an exit code, not about the process boundary."""
+    For tests about a record, a finding or an exit code, not about the process boundary. Its
+    stdout and stderr are file descriptors 1 and 2, as a child's: what the programs it starts
+    print there is in them too."""
     from run_fixtures import steps_cli
 
     def call(*argv: str, cwd: Path, env: dict[str, str] | None = None):
         whole = dict(os.environ) if env is None else env
-        return steps_cli(monkeypatch, capsys, *argv, cwd=cwd, env=whole)
+        return steps_cli(monkeypatch, capfd, *argv, cwd=cwd, env=whole)
 
     return call

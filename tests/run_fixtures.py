@@ -215,7 +215,8 @@ def _no_exec(*args: object) -> None:
 def steps_cli(monkeypatch, capsys, *argv: str, cwd: Path, env: dict[str, str]) -> CliResult:
     """`steps.cli.main(argv)` in this process, with `env` as the whole environment and `cwd`.
     A hand-over by exec (a local `--run`) fails the test instead of replacing pytest: such a
-    test runs `python -m steps` as a child (`steps_run`)."""
+    test runs `python -m steps` as a child (`steps_run`). `capsys` (or `capfd`, for what the
+    programs it starts print too) captures its output."""
     from steps.cli import main
 
     for name in ("execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe"):

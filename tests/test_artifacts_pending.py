@@ -12,8 +12,6 @@ of NeMo-RL's converter as a child. Cluster jobs: real run.json files whose job s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -86,18 +84,15 @@ def _train(tmp_path: Path, catalog: Path, work: Path, env: dict[str, str]):
     )  # fmt: skip
 
 
-def _lineage(target: str, work: Path, env: dict[str, str]) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "steps", "lineage", target, "--json"],
-        capture_output=True, text=True, cwd=work, env={**env, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+def _lineage(cli, target: str, work: Path, env: dict[str, str]) -> dict:
+    proc = cli("lineage", target, "--json", cwd=work, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout)["lineage"]
 
 
 @pytest.mark.slow  # execs into the stand-in trainer, runs the converter as a child
 def test_training_output_is_pending_until_its_run_ends_then_a_converter_registers_its_own(
-    tmp_path,
+    tmp_path, steps_in_process
 ):
     catalog, work, env = _setup(tmp_path)
     trained = _train(tmp_path, catalog, work, env)
@@ -114,8 +109,8 @@ def test_training_output_is_pending_until_its_run_ends_then_a_converter_register
 
     out = tmp_path / "hf"
     latest = "checkpoint=ModelArtifact-fake_dpo:latest"
-    conv = steps_run("convert/dcp_to_hf", "-c", "tiny", f"hf_path={out}", "--input", latest,
-                     cwd=work, env=env)  # fmt: skip
+    conv = steps_in_process("run", "convert/dcp_to_hf", "-c", "tiny", f"hf_path={out}",
+                            "--input", latest, cwd=work, env=env)  # fmt: skip
     assert conv.returncode == 0, conv.stdout + conv.stderr
     step = tmp_path / "ckpt" / "step_3"
     given = json.loads((out / "args.json").read_text())  # the converter read the settled step
@@ -125,12 +120,12 @@ def test_training_output_is_pending_until_its_run_ends_then_a_converter_register
         "ModelArtifact-dcp_to_hf:v0", "hf_checkpoint", str(out))  # fmt: skip
     assert f"registered ModelArtifact-dcp_to_hf:v0 (hf_checkpoint, {reg['digest']}" in conv.stderr
 
-    model = _lineage("ModelArtifact-fake_dpo", work, env)
+    model = _lineage(steps_in_process, "ModelArtifact-fake_dpo", work, env)
     assert (model["state"], model["path"], model["artifact"]) == (
         "ready", str(step), "ModelArtifact-fake_dpo:v0")  # fmt: skip
     assert model["digest"].startswith("xxh3_128:") and model["files"] == 4
 
-    hf = _lineage("ModelArtifact-dcp_to_hf:latest", work, env)
+    hf = _lineage(steps_in_process, "ModelArtifact-dcp_to_hf:latest", work, env)
     made = hf["produced_by"]
     assert made["step"] == "convert/dcp_to_hf" and made["config_digest"].startswith("sha256:")
     assert made["run_dir"] == str(only_run_dir(tmp_path / "runs", "convert/dcp_to_hf"))
@@ -140,30 +135,35 @@ def test_training_output_is_pending_until_its_run_ends_then_a_converter_register
 
 
 @pytest.mark.slow  # execs into the stand-in trainer
-def test_a_local_training_run_that_stops_before_its_end_leaves_a_failed_version(tmp_path):
+def test_a_local_training_run_that_stops_before_its_end_leaves_a_failed_version(
+    tmp_path, steps_in_process
+):
     catalog, work, env = _setup(tmp_path, FAKE_STEPS="1")
     trained = _train(tmp_path, catalog, work, env)
     assert trained.returncode == 0, trained.stderr
-    model = _lineage("ModelArtifact-fake_dpo:v0", work, env)
+    model = _lineage(steps_in_process, "ModelArtifact-fake_dpo:v0", work, env)
     assert model["state"] == "failed" and model["digest"] is None
     assert "ended at step_1 (1 of max_num_steps 3" in model["reason"]
-    refused = steps_run("convert/dcp_to_hf", "-c", "tiny", "--dry-run", "--json", "--input",
-                        "checkpoint=ModelArtifact-fake_dpo", cwd=work, env=env)  # fmt: skip
+    refused = steps_in_process("run", "convert/dcp_to_hf", "-c", "tiny", "--dry-run", "--json",
+                               "--input", "checkpoint=ModelArtifact-fake_dpo",
+                               cwd=work, env=env)  # fmt: skip
     assert refused.returncode == 2
     [f] = json.loads(refused.stdout)["findings"]
     assert f["code"] == "E-ARTIFACT-PENDING" and "ModelArtifact-fake_dpo:v0 failed:" in f["message"]
 
 
-@pytest.mark.slow  # runs the converter as a child
-def test_a_converter_that_fails_registers_nothing_and_exits_with_its_code(tmp_path):
+@pytest.mark.slow  # execs into the stand-in trainer
+def test_a_converter_that_fails_registers_nothing_and_exits_with_its_code(
+    tmp_path, steps_in_process
+):
     catalog, work, env = _setup(tmp_path)
     ckpt = tmp_path / "ckpt"
     assert _train(tmp_path, catalog, work, env).returncode == 0
     converter = tmp_path / "nemo-rl" / "examples" / "converters" / "convert_dcp_to_hf.py"
     converter.write_text("import os, sys\nos.makedirs(sys.argv[-1])\nsys.exit(3)\n")
     out = tmp_path / "hf"
-    proc = steps_run("convert/dcp_to_hf", "-c", "tiny", f"dcp_path={ckpt}", f"hf_path={out}",
-                     cwd=work, env=env)  # fmt: skip
+    proc = steps_in_process("run", "convert/dcp_to_hf", "-c", "tiny", f"dcp_path={ckpt}",
+                            f"hf_path={out}", cwd=work, env=env)  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert "E-CONVERT-FAILED dcp_to_hf ended with exit code 3" in proc.stderr
     assert out.is_dir() and "ModelArtifact-dcp_to_hf" not in load(tmp_path / "runs").artifacts
@@ -249,7 +249,9 @@ open(os.path.join(out, "model.safetensors"), "wb").write(b"weights")
 
 
 @pytest.mark.slow  # runs Megatron-Bridge's stand-in worker as a child
-def test_megatron_export_registers_its_hf_folder_and_lineage_shows_run_and_input(tmp_path):
+def test_megatron_export_registers_its_hf_folder_and_lineage_shows_run_and_input(
+    tmp_path, steps_in_process
+):
     from test_run_convert import _bridge, _nemo_rl_run
 
     ckpt = _nemo_rl_run(tmp_path / "ckpt")
@@ -257,17 +259,14 @@ def test_megatron_export_registers_its_hf_folder_and_lineage_shows_run_and_input
     (bridge / "scripts" / "conversion" / "run_conversion.py").write_text(BRIDGE_WORKER)
     env = clean_env(tmp_path, STEPS_RUNS_DIR=str(tmp_path / "runs"))
     out = tmp_path / "hf"
-    proc = steps_run("convert/megatron_to_hf", "-c", "tiny", f"megatron_path={ckpt}",
-                     f"megatron_bridge.root={bridge}", f"hf_path={out}",
-                     cwd=tmp_path, env=env)  # fmt: skip
+    proc = steps_in_process("run", "convert/megatron_to_hf", "-c", "tiny",
+                            f"megatron_path={ckpt}", f"megatron_bridge.root={bridge}",
+                            f"hf_path={out}", cwd=tmp_path, env=env)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [reg] = json.loads(proc.stdout)["artifacts"]["registered"]
     assert (reg["artifact"], reg["path"]) == ("ModelArtifact-megatron_to_hf:v0", str(out))
 
-    shown = subprocess.run(
-        [sys.executable, "-m", "steps", "lineage", "ModelArtifact-megatron_to_hf"],
-        capture_output=True, text=True, cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    shown = steps_in_process("lineage", "ModelArtifact-megatron_to_hf", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr
     run_dir = only_run_dir(tmp_path / "runs", "convert/megatron_to_hf")
     text = shown.stdout
