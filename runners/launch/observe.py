@@ -207,14 +207,6 @@ def run_progress(
     )  # fmt: skip
 
 
-def driver_log_written(job: JobRecord) -> bool:
-    """Whether the job's driver log exists where it lies (one round trip): ray.sub writes it
-    only once the Ray head is up, so a job that died before then left only its batch output."""
-    request = {"log": job.log_path, "ckpt": None, "tb": None, "log_tail": 0, "tb_tail": 0}
-    got = _shell(job).ask({"op": "run", "progress": request}, what="looking for the driver log")
-    return "log_size" in (got.get("progress") or {})
-
-
 def log_files(job: JobRecord) -> list[str]:
     """Every log of a job: ray.sub's driver, head and worker logs, then the batch output."""
     files = []

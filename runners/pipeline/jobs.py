@@ -19,8 +19,6 @@ from runners.pipeline.lineage import read_json
 
 PIPELINE = "pipeline.json"
 RECORD = "record.json"
-FAILED = {"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
-          "BOOT_FAIL", "DEADLINE", "NOT_SUBMITTED", "STOPPED"}  # fmt: skip
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 from catalog import record_file
 from catalog.atomic_write import write_atomic
+from runners.artifacts.names import artifact_name
 from runners.digest import DigestMemo, content_digest
 
 
@@ -80,13 +81,6 @@ def cache_key(
 
 
 # -- W&B ------------------------------------------------------------------------------------
-def artifact_name(step: str, type_name: str, is_model: bool, stage: str) -> str:
-    """A stage output's name: runners.artifacts' convention, the stage id for other types."""
-    from runners.artifacts.names import artifact_name as named
-
-    return named(step, type_name, is_model, stage)
-
-
 class WandbLineage:
     """One W&B run per executed stage: inputs declared as used, outputs logged as artifacts.
 
@@ -141,7 +135,7 @@ class WandbLineage:
                 if not run.settings._offline:
                     run.use_artifact(art)
             run.config.update({"steps_inputs": used})
-            for port, b in stage.outputs.items():
+            for port, b in stage.outputs.items():  # the stage id names a type of no convention
                 name = artifact_name(stage.step, b.type, self.is_model(b.type), stage.id)
                 fp = record.get("outputs", {}).get(port, {}).get("fingerprint", {})
                 run.log_artifact(

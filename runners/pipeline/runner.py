@@ -68,7 +68,7 @@ class Options:
 
 
 def _input_artifact_names(plan: Any, stage: Any, lineage: Any) -> dict[str, str]:
-    from runners.pipeline.lineage import artifact_name
+    from runners.artifacts.names import artifact_name
 
     names = {}
     for port, b in stage.inputs.items():

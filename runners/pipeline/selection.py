@@ -31,24 +31,22 @@ def select(plan: Any, opts: Any) -> tuple[set[str], set[str]]:
                 down.add(s.id)
         consider, forced = down, forced | down
     if opts.to_stage:
-        up = {opts.to_stage}
-        for s in reversed(plan.stages):
-            if s.id in up:
-                up |= set(s.after)
-        consider &= up
+        consider &= _needed(plan, opts.to_stage)
     if opts.only_stage:
         consider &= {opts.only_stage}
     return consider, forced
 
 
+def _needed(plan: Any, last: str) -> set[str]:
+    """`last` and every stage it reads from, directly or not."""
+    up = {last}
+    for s in reversed(plan.stages):  # plan order is topological
+        if s.id in up:
+            up |= set(s.after)
+    return up
+
+
 def beyond(plan: Any, opts: Any) -> set[str]:
     """Stages after --to / --only's stage: not run, and not needed by it."""
     last = opts.to_stage or opts.only_stage
-    if not last:
-        return set()
-    ids = [s.id for s in plan.stages]
-    up = {last}
-    for s in reversed(plan.stages):
-        if s.id in up:
-            up |= set(s.after)
-    return set(ids) - up
+    return {s.id for s in plan.stages} - _needed(plan, last) if last else set()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
 from runners.launch.jobs import job_runs, progress_all, refresh, refresh_all
-from runners.launch.records import job_of
+from runners.launch.records import backend_for_job, job_of
 from runners.launch.request import TERMINAL
 from runners.rundir import JobRecord
 
@@ -49,16 +49,16 @@ def followed_job(run_dir: Path, data: dict) -> JobRecord:
 
 def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
     """An ended Slurm job whose driver log was never written (it died before ray.sub started
-    the driver): its batch output instead, with `log_note` saying so."""
+    the driver; ray.sub writes it once the Ray head is up): its batch output instead, with
+    `log_note` saying so."""
     from runners.launch.backends import traits
-    from runners.launch.observe import driver_log_written
 
     log, out = job.log_path, job.batch_output
     if "ray_sub" not in traits(job.executor).has:
         return job
     if job.state not in TERMINAL or not out or not log:
         return job
-    if log == out or driver_log_written(job):
+    if log == out or backend_for_job(job).log_tail(job, 0) is not None:  # it exists
         return job
     note = f"the driver log {log} was never written (the job ended before it started); "
     return job.model_copy(

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import Finding, StepsError
-from catalog.model_errors import findings_from
+from catalog.model_errors import file_lines, findings_from
 from catalog.tomlfile import load_toml
 from runners.launch.profiles.aliases import RESERVED, Mode, translate
 from runners.launch.profiles.values import (
@@ -356,27 +356,13 @@ def merge_profiles(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict:
 
 
 def profile_line(path: Path, key: str, table: str | None = None) -> int | None:
-    """Line of `key = ...` inside `[table]` (or of the `[key]` header when no table)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    header = re.compile(r"^\s*\[\s*" + re.escape(table or key) + r"\s*\]")
-    key_re = re.compile(r"(^|[{,]\s*)" + re.escape(key) + r"\s*=")  # also inside inline tables
-    inside = False
-    for i, text in enumerate(lines, 1):
-        if header.match(text):
-            if table is None:
-                return i
-            inside = True
-            continue
-        if inside and text.lstrip().startswith("["):
-            inside = text.lstrip().startswith(f"[{table}.")
-        if inside and key_re.search(text.strip()):
-            return i
-    if table is not None:  # set by a profile it extends: the first such key in the file
-        return next((i for i, t in enumerate(lines, 1) if key_re.search(t.strip())), None)
-    return None
+    """Line of `key` inside `[table]` at any depth (or of `[key]` itself when no table); a key
+    the profile inherits: the first line that sets it in the file."""
+    lines = file_lines(path)
+    if table is None:
+        return lines.get((key,))
+    at = [(p[0] != table, n) for p, n in lines.items() if len(p) > 1 and p[-1] == key]
+    return min(at)[1] if at else None
 
 
 def _error(msg: str, path: Path | None, line: int | None, fix: str | None = None) -> StepsError:
