@@ -244,7 +244,7 @@ SLOW_FILES = {
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
     "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
     "test_config_scale.py": "exhaustive: large inputs, and the cheap bounds fuzzed against difflib",
-    "test_artifacts_wandb_settings.py": "each case runs rl_prep and lineage as CLI children",
+    "test_artifacts_wandb_settings.py": "each case runs rl_prep twice; W&B's own cases as children",
     "test_pipeline_registry.py": "a pipeline's stages are CLI children",
     "test_profile_secret_values.py": "CLI children, whose output is searched for the secret",
     "test_readme_recipe.py": "the README's commands, as CLI children",
