@@ -176,12 +176,17 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def steps_run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """`python -m steps run ...` in a subprocess, as a user types it."""
+    return steps_child("run", *argv, cwd=cwd, env=env)
+
+
+def steps_child(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m steps ...` in a subprocess, as a user types it."""
     env = dict(env)
     env["PYTHONPATH"] = str(REPO) + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
     )
     return subprocess.run(
-        [sys.executable, "-m", "steps", "run", *argv],
+        [sys.executable, "-m", "steps", *argv],
         capture_output=True,
         text=True,
         cwd=cwd,

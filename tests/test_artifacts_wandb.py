@@ -14,7 +14,9 @@ from runners.artifacts.registry import Output, Provenance, register
 from runners.artifacts.wandb_log import settings_for
 from runners.digest import DigestMemo
 
-pytestmark = pytest.mark.slow  # each logged run starts W&B's service
+# Each logged run starts W&B's service: a child, since wandb.init keeps the service and its hooks
+# for the life of the process that called it.
+pytestmark = pytest.mark.slow
 
 
 def _offline_run(run_dir: Path) -> tuple[dict, list[dict]]:
@@ -98,8 +100,10 @@ def test_an_input_given_by_name_is_logged_under_that_name_and_digest(tmp_path):
     assert (used["artifact"], used["digest"]) == ("BlendArtifact-tiny:v0", known.version.digest)
 
 
-def test_without_wandb_settings_nothing_is_logged(tmp_path):
-    proc = steps_run("data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=_env(tmp_path))
+def test_without_wandb_settings_nothing_is_logged(tmp_path, steps_in_process):
+    proc = steps_in_process(
+        "run", "data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=_env(tmp_path)
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)["artifacts"]
     assert "wandb" not in report and len(report["registered"]) == 1

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from run_fixtures import only_run_dir, steps_run
+from run_fixtures import only_run_dir, steps_child, steps_run
 from test_artifacts_pending import _lineage, _setup, _train
 from test_pipeline_lineage import offline_records
 
@@ -48,7 +48,8 @@ def test_training_and_converter_runs_log_their_artifacts_offline_with_their_dige
     assert trained.returncode == 0, trained.stderr
     assert "wandb team/nano3: logs them and their inputs when they are ready" in trained.stderr
 
-    model = _lineage("ModelArtifact-fake_dpo", work, env)  # settles it: logged now, once
+    # children: settling logs to W&B, whose wandb.init holds a service process for its caller
+    model = _lineage(steps_child, "ModelArtifact-fake_dpo", work, env)  # settles: logged, once
     assert model["state"] == "ready"
     assert model["wandb"]["logged"] is True and model["wandb"]["mode"] == "offline"
     assert model["wandb"]["sync"].startswith("wandb sync ")
@@ -65,7 +66,8 @@ def test_training_and_converter_runs_log_their_artifacts_offline_with_their_dige
     assert set(inputs) == {"train", "validation", "policy"}
     assert inputs["train"]["digest"].startswith("xxh3_128:")
     assert inputs["policy"]["digest"] is None  # a hub id: named, never hashed
-    assert _lineage("ModelArtifact-fake_dpo", work, env)["wandb"] == model["wandb"]  # not twice
+    again = _lineage(steps_child, "ModelArtifact-fake_dpo", work, env)
+    assert again["wandb"] == model["wandb"]  # not twice
 
     out = tmp_path / "hf"
     conv = steps_run("convert/dcp_to_hf", "-c", "tiny", f"hf_path={out}", "--input",
