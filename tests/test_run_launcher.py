@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from run_fixtures import (
     RECORD_VAR,
+    REPO,
     clean_env,
     dpo_step,
     fake_checkout,
@@ -117,10 +118,13 @@ def _findings(stdout: str) -> dict[str, list[dict]]:
 
 
 @needs_uv
-def test_a_uv_that_cannot_find_nemo_rls_python_stops_the_run_before_exec(tmp_path):
+def test_a_uv_that_cannot_find_nemo_rls_python_stops_the_run_before_exec(
+    tmp_path, steps_in_process
+):
     catalog, checkout, work, env = _setup(tmp_path, python=NEMO_RL_PYTHON)
     env = _offline_uv(tmp_path, env)
-    dry = steps_run(*_args(catalog, checkout, tmp_path, "--dry-run", "--json"), cwd=work, env=env)
+    argv = _args(catalog, checkout, tmp_path, "--dry-run", "--json")
+    dry = steps_in_process("run", *argv, cwd=work, env=env)
     assert dry.returncode == 1, dry.stderr
     (finding,) = _findings(dry.stdout)["E-LAUNCHER"]
     assert (
@@ -129,8 +133,8 @@ def test_a_uv_that_cannot_find_nemo_rls_python_stops_the_run_before_exec(tmp_pat
     )
     assert "No interpreter found for Python >=3.13.13, <3.14" in finding["message"]
     assert "--launcher" in finding["fix"] and "uv python install" in finding["fix"]
-    # A real run stops at preflight: exit 1, the script never starts.
-    real = steps_run(*_args(catalog, checkout, tmp_path), cwd=work, env=env)
+    # A real run stops at preflight: exit 1, the script never starts (nor is exec'd into).
+    real = steps_in_process("run", *_args(catalog, checkout, tmp_path), cwd=work, env=env)
     assert real.returncode == 1
     assert "E-LAUNCHER" in real.stderr
     assert not (tmp_path / "record.json").exists()
@@ -141,7 +145,7 @@ def test_launcher_flag_chooses_the_interpreter_over_uv_lock(tmp_path):
     catalog, checkout, work, env = _setup(tmp_path)
     env = _offline_uv(tmp_path, env)
     argv = _args(catalog, checkout, tmp_path, "--launcher", sys.executable)
-    proc = steps_run(*argv, cwd=work, env=env)
+    proc = steps_run(*argv, cwd=work, env=env)  # a child: the run execs into the launcher
     assert proc.returncode == 0, proc.stderr
     config_yaml = only_run_dir(tmp_path / "runs", "rl/fake_dpo") / "config.yaml"
     record = json.loads((tmp_path / "record.json").read_text())
@@ -153,11 +157,13 @@ def test_launcher_flag_chooses_the_interpreter_over_uv_lock(tmp_path):
     ]
 
 
-def test_a_launcher_whose_python_the_checkout_does_not_accept_stops_the_run(tmp_path):
+def test_a_launcher_whose_python_the_checkout_does_not_accept_stops_the_run(
+    tmp_path, steps_in_process
+):
     # v0.7.0 asks for Python >=3.13.13: an interpreter outside requires-python fails at import.
     catalog, checkout, work, env = _setup(tmp_path, python=NEMO_RL_PYTHON)
     argv = _args(catalog, checkout, tmp_path, "--launcher", sys.executable, "--dry-run", "--json")
-    dry = steps_run(*argv, cwd=work, env=env)
+    dry = steps_in_process("run", *argv, cwd=work, env=env)
     assert dry.returncode == 1, dry.stderr
     (finding,) = _findings(dry.stdout)["E-LAUNCHER"]
     here = platform.python_version()
@@ -167,9 +173,8 @@ def test_a_launcher_whose_python_the_checkout_does_not_accept_stops_the_run(tmp_
     )
     assert finding["location"] == f"{checkout / 'pyproject.toml'}:4"
     assert "--launcher" in finding["fix"] and "a Python >=3.13.13,<3.14" in finding["fix"]
-    real = steps_run(
-        *_args(catalog, checkout, tmp_path, "--launcher", sys.executable), cwd=work, env=env
-    )
+    argv = _args(catalog, checkout, tmp_path, "--launcher", sys.executable)
+    real = steps_in_process("run", *argv, cwd=work, env=env)
     assert real.returncode == 1 and "E-LAUNCHER" in real.stderr
     assert not (tmp_path / "record.json").exists()  # the script never started
 
@@ -205,20 +210,21 @@ def test_a_uv_that_finds_a_python_passes_the_probe(tmp_path, monkeypatch, capsys
     assert "E-PACKAGE-VERSION" not in _findings(out.stdout)
 
 
-def test_the_probe_is_cached_per_launcher_checkout_and_lock(tmp_path):
+def test_the_probe_is_cached_per_launcher_checkout_and_lock(tmp_path, steps_in_process):
     catalog, checkout, work, env = _setup(tmp_path, python=">=3.8")
     uv_record = tmp_path / "uv.json"
     fake_uv(tmp_path / "bin", uv_record)  # records each start: the cache, not uv, is under test
     env["PATH"] = f"{tmp_path / 'bin'}:{env['PATH']}"
     argv = _args(catalog, checkout, tmp_path, "--dry-run")
-    assert steps_run(*argv, cwd=work, env=env).returncode == 0
+    here = {**env, "PYTHONPATH": str(REPO)}  # the launch environment the child below has
+    assert steps_in_process("run", *argv, cwd=work, env=here).returncode == 0
     assert json.loads(uv_record.read_text())["argv"][3] == "-c"  # the probe ran
     uv_record.unlink()
-    assert steps_run(*argv, cwd=work, env=env).returncode == 0
+    assert steps_run(*argv, cwd=work, env=env).returncode == 0  # a child: the cache on disk
     assert not uv_record.exists()  # answered from the cache
     lock = checkout / "uv.lock"
     os.utime(lock, ns=(lock.stat().st_atime_ns, lock.stat().st_mtime_ns + 10**9))
-    assert steps_run(*argv, cwd=work, env=env).returncode == 0
+    assert steps_in_process("run", *argv, cwd=work, env=here).returncode == 0
     assert uv_record.exists()  # a changed uv.lock probes again
 
 
