@@ -208,15 +208,9 @@ SLOW = {
     "test_omegaconf_versions.py::test_every_steps_dry_run_decides_under_a_release_as_under_"
     "nemo_rls": "every step's dry runs in a child, per OmegaConf release",
     "test_artifacts_registry_trust.py::test_a_registry_that_cannot_be_read_is_one_finding_in_"
-    "lineage_and_input": "CLI children, bounded in memory",
+    "lineage_and_input": "writes the damaged registries, one of 64 MB, for each case",
     "test_artifacts_registry_trust.py::test_a_registering_run_refuses_a_damaged_registry_before_"
-    "any_work": "a CLI child",
-    "test_artifacts_registry_trust.py::test_lineage_of_a_deeply_nested_run_json_is_a_finding": (
-        "a CLI child"
-    ),
-    "test_artifacts_registry_trust.py::test_lineage_of_a_name_too_long_for_a_path_is_a_finding": (
-        "a CLI child"
-    ),
+    "any_work": "writes the damaged registries, one of 64 MB",
     "test_rl_prep_identity.py::test_validate_of_an_rl_prep_folder_names_a_shard_whose_content_"
     "differs": "CLI children",
     "test_rl_prep_hostile.py::test_a_device_as_step_config_is_refused_with_its_kind": "a CLI child",

@@ -7,13 +7,11 @@ is one finding (exit 2) in `lineage`, `--input NAME` and a registering run, neve
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO, clean_env, steps_run
+from run_fixtures import clean_env
 
 from catalog.errors import StepsError
 from runners.artifacts.registry import Output, Provenance, register, registry_path
@@ -40,14 +38,7 @@ def _resolve(root: Path, tmp_path: Path) -> StepsError:
     return err.value
 
 
-def _cli(*argv: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "steps", *argv, "--json"],
-        capture_output=True, text=True, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, timeout=60,
-    )  # fmt: skip
-
-
-def _finding(proc: subprocess.CompletedProcess) -> dict:
+def _finding(proc) -> dict:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     [f] = json.loads(proc.stdout)["findings"]
@@ -110,11 +101,13 @@ def _bad_registries(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 
 @pytest.mark.parametrize("case", ["not_utf8", "nested", "huge", "dev_zero"])
-def test_a_registry_that_cannot_be_read_is_one_finding_in_lineage_and_input(tmp_path, case):
+def test_a_registry_that_cannot_be_read_is_one_finding_in_lineage_and_input(
+    tmp_path, case, steps_in_process
+):
     root, _ = _bad_registries(tmp_path)[case]
     env = clean_env(tmp_path, STEPS_RUNS_DIR=str(root))
     start = time.monotonic()
-    f = _finding(_cli("lineage", f"{NAME}:latest", cwd=tmp_path, env=env))
+    f = _finding(steps_in_process("lineage", f"{NAME}:latest", "--json", cwd=tmp_path, env=env))
     assert time.monotonic() - start < 30
     expected = "E-RECORD-UNTRUSTED" if case == "dev_zero" else "E-ARTIFACT-REGISTRY"
     assert f["code"] == expected and f["path"] == str(registry_path(root))
@@ -123,11 +116,13 @@ def test_a_registry_that_cannot_be_read_is_one_finding_in_lineage_and_input(tmp_
     assert (err.value.finding.code, err.value.exit_code) == (expected, 2)
 
 
-def test_a_registering_run_refuses_a_damaged_registry_before_any_work(tmp_path):
+def test_a_registering_run_refuses_a_damaged_registry_before_any_work(tmp_path, steps_in_process):
     root, _ = _bad_registries(tmp_path)["not_utf8"]
     out = tmp_path / "out"
     env = clean_env(tmp_path, STEPS_OUTPUT=str(out), STEPS_RUNS_DIR=str(root))
-    proc = steps_run("data_prep/rl_prep", "-c", "tiny", "--json", cwd=tmp_path, env=env)
+    proc = steps_in_process(
+        "run", "data_prep/rl_prep", "-c", "tiny", "--json", cwd=tmp_path, env=env
+    )
     assert proc.returncode in (1, 2), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
@@ -135,15 +130,18 @@ def test_a_registering_run_refuses_a_damaged_registry_before_any_work(tmp_path):
     assert not out.exists()  # refused before the data was prepared
 
 
-def test_lineage_of_a_deeply_nested_run_json_is_a_finding(tmp_path):
+def test_lineage_of_a_deeply_nested_run_json_is_a_finding(tmp_path, steps_in_process):
     run_dir = tmp_path / "runs" / "data_prep" / "rl_prep" / "r1"
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text("[" * 100_000 + "]" * 100_000)
-    f = _finding(_cli("lineage", str(run_dir), cwd=tmp_path, env=clean_env(tmp_path)))
+    proc = steps_in_process(
+        "lineage", str(run_dir), "--json", cwd=tmp_path, env=clean_env(tmp_path)
+    )
+    f = _finding(proc)
     assert f["code"] == "E-RUN-RECORD"
 
 
-def test_lineage_of_a_name_too_long_for_a_path_is_a_finding(tmp_path):
+def test_lineage_of_a_name_too_long_for_a_path_is_a_finding(tmp_path, steps_in_process):
     env = clean_env(tmp_path, STEPS_RUNS_DIR=str(tmp_path / "runs"))
-    f = _finding(_cli("lineage", "A" * 5000, cwd=tmp_path, env=env))
+    f = _finding(steps_in_process("lineage", "A" * 5000, "--json", cwd=tmp_path, env=env))
     assert f["code"] == "E-ARTIFACT-UNKNOWN"
