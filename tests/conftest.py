@@ -201,8 +201,6 @@ SLOW = {
     "test_dcp_checkpoints.py::test_dcp_export_runs_nemo_rls_converter_on_the_latest_step": (
         "a CLI child and its converter"
     ),
-    "test_artifacts_registry.py::test_input_name_of_the_wrong_type_stops_the_run_before_"
-    "anything_is_written": "CLI children",
     "test_status_watch.py::test_status_follow_prints_unknown_lines_and_exits_2_when_the_cluster_"
     "stays_silent": "a CLI child waiting out its silence bound",
     "test_omegaconf_versions.py::test_every_steps_dry_run_decides_under_a_release_as_under_"

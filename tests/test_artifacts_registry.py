@@ -9,13 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from preflight_fixtures import gym_root
-from run_fixtures import REPO, clean_env, fake_checkout, steps_run
+from run_fixtures import clean_env, fake_checkout
 
 from catalog.errors import StepsError
 from catalog.types import load_catalog_types
@@ -136,22 +134,23 @@ def test_runs_registering_at_once_lose_no_version(tmp_path):
     assert sorted(names) == [f"DataBlendsArtifact-rl:v{i}" for i in range(6)]
 
 
-def _lineage(*argv: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "steps", "lineage", *argv, "--json"],
-        capture_output=True, text=True, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-
-
-@pytest.mark.slow
-def test_input_name_latest_binds_the_newest_rl_prep_output_and_lineage_shows_it(tmp_path):
+@pytest.mark.slow  # two rl_prep runs and a dry run of rlvr
+def test_input_name_latest_binds_the_newest_rl_prep_output_and_lineage_shows_it(
+    tmp_path, steps_in_process
+):
     runs = tmp_path / "runs"
     env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"), STEPS_RUNS_DIR=str(runs))
-    first = steps_run("data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=env)
+
+    def steps(*argv: str):
+        return steps_in_process(*argv, cwd=tmp_path, env=env)
+
+    def lineage(what: str):
+        return steps("lineage", what, "--json")
+
+    first = steps("run", "data_prep/rl_prep", "-c", "tiny")
     assert first.returncode == 0, first.stderr
     newer = tmp_path / "newer"
-    second = steps_run("data_prep/rl_prep", "-c", "tiny", f"output_dir={newer}", "sample=20",
-                       cwd=tmp_path, env=env)  # fmt: skip
+    second = steps("run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={newer}", "sample=20")
     assert second.returncode == 0, second.stderr
     [reg] = json.loads(second.stdout)["artifacts"]["registered"]
     assert (reg["artifact"], reg["path"], reg["new"]) == (
@@ -162,16 +161,16 @@ def test_input_name_latest_binds_the_newest_rl_prep_output_and_lineage_shows_it(
 
     checkout = fake_checkout(tmp_path / "nemo-rl")
     gym_root(checkout / "3rdparty" / "Gym-workspace")
-    dry = steps_run(
-        "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input", "train=DataBlendsArtifact-rl:latest",
-        "--nemo-rl", str(checkout), "--dry-run", "--json", cwd=tmp_path, env=env,
+    dry = steps(
+        "run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input",
+        "train=DataBlendsArtifact-rl:latest", "--nemo-rl", str(checkout), "--dry-run", "--json",
     )  # fmt: skip
     assert dry.returncode == 0, dry.stdout + dry.stderr
     train = json.loads(dry.stdout)["config"]["data"]["train"]
     paths = [t["data_path"] for t in train] if isinstance(train, list) else [train["data_path"]]
     assert paths and all(p.startswith(f"{newer}/train/") for p in paths)
 
-    shown = _lineage("DataBlendsArtifact-rl:latest", cwd=tmp_path, env=env)
+    shown = lineage("DataBlendsArtifact-rl:latest")
     assert shown.returncode == 0, shown.stderr
     doc = json.loads(shown.stdout)["lineage"]
     made = doc["produced_by"]
@@ -184,23 +183,25 @@ def test_input_name_latest_binds_the_newest_rl_prep_output_and_lineage_shows_it(
     [blend] = doc["inputs"]
     assert blend["port"] == "blend" and blend["digest"].startswith("xxh3_128:")
 
-    of_run = _lineage(str(run_dir), cwd=tmp_path, env=env)
+    of_run = lineage(str(run_dir))
     produced = json.loads(of_run.stdout)["lineage"]["produced"]
     assert [p["artifact"] for p in produced] == ["DataBlendsArtifact-rl:v1"]
 
-    missing = _lineage("DataBlendArtifact-rl", cwd=tmp_path, env=env)
+    missing = lineage("DataBlendArtifact-rl")
     assert missing.returncode == 2
     [f] = json.loads(missing.stdout)["findings"]
     assert f["code"] == "E-ARTIFACT-UNKNOWN" and "did you mean DataBlendsArtifact-rl?" in f["fix"]
 
 
-def test_input_name_of_the_wrong_type_stops_the_run_before_anything_is_written(tmp_path):
+def test_input_name_of_the_wrong_type_stops_the_run_before_anything_is_written(
+    tmp_path, steps_in_process
+):
     runs = tmp_path / "runs"
     _register(runs, _data(tmp_path / "ckpt", "{}\n"), "ModelArtifact-rlvr", "nemo_rl_checkpoint")
     env = clean_env(tmp_path, STEPS_RUNS_DIR=str(runs))
-    proc = steps_run("rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input",
-                     "train=ModelArtifact-rlvr:latest", "--dry-run", "--json",
-                     cwd=tmp_path, env=env)  # fmt: skip
+    proc = steps_in_process("run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input",
+                            "train=ModelArtifact-rlvr:latest", "--dry-run", "--json",
+                            cwd=tmp_path, env=env)  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [f] = json.loads(proc.stdout)["findings"]
     assert f["code"] == "E-ARTIFACT-TYPE"
