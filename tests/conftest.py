@@ -229,7 +229,7 @@ SLOW = {
 # Whole files of end-to-end tests: each test runs `python -m steps` (or several) in a child
 # process, about half a second of CPU each, where the in-process tests of the same rules are fast.
 SLOW_FILES = {
-    "test_output_faults.py": "full disks and unwritable folders, through the real CLI",
+    "test_output_faults.py": "full disks of 8 MB of rows, mounts, unprivileged CLI children",
     "test_run_launcher.py": "probes real launchers (uv, Pythons) in children",
     "test_record_trust.py": "every job command on planted records, each refused by a real ssh",
     "test_log_escapes.py": "job logs printed by the real CLI",

@@ -24,12 +24,13 @@ SETPRIV = shutil.which("setpriv")
 CAPS = "-dac_override,-dac_read_search"
 
 
-def steps(*argv: str, cwd: Path, env: dict[str, str], unprivileged: bool = False):
-    """`python -m steps ...` in a subprocess; `unprivileged`: without the capabilities that let
-    root write a folder whose mode says no (the venv's Python lives under /root, so the test
-    drops capabilities rather than switching to another uid)."""
+def unprivileged_steps(*argv: str, cwd: Path, env: dict[str, str]):
+    """`python -m steps ...` in a subprocess without the capabilities that let root write a
+    folder whose mode says no (the venv's Python lives under /root, so the test drops
+    capabilities rather than switching to another uid). The other faults are real filesystems,
+    met by the CLI in this process (`steps_in_process`)."""
     cmd = [sys.executable, "-m", "steps", *argv]
-    if unprivileged and os.geteuid() == 0:
+    if os.geteuid() == 0:
         cmd = [SETPRIV, f"--inh-caps={CAPS}", f"--bounding-set={CAPS}", "--", *cmd]
     env = {**env, "PYTHONPATH": str(REPO)}
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
@@ -95,26 +96,27 @@ def visible(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-def finding(done: subprocess.CompletedProcess, code: str) -> str:
+def finding(done, code: str) -> str:
     assert done.returncode == EXIT_USAGE, done.stderr
     assert "E-INTERNAL" not in done.stderr and "Traceback" not in done.stderr
     return next(line for line in done.stderr.splitlines() if f" {code} " in line)
 
 
 def test_a_full_disk_under_output_dir_is_a_setup_finding_and_leaves_nothing(
-    tmp_path, small_disk, blend_8mb
+    tmp_path, small_disk, blend_8mb, steps_in_process
 ):
-    done = steps(*rl_prep(blend_8mb, small_disk / "out"), cwd=tmp_path, env=clean_env(tmp_path))
+    argv = rl_prep(blend_8mb, small_disk / "out")
+    done = steps_in_process(*argv, cwd=tmp_path, env=clean_env(tmp_path))
     line = finding(done, "E-OUTPUT-DIR")
     assert f"no space left on the filesystem at {small_disk}" in line
     assert visible(small_disk) == []
 
 
 def test_a_full_disk_under_output_dir_with_json_is_one_finding_exit_2(
-    tmp_path, small_disk, blend_8mb
+    tmp_path, small_disk, blend_8mb, steps_in_process
 ):
     argv = [*rl_prep(blend_8mb, small_disk / "out"), "--json"]
-    done = steps(*argv, cwd=tmp_path, env=clean_env(tmp_path))
+    done = steps_in_process(*argv, cwd=tmp_path, env=clean_env(tmp_path))
     assert done.returncode == EXIT_USAGE, done.stderr
     (found,) = json.loads(done.stdout)["findings"]
     assert found["code"] == "E-OUTPUT-DIR" and "no space left" in found["message"]
@@ -129,7 +131,7 @@ def test_a_full_disk_under_output_dir_with_json_is_one_finding_exit_2(
     ids=["rl_prep", "dry-run-keep"],
 )
 def test_a_full_disk_where_runs_go_is_a_setup_finding_and_leaves_no_empty_runs_folders(
-    tmp_path, small_disk, argv
+    tmp_path, small_disk, argv, steps_in_process
 ):
     work = small_disk / "work"
     work.mkdir()
@@ -138,14 +140,17 @@ def test_a_full_disk_where_runs_go_is_a_setup_finding_and_leaves_no_empty_runs_f
             fh.write(b"\0" * (1 << 16))
             fh.flush()
     argv = [a.format(out=tmp_path / "out") for a in argv]
-    done = steps(*argv, cwd=work, env=clean_env(tmp_path))
+    done = steps_in_process(*argv, cwd=work, env=clean_env(tmp_path))
     line = finding(done, "E-RUN-DIR")
     assert f"no space left on the filesystem at {small_disk}" in line
     assert visible(work) == []
 
 
-def test_a_read_only_mount_as_output_is_a_setup_finding(tmp_path, read_only_disk, blend_8mb):
-    done = steps(*rl_prep(blend_8mb, read_only_disk / "out"), cwd=tmp_path, env=clean_env(tmp_path))
+def test_a_read_only_mount_as_output_is_a_setup_finding(
+    tmp_path, read_only_disk, blend_8mb, steps_in_process
+):
+    argv = rl_prep(blend_8mb, read_only_disk / "out")
+    done = steps_in_process(*argv, cwd=tmp_path, env=clean_env(tmp_path))
     line = finding(done, "E-OUTPUT-DIR")
     assert f"{read_only_disk} is read-only" in line
 
@@ -159,11 +164,8 @@ needs_unprivileged = pytest.mark.skipif(
 def test_an_output_folder_this_user_cannot_write_is_a_setup_finding(tmp_path, blend_8mb):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
-    done = steps(
-        *rl_prep(blend_8mb, locked / "out"),
-        cwd=tmp_path,
-        env=clean_env(tmp_path),
-        unprivileged=True,
+    done = unprivileged_steps(
+        *rl_prep(blend_8mb, locked / "out"), cwd=tmp_path, env=clean_env(tmp_path)
     )
     line = finding(done, "E-OUTPUT-DIR")
     assert f"{locked} is not writable by this user" in line
@@ -175,15 +177,15 @@ def test_a_working_folder_this_user_cannot_write_is_a_setup_finding_for_runs(tmp
     locked = tmp_path / "cwd"
     locked.mkdir(mode=0o555)
     argv = ["run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={tmp_path / 'out'}"]
-    done = steps(*argv, cwd=locked, env=clean_env(tmp_path), unprivileged=True)
+    done = unprivileged_steps(*argv, cwd=locked, env=clean_env(tmp_path))
     line = finding(done, "E-RUN-DIR")
     assert f"{locked} is not writable by this user" in line
     assert "--runs-dir" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_proc_as_output_is_a_setup_finding(tmp_path):
+def test_proc_as_output_is_a_setup_finding(tmp_path, steps_in_process):
     argv = ["run", "data_prep/rl_prep", "-c", "tiny", "output_dir=/proc/self/x"]
-    done = steps(*argv, cwd=tmp_path, env=clean_env(tmp_path))
+    done = steps_in_process(*argv, cwd=tmp_path, env=clean_env(tmp_path))
     line = finding(done, "E-OUTPUT-DIR")
     assert "takes no new files" in line
