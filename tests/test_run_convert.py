@@ -1,4 +1,5 @@
-"""`run convert/megatron_to_hf`: latest step and iteration, Megatron-Bridge argv, skip, exec."""
+"""`run convert/megatron_to_hf`: latest step and iteration, Megatron-Bridge argv, skip, the
+worker run as a child of the CLI (here in-process, with a stand-in worker that records its argv)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-from run_fixtures import clean_env, only_run_dir, steps_run
+from run_fixtures import clean_env, only_run_dir
 
 from runners.convert import latest_iteration
 
@@ -36,7 +36,9 @@ def _bridge(root: Path) -> Path:
     return root
 
 
-def test_latest_iteration_of_a_nemo_rl_run_a_weights_folder_and_an_iter_folder(tmp_path):
+def test_latest_iteration_of_a_nemo_rl_run_a_weights_folder_and_an_iter_folder(
+    tmp_path, steps_in_process
+):
     run = _nemo_rl_run(tmp_path / "ckpt")
     latest = run / "step_10" / "policy" / "weights" / "iter_0000010"
     assert latest_iteration(run) == latest
@@ -46,13 +48,13 @@ def test_latest_iteration_of_a_nemo_rl_run_a_weights_folder_and_an_iter_folder(t
     assert latest_iteration(tmp_path) is None
 
 
-@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
-def test_cpu_export_execs_the_bridge_worker_with_the_latest_iteration(tmp_path):
+def test_cpu_export_execs_the_bridge_worker_with_the_latest_iteration(tmp_path, steps_in_process):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
     record = tmp_path / "record.json"
     env = clean_env(tmp_path, FAKE_MB_RECORD=str(record), STEPS_OUTPUT=str(tmp_path / "out"))
-    proc = steps_run(
+    proc = steps_in_process(
+        "run",
         "convert/megatron_to_hf",
         "-c",
         "tiny",
@@ -93,11 +95,11 @@ def test_cpu_export_execs_the_bridge_worker_with_the_latest_iteration(tmp_path):
     assert record_json["command"][0] == sys.executable
 
 
-@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
-def test_distributed_export_runs_under_torchrun(tmp_path):
+def test_distributed_export_runs_under_torchrun(tmp_path, steps_in_process):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
-    proc = steps_run(
+    proc = steps_in_process(
+        "run",
         "convert/megatron_to_hf",
         f"megatron_path={run}",
         "hf_model_id=Qwen/Qwen3-0.6B",
@@ -119,8 +121,7 @@ def test_distributed_export_runs_under_torchrun(tmp_path):
     assert cmd[cmd.index("--ep") + 1] == "8" and "--not-strict" in cmd
 
 
-@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
-def test_existing_hf_output_is_skipped_unless_forced(tmp_path):
+def test_existing_hf_output_is_skipped_unless_forced(tmp_path, steps_in_process):
     run = _nemo_rl_run(tmp_path / "ckpt")
     bridge = _bridge(tmp_path / "mb")
     (tmp_path / "hf").mkdir()
@@ -137,31 +138,30 @@ def test_existing_hf_output_is_skipped_unless_forced(tmp_path):
         "--runs-dir",
         str(tmp_path / "runs"),
     ]
-    proc = steps_run(*args, cwd=tmp_path, env=env)
+    proc = steps_in_process("run", *args, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "conversion skipped" in proc.stderr and not record.exists()
-    proc = steps_run(*args, "--force", cwd=tmp_path, env=env)
+    proc = steps_in_process("run", *args, "--force", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(record.read_text())["argv"][-1] == "1"
 
 
-@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
-def test_a_skipped_conversion_with_json_prints_one_document(tmp_path):
+def test_a_skipped_conversion_with_json_prints_one_document(tmp_path, steps_in_process):
     run = _nemo_rl_run(tmp_path / "ckpt")
     (tmp_path / "hf").mkdir()
     (tmp_path / "hf" / "config.json").write_text("{}")
     args = ["convert/megatron_to_hf", "-c", "tiny", f"megatron_path={run}", "hf_path=hf",
             f"megatron_bridge.root={_bridge(tmp_path / 'mb')}", "--runs-dir",
             str(tmp_path / "runs"), "--json"]  # fmt: skip
-    proc = steps_run(*args, cwd=tmp_path, env=clean_env(tmp_path))
+    proc = steps_in_process("run", *args, cwd=tmp_path, env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["command"] is None  # one document: nothing ran
 
 
-@pytest.mark.slow  # runs the CLI in a child process (a real run execs)
-def test_missing_bridge_is_an_error_with_the_fix(tmp_path):
+def test_missing_bridge_is_an_error_with_the_fix(tmp_path, steps_in_process):
     run = _nemo_rl_run(tmp_path / "ckpt")
-    proc = steps_run(
+    proc = steps_in_process(
+        "run",
         "convert/megatron_to_hf",
         "-c",
         "tiny",
