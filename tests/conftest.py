@@ -209,8 +209,6 @@ SLOW = {
     "lineage_and_input": "writes the damaged registries, one of 64 MB, for each case",
     "test_artifacts_registry_trust.py::test_a_registering_run_refuses_a_damaged_registry_before_"
     "any_work": "writes the damaged registries, one of 64 MB",
-    "test_rl_prep_identity.py::test_validate_of_an_rl_prep_folder_names_a_shard_whose_content_"
-    "differs": "CLI children",
     "test_rl_prep_hostile.py::test_a_device_as_step_config_is_refused_with_its_kind": "a CLI child",
     "test_cli_contract.py::test_ctrl_c_through_code_compiled_from_a_string_exits_130_not_killed_"
     "by_sigint": "a CLI child, interrupted",

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -96,18 +94,13 @@ def test_the_manifest_records_each_shards_sha256_and_xxh3(built):
     assert len(shard[SHA256]) == 64
 
 
-def validate(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", str(path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.mark.parametrize("recorded", [XXH3, SHA256], ids=["xxh3_128", "sha256-only manifest"])
-def test_validate_of_an_rl_prep_folder_names_a_shard_whose_content_differs(built, recorded):
+def test_validate_of_an_rl_prep_folder_names_a_shard_whose_content_differs(
+    built, recorded, steps_in_process
+):
+    def validate(path: Path):
+        return steps_in_process("validate", "nemo_gym_jsonl", str(path), cwd=REPO)
+
     _, out = built
     manifest_path = out / "manifest.json"
     if recorded == SHA256:  # a manifest written before shards recorded xxh3_128
