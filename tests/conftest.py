@@ -230,7 +230,6 @@ SLOW_FILES = {
     "test_output_faults.py": "full disks of 8 MB of rows, mounts, unprivileged CLI children",
     "test_run_launcher.py": "probes real launchers (uv, Pythons) in children",
     "test_record_trust.py": "every job command on planted records, each refused by a real ssh",
-    "test_log_escapes.py": "job logs printed by the real CLI",
     "test_upstream_judge.py": "each judgement is a child process (a stand-in upstream)",
     "test_upstream_setup_judge.py": "each judgement runs the stand-in's setup in a child process",
     "test_config_scale.py": "exhaustive: large inputs, and the cheap bounds fuzzed against difflib",

@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO
 
 from runners.monitor.terminal import terminal_safe
 
@@ -52,20 +49,13 @@ def ended_job(tmp_path: Path) -> Path:
     return run_dir
 
 
-def steps(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "STEPS_COMMAND_SECONDS": "20"}
-    return subprocess.run(
-        [sys.executable, "-m", "steps", *argv],
-        cwd=tmp_path, env=env, capture_output=True, timeout=120,
-    )  # fmt: skip
-
-
 @pytest.mark.parametrize("argv", [("diagnose", "4242"), ("logs", "4242"), ("status", "4242")])
-def test_a_log_line_with_escapes_prints_no_control_byte(tmp_path, argv):
+def test_a_log_line_with_escapes_prints_no_control_byte(tmp_path, argv, steps_in_process):
     ended_job(tmp_path)
-    res = steps(tmp_path, *argv)
-    out, err = res.stdout, res.stderr
-    assert res.returncode == 0, err.decode()
+    env = {**os.environ, "STEPS_COMMAND_SECONDS": "20"}
+    res = steps_in_process(*argv, cwd=tmp_path, env=env)
+    out, err = res.stdout.encode(), res.stderr.encode()  # the bytes a UTF-8 terminal gets
+    assert res.returncode == 0, res.stderr
     assert not CONTROL.search(out), out
     assert not CONTROL.search(err), err
     if argv[0] == "diagnose":
