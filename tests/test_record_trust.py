@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from run_fixtures import steps_child
 
 OTHER_UID = 65534  # nobody: tests run as root, which may chown to it
 ENV_TOML = """[lab]
@@ -44,11 +45,13 @@ def write_record(tmp_path: Path, mark: Path, name: str = "20260101T000000Z-poiso
 
 @pytest.fixture
 def steps(steps_in_process):
-    """`python -m steps ARGV` from tmp_path, in this process: ssh is the real one (its
-    ProxyCommand would be a real `touch`)."""
+    """`python -m steps ARGV` from tmp_path, in this process unless `child`: ssh is the real one
+    (its ProxyCommand would be a real `touch`)."""
 
-    def call(tmp_path: Path, *argv: str):
+    def call(tmp_path: Path, *argv: str, child: bool = False):
         env = {**os.environ, "STEPS_COMMAND_SECONDS": "20"}
+        if child:
+            return steps_child(*argv, cwd=tmp_path, env=env)
         return steps_in_process(*argv, cwd=tmp_path, env=env)
 
     return call
@@ -67,7 +70,8 @@ COMMANDS = [("jobs",), ("status", "999"), ("cancel", "last"), ("logs", "999"), (
 def test_run_json_owned_by_another_user_runs_nothing(steps, tmp_path, mark, argv):
     run_dir = write_record(tmp_path, mark)
     os.chown(run_dir / "run.json", OTHER_UID, OTHER_UID)
-    res = steps(tmp_path, *argv)
+    # `diagnose` through the real entry point: no other test starts that command as a child
+    res = steps(tmp_path, *argv, child=argv[0] == "diagnose")
     assert not mark.exists(), f"{argv}: the record's ProxyCommand ran"
     assert "Traceback" not in res.stderr
     said = f"not using {run_dir / 'run.json'}: it is owned by uid {OTHER_UID}, not by you"
