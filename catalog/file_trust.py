@@ -9,6 +9,8 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
+from catalog.errors import StepsError
+
 
 @lru_cache(maxsize=64)
 def _private_group(gid: int, uid: int) -> bool:
@@ -37,9 +39,12 @@ def problem(item: Path, folder: bool) -> str | None:
     return None
 
 
-def first_problem(items: list[tuple[Path, bool]]) -> tuple[Path, bool, str, str] | None:
-    """(item, is folder, problem, fix) for the first of `items` (path, is a folder) someone
-    else may have written, or None when you alone could write them all."""
+def untrusted(
+    items: list[tuple[Path, bool]], used: str, why: str, otherwise: str
+) -> StepsError | None:
+    """E-RECORD-UNTRUSTED (exit 2) naming the first of `items` (path,
+    is a folder; the record itself first) someone else may have written, else None: `used`
+    names the record, `why` says why it must be yours alone, `otherwise` what else to do."""
     for item, folder in items:
         try:
             found = problem(item, folder)
@@ -47,9 +52,12 @@ def first_problem(items: list[tuple[Path, bool]]) -> tuple[Path, bool, str, str]
             found = f"cannot be checked ({exc.strerror})"
         if found is None:
             continue
-        if "owned" in found:
-            fix = f"if it is yours, `chown {os.getuid()} {shlex.quote(str(item))}`"
-        else:
-            fix = f"if it is yours, `chmod go-w {shlex.quote(str(item))}`"
-        return item, folder, found, fix
+        how = f"chown {os.getuid()}" if "owned" in found else "chmod go-w"
+        return StepsError(
+            "E-RECORD-UNTRUSTED",
+            f"not using {used}: {f'its folder {item}' if folder else 'it'} {found}; {why}",
+            path=str(items[0][0]),
+            fix=f"if it is yours, `{how} {shlex.quote(str(item))}`; else {otherwise}",
+            exit_code=2,
+        )
     return None

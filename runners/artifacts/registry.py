@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from catalog.atomic_write import write_atomic
 from catalog.did_you_mean import close_matches, phrase
 from catalog.errors import StepsError
-from catalog.file_trust import first_problem
+from catalog.file_trust import untrusted
 from catalog.record_file import exists_as, read_json, reason
 from runners.artifacts.names import LATEST, Ref
 from runners.digest import DigestMemo, content_digest
@@ -137,35 +137,26 @@ def load(root: Path) -> RegistryFile:
     path = registry_path(root)
     if not path.is_symlink() and not exists_as(path):
         return RegistryFile()
-    refused = first_problem([(path, False), (Path(root), True)])
+    refused = untrusted(
+        [(path, False), (Path(root), True)],
+        f"the artifact registry {path}",
+        "a registry decides which data and checkpoints a name gives, so it is used only when it "
+        "is yours and no one else can write it or its folder",
+        "move it aside (runs keep their run.json) and pass inputs as paths",
+    )
     if refused is not None:
-        item, folder, problem, fix = refused
-        what = f"its folder {item}" if folder else "it"
-        raise StepsError(
-            "E-RECORD-UNTRUSTED",
-            f"not using the artifact registry {path}: {what} {problem}; a registry decides "
-            "which data and checkpoints a name gives, so it is used only when it is yours and "
-            "no one else can write it or its folder",
-            path=str(path),
-            fix=f"{fix}; else move it aside (runs keep their run.json) and pass inputs as paths",
-            exit_code=2,
-        )
+        raise refused
     try:
         return RegistryFile.model_validate(read_json(path))
-    except OSError as exc:
-        raise _damaged(path, reason(exc)) from None
-    except (ValueError, ValidationError) as exc:
-        raise _damaged(path, reason(exc)) from None
-
-
-def _damaged(path: Path, why: str) -> StepsError:
-    return StepsError(
-        "E-ARTIFACT-REGISTRY",
-        f"cannot read the artifact registry: {why}",
-        path=str(path),
-        fix="restore it from a backup, or move it aside (the runs it lists keep their run.json)",
-        exit_code=2,
-    )
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise StepsError(
+            "E-ARTIFACT-REGISTRY",
+            f"cannot read the artifact registry: {reason(exc)}",
+            path=str(path),
+            fix="restore it from a backup, or move it aside (the runs it lists keep their "
+            "run.json)",
+            exit_code=2,
+        ) from None
 
 
 @contextmanager

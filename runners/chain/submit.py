@@ -105,19 +105,14 @@ def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
                 "shared_dirs (mounted here and on the cluster)",
                 exit_code=2,
             )
-        return ChainRecord(
-            executor=profile.executor, checkpoint_dir=ckpt, job_name=backend.submission_id(req),
-            **common,
+        common.update(checkpoint_dir=ckpt, job_name=backend.submission_id(req))
+    else:
+        name, mounts = backend.job_name(req), list(profile.mounts)
+        common.update(
+            checkpoint_dir=host_path(ckpt, mounts), job_name=name, submit_cwd=req.cwd,
+            sbatch=backend.sbatch_argv(req, name), log_dir=host_path(req.job_dir, mounts),
         )  # fmt: skip
-    return ChainRecord(
-        executor=profile.executor,
-        checkpoint_dir=host_path(ckpt, list(profile.mounts)),
-        job_name=backend.job_name(req),
-        sbatch=backend.sbatch_argv(req, backend.job_name(req)),
-        submit_cwd=req.cwd,
-        log_dir=host_path(req.job_dir, list(profile.mounts)),
-        **common,
-    )
+    return ChainRecord(executor=profile.executor, **common)
 
 
 def configure(req: Any, target: Any) -> None:
@@ -189,12 +184,10 @@ def prepare_chain(plan: Any, target: Any) -> None:
 
     req = plan.request
     record = chain_record(plan, target, plan.chain)
-    if record.attached:  # no segment script: the attached process is the driver
-        update_record(plan.run_dir, chain=record.model_dump(mode="json"))
-        return
-    mounts = list(target.profile.mounts)
-    ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
-    text = segment_script(host_path(req.job_dir, mounts), ray_sub)
-    Path(plan.run_dir, SCRIPT).write_text(text, encoding="utf-8")
-    job_code.stage(plan.run_dir)
+    if not record.attached:  # else no segment script: the attached process is the driver
+        mounts = list(target.profile.mounts)
+        ray_sub = host_path(f"{req.cwd}/ray.sub", mounts)
+        text = segment_script(host_path(req.job_dir, mounts), ray_sub)
+        Path(plan.run_dir, SCRIPT).write_text(text, encoding="utf-8")
+        job_code.stage(plan.run_dir)
     update_record(plan.run_dir, chain=record.model_dump(mode="json"))

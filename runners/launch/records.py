@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from catalog import file_trust
 from catalog.errors import StepsError
-from catalog.file_trust import first_problem, problem
+from catalog.file_trust import problem
 from catalog.model_errors import dotted, error_from
 from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 
@@ -47,19 +48,12 @@ def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
     items = [(run_dir / RECORD, False), (run_dir, True)]
     if root is not None and run_dir.is_relative_to(root):
         items += [(p, True) for p in run_dir.parents if p.is_relative_to(root)]
-    found = first_problem(items)
-    if found is not None:
-        item, folder, problem, fix = found
-        what = "its folder " + str(item) if folder else "it"
-        return StepsError(
-            "E-RECORD-UNTRUSTED",
-            f"not using {run_dir / RECORD}: {what} {problem}; a job record is used only when it "
-            "is yours and no one else can write it or its folders",
-            path=str(run_dir / RECORD),
-            fix=f"{fix}; else delete the run dir (`rm -r {shlex.quote(str(run_dir))}`)",
-            exit_code=2,
-        )
-    return None
+    return file_trust.untrusted(
+        items,
+        str(run_dir / RECORD),
+        "a job record is used only when it is yours and no one else can write it or its folders",
+        f"delete the run dir (`rm -r {shlex.quote(str(run_dir))}`)",
+    )
 
 
 def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
@@ -128,7 +122,7 @@ def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     if isinstance(recorded, str) and recorded:
         path = Path(recorded)
         try:
-            if path.is_file() and not problem(path, False) and not problem(path.parent, True):
+            if path.is_file() and not (problem(path, False) or problem(path.parent, True)):
                 return path
         except OSError:
             pass

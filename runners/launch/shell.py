@@ -315,7 +315,9 @@ class Shell:
 
     def _stage_failed(self, remote: str, detail: str, bound: bool = False) -> StepsError:
         dest = f"{self.host}:{remote}" if self.host else remote
-        fix = "check that remote_dir exists and is writable on the cluster"
+        fix = "check that remote_dir exists and is writable " + (
+            "on the cluster" if self.host else "here (the cluster's shared storage, mounted)"
+        )
         if bound:
             fix += " and that the link is up; a large run dir may need a larger STEPS_STAGE_SECONDS"
         return StepsError(

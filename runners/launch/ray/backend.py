@@ -36,7 +36,7 @@ from runners.launch.request import (
     under,
     unknown,
 )
-from runners.launch.shell import LostContact, seconds
+from runners.launch.shell import LostContact, Shell, seconds
 from runners.rundir import JobRecord
 
 UPLOAD_DIR = "$STEPS_RUN_DIR"  # where the uploaded run dir is, inside the job's entrypoint
@@ -252,8 +252,9 @@ class RayBackend(RayJudgeGate):
             job.state, job.reason = NOT_SUBMITTED, f.message
             raise StepsError(f.code, f.message, path=f.path, fix=f.fix)
         upload = req.job_dir == UPLOAD_DIR
-        try:
-            self._stage(req, upload)
+        try:  # uploaded with the job (its size is one of the refusals), else copied from here
+            if not upload:
+                Shell().copy_dir(req.run_dir, req.job_dir)
         except StepsError as exc:
             job.state, job.reason = NOT_SUBMITTED, exc.finding.message
             raise
@@ -290,24 +291,6 @@ class RayBackend(RayJudgeGate):
         finally:
             client.timeout = seconds("COMMAND")
         return job  # pragma: no cover - the loop returns or raises
-
-    def _stage(self, req: LaunchRequest, upload: bool) -> None:
-        """The run dir where the job reads it: uploaded, or copied to remote_dir."""
-        if upload:  # its size is one of the refusals
-            return
-        import shutil
-
-        dest = Path(req.job_dir)
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(req.run_dir, dest, dirs_exist_ok=True)
-        except OSError as exc:
-            raise StepsError(
-                "E-REMOTE-STAGE",
-                f"copying the run dir to {dest} failed (nothing was submitted): {exc}",
-                fix="check that remote_dir is mounted here and writable",
-                exit_code=2,
-            ) from None
 
     def _known(self, sid: str) -> bool | None:
         """Whether Ray holds submission `sid` (None when it cannot be asked)."""
