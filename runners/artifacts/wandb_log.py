@@ -115,16 +115,48 @@ def log_run(
     settings: WandbSettings,
     *,
     step: str,
-    run_dir: Path,
+    run_dir: Path | None,
     config: dict,
     used: list[Logged],
     produced: list[Logged],
     is_model: Any,
+    name: str | None = None,
+    group: str | None = None,
 ) -> dict:
-    """One W&B run for this steps run; returns what was logged (and, offline, what to sync)."""
+    """One W&B run for this steps run (or pipeline stage: `name`, `group`, no run dir of its
+    own); returns what was logged (and, offline, what to sync)."""
     wandb = import_wandb()
     try:
-        return _log_run(wandb, settings, step, run_dir, config, used, produced, is_model)
+        run = wandb.init(
+            project=settings.project,
+            entity=settings.entity,
+            dir=str(run_dir) if run_dir is not None else None,
+            group=group,
+            job_type=step,
+            name=name or f"{step}/{run_dir.name if run_dir else step}",
+            reinit="create_new",
+            config={**config, "steps_inputs": [vars(u) for u in used]},
+            settings=wandb.Settings(console="off", silent=True),
+        )
+        try:
+            for u in used:
+                if not run.settings._offline:
+                    named = u.artifact.partition(":")[0]
+                    meta = {"steps_type": u.type, "steps_digest": u.digest, "steps_path": u.path}
+                    hub = not Path(u.path).is_absolute()  # a hub id: named, never hashed
+                    art = wandb_artifact(wandb, named, is_model(u.type), u.path, hub, meta)
+                    run.use_artifact(art)
+            for o in produced:
+                named, _, alias = o.artifact.partition(":")
+                meta = {"steps_type": o.type, "steps_digest": o.digest, "steps_path": o.path,
+                        "port": o.port, "step": step}  # fmt: skip
+                art = wandb_artifact(wandb, named, is_model(o.type), o.path, False, meta)
+                o.by_reference = any(e.ref for e in art.manifest.entries.values())
+                run.log_artifact(art, aliases=["latest", alias] if alias else ["latest"])
+            offline = bool(run.settings._offline)
+            local_dir = str(Path(run.dir).parent) if offline else None
+        finally:
+            run.finish()
     except Exception as exc:  # W&B raises its own errors (usage, network, auth): a finding
         raise StepsError(
             "E-WANDB-LOG",
@@ -134,46 +166,6 @@ def log_run(
             "(`wandb sync` uploads later)",
             exit_code=2,
         ) from None
-
-
-def _log_run(
-    wandb: Any,
-    settings: WandbSettings,
-    step: str,
-    run_dir: Path,
-    config: dict,
-    used: list[Logged],
-    produced: list[Logged],
-    is_model: Any,
-) -> dict:
-    run = wandb.init(
-        project=settings.project,
-        entity=settings.entity,
-        dir=str(run_dir),
-        job_type=step,
-        name=f"{step}/{run_dir.name}",
-        reinit="create_new",
-        config={**config, "steps_inputs": [vars(u) for u in used]},
-        settings=wandb.Settings(console="off", silent=True),
-    )
-    try:
-        for u in used:
-            if not run.settings._offline:
-                name = u.artifact.partition(":")[0]
-                meta = {"steps_type": u.type, "steps_digest": u.digest, "steps_path": u.path}
-                hub = not Path(u.path).is_absolute()  # a hub id: named, never hashed
-                run.use_artifact(wandb_artifact(wandb, name, is_model(u.type), u.path, hub, meta))
-        for o in produced:
-            name, _, alias = o.artifact.partition(":")
-            meta = {"steps_type": o.type, "steps_digest": o.digest, "steps_path": o.path,
-                    "port": o.port, "step": step}  # fmt: skip
-            art = wandb_artifact(wandb, name, is_model(o.type), o.path, False, meta)
-            o.by_reference = any(e.ref for e in art.manifest.entries.values())
-            run.log_artifact(art, aliases=["latest", alias] if alias else ["latest"])
-        offline = bool(run.settings._offline)
-        local_dir = str(Path(run.dir).parent) if offline else None
-    finally:
-        run.finish()
     report: dict[str, Any] = {
         "project": settings.project,
         "entity": settings.entity,

@@ -16,7 +16,7 @@ from typing import Any
 
 from catalog import record_file
 from catalog.atomic_write import write_atomic
-from runners.artifacts.names import artifact_name
+from runners.artifacts.names import artifact_name, is_model
 from runners.digest import DigestMemo, content_digest
 
 
@@ -82,66 +82,43 @@ def cache_key(
 
 # -- W&B ------------------------------------------------------------------------------------
 class WandbLineage:
-    """One W&B run per executed stage: inputs declared as used, outputs logged as artifacts.
-
-    Online, inputs go through `run.use_artifact` (W&B matches them to the producing stage's
-    artifact by name and digest). W&B refuses `use_artifact` offline, so offline runs record the
-    inputs in the run config (`steps_inputs`) and `wandb sync` shows outputs only. Artifacts are
-    built as `steps run` builds them (runners.artifacts.wandb_log).
-    """
+    """One W&B run per executed stage, grouped under the pipeline, logged as `steps run` logs a
+    run (runners.artifacts.wandb_log.log_run): inputs used online (offline W&B refuses
+    `use_artifact`: they are in the run's config, `steps_inputs`), outputs as artifacts."""
 
     def __init__(self, pipeline: str, project: str | None, entity: str | None, graph: Any) -> None:
-        from runners.artifacts.wandb_log import import_wandb
+        from runners.artifacts.wandb_log import WandbSettings, import_wandb
 
-        self.wandb, self.pipeline, self.graph = import_wandb(), pipeline, graph
-        self.project = project or os.environ.get("WANDB_PROJECT") or pipeline
-        self.entity = entity
+        import_wandb()  # E-WANDB-MISSING before the first stage runs
+        project = project or os.environ.get("WANDB_PROJECT") or pipeline
+        self.settings = WandbSettings(project, entity, f"pipeline {pipeline}")
+        self.pipeline, self.graph = pipeline, graph
 
     def is_model(self, type_name: str) -> bool:
         """A checkpoint type (logged as a W&B model, by reference), else a dataset."""
-        from runners.artifacts.names import is_model
-
         return is_model(type_name, self.graph)
-
-    def _artifact(self, name: str, type_name: str, path: str, hub: bool, meta: dict):
-        from runners.artifacts.wandb_log import wandb_artifact
-
-        model = self.is_model(type_name)
-        return wandb_artifact(self.wandb, name, model, path, hub, {"steps_type": type_name, **meta})
 
     def log_stage(self, stage: Any, record: dict, input_names: dict[str, str]) -> None:
         """Log one completed stage; `input_names` maps an input port to its artifact name."""
-        run = self.wandb.init(
-            project=self.project,
-            entity=self.entity,
-            group=self.pipeline,
-            job_type=stage.step,
-            name=f"{self.pipeline}/{stage.id}",
-            reinit="create_new",
-            config={
-                "stage": stage.id,
-                "step": stage.step,
-                "version": stage.version,
-                "config_hash": record.get("config_hash"),
-                "cache_key": record.get("cache_key"),
-            },
-        )
-        try:
-            used = []
-            for port, b in stage.inputs.items():
-                name = input_names[port]
-                art = self._artifact(name, b.type, b.value, b.hub, {"port": port})
-                used.append({"port": port, "artifact": name, "type": b.type, "value": b.value})
-                if not run.settings._offline:
-                    run.use_artifact(art)
-            run.config.update({"steps_inputs": used})
-            for port, b in stage.outputs.items():  # the stage id names a type of no convention
-                name = artifact_name(stage.step, b.type, self.is_model(b.type), stage.id)
-                fp = record.get("outputs", {}).get(port, {}).get("fingerprint", {})
-                run.log_artifact(
-                    self._artifact(
-                        name, b.type, b.value, False, {"port": port, "stage": stage.id, **fp}
-                    )
-                )
-        finally:
-            run.finish()
+        from runners.artifacts.wandb_log import Logged, log_run
+
+        def digest(side: str, port: str) -> str | None:
+            return record.get(side, {}).get(port, {}).get("fingerprint", {}).get("digest")
+
+        used = [Logged(port, input_names[port], b.type, digest("inputs", port), b.value)
+                for port, b in stage.inputs.items()]  # fmt: skip
+        produced = [
+            Logged(port, artifact_name(stage.step, b.type, self.is_model(b.type), stage.id),
+                   b.type, digest("outputs", port), b.value)
+            for port, b in stage.outputs.items()
+        ]  # fmt: skip
+        config = {
+            "stage": stage.id,
+            "step": stage.step,
+            "version": stage.version,
+            "config_hash": record.get("config_hash"),
+            "cache_key": record.get("cache_key"),
+        }
+        log_run(self.settings, step=stage.step, run_dir=None, config=config, used=used,
+                produced=produced, is_model=self.is_model, name=f"{self.pipeline}/{stage.id}",
+                group=self.pipeline)  # fmt: skip
