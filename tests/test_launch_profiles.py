@@ -17,7 +17,8 @@ from cluster_fixtures import PYTHON, dry_run_env, slurm, stand_in_checkout  # no
 from run_fixtures import REPO, clean_env, steps_cli
 
 from catalog.errors import StepsError
-from runners.launch.profiles.env_toml import find_env_file, load_profile
+from runners.launch.profiles.env_file import find_env_file
+from runners.launch.profiles.env_toml import load_profile
 from runners.launch.request import RemoteFacts
 from runners.preflight import BoundArtifact, PreflightContext
 from runners.preflight.remote import remote_inputs

@@ -115,7 +115,7 @@ def _profile(path: str, stamp: tuple[int, int], name: str) -> Profile:
 def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
     """The env.toml the run was launched with when it is still there and yours alone, else the
     one `run` would find now."""
-    from runners.launch.profiles.env_toml import find_env_file
+    from runners.launch.profiles.env_file import find_env_file
 
     launch = data.get("launch")
     recorded = launch.get("env_file") if isinstance(launch, dict) else None

@@ -32,7 +32,7 @@ def wandb_table(env_file: str | None, env: dict, cwd: Path) -> tuple[Path | None
     """(env.toml, its `[wandb]` table) of this run; (None, None) without an env.toml `run`
     would use."""
     from catalog.tomlfile import load_toml
-    from runners.launch.profiles.env_toml import find_env_file
+    from runners.launch.profiles.env_file import find_env_file
 
     try:
         path = Path(env_file) if env_file else find_env_file(None, env, cwd)

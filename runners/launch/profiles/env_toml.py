@@ -1,8 +1,7 @@
 """env.toml launch profiles: where a run goes (this machine, a Slurm cluster, a Ray cluster).
 
-The file is found at `--env-file PATH`, else `$STEPS_ENV_FILE`, else `env.toml` in the current
-directory or a parent (only when you own it and no one else can write it or its folder), else
-`~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
+Which file is read is `env_file` (`--env-file PATH`, `$STEPS_ENV_FILE`, `env.toml` up from the
+current directory when it is yours alone, `~/.config/steps/env.toml`).
 Each top-level table is a profile, but Nemotron's settings tables (`[wandb]`, read by
 runners/run for W&B, `[cli]`, `[cache]`, `[artifacts]`). Nemotron's and nemo-run's keys are read
 as ours (`aliases`), and every problem of a profile is reported in one E-PROFILE.
@@ -18,8 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +28,7 @@ from catalog.errors import Finding, StepsError
 from catalog.model_errors import file_lines, findings_from
 from catalog.tomlfile import load_toml
 from runners.launch.profiles.aliases import RESERVED, Mode, translate
+from runners.launch.profiles.env_file import find_env_file
 from runners.launch.profiles.values import (
     PROFILE_VALUE,
     AbsDir,
@@ -42,8 +40,6 @@ from runners.launch.profiles.values import (
     no_control,
 )
 
-ENV_FILE_VAR = "STEPS_ENV_FILE"
-ENV_FILE_NAME = "env.toml"
 APPENDED = ("mounts", "secrets", "shared_dirs")
 DEFAULT_LAUNCHER = "uv run python"
 _EXAMPLES = {
@@ -154,66 +150,6 @@ def model_for(executor: Any) -> type[BaseModel] | None:
 _FIELDS = {
     name for model in (LocalProfile, SlurmProfile, RayProfile) for name in model.model_fields
 }
-
-
-def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
-    """The env.toml to read, in the documented order; E-PROFILE (exit 2) when there is none."""
-    tried: list[str] = []
-    if explicit:
-        path = (cwd / Path(explicit).expanduser()).resolve()
-        if path.is_file():
-            return path
-        raise _error(f"--env-file {explicit}: no such file", None, None)
-    if env.get(ENV_FILE_VAR):
-        path = Path(env[ENV_FILE_VAR]).expanduser()
-        if path.is_file():
-            return path
-        raise _error(f"${ENV_FILE_VAR}={path}: no such file", None, None)
-    for folder in (cwd, *cwd.parents):
-        if (folder / ENV_FILE_NAME).is_file():
-            return trusted(folder / ENV_FILE_NAME, cwd)
-    tried.append(f"{ENV_FILE_NAME} in {cwd} and its parents")
-    config_home = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
-    user = config_home.expanduser() / "steps" / ENV_FILE_NAME
-    if user.is_file():
-        return user
-    tried.append(str(user))
-    raise StepsError(
-        "E-PROFILE",
-        "no env.toml found (tried " + "; ".join(tried) + ")",
-        fix="write an env.toml with your cluster profile (see docs/cluster.md) "
-        f"or pass --env-file PATH / set ${ENV_FILE_VAR}",
-        exit_code=2,
-    )
-
-
-def trusted(path: Path, cwd: Path) -> Path:
-    """`path` (an env.toml found by walking up from `cwd`) when it is yours and no one else can
-    write it or its folder, as ssh treats its config: a profile runs ssh options and commands,
-    so a file someone else placed above your project must not choose them. E-PROFILE else."""
-    uid = os.getuid()
-    for what, item in (("", path), ("its folder ", path.parent)):
-        st = item.stat()
-        owners = (uid,) if not what else (uid, 0)  # root can change anything you run anyway
-        if st.st_uid not in owners:
-            problem = f"{what}is owned by uid {st.st_uid}, not by you (uid {uid})"
-        elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            problem = f"{what}is writable by {'group' if st.st_mode & stat.S_IWGRP else 'others'}"
-        else:
-            continue
-        where = "the current directory" if path.parent == cwd else f"a parent of {cwd}"
-        chmod = f"chmod go-w {shlex.quote(str(item))}"
-        raise StepsError(
-            "E-PROFILE",
-            f"not using {path} (found in {where}): it {problem}; an env.toml found by walking "
-            "up is used only when it is yours and no one else can write it",
-            path=str(path),
-            fix=f"if you trust it, pass --env-file {shlex.quote(str(path))}; if it is yours, "
-            + (chmod if "writable" in problem else f"chown {uid} {shlex.quote(str(item))}")
-            + "; else put your own env.toml in your project",
-            exit_code=2,
-        )
-    return path
 
 
 def load_profile(
