@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from catalog.errors import StepsError
 from runners.launch.records import backend_for_job, job_of, locate, located, read_job_run, untrusted
@@ -23,6 +23,9 @@ from runners.rundir import RECORD, JobRecord, read_record, runs_root, update_rec
 
 if TYPE_CHECKING:
     from runners.monitor.progress import Progress
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _records(root: Path) -> list[tuple[Path, dict, StepsError | None]]:
@@ -134,9 +137,10 @@ def refresh_all(
             out[i] = unknown(job, job.unlocated.message)
         elif job.state not in TERMINAL:
             groups.setdefault(_group_key(job), []).append(i)
-    asked = {key: [out[i] for i in idx] for key, idx in groups.items()}
-    for key, answer in _ask_hosts(asked, env).items():
-        for i, new in zip(groups[key], answer, strict=True):
+    asked = [[out[i] for i in idx] for idx in groups.values()]
+    answers = _each(lambda jobs: _refresh_group(jobs, env), asked)  # the hosts side by side
+    for idx, answer in zip(groups.values(), answers, strict=True):
+        for i, new in zip(idx, answer, strict=True):
             out[i] = new
     for (run_dir, data), new in zip(runs, out, strict=True):
         saved = _saved(new).dump()
@@ -145,18 +149,15 @@ def refresh_all(
     return out
 
 
-def _ask_hosts(
-    asked: dict[tuple, list[JobRecord]], env: dict[str, str] | None
-) -> dict[tuple, list[JobRecord]]:
-    """Each host's answer for its jobs: several hosts are asked concurrently, one (`status`,
-    `logs` of a run) from this thread, with no pool to start."""
-    if len(asked) <= 1:
-        return {key: _refresh_group(jobs, env) for key, jobs in asked.items()}
+def _each(fn: Callable[[T], R], items: list[T]) -> list[R]:
+    """[fn(item) for item in items], up to 8 side by side (each waits on a cluster or a file
+    system); one (`status`, `logs` of a run) from this thread, with no pool to start."""
+    if len(items) <= 1:
+        return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(8, len(asked))) as pool:
-        futures = {key: pool.submit(_refresh_group, jobs, env) for key, jobs in asked.items()}
-        return {key: future.result() for key, future in futures.items()}
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _saved(job: JobRecord) -> JobRecord:
@@ -210,12 +211,7 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[P
                 update_record(run_dir, final_progress=progress.to_dict())
         return progress if progress and (progress.step or progress.max_steps) else None
 
-    if len(runs) <= 1:  # nothing to overlap: no thread pool to start
-        return [one(item) for item in zip(runs, jobs, strict=True)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, zip(runs, jobs, strict=True)))
+    return _each(one, list(zip(runs, jobs, strict=True)))
 
 
 @dataclass
