@@ -61,19 +61,18 @@ def too_deep(limit: int = MAX_DEPTH) -> str:
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     """`value` when no dict or list in it is nested deeper than `limit`, else a ValueError
-    (walked without recursion, once per container)."""
+    (walked without recursion, once per container; scalars, most of a document, are never
+    stacked)."""
+    if not isinstance(value, (dict, list)):
+        return value
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
         if depth > limit:
             raise ValueError(too_deep(limit))
-        stack.extend((child, depth + 1) for child in children)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
     return value
 
 
@@ -92,6 +91,16 @@ def read_json(
     """A JSON file: OSError when it cannot be read (`read_capped`), ValueError when it is not
     UTF-8 JSON nested at most `max_depth` levels."""
     return parse_json(read_capped(path, limit), max_depth)
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict | None:
+    """A JSON object file that may not be there (a pipeline's or a stage's record): None when it
+    is missing, cannot be read, is not JSON or not an object."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def parse_toml(raw: bytes, max_depth: int = MAX_DEPTH) -> dict:

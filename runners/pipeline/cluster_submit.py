@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
+from catalog.record_file import read_json_object
 from runners.pipeline.cluster_plan import StagePlan
 from runners.pipeline.jobs import PIPELINE, RECORD, live_state
-from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.lineage import write_json
 from runners.pipeline.materialize import stage_code
 from runners.pipeline.stage import cache_hit, move_aside, outputs_now
 
@@ -98,7 +99,7 @@ def submit_pipeline(
         for sp in stages:
             st, sdir = sp.stage, plan.root / sp.stage.id
             key = keys[st.id] = sp.key(keys)
-            before = read_json(sdir / RECORD)
+            before = read_json_object(sdir / RECORD)
             action, live = "submit", None
             if st.id not in forced and not set(st.after) & rerun:
                 action, live = _previous(before, key, st)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
-from runners.pipeline.lineage import read_json
+from catalog.record_file import read_json_object
 
 PIPELINE = "pipeline.json"
 RECORD = "record.json"
@@ -38,13 +38,13 @@ class StageState:
 
 def pipeline_record(path: Path) -> dict | None:
     """The cluster pipeline record of a pipeline root (None when `path` is not one)."""
-    data = read_json(path / PIPELINE)
+    data = read_json_object(path / PIPELINE)
     return data if data is not None and _queued(data.get("executor")) else None
 
 
 def stage_run_dir(path: Path) -> Path | None:
     """The run dir a pipeline stage's folder (`<root>/<stage>`) records (None: not one)."""
-    data = read_json(path / RECORD)
+    data = read_json_object(path / RECORD)
     run_dir = (data or {}).get("run_dir")
     return Path(run_dir) if data and _queued(data.get("executor")) and run_dir else None
 

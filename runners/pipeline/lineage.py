@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from catalog import record_file
 from catalog.atomic_write import write_atomic
 from runners.artifacts.names import artifact_name, is_model
 from runners.digest import DigestMemo, content_digest
@@ -43,14 +42,6 @@ def fingerprint(value: str, hub: bool = False, memo: DigestMemo | None = None) -
 def write_json(path: Path, data: Any) -> None:
     """Write whole or not at all (a reader never sees half a record)."""
     write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        data = record_file.read_json(path)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def cache_key(

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
+from catalog.record_file import read_json_object
 from runners.config.secret_overrides import known_secrets, move_secrets
 from runners.kinds import kind_for
-from runners.pipeline.lineage import read_json, write_json
+from runners.pipeline.lineage import write_json
 from runners.pipeline.selection import beyond, select
 from runners.pipeline.stage import (
     Interrupted,
@@ -267,7 +268,7 @@ def _run_stages(
     for stage in plan.stages:
         sdir = plan.root / stage.id
         record_path = sdir / RECORD
-        previous = read_json(record_path)
+        previous = read_json_object(record_path)
         if stage.id in skipped:
             summary["stages"][stage.id] = {"status": "skipped", "action": "not selected"}
             out.write(f"{stage.id}: not selected (after {opts.to_stage or opts.only_stage})\n")
