@@ -235,7 +235,6 @@ SLOW_FILES = {
     "test_config_scale.py": "exhaustive: large inputs, and the cheap bounds fuzzed against difflib",
     "test_artifacts_wandb_settings.py": "each case runs rl_prep twice; W&B's own cases as children",
     "test_pipeline_registry.py": "a pipeline's stages are CLI children",
-    "test_profile_secret_values.py": "CLI children, whose output is searched for the secret",
     "test_readme_recipe.py": "the README's commands, as CLI children",
     "test_judge_in_job.py": "the judge job's program in a child per case",
     "test_cli_startup.py": "a fresh interpreter per case, timed by its imports",
