@@ -12,23 +12,21 @@ would otherwise prefer. `ray` is imported only here (the `ray` extra).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import Finding, StepsError
-from runners.launch.ray.judge import RayJudgeGate
-from runners.launch.ray.sdk import auth_headers, bounded_client, refusal, sdk_error, sdk_missing
+from runners.launch.ray import sdk
 from runners.launch.request import (
     NOT_SUBMITTED,
     SUBMITTING,
+    TERMINAL,
     UNKNOWN,
     LaunchRequest,
     RemoteFacts,
@@ -54,7 +52,7 @@ def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-class RayBackend(RayJudgeGate):
+class RayBackend:
     """JobSubmissionClient for submit/status/logs/stop; the stdlib for the dry-run probe."""
 
     def __init__(self, name: str, profile: Any, env: dict[str, str] | None = None) -> None:
@@ -65,46 +63,16 @@ class RayBackend(RayJudgeGate):
 
     def client(self) -> Any:
         """Ray's JobSubmissionClient, bounded and with the cluster's token (see sdk.py)."""
-        if self._client is not None:
-            return self._client
-        missing = sdk_missing()
-        if missing:
-            raise sdk_error(missing)
-        try:
-            import logging
-
-            import ray.job_submission  # noqa: F401
-
-            for name in ("ray", "ray.dashboard.modules.job.sdk"):
-                logging.getLogger(name).setLevel(logging.WARNING)
-        except ImportError as exc:
-            raise sdk_error([exc.name or str(exc)]) from None
-        try:
-            self._client = bounded_client(self.address, seconds("COMMAND"))
-        except StepsError:
-            raise
-        except Exception as exc:  # requests' ConnectionError/Timeout, Ray's RuntimeError
-            raise self._unreachable(str(exc).splitlines()[0]) from None
+        if self._client is None:
+            self._client = sdk.client(self.address, seconds("COMMAND"))
         return self._client
 
-    def _unreachable(self, detail: str) -> StepsError:
-        return StepsError(
-            "E-REMOTE-HOST",
-            f"cannot reach the Ray dashboard at {self.address}: {detail}",
-            fix="check the profile's address (the dashboard URL, port 8265 by default), that the "
-            "cluster is up, and any port-forward or VPN",
-            exit_code=2,
-        )
-
     def _get(self, path: str) -> Any:
-        url = urllib.request.Request(f"{self.address}{path}", headers=auth_headers(self.address))
         try:
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            raise refusal(exc.code, self.address) or self._unreachable(str(exc)) from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise self._unreachable(str(getattr(exc, "reason", exc))) from None
+            return sdk.dashboard_get(self.address, path)
+        except (OSError, ValueError) as exc:  # an HTTP error says its status, others why
+            detail = exc if hasattr(exc, "code") else getattr(exc, "reason", exc)
+            raise sdk.unreachable(self.address, str(detail)) from None
 
     def job_dir(self, step_id: str, run_name: str, run_dir: Path) -> str:
         if self.profile.remote_dir:
@@ -114,9 +82,9 @@ class RayBackend(RayJudgeGate):
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
         """The SDK the submit uses is here, the dashboard answers (its Ray version, the GPUs of
         its alive nodes), and remote_dir can take the run dir from here."""
-        missing = sdk_missing()
+        missing = sdk.sdk_missing()
         if missing:
-            raise sdk_error(missing)
+            raise sdk.sdk_error(missing)
         facts = RemoteFacts(self.name, self.profile, "")
         facts.stage_problem = self.stage_problem()
         facts.ray_version = self._get("/api/version").get("ray_version")
@@ -374,6 +342,41 @@ class RayBackend(RayJudgeGate):
                 return job.exit_code
             time.sleep(0.2)
         raise LostContact(where, f"the log stream ended while the job is {job.state}")
+
+    # The upstream judge (runners/run/judge.py), a CPU-only job: Ray Jobs know no dependency
+    # between jobs, so it is waited for here and the GPU job is submitted only once it passed.
+    judge_gate = "this process waits for it, then submits the GPU job only if it passed"
+
+    @property
+    def judge_image(self) -> str | None:
+        """The Ray cluster's nodes run the image: the judge runs wherever the GPU job would."""
+        return f"the Ray cluster at {self.profile.address}"
+
+    def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
+        """Wait for the judge's end (`judge` updated in place); nothing for the GPU job to
+        depend on. A judge still running after `limit_s` is stopped: the GPU job goes ahead
+        (a judge that cannot finish is a warning, never an error)."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            now = self.refresh(judge)
+            if now.state != UNKNOWN:
+                for name in now.model_fields_set:
+                    setattr(judge, name, getattr(now, name))
+            if judge.state in TERMINAL:
+                return []
+            time.sleep(0.5)
+        with contextlib.suppress(Exception):  # a courtesy: the GPU job goes ahead anyway
+            self.client().stop_job(judge.job_id)
+        judge.reason = f"no end within {limit_s:.0f} s: stopped, the GPU job went ahead"
+        return []
+
+    def log_tail(self, job: JobRecord, size: int) -> str | None:
+        """The end of the job's log as Ray's dashboard keeps it (None when it cannot say)."""
+        try:
+            text = self.client().get_job_logs(job.job_id)
+        except Exception:  # the dashboard's errors: no log to read
+            return None
+        return text[-size:] if isinstance(text, str) else None
 
     def cancel(self, job: JobRecord) -> str:
         stopped = self.client().stop_job(job.job_id)

@@ -154,22 +154,58 @@ def bounded_client(address: str, timeout: float) -> Any:
         return Bounded(address, headers=headers)
 
 
-def dashboard_logs(address: str, job_id: str) -> str:
-    """A job's driver log as the dashboard keeps it, by plain HTTP (no SDK needed); empty when
-    the dashboard cannot say (E-RAY-AUTH when it refuses our token)."""
+def dashboard_get(address: str, path: str, timeout: float = 10) -> Any:
+    """The dashboard's JSON answer at `path`, sent the token Ray's CLI would send; E-RAY-AUTH
+    when it refuses us, OSError or ValueError when it cannot answer."""
     import urllib.error
     import urllib.request
 
-    address = address.rstrip("/")
-    request = urllib.request.Request(
-        f"{address}/api/jobs/{job_id}/logs", headers=auth_headers(address)
-    )
+    request = urllib.request.Request(f"{address}{path}", headers=auth_headers(address))
     try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            return str(json.loads(resp.read().decode("utf-8")).get("logs", ""))
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return json.loads(resp.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
-        if refused := refusal(exc.code, address):
-            raise refused from None
-    except (OSError, ValueError):
-        pass
-    return ""
+        raise refusal(exc.code, address) or exc from None
+
+
+def dashboard_logs(address: str, job_id: str) -> str:
+    """A job's driver log as the dashboard keeps it, by plain HTTP (no SDK needed); empty when
+    the dashboard cannot say (E-RAY-AUTH when it refuses our token)."""
+    try:
+        got = dashboard_get(address.rstrip("/"), f"/api/jobs/{job_id}/logs", timeout=30)
+        return str(got.get("logs", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def unreachable(address: str, detail: str) -> StepsError:
+    return StepsError(
+        "E-REMOTE-HOST",
+        f"cannot reach the Ray dashboard at {address}: {detail}",
+        fix="check the profile's address (the dashboard URL, port 8265 by default), that the "
+        "cluster is up, and any port-forward or VPN",
+        exit_code=2,
+    )
+
+
+def client(address: str, timeout: float) -> Any:
+    """`bounded_client` once the SDK is known to be here (E-RAY-MISSING else), Ray's own
+    INFO logging quietened; a dashboard that does not answer is E-REMOTE-HOST."""
+    missing = sdk_missing()
+    if missing:
+        raise sdk_error(missing)
+    try:
+        import logging
+
+        import ray.job_submission  # noqa: F401
+
+        for name in ("ray", "ray.dashboard.modules.job.sdk"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    except ImportError as exc:
+        raise sdk_error([exc.name or str(exc)]) from None
+    try:
+        return bounded_client(address, timeout)
+    except StepsError:
+        raise
+    except Exception as exc:  # requests' ConnectionError/Timeout, Ray's RuntimeError
+        raise unreachable(address, str(exc).splitlines()[0]) from None
