@@ -192,7 +192,6 @@ SLOW = {
     "before_exec": "a CLI child",
     "test_nemotron_env_toml.py::test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_"
     "edit_but_the_host": "a CLI child",
-    "test_run_dryrun.py::test_preflight_errors_stop_the_launch_with_exit_1": "a CLI child",
     "test_rl_prep_hostile.py::test_a_device_or_fifo_as_blend_is_refused_before_it_is_read": (
         "CLI children"
     ),

@@ -207,10 +207,11 @@ def test_missing_input_names_the_key_and_the_path(setup, cli):
     assert str(tmp_path / "nope" / "train.jsonl") in f["message"]
 
 
-def test_preflight_errors_stop_the_launch_with_exit_1(setup):
+def test_preflight_errors_stop_the_launch_with_exit_1(setup, cli):
     tmp_path, _, _, env, base = setup
     env["FAKE_NEMO_RL_RECORD"] = str(tmp_path / "record.json")
-    proc = steps_run(*base, "data.train.data_path=missing.jsonl", cwd=tmp_path, env=env)
+    # in-process: a launch that went on would reach os.exec*, which fails the test (steps_cli)
+    proc = cli(*base, "data.train.data_path=missing.jsonl", cwd=tmp_path, env=env)
     assert proc.returncode == 1
     assert "E-INPUT-MISSING" in proc.stderr
     assert not (tmp_path / "record.json").exists()
