@@ -12,6 +12,7 @@ import copy
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 from upstream_corpus import assert_same_nodes, reference_load
 
 from catalog.errors import StepsError
@@ -117,3 +118,21 @@ def test_a_kept_config_is_handed_out_as_a_fresh_copy(tmp_path: Path):
     assert second == {"a": {"b": [1]}}
     assert_same_nodes(second, third)
     assert_same_nodes(third, copy.deepcopy(reference_load(path)))
+
+
+def test_the_same_chain_under_other_folders_is_upstreams_tree_each_time_as_a_fresh_copy(
+    tmp_path: Path,
+):
+    files = {
+        "base.yaml": "a:\n  b: [1]\n  c: ${a.b}\nd: ???\n",
+        "child.yaml": "defaults: base.yaml\n",
+    }
+    paths = []
+    for name in ("one", "two", "three"):  # the third is a copy of the tree the second kept
+        (tmp_path / name).mkdir()
+        paths.append(write(tmp_path / name, files))
+    loaded = [load_config(path).config for path in paths]
+    for path, config in zip(paths, loaded, strict=True):
+        assert_same_nodes(config, reference_load(path))
+    loaded[1].a.b.append(2)
+    assert OmegaConf.to_container(loaded[2]) == {"a": {"b": [1], "c": "${a.b}"}, "d": "???"}

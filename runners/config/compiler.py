@@ -32,7 +32,9 @@ A pipeline run compiles each stage once (`runners.config.compile_once`).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -317,6 +319,7 @@ def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
 MERGED_BY_OMEGACONF: Counter[str] = Counter()
 # Kept pickled, unpickled per hit: a fresh copy ~6x cheaper than `copy.deepcopy` of a DictConfig.
 _CHAINS = ContentMemo(max_entries=128, seen_twice=True)
+_TREES = ContentMemo(max_entries=128, seen_twice=True)
 
 
 def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
@@ -340,11 +343,20 @@ def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
     sources: list[Path] = []
     try:
         data = _load_with_inheritance(path, [], sources, True, home)
-        return OmegaConf.create(data), sources
+        return _tree(data), sources
     except (plain_merge.NotPlain, OmegaConfBaseException):  # an interpolation that won't parse
         MERGED_BY_OMEGACONF[str(path)] += 1
         sources = []
         return _load_with_inheritance(path, [], sources, False, home), sources
+
+
+def _tree(data: dict) -> DictConfig:
+    """`OmegaConf.create(data)`, kept by the data itself: the same merged chain read again under
+    another path or cwd (a copied catalog, a pipeline's stages) is a copy of the kept tree,
+    about 8x cheaper than building its nodes again (~60 us each)."""
+    blob = pickle.dumps(data, pickle.HIGHEST_PROTOCOL)
+    key = hashlib.blake2b(blob, digest_size=16).digest()
+    return _TREES.get(key, lambda: OmegaConf.create(data), size=len(blob))
 
 
 def _read_chain(
