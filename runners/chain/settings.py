@@ -12,14 +12,12 @@ stable `id` with `resume: allow` continues the run.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from catalog.config_values import as_int, dotted_get
 from catalog.errors import WARNING, Finding, StepsError
-
-_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+from runners.launch.profiles.values import slurm_seconds
 
 
 @dataclass
@@ -41,21 +39,6 @@ class ChainConfig:
     max_steps: int | None
     max_epochs: int | None
     checkpoint_dir: str | None
-
-
-def slurm_seconds(value: str) -> int | None:
-    """Seconds in a Slurm --time value (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S); None if unlimited."""
-    m = _SLURM_TIME.match(value.strip())
-    if not m:
-        return None
-    days, a, b, c = m.group(1), int(m.group(2)), m.group(3), m.group(4)
-    if days is not None:  # D-H[:M[:S]]
-        return int(days) * 86400 + a * 3600 + int(b or 0) * 60 + int(c or 0)
-    if c is not None:
-        return a * 3600 + int(b) * 60 + int(c)
-    if b is not None:
-        return a * 60 + int(b)
-    return a * 60
 
 
 def nemo_rl_deadline(seconds: int) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.config_values import dotted_get
 from runners.launch.backends import traits
+from runners.launch.profiles.values import slurm_seconds
 from runners.launch.records import job_of, located
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
@@ -55,16 +56,8 @@ class JobFacts:
 
 def _seconds(text: str) -> float | None:
     """sacct ElapsedRaw (seconds) or scontrol RunTime ([D-]HH:MM:SS)."""
-    if text.isdigit():
-        return float(text)
-    days, _, clock = text.rpartition("-")
-    parts = clock.split(":")
-    if not all(p.isdigit() for p in parts) or not parts[0]:
-        return None
-    secs = 0.0
-    for p in parts:
-        secs = secs * 60 + int(p)
-    return secs + (int(days) * 86400 if days.isdigit() else 0)
+    found = int(text) if text.isdigit() else slurm_seconds(text)
+    return None if found is None else float(found)
 
 
 def _shell(job: JobRecord) -> Shell:

@@ -79,7 +79,7 @@ def plan_judge(
     named = target.profile.steps_launcher
     steps = shlex.split(named) if named else steps_command(req.job_dir)
     argv = [*steps, "upstream-judge", req.job_dir, "--launcher", launcher]
-    from runners.chain.settings import slurm_seconds
+    from runners.launch.profiles.values import slurm_seconds
 
     limit, own = limit_s(req.env), getattr(target.profile, "time", None)  # Slurm's --time
     cap = slurm_seconds(own) if own else None  # a judge never asks for more than the GPU job

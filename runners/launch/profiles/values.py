@@ -24,7 +24,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SCRIPT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NAMES = {0: "NUL", 9: "a tab", 10: "a newline", 13: "a carriage return", 127: "DEL"}
 # Slurm's --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS (and no limit).
-_SLURM_TIME = re.compile(r"^(\d+-\d+(:\d+){0,2}|\d+(:\d+){0,2}|(?i:unlimited|infinite))$")
+_SLURM_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
+NO_LIMIT = ("unlimited", "infinite")
 
 # sbatch options steps passes (or reads back) itself, with why a profile must not change them.
 OWN_SBATCH = {
@@ -113,8 +114,22 @@ def _absolute(value: str, info: ValidationInfo) -> str:
     return value
 
 
+def slurm_seconds(value: str) -> int | None:
+    """Seconds in a Slurm time (the --time formats; scontrol's RunTime), None for none or no
+    limit."""
+    m = _SLURM_TIME.fullmatch(value)
+    if not m:
+        return None
+    days, a, b, c = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    if days is not None:  # D-H[:M[:S]]
+        return int(days) * 86400 + a * 3600 + int(b or 0) * 60 + int(c or 0)
+    if c is not None:
+        return a * 3600 + int(b) * 60 + int(c)
+    return a * 60 + int(b or 0)  # M:S, or M
+
+
 def _slurm_time(value: str, info: ValidationInfo) -> str:
-    if not _SLURM_TIME.match(value):
+    if slurm_seconds(value) is None and value.lower() not in NO_LIMIT:
         raise bad(
             f"{value!r} is not a Slurm time: one of MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS",
             f'e.g. {info.field_name} = "04:00:00" (4 hours) or "1-00:00:00" (a day)',
