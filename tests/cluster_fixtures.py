@@ -224,33 +224,46 @@ RAY_SECRET = "raysecret0123456789abcdef0123456789abcd"
 def ray_head(tmp_path_factory):
     """A real local Ray head (1 CPU, 2 fake GPUs, the Jobs API); yields its dashboard URL.
 
-    One head serves every xdist worker that asks (a head costs ~8 CPU-seconds to start on these
-    two cores): the first starts it, the last to finish stops it. The head's own environment
-    holds WANDB_API_KEY: a Ray job reads secrets from the cluster.
+    One head for the whole pytest session (a head costs ~10 CPU-seconds to start on these two
+    cores, and its daemons' CPU is counted in no test): the first xdist worker that asks starts
+    it under a file lock and records it in the folder all workers share; the others reuse it;
+    the controller stops it once, at session end (conftest's pytest_sessionfinish calls
+    `stop_shared_ray_head`). The head's own environment holds WANDB_API_KEY: a Ray job reads
+    secrets from the cluster.
     """
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip("ray is not installed: pip install -e '.[ray]'")
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    state = shared / "ray-head.json"
+    shared = _shared_dir(tmp_path_factory.getbasetemp())
     with _locked(shared / "ray-head.lock"):
-        head = json.loads(state.read_text()) if state.exists() else None
+        head = _head_record(shared)
         if head is None or not _running(head["pid"]):
-            head = _start_ray_head_retrying(ray_bin) | {"users": 0}
-        head["users"] += 1
-        state.write_text(json.dumps(head))
-    try:
-        yield head["url"]
-    finally:
-        with _locked(shared / "ray-head.lock"):
-            head = json.loads(state.read_text())
-            head["users"] -= 1
-            if head["users"] > 0:
-                state.write_text(json.dumps(head))
-            else:
-                state.unlink()
-                _stop_ray_head(head)
+            head = _start_ray_head_retrying(ray_bin)
+            (shared / "ray-head.json").write_text(json.dumps(head))
+    return head["url"]
+
+
+def _shared_dir(basetemp: Path) -> Path:
+    """The folder every process of this session sees: under xdist, the controller's basetemp
+    (each worker's is a folder inside it); without xdist, the process's own."""
+    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+
+
+def _head_record(shared: Path) -> dict | None:
+    state = shared / "ray-head.json"
+    return json.loads(state.read_text()) if state.exists() else None
+
+
+def stop_shared_ray_head(basetemp: Path) -> None:
+    """Stop the session's shared head, if a worker started one (called once, by the process
+    that owns `basetemp`: the controller under xdist, the only process without)."""
+    if not (basetemp / "ray-head.lock").exists():
+        return
+    with _locked(basetemp / "ray-head.lock"):
+        head = _head_record(basetemp)
+        if head is not None:
+            (basetemp / "ray-head.json").unlink()
+            _stop_ray_head(head)
 
 
 RAY_TOKEN = "raytoken5f0c2e9a7d4b4c1e8a6f3b2d9c7e1a05"
@@ -327,7 +340,11 @@ def _start_ray_head(ray_bin: Path, token: str | None = None) -> dict:
              f"--dashboard-agent-listen-port={free_port()}",
              f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
              f"--runtime-env-agent-port={free_port()}", f"--ray-client-server-port={free_port()}",
-             f"--temp-dir={d / 'tmp'}"],
+             f"--temp-dir={d / 'tmp'}",
+             # Neither an autoscaler for one fixed node nor the log monitor (it streams workers'
+             # output to `ray.init` drivers; the Jobs API reads a job's log file itself): ~3
+             # CPU-seconds less a head, and less while it idles.
+             "--no-monitor", "--include-log-monitor=false"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     head = {"url": f"http://127.0.0.1:{port}", "pid": proc.pid, "dir": str(d)}
@@ -356,19 +373,33 @@ def _start_ray_head(ray_bin: Path, token: str | None = None) -> dict:
 
 
 def _stop_ray_head(head: dict) -> None:
-    """SIGTERM to `ray start --block` (it stops what it started), SIGKILL to its session after
-    30 s; the process may belong to another worker, so it is watched through /proc."""
+    """SIGTERM to `ray start --block` (it stops what it started), then SIGKILL to whatever is
+    left of its session after 30 s: the process may belong to another worker (or to none, once
+    that worker has ended), so it is watched through /proc, not waited for."""
     pid = head["pid"]
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     end = time.monotonic() + 30
     while time.monotonic() < end and _running(pid):
         time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    for member in _session_members(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     shutil.rmtree(head["dir"], ignore_errors=True)
+
+
+def _session_members(sid: int) -> list[int]:
+    """The processes of session `sid` (`ray start` is its leader; Ray's daemons and workers
+    may sit in process groups of their own within it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                    found.append(int(entry.name))
+    return found
 
 
 def _running(pid: int) -> bool:

@@ -266,6 +266,18 @@ def _hypothesis_home(path: Path) -> None:
     set_hypothesis_home_dir(path)
 
 
+def pytest_sessionfinish(session) -> None:
+    """The controller (or the only process, without xdist) stops the session's shared Ray
+    head once every worker has finished: no worker knows whether another still needs it."""
+    if hasattr(session.config, "workerinput"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)  # what xdist itself reads
+    if factory is not None:
+        from cluster_fixtures import stop_shared_ray_head
+
+        stop_shared_ray_head(factory.getbasetemp())
+
+
 def pytest_unconfigure(config) -> None:
     for var, value in _saved.items():
         if value is None:
