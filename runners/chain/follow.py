@@ -25,7 +25,7 @@ from runners.chain.record import (
     sibling_chains,
 )
 from runners.launch.job_secrets import SECRETS_FILE
-from runners.launch.records import backend_for_job, job_of, located
+from runners.launch.records import backend_for_job, job_of, shell_for
 from runners.launch.request import TERMINAL
 from runners.launch.shell import Shell
 from runners.launch.slurm.backend import DRIVER_LOG
@@ -33,12 +33,6 @@ from runners.rundir import JobRecord, update_record
 
 _MARKED = "@@steps-chain-cancelled@@"
 UNDECIDED_END = TERMINAL - {"COMPLETED", "NOT_SUBMITTED"}  # a queued job's end before `begin`
-
-
-def _shell(job: JobRecord, env: dict[str, str] | None) -> Shell:
-    """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
-    located(job)
-    return Shell(job.host, list(job.ssh_options), env)
 
 
 def _segment_job(job: JobRecord, job_id: str, restart: int, **ended: Any) -> JobRecord:
@@ -84,7 +78,7 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
     script = (
         f"cat {shlex.quote(remote)}\nif [ -e {shlex.quote(mark)} ]; then echo; echo {_MARKED}; fi\n"
     )
-    proc = _shell(job, env).run(script, "reading the chain record")
+    proc = shell_for(job, env).run(script, "reading the chain record")
     text, _, _ = proc.stdout.partition(_MARKED)
     try:
         chain = ChainRecord.model_validate(json.loads(text)["chain"])
@@ -137,7 +131,7 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
     mark = shlex.quote(f"{job.job_dir}/{CANCEL_MARK}")
     secrets = " ".join(shlex.quote(f"{job.job_dir}/{n}") for n in (CHAIN_SECRETS, SECRETS_FILE))
     script = f"touch {mark}\nscancel --name={shlex.quote(chain.job_name)}\nrm -f {secrets}\n"
-    proc = _shell(job, env).run(script, "cancelling the chain (scancel)")
+    proc = shell_for(job, env).run(script, "cancelling the chain (scancel)")
     if proc.returncode != 0:
         raise StepsError(
             "E-CANCEL",

@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, Any
 from catalog.config_values import dotted_get
 from runners.launch.backends import traits
 from runners.launch.profiles.values import slurm_seconds
-from runners.launch.records import job_of, located
+from runners.launch.records import job_of, shell_for
 from runners.launch.request import TERMINAL
-from runners.launch.shell import Shell
 from runners.launch.slurm.backend import DRIVER_LOG
 from runners.launch.slurm.state import exit_code_of
 from runners.monitor.logscan import grep_script, parse_grep, python_prefilter
@@ -58,12 +57,6 @@ def _seconds(text: str) -> float | None:
     """sacct ElapsedRaw (seconds) or scontrol RunTime ([D-]HH:MM:SS)."""
     found = int(text) if text.isdigit() else slurm_seconds(text)
     return None if found is None else float(found)
-
-
-def _shell(job: JobRecord) -> Shell:
-    """Where the job is, as runners/launch/records.py located it (E-RECORD-PROFILE else)."""
-    located(job)
-    return Shell(job.host, list(job.ssh_options))
 
 
 def _facts_request(jobs: list[JobRecord]) -> dict[str, list[str]] | None:
@@ -103,7 +96,9 @@ def slurm_facts(jobs: list[JobRecord]) -> dict[str, JobFacts]:
     request = _facts_request(jobs)
     if request is None:
         return {}
-    got = _shell(jobs[-1]).ask({"op": "run", "facts": request}, what="asking Slurm for job facts")
+    got = shell_for(jobs[-1]).ask(
+        {"op": "run", "facts": request}, what="asking Slurm for job facts"
+    )
     return _parse_facts(jobs, got.get("facts") or [])
 
 
@@ -170,7 +165,7 @@ def run_progress(
     request["progress"] = {"log": log, "ckpt": ckpt, "tb": tb, "log_tail": LOG_TAIL,
                            "tb_tail": TB_TAIL}  # fmt: skip
     # One round trip for all of it: the scheduler's facts, the log's tail, checkpoints, TB.
-    got = _shell(job).ask(request, what="reading the run's log, checkpoints and Slurm facts")
+    got = shell_for(job).ask(request, what="reading the run's log, checkpoints and Slurm facts")
     facts = _parse_facts(jobs, got.get("facts") or []) if facts is None else facts
     seen = got.get("progress") or {}
     gpus = dotted_get(config, "cluster.gpus_per_node")
@@ -228,7 +223,7 @@ def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
                     for number, line in python_prefilter(fh):
                         classifier.feed(path, number, line)
         return
-    proc = _shell(job).popen(grep_script(files))
+    proc = shell_for(job).popen(grep_script(files))
     assert proc.stdout is not None
     try:
         for path, number, line in parse_grep(proc.stdout):

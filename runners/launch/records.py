@@ -32,6 +32,7 @@ from runners.rundir import RECORD, JobRecord, Unlocated, read_record
 if TYPE_CHECKING:
     from runners.launch.profiles.env_toml import Profile
     from runners.launch.request import Backend
+    from runners.launch.shell import Shell
 
 UNLOCATED = "unlocated"  # in a job: why its cluster is unknown ({message, fix}); never asked
 LOCATION = ("host", "ssh_options", "remote_dir", "address")
@@ -181,6 +182,15 @@ def located(job: JobRecord) -> JobRecord:
             exit_code=2,
         )
     return job
+
+
+def shell_for(job: JobRecord, env: Mapping[str, str] | None = None) -> Shell:
+    """Where a recorded job's commands run, as `locate` took it from its profile
+    (E-RECORD-PROFILE when it could not)."""
+    from runners.launch.shell import Shell
+
+    located(job)
+    return Shell(job.host, list(job.ssh_options), env)
 
 
 def backend_for_job(job: JobRecord, env: dict[str, str] | None = None) -> Backend:
