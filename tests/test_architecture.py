@@ -54,9 +54,15 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
+@functools.cache
+def _nodes(path: Path) -> list[ast.AST]:
+    """Every node of a module, parsed once for all the tests that read it."""
+    return list(ast.walk(ast.parse(path.read_text(), str(path))))
+
+
 def _imports(path: Path) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -227,7 +233,7 @@ PARSES_TEXT = {
 
 def _parse_calls(path: Path) -> int:
     found = 0
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = node.func.value
             name = owner.id if isinstance(owner, ast.Name) else None
