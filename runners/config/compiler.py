@@ -53,7 +53,7 @@ from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
 from runners.config.compile_once import compiled_once, read_content, unchanged, weight
 from runners.config.files import load_yaml_data, load_yaml_file
-from runners.config.override_apply import apply_overrides
+from runners.config.override_apply import first_line, apply_overrides
 from runners.omegaconf_internals import parse_interpolations_once, register_resolver
 
 RESOLVERS = {
@@ -102,10 +102,10 @@ class CompiledConfig:
         except OmegaConfBaseException as exc:
             key = getattr(exc, "full_key", None) or ""
             path, line = self.locate(key) if key else (None, None)
-            env = env_style_missing_key(_first_line(exc))
+            env = env_style_missing_key(first_line(exc))
             raise StepsError(
                 "E-CONFIG-INTERPOLATION",
-                f"{key or 'config'}: cannot resolve: {_first_line(exc)}",
+                f"{key or 'config'}: cannot resolve: {first_line(exc)}",
                 path=path,
                 line=line,
                 key=key or None,
@@ -159,10 +159,6 @@ def _self_and_parents(dotted: str) -> list[str]:
     return [dotted] + [dotted[:i] for i, c in enumerate(dotted) if c == "."]
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
     via = " <- ".join(str(p) for p in reversed(chain)) if chain else None
     if path.is_dir():
@@ -204,7 +200,7 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
         raise yaml_error(exc, path, "E-CONFIG-YAML") from None
     except OmegaConfBaseException as exc:
         raise StepsError(
-            "E-CONFIG-YAML", f"invalid config: {_first_line(exc)}", path=str(path), exit_code=2
+            "E-CONFIG-YAML", f"invalid config: {first_line(exc)}", path=str(path), exit_code=2
         ) from None
     if not isinstance(cfg, dict if plain else DictConfig):
         raise StepsError(

@@ -20,7 +20,8 @@ from catalog.errors import StepsError
 from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (its type's name when it says nothing): one line per finding."""
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
@@ -100,7 +101,7 @@ def _apply_error(ov: Any, exc: BaseException) -> StepsError:
         else "a dict value merges into an existing section and cannot add keys to "
         "it; to replace a section use `~key +key={...}`"
     )
-    shown, detail = redacted(ov.input_line, _first_line(exc))
+    shown, detail = redacted(ov.input_line, first_line(exc))
     return OverrideError(
         ov.input_line,
         "E-OVERRIDE-APPLY",

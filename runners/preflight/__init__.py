@@ -7,7 +7,7 @@ crash inside a rule is an error (E-RULE-CRASH naming the rule), never a tracebac
 pass: preflight fails closed, so a bug in a rule cannot silently let a launch through.
 
 Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
-`data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`, `versions`,
+`data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`,
 `algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will
 meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says,
 `layout_fold`: a config written for a newer NeMo-RL; `judge_in_job`: the same judge asked in
@@ -122,7 +122,7 @@ class RuleSpec:
     func: Rule
     needs: frozenset[str]
     doc: str
-    versions: str = "all"  # the NeMo-RL releases its upstream assert exists in (versions.py)
+    versions: str = "all"  # the NeMo-RL releases its upstream assert exists in (`rule`)
     # A remote rule (a cluster launch): what its backend must have
     # (runners.launch.backends.base.BACKEND_CAPABILITIES); None: not a remote rule.
     on: frozenset[str] | None = None
@@ -149,9 +149,13 @@ def rule(
 ) -> Callable[[Rule], Rule]:
     """Register a preflight rule for the kinds that have what it `needs` (a NeMo-RL config,
     unless it says otherwise; `needs=()`: every kind) and the NeMo-RL `versions` its upstream
-    assert exists in (`all`, `0.6.0+`, `pin`, `<0.6.0`: runners.preflight.versions). A remote
-    rule says what the cluster backend must have (`on=()`: every backend). The codes it raises
-    name it in catalog/codes.toml (`check`)."""
+    assert exists in: `all`, `0.7.0+`, `pin` (the pin and newer), `<0.6.0` (it mirrors a bug
+    fixed upstream in 0.6.0), checked against the source of v0.6.0, v0.7.0 and the pin, and for
+    0.4.0/0.5.0 as far as those releases' own configs reach (tests/upstream_corpus.py); an
+    unknown version runs every rule, and a rule whose sub-checks differ by version states its
+    oldest part here and the rest in PREFLIGHT.md (`topology.cite`). A remote rule says what the
+    cluster backend must have (`on=()`: every backend). The codes it raises name it in
+    catalog/codes.toml (`check`)."""
 
     from catalog.nemo_rl_version import check_range
 
@@ -207,11 +211,11 @@ def _crash(spec: RuleSpec, exc: Exception) -> Finding:
 def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> list[Finding]:
     """Run every rule that applies to the step's runner (or the rules `only` names); errors
     first, then warnings."""
-    from runners.preflight.versions import applies
+    from catalog.nemo_rl_version import in_range
 
     findings: list[Finding] = []
     for spec in load_rules().values():
-        if not spec.applies_to(ctx.has) or not applies(spec.versions, ctx.nemo_rl_version):
+        if not spec.applies_to(ctx.has) or not in_range(ctx.nemo_rl_version, spec.versions):
             continue
         if only is not None and spec.id not in only:
             continue

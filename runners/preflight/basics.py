@@ -11,6 +11,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.config.compiler import RESOLVER_VERSIONS
 from runners.preflight import PreflightContext, rule
+from runners.preflight.topology import where
 
 _RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w]*)\s*:")
 
@@ -21,12 +22,6 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "dpo": ("policy", "data", "dpo", "logger", "cluster", "checkpointing"),
 }
 _ABSENT = object()
-
-
-def _where(ctx: PreflightContext, key: str) -> tuple[str | None, int | None]:
-    if ctx.compiled is not None:
-        return ctx.compiled.locate(key)
-    return (str(ctx.config_file) if ctx.config_file else None), None
 
 
 def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
@@ -63,7 +58,7 @@ def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
     """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
     source = ctx.compiled.config if ctx.compiled is not None else ctx.config
     for key in _missing_keys(source):
-        path, line = _where(ctx, key)
+        path, line = where(ctx, key)
         yield Finding(
             "E-CONFIG-UNRESOLVED",
             f"{key} is '???' (a value you must give)",
@@ -101,7 +96,7 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
             if since is None or in_range(version, since):
                 continue  # oc.env and OmegaConf's own resolvers, or a registered one
             have = ", ".join(n for n, r in RESOLVER_VERSIONS.items() if in_range(version, r))
-            path, line = _where(ctx, key)
+            path, line = where(ctx, key)
             yield Finding(
                 "E-CONFIG-INTERPOLATION",
                 f"{key}: NeMo-RL {version.label} does not register the ${{{name}:...}} "
@@ -123,7 +118,7 @@ def required_sections(ctx: PreflightContext) -> Iterable[Finding]:
             "E-CONFIG-SECTION",
             f"{key} {'is null' if value is None and key in ctx.config else 'is missing'}; "
             f"NeMo-RL's {str(algorithm).upper()} MasterConfig requires it",
-            path=_where(ctx, key)[0],
+            path=where(ctx, key)[0],
             key=key,
             fix=f"restore {key} from the step's config/default.yaml (to replace a section "
             "use `~key +key={...}` rather than deleting it)",
@@ -148,7 +143,7 @@ def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
             continue  # found only beside its config: E-INPUT-RELATIVE says so
         if path_variables(art.written or art.value):
             continue  # `$DATA/x.jsonl`: E-SHELL-VARIABLE names the cause
-        path, line = _where(ctx, art.config_key)
+        path, line = where(ctx, art.config_key)
         if not art.value:
             yield Finding(
                 "E-INPUT-MISSING",

@@ -23,8 +23,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_registries import PREFERENCE_DATASETS, RESPONSE_DATASETS
 from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding
-from runners.preflight.versions import cite
+from runners.preflight.topology import UNRESOLVED, algorithm, cite, dataset_entries, finding
 
 # Registry names whose class reads `data_path` (0.6.0, 0.7.0, the pin).
 READS_DATA_PATH = {

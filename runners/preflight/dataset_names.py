@@ -27,8 +27,14 @@ from catalog.nemo_rl_registries import (
 )
 from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding, uses_gym
-from runners.preflight.versions import cite
+from runners.preflight.topology import (
+    UNRESOLVED,
+    algorithm,
+    cite,
+    dataset_entries,
+    finding,
+    uses_gym,
+)
 
 
 def _entries(ctx: PreflightContext) -> Iterator[tuple[str, dict, dict]]:

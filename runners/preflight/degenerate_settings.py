@@ -19,8 +19,7 @@ from catalog.contracts.builder_rows import UNCHECKED, read_builder_rows
 from catalog.contracts.builder_scan import builder_files
 from catalog.errors import Finding
 from runners.preflight import BoundArtifact, PreflightContext, rule
-from runners.preflight.topology import algorithm, enabled, finding
-from runners.preflight.versions import cite
+from runners.preflight.topology import algorithm, cite, enabled, finding
 
 SAVE_PERIOD_MOD = {  # `(total_steps + 1) % save_period` on every step but the last
     "0.6.0": "algorithms/dpo.py:644, grpo.py:1952",

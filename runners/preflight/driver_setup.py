@@ -11,8 +11,7 @@ from urllib.parse import urlparse
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, finding
-from runners.preflight.versions import cite
+from runners.preflight.topology import UNRESOLVED, cite, finding
 
 LOGGER_READS = {  # Logger.__init__ reads logger.<backend> when <backend>_enabled
     "wandb": {"0.6.0": "logger.py:908", "0.7.0": "logger.py:965", "pin": "logger.py:988"},

@@ -12,8 +12,7 @@ from catalog.upstream import GYM_SUBDIR
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import bound_file, first_row
 from runners.preflight.schema import close, run_schema
-from runners.preflight.topology import algorithm, finding, generation, uses_gym, warning
-from runners.preflight.versions import cite
+from runners.preflight.topology import algorithm, cite, finding, generation, uses_gym, warning
 
 CONFIG_PATHS = "env.nemo_gym.config_paths"
 GYM_SCRIPT = "examples/nemo_gym/run_grpo_nemo_gym.py"

@@ -90,13 +90,12 @@ def _import_findings(ctx: PreflightContext, launch: LocalLaunch) -> list[Finding
     a warning when the launcher is a `uv run` that installs the lock first (the judge does not)."""
     from runners.launch.local import ProbeFailure
     from runners.preflight.topology import algorithm
-    from runners.preflight.upstream_judge import _seconds, ask_upstream
+    from runners.preflight.upstream_judge import ask_upstream, judge_seconds
 
     facts, algo = launch.probe(), algorithm(ctx)
     if isinstance(facts, ProbeFailure) or algo is None:
         return []  # E-LAUNCHER said it, or no algorithm to import
-    config = {k: v for k, v in ctx.config.items() if k != "run"}
-    answer = ask_upstream(launch, facts, algo, config, _seconds(launch.env))
+    answer = ask_upstream(launch, facts, algo, ctx.config, judge_seconds(launch.env))  # no `run`
     if answer.get("status") not in ("absent", "unavailable"):
         return []
     said = answer.get("detail") or "no module named 'nemo_rl'"

@@ -17,8 +17,7 @@ from typing import Any
 from catalog.errors import Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import algorithm, finding, warning
-from runners.preflight.versions import cite
+from runners.preflight.topology import algorithm, cite, finding, warning
 
 OLD, NEW = "nemo_rl/algorithms/loss_functions.py", "nemo_rl/algorithms/loss/loss_functions.py"
 

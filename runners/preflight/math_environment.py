@@ -16,8 +16,14 @@ from collections.abc import Iterator
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding, uses_gym
-from runners.preflight.versions import cite
+from runners.preflight.topology import (
+    UNRESOLVED,
+    algorithm,
+    cite,
+    dataset_entries,
+    finding,
+    uses_gym,
+)
 
 SINGLE = ("hf_math_verify", "dapo_math_verify")
 ACCEPTED = {"math": SINGLE, "math_default": SINGLE, "math_multi_reward": ("hf_math_verify",)}

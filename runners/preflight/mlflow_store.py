@@ -16,8 +16,7 @@ from urllib.parse import urlparse
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, finding
-from runners.preflight.versions import cite
+from runners.preflight.topology import UNRESOLVED, cite, finding
 
 OPT_OUT = "MLFLOW_ALLOW_FILE_STORE"
 EXPERIMENT_LOOKUP = {"0.7.0": "nemo_rl/utils/logger.py:852", "pin": "nemo_rl/utils/logger.py:875"}

@@ -11,6 +11,7 @@ from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
     algorithm,
+    cite,
     enabled,
     finding,
     generation,
@@ -19,7 +20,6 @@ from runners.preflight.topology import (
     reward_model,
     teacher_nodes,
 )
-from runners.preflight.versions import cite
 
 VLLM_WORLD_ASSERT = {"0.6.0": "vllm_generation.py:62", "0.7.0": "vllm_generation.py:110"}
 # Rules whose every assert is newer than the oldest supported NeMo-RL: lm_policy.py's TP >= 4

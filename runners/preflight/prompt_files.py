@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, dataset_entries, finding
-from runners.preflight.versions import cite
+from runners.preflight.topology import UNRESOLVED, algorithm, cite, dataset_entries, finding
 
 KEYS = ("prompt_file", "system_prompt_file")
 RAISED = {

@@ -22,8 +22,7 @@ from catalog.contracts.json_text import read_json_file
 from catalog.errors import Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, enabled, finding, warning
-from runners.preflight.versions import cite
+from runners.preflight.topology import UNRESOLVED, algorithm, cite, enabled, finding, warning
 
 STEP_NAME = re.compile(r"^step_(\d+)$")
 INFO = "training_info.json"

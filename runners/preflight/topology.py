@@ -8,14 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from catalog.config_values import as_int
 from catalog.errors import WARNING, Finding
-from catalog.nemo_rl_version import in_range
+from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext
 
 UNRESOLVED = "???"
+T = TypeVar("T")
+
+
+def cite(version: NemoRLVersion | None, places: dict[str, T]) -> T:
+    """The upstream `file:line` of the version that runs (a rule whose sub-checks differ by
+    version: its SINCE table). `places` maps the oldest version a location holds from ("0.6.0",
+    "0.7.0", "pin") to it; an unknown version gets the newest, one older than every entry the
+    oldest (0.4/0.5 against a table that starts at 0.6.0)."""
+    chosen = places[list(places)[-1]]
+    if version is None:
+        return chosen
+    chosen = places[next(iter(places))]
+    for since, place in places.items():
+        if in_range(version, since if since == "pin" else f"{since}+"):
+            chosen = place
+    return chosen
 
 
 def enabled(section: Any) -> bool:

@@ -47,7 +47,8 @@ _SOURCES = ("pyproject.toml", "uv.lock", "nemo_rl/__init__.py", "nemo_rl/algorit
 _KEPT = ("absent", "unavailable", "judged")  # answers worth caching; a failure is asked again
 
 
-def _seconds(env: Mapping[str, str]) -> float:
+def judge_seconds(env: Mapping[str, str]) -> float:
+    """The judge's own bound ($STEPS_UPSTREAM_JUDGE_SECONDS; 0: no judge)."""
     try:
         return max(0.0, float(env.get(SECONDS_VAR, DEFAULT_SECONDS)))
     except ValueError:
@@ -294,7 +295,7 @@ def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
     -LOSS, -RESUME, -LOGGER, -ENV (W-UPSTREAM-HUB): its CPU-side setup does (`upstream_setup`).
     W-UPSTREAM-JUDGE: that check could not finish. Silent where the interpreter has no NeMo-RL."""
     launch, algo = ctx.local_launch, algorithm(ctx)
-    seconds = _seconds(launch.env) if launch is not None else 0.0
+    seconds = judge_seconds(launch.env) if launch is not None else 0.0
     if launch is None or ctx.remote is not None or algo is None or seconds == 0:
         return
     from runners.launch.local import ProbeFailure

@@ -43,19 +43,10 @@ VERDICT = (
 )
 
 
-def judge_seconds(env: dict[str, str]) -> float:
-    """The judge's own bound (STEPS_UPSTREAM_JUDGE_SECONDS in the profile's env; 0: no judge)."""
-    from runners.preflight.upstream_judge import DEFAULT_SECONDS, SECONDS_VAR
-
-    try:
-        return max(0.0, float(env.get(SECONDS_VAR, DEFAULT_SECONDS)))
-    except ValueError:
-        return DEFAULT_SECONDS
-
-
 def limit_s(env: dict[str, str]) -> float:
     """How long the judge's job may take in all (the image's start included)."""
     from runners.launch.local import PROBE_TIMEOUT_S
+    from runners.preflight.upstream_judge import judge_seconds
 
     return judge_seconds(env) + PROBE_TIMEOUT_S + MARGIN_S
 
@@ -72,6 +63,8 @@ def plan_judge(
     where = target.backend.judge_image
     if where is None:
         return None, "none: the profile names no container_image to judge in"
+    from runners.preflight.upstream_judge import judge_seconds
+
     if judge_seconds({**target.env, **req.env}) == 0:  # the profile's env, else this one
         return None, "skipped (STEPS_UPSTREAM_JUDGE_SECONDS=0 in the profile's env)"
     from runners.launch.job_code import steps_command

@@ -18,6 +18,7 @@ from runners.preflight.schema_types import describe
 from runners.preflight.topology import (
     UNRESOLVED,
     algorithm,
+    cite,
     enabled,
     finding,
     finding_if,
@@ -25,7 +26,6 @@ from runners.preflight.topology import (
     uses_gym,
     warning,
 )
-from runners.preflight.versions import cite
 
 DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
 GRPO_NO_VAL_METRICS = {
