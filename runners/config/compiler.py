@@ -53,7 +53,7 @@ from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
 from runners.config.compile_once import compiled_once, read_content, unchanged, weight
 from runners.config.files import load_yaml_data, load_yaml_file
-from runners.config.override_apply import first_line, apply_overrides
+from runners.config.override_apply import apply_overrides, first_line
 from runners.omegaconf_internals import parse_interpolations_once, register_resolver
 
 RESOLVERS = {
