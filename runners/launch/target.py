@@ -48,10 +48,12 @@ def bridge_script(resolved: dict) -> str | None:
     return f"{root}/{mb.get('script', 'scripts/conversion/run_conversion.py')}"
 
 
-def ray_sub_paths(profile: Any) -> list[str]:
-    """NeMo-RL's ray.sub in the profile's checkout, where its backend starts jobs with it."""
+def profile_paths(profile: Any) -> list[str]:
+    """What every probe of a profile asks about: its checkout, the checkout's ray.sub where the
+    backend starts jobs with it, the folders its container mounts."""
     root = profile.nemo_rl_dir
-    return [f"{root}/ray.sub"] if root and "ray_sub" in traits(profile.executor).has else []
+    paths = [root, *([f"{root}/ray.sub"] if "ray_sub" in traits(profile.executor).has else [])]
+    return [*(paths if root else []), *(m.split(":")[0] for m in getattr(profile, "mounts", []))]
 
 
 @dataclass
@@ -89,17 +91,13 @@ class ClusterTarget:
         """One round trip to the cluster: which of the paths the job needs exist there
         (`ray_program`: the job is a Ray driver, through ray.sub on Slurm)."""
         paths = [a.value for a in binding.inputs if a.is_path and a.value not in ("", "???")]
+        paths += profile_paths(self.profile)
         root = self.profile.nemo_rl_dir
-        if root:
-            paths.append(root)
-            paths += ray_sub_paths(self.profile)
-            if script:
-                paths.append(f"{root}/{script}")
+        if root and script:
+            paths.append(f"{root}/{script}")
         bridge = bridge_script(resolved)
         if bridge:
             paths.append(bridge)
-        for mount in getattr(self.profile, "mounts", []):
-            paths.append(mount.split(":")[0])
         try:
             facts = self.backend.probe(list(dict.fromkeys(paths)), script)
         except StepsError as exc:

@@ -153,16 +153,11 @@ def _probe_together(targets: list[Any]) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    from runners.launch.target import ray_sub_paths
+    from runners.launch.target import profile_paths
 
     def one(target: Any) -> None:
-        profile = target.profile
-        paths = [p.split(":")[0] for p in getattr(profile, "mounts", [])]
-        if profile.nemo_rl_dir:  # as target.probe asks
-            paths.append(profile.nemo_rl_dir)
-            paths += ray_sub_paths(profile)
         try:
-            target.backend.probe(paths, None)
+            target.backend.probe(profile_paths(target.profile), None)
         except StepsError:
             target.backend.probe.facts = None  # asked again, and refused, by the stage
 
