@@ -164,20 +164,6 @@ def find_chains(
     return sorted(found, key=lambda c: (*c.rank(), order[id(c)]))
 
 
-def shortest_chain(
-    entries: list[StepEntry],
-    graph: TypeGraph,
-    start: list[str],
-    goal: str,
-    through: str | None = None,
-    *,
-    read_config: ReadConfig,
-) -> list[Action]:
-    """The best chain's steps (`best_chains`)."""
-    best = best_chains(entries, graph, start, goal, through, read_config=read_config)[0]
-    return list(best.actions)
-
-
 def best_chains(
     entries: list[StepEntry],
     graph: TypeGraph,

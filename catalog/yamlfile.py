@@ -64,15 +64,6 @@ def _walk(node: Any, prefix: tuple, first_line: int, out: Lines) -> None:
             _walk(v, key, first_line, out)
 
 
-def top_level_lines(node: Any, first_line: int = 1) -> dict[str, int]:
-    """Line of each top-level key of a mapping (empty for anything else)."""
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {str(k.value): k.start_mark.line + first_line for k, _ in node.value}
-
-
 def find_key(node: Any, parts: list[str]) -> tuple[int | None, Any]:
     """The line of a dotted key's last part and its value node, or (None, None) when absent.
 

@@ -17,7 +17,7 @@ from catalog.model_errors import error_from, file_lines, findings_from, key_path
 from catalog.syntax_errors import yaml_error
 from catalog.tomlfile import key_lines as toml_key_lines
 from catalog.tomlfile import load_toml
-from catalog.yamlfile import compose, file_key, key_lines, top_level_lines
+from catalog.yamlfile import compose, file_key, key_lines
 
 
 def test_atomic_write_replaces_the_whole_file_and_leaves_no_temp(tmp_path: Path):
@@ -58,7 +58,6 @@ def test_key_lines_cover_nested_keys_and_list_items_last_duplicate_wins():
     lines = key_lines(node)
     assert lines[("a", "b")] == 2 and lines[("a", "c", 1)] == 5 and lines[("a", "c", 1, "y")] == 5
     assert lines[("a2",)] == 7
-    assert top_level_lines(node, first_line=2) == {"a": 2, "a2": 8}
 
 
 def test_file_key_finds_a_dotted_key_and_its_value_node(tmp_path: Path):

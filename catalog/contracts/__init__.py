@@ -7,7 +7,7 @@ shards, an rl_prep manifest, or a checkpoint folder) by its type's `contract` in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.contracts.registry import (
     BLANK_LINE_ERRORS,
@@ -18,6 +18,9 @@ from catalog.contracts.registry import (
     get_row_contract,
 )
 from catalog.contracts.rows import RowViolation
+
+if TYPE_CHECKING:
+    from catalog.contracts.validation import validate_artifact
 
 __all__ = [
     "BLANK_LINE_ERRORS",
@@ -31,29 +34,10 @@ __all__ = [
 ]
 
 
-def validate_artifact(
-    type_name: str,
-    path: Any,
-    *,
-    options: dict[str, Any] | None = None,
-    max_errors: int = 20,
-    progress: Any = None,
-    allow_hub_id: bool = False,
-    graph: Any = None,
-    workers: int | None = None,
-    expected_rows: int | None = None,
-):
-    """Validate one artifact by its type's contract; a `ValidationReport`, never a traceback."""
-    from catalog.contracts.validation import validate_artifact as run
+def __getattr__(name: str) -> Any:
+    """`validate_artifact` (validation.py) imported on first use: a row check needs none of it."""
+    if name == "validate_artifact":
+        from catalog.contracts.validation import validate_artifact
 
-    return run(
-        type_name,
-        path,
-        options=options,
-        max_errors=max_errors,
-        progress=progress,
-        allow_hub_id=allow_hub_id,
-        graph=graph,
-        workers=workers,
-        expected_rows=expected_rows,
-    )
+        return validate_artifact
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

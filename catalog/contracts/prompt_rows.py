@@ -34,6 +34,13 @@ NUMERIC_FIX = (
 )
 
 
+def _got(row: dict, key: str) -> str:
+    """What a row holds under `key` that is not the text it should be."""
+    if key not in row:
+        return "missing"
+    return "empty" if type(row[key]) is str else f"a {type_name(row[key])}"
+
+
 def verifiable_prompt_rows(
     input_key: str = "input", output_key: str = "output", text_answer: bool = False
 ) -> RowCheck:
@@ -49,17 +56,12 @@ def verifiable_prompt_rows(
             check_chat_messages(row["messages"], "messages", CODE, out)
             return out
         value = row.get(input_key)
-        if type(value) is not str or (not value or value.isspace()):
-            what = (
-                "missing"
-                if input_key not in row
-                else ("empty" if type(value) is str else f"a {type_name(value)}")
-            )
+        if type(value) is not str or is_blank(value):
             out.append(
                 RowViolation(
                     CODE,
                     input_key,
-                    f"the prompt must be a non-empty string, got {what}",
+                    f"the prompt must be a non-empty string, got {_got(row, input_key)}",
                     f"give the prompt under {input_key!r}, or set input_key in the data config "
                     "(or give `messages`)",
                 )
@@ -67,11 +69,7 @@ def verifiable_prompt_rows(
         answer = row.get(output_key)
         ok = (type(answer) is str and not is_blank(answer)) or type(answer) in (int, float)
         if not ok:
-            what = (
-                "missing"
-                if output_key not in row
-                else ("empty" if type(answer) is str else f"a {type_name(answer)}")
-            )
+            what = _got(row, output_key)
             out.append(
                 RowViolation(
                     CODE,

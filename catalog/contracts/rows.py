@@ -66,64 +66,32 @@ def check_chat_messages(
     messages: Any, field: str, code: str, out: list[RowViolation], *, what: str = "messages"
 ) -> None:
     """A non-empty list of `{role, content}` with a known role and non-empty content."""
+
+    def bad(at: str, message: str, fix: str | None = None) -> None:
+        out.append(RowViolation(code, at, message, fix))
+
     if type(messages) is not list:
-        out.append(
-            RowViolation(
-                code,
-                field,
-                f"expected a list of {{role, content}} {what}, got {type_name(messages)}",
-                f'write {field} as [{{"role": "user", "content": "..."}}]',
-            )
-        )
-        return
+        got = f"expected a list of {{role, content}} {what}, got {type_name(messages)}"
+        return bad(field, got, f'write {field} as [{{"role": "user", "content": "..."}}]')
     if not messages:
-        out.append(RowViolation(code, field, f"{what} list is empty", "give at least one message"))
-        return
+        return bad(field, f"{what} list is empty", "give at least one message")
     for i, msg in enumerate(messages):
+        at = f"{field}[{i}]"
         if type(msg) is not dict:
-            out.append(
-                RowViolation(
-                    code,
-                    f"{field}[{i}]",
-                    f"expected a {{role, content}} object, got {type_name(msg)}",
-                    'write {"role": "user", "content": "..."}',
-                )
-            )
+            got = f"expected a {{role, content}} object, got {type_name(msg)}"
+            bad(at, got, 'write {"role": "user", "content": "..."}')
             continue
         role = msg.get("role")
         if type(role) is not str or role not in CHAT_ROLES:
-            out.append(
-                RowViolation(
-                    code,
-                    f"{field}[{i}].role",
-                    f"role must be one of {sorted(CHAT_ROLES)}, got {role!r}",
-                    "set role to user, assistant or system",
-                )
-            )
+            got = f"role must be one of {sorted(CHAT_ROLES)}, got {role!r}"
+            bad(f"{at}.role", got, "set role to user, assistant or system")
         content = msg.get("content")
         if type(content) is str:
             if not content or content.isspace():
-                out.append(
-                    RowViolation(
-                        code, f"{field}[{i}].content", "content is empty", "give the message text"
-                    )
-                )
+                bad(f"{at}.content", "content is empty", "give the message text")
         elif type(content) is list:
             if not content:
-                out.append(
-                    RowViolation(
-                        code,
-                        f"{field}[{i}].content",
-                        "content list is empty",
-                        "give the message text",
-                    )
-                )
+                bad(f"{at}.content", "content list is empty", "give the message text")
         else:
-            out.append(
-                RowViolation(
-                    code,
-                    f"{field}[{i}].content",
-                    f"content must be a string or a list of parts, got {type_name(content)}",
-                    "give the message text as a string",
-                )
-            )
+            got = f"content must be a string or a list of parts, got {type_name(content)}"
+            bad(f"{at}.content", got, "give the message text as a string")
