@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from steps.cli.common import add_json_argument
+
 HELP = "validate a file, folder of shards, rl_prep manifest or checkpoint against its type"
 PROGRESS_MIN_BYTES = 256 << 20
 
@@ -33,11 +35,7 @@ def add_arguments(parser) -> None:
         "or NeMo-RL checkout to derive it from (default: the Gym of --step's config, an "
         "installed nemo_gym or $NEMO_RL_HOME's, else the pin)",
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print the report as one JSON document on stdout (errors are findings in it)",
-    )
+    add_json_argument(parser, "the report")
     parser.add_argument(
         "--max-errors",
         type=int,
