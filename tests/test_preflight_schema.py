@@ -11,10 +11,17 @@ from preflight_fixtures import context_for, dpo_config, grpo_config, run_rules
 
 from catalog.upstream import NEMO_RL_COMMIT, NEMO_RL_RELEASES, NEMO_RL_SCHEMA_DIR
 from runners.nemo_rl.schema import derive
-from runners.preflight.schema import SchemaChecker, load_schema
+from runners.nemo_rl.schema.store import cached_schema_for
+from runners.preflight.schema import SchemaChecker
 
 ROOT = Path(__file__).resolve().parents[1]
 RLVR_DEFAULT = ROOT / "steps" / "rl" / "nemo_rl" / "rlvr" / "config" / "default.yaml"
+
+
+def load_schema(algo: str) -> dict | None:
+    """The pin's shipped schema, without a checkout."""
+    found = cached_schema_for(algo, None, None)
+    return found.doc if found else None
 
 
 def _schema(findings: list, code: str) -> list:

@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from catalog.did_you_mean import close_matches
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from catalog.upstream import GYM_SUBDIR
 from runners.preflight import PreflightContext, rule
 from runners.preflight.data_files import bound_file, first_row
-from runners.preflight.schema import close, run_schema
+from runners.preflight.schema import run_schema
 from runners.preflight.topology import algorithm, cite, finding, generation, uses_gym, warning
 
 CONFIG_PATHS = "env.nemo_gym.config_paths"
@@ -147,7 +148,7 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
         path = Path(entry) if Path(entry).is_absolute() else root / entry
         if path.is_file():
             continue
-        near = close(entry, _yaml_files(root))
+        near = close_matches(entry, _yaml_files(root))
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         yield finding(
             ctx,

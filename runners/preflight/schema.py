@@ -19,7 +19,7 @@ from typing import Any
 
 from catalog.did_you_mean import close_matches
 from catalog.errors import WARNING, Finding
-from catalog.nemo_rl_version import NemoRLVersion, in_range, pin_version
+from catalog.nemo_rl_version import in_range, pin_version
 from runners.nemo_rl.schema.gym_script import GYM_DATA_CLASS, gym_data_classes
 from runners.nemo_rl.schema.store import Schema, cached_schema_for
 from runners.preflight import PreflightContext, rule
@@ -65,18 +65,8 @@ def run_schema(ctx: PreflightContext, algo: str | None = None) -> Schema | None:
     return cached_schema_for(algo, ctx.nemo_rl_dir, getattr(ctx, "nemo_rl_version", None))
 
 
-def load_schema(algo: str, version: NemoRLVersion | None = None) -> dict | None:
-    """The shipped schema of `version` (default: the pin), without a checkout."""
-    found = cached_schema_for(algo, None, version)
-    return found.doc if found else None
-
-
-def close(word: str, choices: Iterable[str]) -> list[str]:
-    return close_matches(word, choices)
-
-
 def _hint(word: str, choices: Iterable[str]) -> str:
-    near = close(word, choices)
+    near = close_matches(word, choices)
     return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
 
 

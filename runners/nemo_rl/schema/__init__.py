@@ -20,8 +20,8 @@ from catalog.upstream import NEMO_RL_REPO
 from runners.nemo_rl.schema.builder import SchemaBuilder
 from runners.nemo_rl.schema.code_reads import CodeReads, reachable
 from runners.nemo_rl.schema.gym_script import gym_entry
-from runners.nemo_rl.schema.key_reads import gated_required, key_tables, resolved_example
-from runners.nemo_rl.schema.shipped import load_examples, sections, shipped_keys
+from runners.nemo_rl.schema.key_reads import gated_required, key_tables
+from runners.nemo_rl.schema.shipped import load_examples, resolved_example, shipped_keys
 from runners.nemo_rl.schema.source import SourceIndex
 
 ROOTS = {
@@ -76,7 +76,7 @@ def derive(
             if found is not None:
                 rel = found.path.relative_to(checkout).as_posix()
                 facts.module(found, rel, script=name == SCRIPTS[algorithm])
-        examples = [resolved_example(p, docs) for p in docs if algorithm in sections(p, docs)]
+        examples = [e for e in (resolved_example(p, docs) for p in docs) if algorithm in e]
         reads, none_ok = key_tables(facts, classes, root, algorithm, examples)
         gated = gated_required(facts, classes, root, algorithm, examples)
         out[algorithm] = {

@@ -20,13 +20,11 @@ under a test of some value, which an upstream example omits where the read appli
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from catalog.config_values import dotted_get
 from runners.nemo_rl.schema.code_reads import CodeReads
-from runners.nemo_rl.schema.shipped import LOADER_KEY
 
 MEGATRON = {"policy.megatron_cfg.enabled": True}
 DTENSOR = {"policy.dtensor_cfg.enabled": True}
@@ -162,35 +160,6 @@ def missing_reads(doc: dict, config: dict) -> list[tuple[str, str]]:
             for at, mapping in mappings_at(config, path) if entry else ():
                 if not present(config, path, mapping, key):
                     out.append((f"{at}.{key}" if at else key, entry["at"]))
-    return out
-
-
-def resolved_example(path: Path, docs: dict[Path, dict], seen: frozenset = frozenset()) -> dict:
-    """An example config merged over its `defaults:` chain (lists replace, top-level
-    `_override_` drops the parent's section), as NeMo-RL's loader does."""
-    doc = docs.get(path)
-    if doc is None or path in seen:
-        return {}
-    parents = doc.get(LOADER_KEY)
-    merged: dict = {}
-    for parent in [parents] if isinstance(parents, str) else parents or []:
-        if isinstance(parent, str):
-            parent_path = Path(os.path.normpath(path.parent / parent))
-            merged = _merge(merged, resolved_example(parent_path, docs, seen | {path}))
-    child = {k: v for k, v in doc.items() if k != LOADER_KEY}
-    for key, value in child.items():
-        if isinstance(value, dict) and value.get("_override_"):
-            merged.pop(key, None)
-    return _merge(merged, child)
-
-
-def _merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        elif value != "???" or key not in out:
-            out[key] = value
     return out
 
 

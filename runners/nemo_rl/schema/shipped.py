@@ -64,18 +64,33 @@ def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
     return out, skipped
 
 
-def sections(path: Path, docs: dict[Path, dict], seen: frozenset[Path] = frozenset()) -> set:
-    """Top-level keys of a config after its `defaults:` chain (one file or a list)."""
+def resolved_example(path: Path, docs: dict[Path, dict], seen: frozenset = frozenset()) -> dict:
+    """An example config merged over its `defaults:` chain (lists replace, top-level
+    `_override_` drops the parent's section), as NeMo-RL's loader does."""
     doc = docs.get(path)
     if doc is None or path in seen:
-        return set()
-    keys = set(doc)
+        return {}
     parents = doc.get(LOADER_KEY)
+    merged: dict = {}
     for parent in [parents] if isinstance(parents, str) else parents or []:
         if isinstance(parent, str):
             parent_path = Path(os.path.normpath(path.parent / parent))
-            keys |= sections(parent_path, docs, seen | {path})
-    return keys
+            merged = _merged(merged, resolved_example(parent_path, docs, seen | {path}))
+    child = {k: v for k, v in doc.items() if k != LOADER_KEY}
+    for key, value in child.items():
+        if isinstance(value, dict) and value.get("_override_"):
+            merged.pop(key, None)
+    return _merged(merged, child)
+
+
+def _merged(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        elif value != "???" or key not in out:
+            out[key] = value
+    return out
 
 
 def _takes_none(t: dict) -> bool:
@@ -157,7 +172,7 @@ def shipped_keys(
     found: dict[str, dict[str, str]] = {}
     nulls: dict[str, dict[str, str]] = {}
     for path, doc in docs.items():
-        if algorithm not in sections(path, docs):
+        if algorithm not in resolved_example(path, docs):
             continue
         source = path.relative_to(checkout.resolve()).as_posix()
         walker = ShippedWalker(classes, source, getattr(doc, "lines", {}))
