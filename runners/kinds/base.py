@@ -140,8 +140,9 @@ def not_found(s: Setting, script: str) -> Command:
     return Command(findings=[warning], deferred=deferred)
 
 
-def cluster_checkout(s: Setting) -> str:
-    """The profile's NeMo-RL checkout as the job sees it (a NeMo-RL program needs one)."""
+def cluster_checkout(s: Setting) -> tuple[str, str]:
+    """The profile's NeMo-RL checkout as the job sees it (a NeMo-RL program needs one), and the
+    launcher that starts its script there (--launcher, else the profile's)."""
     target = s.target
     assert target is not None
     if not target.profile.nemo_rl_dir:
@@ -154,4 +155,4 @@ def cluster_checkout(s: Setting) -> str:
             "(or NEMO_RL_HOME) when the cluster sees this machine's checkout at the same path",
             exit_code=2,
         )
-    return target.profile.nemo_rl_dir
+    return target.profile.nemo_rl_dir, s.launcher or target.profile.launcher

@@ -54,9 +54,7 @@ class DcpToHf(RunnerKind):
     ) -> tuple[list[str], str]:
         from runners.nemo_rl.dcp_export import launch_argv
 
-        root = cluster_checkout(s)
-        assert s.target is not None
-        launcher = s.launcher or s.target.profile.launcher
+        root, launcher = cluster_checkout(s)
         return launch_argv(launcher, str(p.script), resolved), root
 
     def launch(self, run: LocalRun) -> dict | None:

@@ -60,9 +60,7 @@ class NemoRL(RunnerKind):
     def job_command(
         self, s: Setting, p: Prepared, resolved: dict, config: str
     ) -> tuple[list[str], str]:
-        root = cluster_checkout(s)
-        assert s.target is not None
-        launcher = s.launcher or s.target.profile.launcher
+        root, launcher = cluster_checkout(s)
         return [*shlex.split(launcher), str(p.script), "--config", config], root
 
     def nodes(self, resolved: Mapping[str, Any], profile: Any) -> int:

@@ -1,9 +1,10 @@
 """Preflight for cluster launches (`--run/--batch PROFILE`): what would fail after queueing.
 
-Each rule reads `ctx.remote` (the profile and one probe of the cluster) and yields nothing for a
-local run. Sources: NeMo-RL's ray.sub (CONTAINER/MOUNTS required, GRES vs GPUS_PER_NODE exits 1,
-SLURM_SUBMIT_DIR as the container workdir), docs/cluster.md (node counts with Gym GPU nodes and
-DEDICATED_RAY_HEAD), and cluster launch failures users reported (research/remote-execution.md §5).
+Each rule reads `ctx.remote` (the profile and one probe of the cluster): `@rule(on=...)` runs it
+only for a cluster launch whose host answered. Sources: NeMo-RL's ray.sub (CONTAINER/MOUNTS
+required, GRES vs GPUS_PER_NODE exits 1, SLURM_SUBMIT_DIR as the container workdir),
+docs/cluster.md (node counts with Gym GPU nodes and DEDICATED_RAY_HEAD), and cluster launch
+failures users reported (research/remote-execution.md §5).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
 @rule("remote_allocation", needs=(), on=("ray_sub",))
 def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
-    if ctx.remote is None or not _ray_sub(ctx):
+    if not _ray_sub(ctx):
         return
     from runners.launch.slurm.backend import parse_gres_gpus
     from runners.launch.target import nodes_needed
@@ -107,8 +108,6 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     """Every path the job touches is under a container mount; no mount of the whole home."""
     f = ctx.remote
-    if f is None:
-        return
     p = f.profile
     if not p.container_image:
         if _ray_sub(ctx):
@@ -151,7 +150,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_nemo_rl(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster's NeMo-RL checkout has ray.sub and the example script."""
     f = ctx.remote
-    if f is None or not f.profile.nemo_rl_dir:
+    if not f.profile.nemo_rl_dir:
         return
     root = f.profile.nemo_rl_dir
     needed = [p for p in f.exists if p == root or p.startswith(root + "/")]
@@ -172,7 +171,7 @@ def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
     """The cluster has Megatron-Bridge's conversion script where the config says."""
     from runners.launch.target import bridge_script
 
-    script = bridge_script(ctx.config) if ctx.remote is not None else None
+    script = bridge_script(ctx.config)
     if script and ctx.remote.exists.get(script) is False:
         yield Finding(
             "E-MEGATRON-BRIDGE-NOT-FOUND",
@@ -188,8 +187,6 @@ def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
     f = ctx.remote
-    if f is None:
-        return
     p = f.profile
     for name, value in p.env.items():
         if holds_secret(name, value) or looks_like_secret(value):
@@ -245,8 +242,6 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     """Inputs exist on the cluster; those not readable here could not be contract-checked."""
     f = ctx.remote
-    if f is None:
-        return
     from runners.preflight.data_paths import found_only_beside
 
     for art in ctx.inputs:
@@ -286,7 +281,7 @@ def pinned_ray(checkout: Path | None) -> str | None:
 def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
     """The run dir can be put under remote_dir before submitting (probed where it is copied)."""
     f = ctx.remote
-    if f is None or not f.stage_problem:
+    if not f.stage_problem:
         return
     yield _finding(
         ctx,
@@ -304,8 +299,6 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
     """Ray profiles: paths under the shared folders (remote_dir, shared_dirs) or the upload, GPUs
     the cluster has, Ray version."""
     f = ctx.remote
-    if f is None:
-        return
     p = f.profile
     pinned = pinned_ray(ctx.nemo_rl_dir)
     if pinned and f.ray_version and pinned != f.ray_version:

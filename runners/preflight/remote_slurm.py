@@ -42,7 +42,7 @@ def ray_sub_cpus(ctx: PreflightContext) -> tuple[int, str] | None:
 def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
     """ray.sub's srun steps ask no more CPUs than the partition's nodes have."""
     f = ctx.remote
-    if f is None or not _ray_sub(ctx) or not f.node_cpus:
+    if not _ray_sub(ctx) or not f.node_cpus:
         return
     asked = ray_sub_cpus(ctx)
     if asked is None or asked[0] <= f.node_cpus:
@@ -63,9 +63,7 @@ def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     """The profile's partition is one the cluster has, and ray.sub's ACCOUNT/PARTITION
     placeholders are replaced: by the profile or the cluster's defaults."""
-    f = ctx.remote
-    if f is None:
-        return
+    f = ctx.remote  # set: a remote rule runs only for a cluster launch (RuleSpec.applies_on)
     known, asked = f.partitions, f.profile.partition
     unknown = [p for p in asked.split(",") if p not in known] if asked and known else []
     if unknown:
