@@ -433,7 +433,8 @@ def test_a_chain_whose_jobs_python3_is_older_than_3_8_is_refused_by_the_dry_run(
 @pytest.fixture
 def killed_job(tmp_path, slurm):  # noqa: F811
     """A real lab job (`sleep`) with a one-segment chain record whose segment is that job."""
-    from runners.chain.record import ChainRecord, Segment, now_utc, write_chain
+    from runners.chain.record import ChainRecord, Segment, write_chain
+    from runners.chain.rules import now_utc
 
     env = lab_env(tmp_path, slurm)
     sbatch = ["sbatch", "--parsable", "--requeue", "--output=/dev/null", "--wrap", "sleep 300"]

@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from runners.chain import rules
 from runners.chain.decide import Verdict, classify, judge, latest_checkpoint
 from runners.chain.ray_resume import DETACHED, Tee, carry_on, this_driver
-from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, now_utc, read_chain
+from runners.chain.record import CANCEL_MARK, ChainRecord, Segment, read_chain
 from runners.rundir import JobRecord, update_record
 
 if TYPE_CHECKING:
@@ -49,10 +50,9 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Backend, out:
     job = backend.job_record(req)
     job.job_id = f"{chain.job_name}-{n}"
     job.log_path = f"ray job logs {job.job_id} (address {job.address})"
-    seg = Segment(
-        n=n, job_id=job.job_id, steps_before=ckpt.total_steps if ckpt else 0,
-        started_utc=now_utc()[0],
-    )  # fmt: skip
+    seg = Segment.model_validate(
+        rules.new_segment(n, job.job_id, 0, ckpt.total_steps if ckpt else 0)
+    )
     chain.segments.append(seg)
     chain.state, chain.reason = "running", ""
     _save(run_dir, chain, job)

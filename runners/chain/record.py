@@ -22,8 +22,6 @@ from runners.chain import rules
 from runners.chain.segment_program import CANCEL_MARK, CHAIN_SECRETS, RECORD  # noqa: F401
 
 ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
-now_utc = rules.now_utc  # (a segment's timestamp as recorded, the same instant in epoch s)
-epoch_of = rules.epoch_of
 
 
 class Failure(BaseModel):
