@@ -32,13 +32,6 @@ def add_json_argument(parser, what: str = "the result") -> None:
     )
 
 
-def print_json(obj: object) -> None:
-    """One JSON document on stdout; see `steps.cli.output.emit_json`."""
-    from steps.cli.output import emit_json
-
-    emit_json(obj)
-
-
 def print_findings(findings, stream=None) -> None:
     """Findings as text, on stderr unless told otherwise (stdout is for results)."""
     stream = stream or sys.stderr

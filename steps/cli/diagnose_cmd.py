@@ -32,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
     shown = refresh(run_dir, data)
     result = diagnose_run(run_dir, {**data, "job": shown.dump()}, shown)
     if args.json:
-        from steps.cli.run_render import print_json
+        from steps.cli.output import emit_json
 
-        print_json({"run_dir": str(run_dir), "job_id": shown.job_id, **result.to_dict()})
+        emit_json({"run_dir": str(run_dir), "job_id": shown.job_id, **result.to_dict()})
         return 0
     say(f"run dir: {run_dir}")
     code = "" if result.exit_code is None else f", exit code {result.exit_code}"
@@ -70,10 +70,10 @@ def _refused(run_dir, judge, as_json: bool) -> int:
     if not judge.judged:
         fix = f"read the judge's log ({judge.job.log_path}): it ended without a verdict"
     if as_json:
-        from steps.cli.run_render import print_json
+        from steps.cli.output import emit_json
 
-        print_json({"run_dir": str(run_dir), "kind": "upstream-judge", "retryable": False,
-                    "upstream_judge": judge.to_dict(), "fix": fix})  # fmt: skip
+        emit_json({"run_dir": str(run_dir), "kind": "upstream-judge", "retryable": False,
+                   "upstream_judge": judge.to_dict(), "fix": fix})  # fmt: skip
         return 0
     say(f"run dir: {run_dir}")
     say(judge.line())

@@ -35,12 +35,12 @@ def run(args: argparse.Namespace) -> int:
         say(f"warning: {finding.code} {finding.message} (fix: {finding.fix})", err=True)
     listed = job_rows(runs)
     if args.json:
-        from steps.cli.run_render import print_json
+        from steps.cli.output import emit_json
 
         doc = {"runs_root": str(root), "jobs": [row.to_dict() for row in listed]}
         if skipped:  # records not used (E-RECORD-UNTRUSTED), as findings
             doc["skipped"] = [refused.finding.to_dict() for refused in skipped]
-        print_json(doc)
+        emit_json(doc)
         return 0
     if not listed:
         print(f"no cluster jobs under {root}")

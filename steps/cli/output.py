@@ -7,8 +7,8 @@ The `--json` contract, for every command:
 
 - `document(findings=(), ok=None, **payload)`: the envelope. `findings` are `Finding`s (or
   their dicts); `ok` defaults to "no finding is an error". Put the command's data in `payload`.
-- `emit_json(doc, redact=None)`: the only writer of `--json` output; call it once, last.
-  `redact` (str -> str) is applied to the serialized text (e.g. `runners.secrets.redact_text`).
+- `emit_json(doc, secrets=None)`: the only writer of `--json` output; call it once, last.
+  `secrets` (name -> value) are written as `***` (`runners.secrets.redact_text`).
 - Errors need no code in the command: a `StepsError` raised at any point, or a usage error,
   reaches `steps.cli.main`, which prints `error_document(...)` as the one document when the
   command line has `--json`. So build the whole document first and never print before raising.
@@ -23,7 +23,7 @@ import sys
 
 TYPE_CHECKING = False  # not `from typing import ...`: importing typing costs `list` 3 ms
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
     from typing import Any
 
 _emitted = 0
@@ -42,13 +42,18 @@ def error_document(finding: Any, exit_code: int, command: str | None = None) -> 
     return document([finding], ok=False, command=command, exit_code=exit_code)
 
 
-def emit_json(doc: Any, redact: Callable[[str], str] | None = None) -> None:
-    """Print one JSON document on stdout (paths and other objects as strings)."""
+def emit_json(doc: Any, secrets: dict[str, str] | None = None) -> None:
+    """Print one JSON document on stdout (paths and other objects as strings), `secrets`
+    redacted."""
     import json
 
     global _emitted
     text = json.dumps(doc, indent=2, default=str)
-    sys.stdout.write((redact(text) if redact else text) + "\n")
+    if secrets:
+        from runners.secrets import redact_text
+
+        text = redact_text(text, secrets)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
     _emitted += 1
 

@@ -132,8 +132,6 @@ def _resolve_names(plan, pf, args) -> None:
 
 def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> None:
     """The one document: the plan's findings, the exit code and (after a run) pipeline.json."""
-
-    from runners.secrets import redact_text
     from steps.cli.output import document, emit_json
 
     summary = None
@@ -149,4 +147,4 @@ def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> No
         exit_code=code,
         summary=summary,
     )
-    emit_json(doc, redact=lambda text: redact_text(text, secrets))
+    emit_json(doc, secrets)

@@ -60,9 +60,9 @@ def _status(record: dict, states: list, as_json: bool) -> int:
     state, named = verdict(states)
     code = 2 if state == "unknown" else 0
     if as_json:
-        from steps.cli.common import print_json
+        from steps.cli.output import emit_json
 
-        print_json(
+        emit_json(
             {
                 "pipeline": record["pipeline"],
                 "root": record["root"],

@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from steps.cli.common import add_catalog_arguments, print_json
+from steps.cli.common import add_catalog_arguments
+from steps.cli.output import emit_json
 
 HELP = "check a pipeline file and print its resolved graph (types, converters, output paths)"
 
@@ -130,7 +131,7 @@ def run(args) -> int:
         data = plan.to_dict()
         for stage in data["stages"]:
             stage["overrides"] = _overrides(plan.stage(stage["id"]))
-        print_json(redact(data, secrets))
+        emit_json(redact(data, secrets))
     else:
         print_plan_findings(plan, secrets)
         if plan.ok:

@@ -7,13 +7,7 @@ import sys
 from typing import Any
 
 from runners.secrets import redact_text
-
-
-def print_json(doc: dict, secrets: dict[str, str] | None = None) -> None:
-    """Exactly one JSON document on stdout (through the CLI's one writer), secrets redacted."""
-    from steps.cli.output import emit_json
-
-    emit_json(doc, redact=lambda text: redact_text(text, secrets or {}))
+from steps.cli.output import emit_json
 
 
 def render_event(event: Any, as_json: bool, show_config: bool) -> int:
@@ -24,7 +18,7 @@ def render_event(event: Any, as_json: bool, show_config: bool) -> int:
     if isinstance(event, Settled):
         plan = event.plan
         if event.dry_run and as_json:
-            print_json(plan.as_json())
+            emit_json(plan.as_json())
         elif not as_json:  # a live run's plan goes to stderr: stdout is for what it prints
             text = render_plan(plan, dry_run=event.dry_run, show_config=show_config)
             print(text, file=sys.stdout if event.dry_run else sys.stderr)
@@ -36,7 +30,7 @@ def render_event(event: Any, as_json: bool, show_config: bool) -> int:
         print_registered(event.report)
     elif isinstance(event, HandingOver):
         if as_json and not event.plan.kind.in_process:  # an exec does not come back to print
-            print_json(event.plan.as_json())
+            emit_json(event.plan.as_json())
     elif isinstance(event, Done):
         _done(event, as_json)
         return event.code
@@ -56,14 +50,14 @@ def _done(event: Any, as_json: bool) -> None:
     """The last words: the plan or the job as JSON, --batch's job id line, a run's summary."""
     plan, job = event.plan, event.job
     if event.how in ("chain", "batch", "followed") and as_json:
-        print_json({**plan.as_json(), "job": job.dump() if job else {}}, plan.secrets)
+        emit_json({**plan.as_json(), "job": job.dump() if job else {}}, plan.secrets)
     elif event.how == "batch":
         from steps.cli.job_follow import hints
 
         print(f"{job.job_id} {job.log_path}")
         print(hints(plan.run_dir), file=sys.stderr)
     elif event.how in ("refused", "skipped") and as_json:
-        print_json(plan.as_json())
+        emit_json(plan.as_json())
     elif event.how == "refused":
         where = f"run dir {plan.run_dir}" if plan.written else "nothing written or submitted"
         print(f"preflight failed: fix the errors above ({where})", file=sys.stderr)

@@ -61,13 +61,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         progress, why = progress_of(run_dir, data, shown, args.stall_factor)
     if args.json:
-        from steps.cli.run_render import print_json
+        from steps.cli.output import emit_json
 
         doc = {"run_dir": str(run_dir), "step": data.get("step"), "job": shown.dump()}
         doc["progress"] = progress.to_dict() if progress else None
         if judge is not None:
             doc["upstream_judge"] = judge.to_dict()
-        print_json({**doc, "chain": data["chain"]} if chain else doc)
+        emit_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
     exit_code = shown.exit_code
     say(f"run dir: {run_dir}")
