@@ -310,12 +310,15 @@ def write_docs(root: Path) -> tuple[list[Path], list[Finding]]:
     """Regenerate a root's docs; returns the files that changed."""
     require_writable_home(root)
     texts, findings = render_docs(root)
-    changed = []
-    for path, text in texts.items():
-        if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
-            write_atomic(path, text)
-            changed.append(path)
-    return changed, findings
+    return write_changed(texts), findings
+
+
+def write_changed(texts: dict[Path, str]) -> list[Path]:
+    """Write each file whose text differs from `texts` (or that is missing); those written."""
+    changed = [p for p, t in texts.items() if not p.is_file() or p.read_bytes() != t.encode()]
+    for path in changed:
+        write_atomic(path, texts[path])
+    return changed
 
 
 def stale_docs(root: Path, fix: str) -> list[Finding]:
@@ -327,27 +330,22 @@ def stale_docs(root: Path, fix: str) -> list[Finding]:
         texts, _ = render_docs(root)
     except StepsError:  # an unreadable types.toml: `check` reports it where it loads the types
         return []
+    return stale(texts, fix)
+
+
+def stale(texts: dict[Path, str], fix: str) -> list[Finding]:
+    """E-DOCS-STALE for each file that is missing or differs from its generated `texts`, at
+    the first line that differs."""
     out = []
     for path, text in texts.items():
         if not path.is_file():
             out.append(Finding("E-DOCS-STALE", "generated file is missing", str(path), fix=fix))
         elif path.read_bytes() != text.encode("utf-8"):
-            line = _first_difference(path.read_text(encoding="utf-8", errors="replace"), text)
-            out.append(
-                Finding(
-                    "E-DOCS-STALE",
-                    "generated file differs from what `docs` writes",
-                    str(path),
-                    line,
-                    fix=fix,
-                )
-            )
+            have = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+            want = text.splitlines(keepends=True)
+            pairs = zip(have, want, strict=False)
+            line = next((i for i, (a, b) in enumerate(pairs, 1) if a != b), None)
+            line = line or min(len(have), len(want)) + 1
+            differs = "generated file differs from what `docs` writes"
+            out.append(Finding("E-DOCS-STALE", differs, str(path), line, fix=fix))
     return out
-
-
-def _first_difference(a: str, b: str) -> int:
-    la, lb = a.splitlines(keepends=True), b.splitlines(keepends=True)
-    for i, (x, y) in enumerate(zip(la, lb, strict=False), 1):
-        if x != y:
-            return i
-    return min(len(la), len(lb)) + 1

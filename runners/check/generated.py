@@ -49,19 +49,6 @@ def generated(repo: Path) -> dict[Path, str]:
 def stale_generated(repo: Path, fix: str) -> list[Finding]:
     """E-DOCS-STALE for each file rendered from the rules that is missing or differs from what
     `docs` writes."""
-    out = []
-    for path, text in generated(repo).items():
-        if not path.is_file():
-            out.append(Finding("E-DOCS-STALE", "generated file is missing", str(path), fix=fix))
-            continue
-        have = path.read_text(encoding="utf-8", errors="replace")
-        if have == text:
-            continue
-        pairs = zip(have.splitlines(), text.splitlines(), strict=False)
-        line = next(
-            (i for i, (a, b) in enumerate(pairs, 1) if a != b),
-            min(have.count("\n"), text.count("\n")) + 1,
-        )
-        differs = "generated file differs from what `docs` writes"
-        out.append(Finding("E-DOCS-STALE", differs, str(path), line, fix=fix))
-    return out
+    from catalog.docs import stale
+
+    return stale(generated(repo), fix)

@@ -67,15 +67,8 @@ def run(args) -> int:
 
 def _preflight_doc(root) -> list:
     """The built-in root's files rendered from the rules: PREFLIGHT.md and the kinds' codes."""
-    from catalog.atomic_write import write_atomic
     from catalog.discovery import BUILTIN_ROOT
+    from catalog.docs import write_changed
     from runners.check.generated import generated
 
-    if root != BUILTIN_ROOT:
-        return []
-    changed = []
-    for path, text in generated(BUILTIN_ROOT.parent).items():
-        if not (path.is_file() and path.read_bytes() == text.encode("utf-8")):
-            write_atomic(path, text)
-            changed.append(path)
-    return changed
+    return write_changed(generated(BUILTIN_ROOT.parent)) if root == BUILTIN_ROOT else []
