@@ -220,14 +220,16 @@ PYTHON = sys.executable
 RAY_SECRET = "raysecret0123456789abcdef0123456789abcd"
 
 
-@pytest.fixture(scope="session")
-def ray_head(tmp_path_factory):
+@pytest.fixture(scope="module")
+def ray_head(request, tmp_path_factory):
     """A real local Ray head (1 CPU, 2 fake GPUs, the Jobs API); yields its dashboard URL.
 
     One head for the whole pytest session (a head costs ~10 CPU-seconds to start on these two
     cores, and its daemons' CPU is counted in no test): the first xdist worker that asks starts
-    it under a file lock and records it in the folder all workers share; the others reuse it;
-    the controller stops it once, at session end (conftest's pytest_sessionfinish calls
+    it under a file lock and records it in the folder all workers share; the others reuse it.
+    The last test file that uses it stops it as it ends (each file runs in one worker), so it
+    does not idle through the rest of the session; whatever is still running then, the
+    controller stops once at session end (conftest's pytest_sessionfinish calls
     `stop_shared_ray_head`). The head's own environment holds WANDB_API_KEY: a Ray job reads
     secrets from the cluster.
     """
@@ -238,9 +240,23 @@ def ray_head(tmp_path_factory):
     with _locked(shared / "ray-head.lock"):
         head = _head_record(shared)
         if head is None or not _running(head["pid"]):
-            head = _start_ray_head_retrying(ray_bin)
+            done = head["done"] if head else []
+            head = _start_ray_head_retrying(ray_bin) | {"done": done}
             (shared / "ray-head.json").write_text(json.dumps(head))
-    return head["url"]
+    yield head["url"]
+    # Whole files go to one worker (loadfile, loadscope, or no xdist): a file's end is final.
+    if getattr(request.config.option, "dist", "no") not in ("no", "loadfile", "loadscope"):
+        return
+    users = {str(i.path) for i in request.session.items if "ray_head" in i.fixturenames}
+    with _locked(shared / "ray-head.lock"):
+        head = _head_record(shared)
+        if head is not None:
+            head["done"] = sorted({*head["done"], str(request.path)})
+            if users <= set(head["done"]):
+                (shared / "ray-head.json").unlink()
+                _stop_ray_head(head)
+            else:
+                (shared / "ray-head.json").write_text(json.dumps(head))
 
 
 def _shared_dir(basetemp: Path) -> Path:

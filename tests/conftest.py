@@ -74,6 +74,7 @@ LONGEST_FIRST = (
     "test_launch_raysub_real.py",
     "test_pipeline_slurm.py",
     "test_launch_ray.py",
+    "test_upstream_judge_job.py",  # the last of the shared Ray head's users: it stops as they end
     "test_launch_slurm.py",
     "test_ray_token_auth.py",  # its own Ray head (token auth), after raysub_real's three
     "test_upstream_corpus_v0_6_0.py",
