@@ -39,6 +39,16 @@ class CheckpointResult:
     def error(self, code: str, message: str, path: Path, fix: str | None = None) -> None:
         self.findings.append(Finding(code, message, str(path), fix=fix))
 
+    def json_object(self, code: str, file: Path, fix: str | None = None) -> None:
+        """An error when `file` (one the loader reads) is missing or not a JSON object."""
+        if not file.is_file():
+            return self.error(code, f"{file.name} is missing", file.parent, fix=fix)
+        try:
+            if not isinstance(read_json_file(file), dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            self.error(code, f"{file.name} is not valid JSON ({exc})", file)
+
 
 def _safetensors_ok(path: Path) -> str | None:
     """Why a .safetensors file is unreadable (truncated header), or None; reads 8 bytes + size."""
@@ -102,15 +112,7 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     if not path.is_dir():
         res.error(HF, "expected a model folder, got a file", path)
         return res
-    config = path / "config.json"
-    if not config.is_file():
-        res.error(HF, "config.json is missing", path, fix="save with model.save_pretrained()")
-    else:
-        try:
-            if not isinstance(read_json_file(config), dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            res.error(HF, f"config.json is not valid JSON ({exc})", config)
+    res.json_object(HF, path / "config.json", fix="save with model.save_pretrained()")
     st = sorted(path.glob("*.safetensors"))
     bins = sorted(path.glob("pytorch_model*.bin"))
     if not st and not bins:

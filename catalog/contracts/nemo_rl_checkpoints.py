@@ -24,7 +24,6 @@ from catalog.contracts.checkpoints import (
     dcp_folder,
     numbered,
 )
-from catalog.contracts.json_text import read_json_file
 
 MEGATRON, DCP = "megatron", "dcp"
 CONVERTERS = {MEGATRON: "convert/megatron_to_hf", DCP: "convert/dcp_to_hf"}
@@ -74,15 +73,7 @@ def check_nemo_rl(path: Path, backend: str | None = None) -> CheckpointResult:
     step = _step(res, path)
     if step is None:
         return res
-    info = step / "training_info.json"
-    if not info.is_file():
-        res.error(NEMO_RL, "training_info.json is missing", step)
-    else:
-        try:
-            if not isinstance(read_json_file(info), dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            res.error(NEMO_RL, f"training_info.json is not valid JSON ({exc})", info)
+    res.json_object(NEMO_RL, step / "training_info.json")
     if not (step / "config.yaml").is_file():
         res.error(NEMO_RL, "config.yaml is missing", step)
     res.resolved = step
@@ -103,10 +94,11 @@ def check_nemo_rl(path: Path, backend: str | None = None) -> CheckpointResult:
     res.note = f"step {step.name}, {BACKENDS[found]}"
     if backend is not None and found != backend:
         want, got = TYPES[backend], TYPES[found]
+        name = "Megatron" if found == MEGATRON else "DTensor"
         res.error(
             NEMO_RL,
             f"policy/weights is a {BACKENDS[found]} checkpoint, not {BACKENDS[backend]}: the run "
-            f"used the {found_name(found)} policy backend, so it is a {got}, not a {want}",
+            f"used the {name} policy backend, so it is a {got}, not a {want}",
             weights,
             fix=f"validate it as {got} and export it with {CONVERTERS[found]}",
         )
@@ -115,7 +107,3 @@ def check_nemo_rl(path: Path, backend: str | None = None) -> CheckpointResult:
         iteration = check_megatron(step)
         res.findings.extend(iteration.findings)
     return res
-
-
-def found_name(backend: str) -> str:
-    return "Megatron" if backend == MEGATRON else "DTensor"
