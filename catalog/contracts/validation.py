@@ -271,92 +271,86 @@ def validate_artifact(
     the row count an rl_prep manifest records for a single shard file."""
     contract = resolve_contract(type_name, graph)
     path = Path(path)
-    try:
-        return _validate(
-            type_name,
-            contract,
-            path,
-            options,
-            max_errors,
-            progress,
-            allow_hub_id,
-            workers,
-            expected_rows,
-        )
-    except PermissionError as exc:  # a folder on the way that this user may not search
-        raise denied(Path(exc.filename or path)) from None
-
-
-def _validate(
-    type_name: str,
-    contract: str,
-    path: Path,
-    options: dict[str, Any] | None,
-    max_errors: int,
-    progress: Callable[[int], None] | None,
-    allow_hub_id: bool,
-    workers: int | None,
-    expected_rows: int | None,
-) -> ValidationReport:
     report = ValidationReport(type_name, contract, str(path))
     options = {k: v for k, v in (options or {}).items() if v is not None}
-    if contract in ROW_CONTRACTS:
-        bound = get_row_contract(contract, **options)  # bad options fail here, before any work
-        # NemoGymDataset reads raw lines whatever the extension: Gym rows stay JSON Lines.
-        built = builder_files(path) if contract != "nemo_gym_rows" else None
-        if built is not None:  # read as NeMo-RL's builder reads it (builder_rows.py)
-            check = bound.check if contract != "jsonl" else None
-            sources, found = [Source(p) for p, _ in built], list[Finding]()
-            scan = scan_builder_files(built, check, max_errors)
-        else:
-            sources, found = resolve_sources(path)
-            if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
-                sources = [replace(sources[0], expected_rows=expected_rows)]
-            scan = scan_jsonl(
-                sources,
-                contract,
-                options,
-                max_errors=max_errors,
-                progress=progress,
-                workers=workers,
-            )
-        found += shard_digest_findings(path)
-        findings = found + scan.findings
-        report.errors = sum(1 for f in found if f.is_error) + scan.errors
-        report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
-        report.findings = findings
-        report.rows = scan.rows
-        report.bad_rows = scan.bad_rows
-        report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
-        report.files = len(sources)
-        report.bytes = scan.bytes
-        unread = any(f.code == UNCHECKED for f in scan.findings)  # no pyarrow: rows not read
-        if sources and scan.rows == 0 and scan.errors == 0 and not unread:
-            code = CODES[built[0][1]] if built else "E-JSONL"
-            report.findings.append(
-                Finding(code, "no rows (the input is empty)", str(path), fix="give rows")
-            )
-            report.errors += 1
-        return report
-    if contract in CHECKPOINT_CONTRACTS:
-        from catalog.contracts import checkpoints, nemo_rl_checkpoints
-
-        if contract == "hf_checkpoint":
-            res = checkpoints.check_hf(path, allow_hub_id=allow_hub_id)
-        elif contract == "megatron_checkpoint":
-            res = checkpoints.check_megatron(path)
-        else:  # nemo_rl_checkpoint (any backend), nemo_rl_{megatron,dcp}_checkpoint
-            backend = nemo_rl_checkpoints.CONTRACT_BACKENDS[contract]
-            res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
-        report.findings = res.findings
-        report.errors = sum(1 for f in res.findings if f.is_error)
-        report.warnings = len(res.findings) - report.errors
-        report.resolved = str(res.resolved) if res.resolved else None
-        report.note = res.note
-        return report
+    try:
+        if contract in ROW_CONTRACTS:
+            return _rows(report, path, options, max_errors, progress, workers, expected_rows)
+        if contract in CHECKPOINT_CONTRACTS:
+            return _checkpoint(report, path, allow_hub_id)
+    except PermissionError as exc:  # a folder on the way that this user may not search
+        raise denied(Path(exc.filename or path)) from None
     raise StepsError(
         "E-CONTRACT-UNKNOWN",
         f"type {type_name!r} has contract {contract!r}, which `validate` cannot check",
         fix=f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}",
         exit_code=2,
     )
+
+
+def _rows(
+    report: ValidationReport,
+    path: Path,
+    options: dict[str, Any],
+    max_errors: int,
+    progress: Callable[[int], None] | None,
+    workers: int | None,
+    expected_rows: int | None,
+) -> ValidationReport:
+    contract = report.contract
+    bound = get_row_contract(contract, **options)  # bad options fail here, before any work
+    # NemoGymDataset reads raw lines whatever the extension: Gym rows stay JSON Lines.
+    built = builder_files(path) if contract != "nemo_gym_rows" else None
+    if built is not None:  # read as NeMo-RL's builder reads it (builder_rows.py)
+        check = bound.check if contract != "jsonl" else None
+        sources, found = [Source(p) for p, _ in built], list[Finding]()
+        scan = scan_builder_files(built, check, max_errors)
+    else:
+        sources, found = resolve_sources(path)
+        if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
+            sources = [replace(sources[0], expected_rows=expected_rows)]
+        scan = scan_jsonl(
+            sources,
+            contract,
+            options,
+            max_errors=max_errors,
+            progress=progress,
+            workers=workers,
+        )
+    found += shard_digest_findings(path)
+    findings = found + scan.findings
+    report.errors = sum(1 for f in found if f.is_error) + scan.errors
+    report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
+    report.findings = findings
+    report.rows = scan.rows
+    report.bad_rows = scan.bad_rows
+    report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
+    report.files = len(sources)
+    report.bytes = scan.bytes
+    unread = any(f.code == UNCHECKED for f in scan.findings)  # no pyarrow: rows not read
+    if sources and scan.rows == 0 and scan.errors == 0 and not unread:
+        code = CODES[built[0][1]] if built else "E-JSONL"
+        report.findings.append(
+            Finding(code, "no rows (the input is empty)", str(path), fix="give rows")
+        )
+        report.errors += 1
+    return report
+
+
+def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> ValidationReport:
+    from catalog.contracts import checkpoints, nemo_rl_checkpoints
+
+    contract = report.contract
+    if contract == "hf_checkpoint":
+        res = checkpoints.check_hf(path, allow_hub_id=allow_hub_id)
+    elif contract == "megatron_checkpoint":
+        res = checkpoints.check_megatron(path)
+    else:  # nemo_rl_checkpoint (any backend), nemo_rl_{megatron,dcp}_checkpoint
+        backend = nemo_rl_checkpoints.CONTRACT_BACKENDS[contract]
+        res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
+    report.findings = res.findings
+    report.errors = sum(1 for f in res.findings if f.is_error)
+    report.warnings = len(res.findings) - report.errors
+    report.resolved = str(res.resolved) if res.resolved else None
+    report.note = res.note
+    return report
