@@ -10,6 +10,7 @@ the Gym version name it. Upstream reads only `agent_ref.name` to route a row, so
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from catalog.contracts.gym_facts import GymFacts, gym_facts
@@ -20,6 +21,7 @@ from catalog.contracts.rows import RowCheck, RowViolation, type_name
 from catalog.did_you_mean import close_matches
 
 AGENT = "E-GYM-AGENT-REF"
+_agent = partial(RowViolation, AGENT)  # a fault of the row's agent_ref
 NOT_LOADED = "E-GYM-AGENT"
 AGENT_TYPE = "responses_api_agents"
 FUNCTION_TOOL_KEYS = ("type", "name", "parameters", "strict")
@@ -226,8 +228,7 @@ def nemo_gym_rows(
                 task.check(row, default_name, out)
             if default_agent_ref is None:
                 out.append(
-                    RowViolation(
-                        AGENT,
+                    _agent(
                         "agent_ref",
                         "agent_ref is missing",
                         'add "agent_ref": {"type": "responses_api_agents", "name": "<agent>"} '
@@ -238,8 +239,7 @@ def nemo_gym_rows(
         ref = row["agent_ref"]
         if type(ref) is not dict:
             out.append(
-                RowViolation(
-                    AGENT,
+                _agent(
                     "agent_ref",
                     f"agent_ref must be an object, got {type_name(ref)}",
                     '{"type": "responses_api_agents", "name": "<agent>"}',
@@ -248,8 +248,7 @@ def nemo_gym_rows(
             return
         if "type" in ref and ref["type"] != AGENT_TYPE:
             out.append(
-                RowViolation(
-                    AGENT,
+                _agent(
                     "agent_ref.type",
                     f"agent_ref.type must be {AGENT_TYPE!r}, got {ref['type']!r}",
                     f'set "type": "{AGENT_TYPE}"',
@@ -257,9 +256,7 @@ def nemo_gym_rows(
             )
         name = ref.get("name")
         if type(name) is not str or not name:
-            out.append(
-                RowViolation(AGENT, "agent_ref.name", "agent_ref.name must be non-empty", agent_fix)
-            )
+            out.append(_agent("agent_ref.name", "agent_ref.name must be non-empty", agent_fix))
         elif names is not None and name not in names:
             close = close_matches(name, names, n=1)
             fix = f"did you mean `{close[0]}`?" if close else load_fix

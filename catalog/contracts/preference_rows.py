@@ -10,6 +10,7 @@ lower rank is chosen; upstream raises on a tie).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from catalog.contracts.rows import (
@@ -22,6 +23,7 @@ from catalog.contracts.rows import (
 )
 
 CODE = "E-DPO-ROW"
+_bad = partial(RowViolation, CODE)  # a violation of this contract
 EMPTY = "W-DPO-EMPTY-RESPONSE"
 
 
@@ -31,8 +33,7 @@ def _check_ranked(row: dict, out: list[RowViolation]) -> None:
     if type(comps) is not list or len(comps) != 2:
         got = f"{len(comps)} completions" if type(comps) is list else type_name(comps)
         out.append(
-            RowViolation(
-                CODE,
+            _bad(
                 "completions",
                 f"expected exactly two completions, got {got}",
                 'write "completions": [{"rank": 0, "completion": [...]}, '
@@ -45,16 +46,13 @@ def _check_ranked(row: dict, out: list[RowViolation]) -> None:
         field = f"completions[{i}]"
         if type(comp) is not dict:
             out.append(
-                RowViolation(
-                    CODE, field, f"expected a {{rank, completion}} object, got {type_name(comp)}"
-                )
+                _bad(field, f"expected a {{rank, completion}} object, got {type_name(comp)}")
             )
             continue
         rank = comp.get("rank")
         if type(rank) is not int:
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     f"{field}.rank",
                     f"rank must be an integer, got {type_name(rank)}",
                     "rank 0 for the preferred completion, 1 for the other",
@@ -65,8 +63,7 @@ def _check_ranked(row: dict, out: list[RowViolation]) -> None:
         check_chat_messages(comp.get("completion"), f"{field}.completion", CODE, out)
     if len(ranks) == 2 and ranks[0] == ranks[1]:
         out.append(
-            RowViolation(
-                CODE,
+            _bad(
                 "completions[1].rank",
                 f"both completions have rank {ranks[0]}; the preferred one must rank lower",
                 "give the preferred completion rank 0 and the other rank 1",
@@ -83,7 +80,7 @@ def preference_rows(
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
         if type(row) is not dict:
-            out.append(RowViolation(CODE, "", f"a row must be an object, got {type_name(row)}"))
+            out.append(_bad("", f"a row must be an object, got {type_name(row)}"))
             return out
         if "completions" in row or ("context" in row and chosen_key not in row):
             _check_ranked(row, out)
@@ -91,8 +88,7 @@ def preference_rows(
         missing = [k for k in keys if k not in row]
         if missing:
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     missing[0],
                     f"missing {', '.join(repr(k) for k in missing)} "
                     f"(expected {{{', '.join(keys)}}} or {{context, completions}})",
@@ -107,8 +103,7 @@ def preference_rows(
         elif type(prompt) is not str or (not prompt or prompt.isspace()):
             what = "empty" if type(prompt) is str else f"a {type_name(prompt)}"
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     prompt_key,
                     f"prompt must be a non-empty string or a message list, got {what}",
                     "give the prompt text",
@@ -118,8 +113,7 @@ def preference_rows(
         for key, value in ((chosen_key, chosen), (rejected_key, rejected)):
             if type(value) is not str:
                 out.append(
-                    RowViolation(
-                        CODE,
+                    _bad(
                         key,
                         f"expected the response as a string, got {type_name(value)}",
                         "give the assistant's reply text",
@@ -137,8 +131,7 @@ def preference_rows(
                 )
         if type(chosen) is str and chosen == rejected and not is_blank(chosen):
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     rejected_key,
                     f"{chosen_key!r} and {rejected_key!r} are identical (no preference signal)",
                     "drop the row or give two different responses",

@@ -16,6 +16,7 @@ config sends the raw answer to a math verifier, where a number is an error; off 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from catalog.contracts.rows import (
@@ -27,6 +28,7 @@ from catalog.contracts.rows import (
 )
 
 CODE = "E-RLVR-ROW"
+_bad = partial(RowViolation, CODE)  # a violation of this contract
 NUMERIC = "E-RLVR-NUMERIC-ANSWER"
 NUMERIC_FIX = (
     'give the answer as text ("210" in JSON); a CSV column of numbers is typed as numbers, so '
@@ -50,7 +52,7 @@ def verifiable_prompt_rows(
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
         if type(row) is not dict:
-            out.append(RowViolation(CODE, "", f"a row must be an object, got {type_name(row)}"))
+            out.append(_bad("", f"a row must be an object, got {type_name(row)}"))
             return out
         if "messages" in row and input_key not in row:
             check_chat_messages(row["messages"], "messages", CODE, out)
@@ -58,8 +60,7 @@ def verifiable_prompt_rows(
         value = row.get(input_key)
         if type(value) is not str or is_blank(value):
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     input_key,
                     f"the prompt must be a non-empty string, got {_got(row, input_key)}",
                     f"give the prompt under {input_key!r}, or set input_key in the data config "
@@ -71,8 +72,7 @@ def verifiable_prompt_rows(
         if not ok:
             what = _got(row, output_key)
             out.append(
-                RowViolation(
-                    CODE,
+                _bad(
                     output_key,
                     f"the verifiable answer must be a non-empty string or a number, got {what}",
                     f"give the answer under {output_key!r}, or set output_key in the data config",
