@@ -58,7 +58,7 @@ def verifiable_prompt_rows(
             check_chat_messages(row["messages"], "messages", CODE, out)
             return out
         value = row.get(input_key)
-        if type(value) is not str or is_blank(value):
+        if type(value) is not str or not value or value.isspace():
             out.append(
                 _bad(
                     input_key,
