@@ -67,7 +67,11 @@ def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Findi
     from omegaconf import OmegaConf
 
     config = OmegaConf.to_container(compiled.config, resolve=False)
-    typed = {f.key: f for f in findings if f.key and f.is_error and _typed(f)}
+    typed = {
+        f.key: f
+        for f in findings
+        if f.key and f.is_error and (f.path or "").startswith(OVERRIDE_PREFIX)
+    }
     written = {
         f.key: f
         for f in findings
@@ -90,10 +94,6 @@ def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Findi
     first += [_with_reach(f, folded[k]) for k, f in written.items() if folded[k]]
     kept = [f for k, f in written.items() if not folded[k]]
     return first + [f for f in findings if f in kept or f in rest]
-
-
-def _typed(f: Finding) -> bool:
-    return (f.path or "").startswith(OVERRIDE_PREFIX)
 
 
 def _with_reach(f: Finding, keys: list[str]) -> Finding:

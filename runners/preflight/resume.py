@@ -20,7 +20,7 @@ from pathlib import Path
 
 from catalog.contracts.json_text import read_json_file
 from catalog.errors import Finding
-from catalog.nemo_rl_version import NemoRLVersion, in_range
+from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, cite, enabled, finding, warning
 
@@ -75,11 +75,6 @@ def latest_step(folder: Path) -> tuple[int, Path] | None:
         return None
     number, name = max(steps)
     return number, folder / name
-
-
-def fills_missing_state(version: NemoRLVersion | None) -> bool:
-    """The pin (and an unknown version, judged as the newest) starts missing keys at defaults."""
-    return in_range(version, "pin")
 
 
 def _other(algo: str) -> str | None:
@@ -172,7 +167,7 @@ def _state_mismatch(ctx: PreflightContext, step: Path, state: dict) -> Finding |
     )
     fix = f"{FRESH}; the {other.upper() if theirs and other else 'other'} run's checkpoints stay"
     fix += " where they are (start from its exported weights with policy.model_name)"
-    if fills_missing_state(ctx.nemo_rl_version):
+    if in_range(ctx.nemo_rl_version, "pin"):  # the pin (or an unknown one) fills missing keys
         if not theirs:
             return None  # a partial state from an older NeMo-RL: the pin loads it on purpose
         return warning(

@@ -56,10 +56,6 @@ class Row:
         )
 
 
-def section_of(spec: RuleSpec) -> str:
-    return SECTIONS.get(spec.func.__module__, DEFAULT_SECTION)
-
-
 def _place(spec: RuleSpec) -> tuple[int, str, int]:
     """Where a rule is written: its module's place in RULE_MODULES, then its line (the order
     of registration depends on what imported a rule module first)."""
@@ -86,7 +82,7 @@ def rule_rows(rules: dict[str, RuleSpec], reg: Registry) -> dict[str, list[Row]]
                 named = [Row(spec)]
                 rows.append(named[0])
             named[0].codes.append(entry)
-        out.setdefault(section_of(spec), []).extend(rows)
+        out.setdefault(SECTIONS.get(spec.func.__module__, DEFAULT_SECTION), []).extend(rows)
     return out
 
 
