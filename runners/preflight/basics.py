@@ -11,7 +11,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.config.compiler import RESOLVER_VERSIONS
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import where
+from runners.preflight.topology import strings, where
 
 _RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w]*)\s*:")
 
@@ -69,17 +69,6 @@ def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
         )
 
 
-def _strings(node: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _strings(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _strings(v, f"{prefix}[{i}]")
-    elif isinstance(node, str):
-        yield prefix, node
-
-
 @rule("config_resolvers", needs=("nemo_rl_config",))
 def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
     """E-CONFIG-INTERPOLATION: `${name:...}` only for resolvers the checkout's version registers
@@ -90,7 +79,7 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
     from omegaconf import OmegaConf
 
     raw = OmegaConf.to_container(ctx.compiled.config, resolve=False)
-    for key, text in _strings(raw):
+    for key, text in strings(raw):
         for name in _RESOLVER_CALL.findall(text):
             since = RESOLVER_VERSIONS.get(name)
             if since is None or in_range(version, since):

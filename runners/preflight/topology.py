@@ -233,6 +233,18 @@ def dataset_entries(ctx: PreflightContext) -> Iterator[tuple[str, dict, dict]]:
                 yield key, {**default, **entry}, entry
 
 
+def strings(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted key, value) of every string in a plain config tree (list items as `[i]`)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from strings(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from strings(v, f"{prefix}[{i}]")
+    elif isinstance(node, str):
+        yield prefix, node
+
+
 def generation(ctx: PreflightContext) -> dict:
     gen = ctx.get("policy.generation")
     return gen if isinstance(gen, dict) else {}

@@ -30,7 +30,7 @@ from catalog.atomic_write import write_atomic
 from catalog.errors import Finding
 from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import UNRESOLVED, algorithm, finding, warning
+from runners.preflight.topology import UNRESOLVED, algorithm, finding, strings, warning
 from runners.preflight.upstream_fold import CONFIG, TOKENIZER
 
 PROGRAM = Path(__file__).with_name("upstream_program.py")
@@ -97,23 +97,12 @@ def request(algo: str, config: dict, setup: bool = True) -> str:
     return json.dumps(doc, default=str)
 
 
-def _strings(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
-    elif isinstance(node, str) and node:
-        yield node
-
-
 def _class_modules(config: dict, env: Mapping[str, str]) -> list:
     """The files of the modules a dotted data.*.dataset_name imports from PYTHONPATH: an edit
     of the user's class asks upstream again."""
     found: list = []
     roots = [r for r in env.get("PYTHONPATH", "").split(os.pathsep) if r]
-    for text in _strings(config.get("data")):
+    for _, text in strings(config.get("data")):
         if "." not in text or "/" in text or not re.fullmatch(r"[\w.]+\.[A-Za-z_]\w*", text):
             continue
         rel = text.rsplit(".", 1)[0].replace(".", "/")
@@ -133,7 +122,7 @@ def inputs_state(config: dict, env: Mapping[str, str] | None = None) -> list:
     upstream again."""
     state: list = []
     for section in ("data", "env"):
-        for text in _strings(config.get(section)):
+        for _, text in strings(config.get(section)):
             if "/" in text or text.endswith((".json", ".jsonl", ".csv", ".txt", ".parquet")):
                 path = os.path.expanduser(text)
                 state.append((text, _stat(path)))
