@@ -42,6 +42,7 @@ from catalog.contracts.json_text import (
 )
 from catalog.contracts.row_causes import Causes
 from catalog.errors import WARNING, Finding
+from catalog.file_digest import SHA256, XXH3
 
 # rl_prep and the tests read lines through these
 __all__ = ["input_problem", "loads", "strict_loads"]
@@ -62,10 +63,11 @@ def too_long(max_line: int) -> str:
 
 @dataclass
 class Source:
-    """One JSONL file to read, with the rows its manifest says it holds (if any)."""
+    """One JSONL file to read, with the rows and the digest (name, hex) its manifest records."""
 
     path: Path
     expected_rows: int | None = None
+    digest: tuple[str, str] | None = None
 
 
 @dataclass
@@ -193,7 +195,9 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
             )
             continue
         rows = shard.get("rows")
-        out.append(Source(path, rows if isinstance(rows, int) else None))
+        named = [n for n in (XXH3, SHA256) if isinstance(shard.get(n), str)]  # the fast one first
+        digest = (named[0], shard[named[0]]) if named else None
+        out.append(Source(path, rows if isinstance(rows, int) else None, digest))
     if not out and not findings:
         findings.append(_finding(CODE, "manifest lists no shards", manifest))
     return out

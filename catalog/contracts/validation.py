@@ -21,8 +21,8 @@ from catalog.contracts.jsonl import (
     scan_range,
 )
 from catalog.contracts.registry import CHECKPOINT_CONTRACTS, ROW_CONTRACTS, get_row_contract
-from catalog.contracts.shard_digests import shard_digest_findings
 from catalog.errors import Finding, StepsError
+from catalog.file_digest import file_digests
 
 TYPES_TOML = Path(__file__).parent.parent / "types.toml"  # catalog.types.TYPES_PATH
 
@@ -317,7 +317,7 @@ def _rows(
             progress=progress,
             workers=workers,
         )
-    found += shard_digest_findings(path)
+    found += _digest_findings(sources, path)
     findings = found + scan.findings
     report.errors = sum(1 for f in found if f.is_error) + scan.errors
     report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
@@ -335,6 +335,35 @@ def _rows(
         )
         report.errors += 1
     return report
+
+
+def _digest_findings(sources: list[Source], path: Path) -> list[Finding]:
+    """E-SHARD-DIGEST for each shard whose content is not the digest its rl_prep manifest
+    records (a damaged shard of the right size and valid rows still differs from what was
+    written): xxh3_128 where recorded, else sha256 (older manifests). Both catch accidental
+    change; neither can stop someone who may rewrite the manifest too."""
+    base = path if path.is_dir() else path.parent
+    out = []
+    for s in sources:
+        if s.digest is None:
+            continue
+        name, recorded = s.digest
+        try:
+            found = file_digests(s.path, (name,))[name]
+        except OSError:
+            continue
+        if found != recorded:
+            out.append(
+                Finding(
+                    "E-SHARD-DIGEST",
+                    f"shard {s.path.relative_to(base)} differs from what rl_prep wrote: "
+                    f"{name} {found[:16]}..., the manifest records {recorded[:16]}...",
+                    str(s.path),
+                    fix="the shard was damaged or edited after rl_prep wrote it: run rl_prep "
+                    "again (force=true) to rebuild the output",
+                )
+            )
+    return out
 
 
 def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> ValidationReport:
