@@ -144,7 +144,8 @@ def registry() -> Registry:
     return parse_registry(CODES_PATH)
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """`text` as one cell of a Markdown table: one line, its `|` escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
@@ -176,7 +177,7 @@ def render_codes(reg: Registry, generated: str) -> str:
         for e in by_area[area]:
             note = f" (documentation only: {e.documentation_only})" if e.documentation_only else ""
             out.append(
-                f"| `{e.code}` | {_cell(e.meaning)}{_cell(note)} | {_cell(e.fix)} "
-                f"| {f'`{e.check}`' if e.check else '-'} | {_cell('; '.join(e.upstream)) or '-'} |"
+                f"| `{e.code}` | {cell(e.meaning)}{cell(note)} | {cell(e.fix)} "
+                f"| {f'`{e.check}`' if e.check else '-'} | {cell('; '.join(e.upstream)) or '-'} |"
             )
     return "\n".join(out) + "\n"

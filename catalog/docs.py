@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.atomic_write import write_atomic
+from catalog.codes import cell
 from catalog.discovery import BUILTIN_ROOT, StepEntry, discover_roots
 from catalog.errors import Finding, StepsError
 from catalog.patterns import Pattern, load_patterns
@@ -83,10 +84,6 @@ def docs_home(root: Path) -> DocsHome:
 
 def _rel(target: Path, doc: Path) -> str:
     return Path(os.path.relpath(target, doc.parent)).as_posix()
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def _node(prefix: str, name: str) -> str:
@@ -239,14 +236,14 @@ def _gym_servers() -> list[str]:
     for name, s in sorted(servers.items()):
         if s["reason"] is None:
             req, opt = _field_list(s["fields"], True), _field_list(s["fields"], False)
-            out.append(f"| `{name}` | `{s['model']}` | {_cell(req)} | {_cell(opt)} |")
+            out.append(f"| `{name}` | `{s['model']}` | {cell(req)} | {cell(opt)} |")
     out += [
         "",
         "Not derived (W-GYM-SERVER-UNDERIVED, said once per run; their rows are not checked "
         "for task fields):",
         "",
     ]
-    out += [f"- `{n}`: {_cell(s['reason'])}" for n, s in sorted(servers.items()) if s["reason"]]
+    out += [f"- `{n}`: {cell(s['reason'])}" for n, s in sorted(servers.items()) if s["reason"]]
     return out
 
 
@@ -266,8 +263,8 @@ def render_patterns(patterns: list[Pattern], doc: Path) -> str:
     ]
     for p in sorted(patterns, key=lambda p: p.id):
         out.append(
-            f"| [`{p.id}`]({_rel(p.path, doc)}) | {_cell(p.title)} | {_cell(', '.join(p.tags))} "
-            f"| {_cell('; '.join(p.triggers))} | {_cell(', '.join(p.steps)) or '-'} "
+            f"| [`{p.id}`]({_rel(p.path, doc)}) | {cell(p.title)} | {cell(', '.join(p.tags))} "
+            f"| {cell('; '.join(p.triggers))} | {cell(', '.join(p.steps)) or '-'} "
             f"| {p.confidence} |"
         )
     if not patterns:

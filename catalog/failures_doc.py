@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from catalog.codes import cell
 from catalog.failures import (
     KINDS,
     OOM_DEFAULT_FIX,
@@ -11,12 +12,8 @@ from catalog.failures import (
 )
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def _code(text: str) -> str:
-    return "`` " + text.replace("|", "\\|") + " ``" if "`" in text else f"`{_cell(text)}`"
+    return "`` " + text.replace("|", "\\|") + " ``" if "`" in text else f"`{cell(text)}`"
 
 
 def render_failures(generated: str) -> str:
@@ -54,15 +51,15 @@ def render_failures(generated: str) -> str:
     for k in KINDS:
         states = ", ".join(k.slurm_states) or "-"
         out.append(
-            f"| `{k.name}` ({_cell(k.title)}) | {'yes' if k.retryable else 'no'} | {k.rank} "
-            f"| {states} | {_cell(k.meaning)} | {_cell(k.fix)} |"
+            f"| `{k.name}` ({cell(k.title)}) | {'yes' if k.retryable else 'no'} | {k.rank} "
+            f"| {states} | {cell(k.meaning)} | {cell(k.fix)} |"
         )
     out += ["", "## Signatures", "", "| kind | keyword | line must match | reported in |"]
     out.append("| --- | --- | --- | --- |")
     for k in KINDS:
         for s in k.signatures:
             pattern = _code(s.pattern) if s.pattern else "(the keyword)"
-            out.append(f"| `{k.name}` | {_code(s.keyword)} | {pattern} | {_cell(s.source)} |")
+            out.append(f"| `{k.name}` | {_code(s.keyword)} | {pattern} | {cell(s.source)} |")
     out += [
         "",
         "A `python_exception` is any other traceback's final line (`Name: message`), reported",
@@ -75,8 +72,8 @@ def render_failures(generated: str) -> str:
         "| --- | --- |",
     ]
     for pattern, fix in OOM_FIXES:
-        out.append(f"| {_code(pattern)} | {_cell(fix)} |")
-    out.append(f"| anything else | {_cell(OOM_DEFAULT_FIX)} |")
+        out.append(f"| {_code(pattern)} | {cell(fix)} |")
+    out.append(f"| anything else | {cell(OOM_DEFAULT_FIX)} |")
     out += ["", "## Sources", ""]
     for k in KINDS:
         if k.sources:
