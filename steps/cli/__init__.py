@@ -176,6 +176,7 @@ def _main(argv: list[str], only: str | None, as_json: bool, debug: bool, before:
             parser.print_help(sys.stderr)
             return 2
         as_json = as_json or bool(getattr(args, "json", False))
+        args._argv = argv  # the command line as given (`run` records it in run.json)
         return int(args._handler(args) or 0)
     except UsageError as exc:
         return _fail(_usage_finding(exc), 2, only, as_json, before, exc.parser)

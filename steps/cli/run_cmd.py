@@ -197,8 +197,8 @@ def run(
     from runners.run.execute import execute, plan_for
     from steps.cli.run_render import render_event
 
-    if step_dir is None:  # run.json records the command line, options first
-        argv = ["python", "-m", "steps", "run", args.step, *_tokens(args), *args.overrides]
+    if step_dir is None:  # run.json records the command line as given
+        argv = ["python", "-m", "steps", *args._argv]
     req = request_of(args)
     env = dict(os.environ)
     profile = args.run or args.batch
@@ -212,22 +212,6 @@ def run(
                          force=args.force, out=out):  # fmt: skip
         code = render_event(event, as_json=args.json, show_config=args.show_config)
     return code
-
-
-def _tokens(args: argparse.Namespace) -> list[str]:
-    """The options given, as run.json's `argv` records them (`--flag=value`)."""
-    out: list[str] = []
-    for flag in ("config", "nemo_rl", "launcher", "runs_dir", "run", "batch", "env_file",
-                 "max_segments", "gpu_hours", "sample"):  # fmt: skip
-        value = getattr(args, flag)
-        if value is not None:
-            out.append(f"--{flag.replace('_', '-')}={value}")
-    out += [f"--input={v}" for v in args.input] + [f"--catalog={v}" for v in args.catalog]
-    for flag in ("dry_run", "json", "force", "keep", "show_config", "until_done",
-                 "no_upstream_judge"):  # fmt: skip
-        if getattr(args, flag):
-            out.append(f"--{flag.replace('_', '-')}")
-    return out
 
 
 def main_for_step(step_dir: Path, argv: list[str]) -> int:
