@@ -123,11 +123,6 @@ def report(findings: list[Finding]) -> str:
 
 def read_report(log: str) -> dict | None:
     """The last marked line of a judge job's log: {ok, findings: [dict]}; None when absent."""
-    for line in reversed(log.splitlines()):
-        if line.startswith(MARK):
-            try:
-                doc = json.loads(line[len(MARK) :])
-            except ValueError:
-                return None
-            return doc if isinstance(doc, dict) else None
-    return None
+    from runners.preflight.upstream_judge import marked_json
+
+    return marked_json(log, MARK)

@@ -164,6 +164,19 @@ def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
 
+def marked_json(text: str, mark: str) -> dict | None:
+    """The JSON object on the last line that starts with `mark` (a program's answer among
+    whatever else it printed); None when there is none."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(mark):
+            try:
+                doc = json.loads(line[len(mark) :])
+            except ValueError:
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
+
+
 def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
     """Upstream's answer, or `{"status": "failed", "detail"}` when it gave none in time."""
     env = {**launch.env, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""}
@@ -183,15 +196,9 @@ def run_judge(launch: Any, algo: str, config: dict, seconds: float) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: the launcher and its children
         proc.communicate()
         return {"status": "failed", "detail": f"no answer within {seconds:.0f} s"}
-    for line in reversed(out.splitlines()):
-        if line.startswith(MARK):
-            try:
-                answer = json.loads(line[len(MARK) :])
-            except ValueError:
-                break
-            if isinstance(answer, dict) and answer.get("status") in _KEPT:
-                return answer
-            break
+    answer = marked_json(out, MARK)
+    if answer is not None and answer.get("status") in _KEPT:
+        return answer
     said = [t.strip() for t in (err + "\n" + out).splitlines() if t.strip()]
     detail = said[-1][:300] if said else "it printed nothing"
     return {"status": "failed", "detail": f"exit {proc.returncode}: {detail}"}
