@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from catalog.errors import Finding
 from catalog.shell_variables import path_variables
@@ -26,17 +27,10 @@ WHERE = {
 
 
 def file_in_the_way(path: str) -> str | None:
-    """The existing regular file at `path` or at one of its parents (None: none is)."""
-    current = os.path.normpath(path)
-    while True:
-        if os.path.isfile(current):
-            return current
-        if os.path.isdir(current):
-            return None
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    """The existing regular file at `path` or at one of its parents (None: a folder is first)."""
+    here = Path(os.path.normpath(path))
+    found = next((p for p in (here, *here.parents) if os.path.isfile(p) or os.path.isdir(p)), None)
+    return str(found) if found is not None and os.path.isfile(found) else None
 
 
 def _output_dirs(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
@@ -61,10 +55,8 @@ def _output_dirs(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
 
 def nearest_existing(path: str) -> str:
     """`path` itself if it exists, else its nearest existing parent."""
-    current = os.path.normpath(path)
-    while not os.path.lexists(current) and os.path.dirname(current) != current:
-        current = os.path.dirname(current)
-    return current
+    here = Path(os.path.normpath(path))
+    return str(next((p for p in (here, *here.parents) if os.path.lexists(p)), here.anchor))
 
 
 def writable_folder(folder: str) -> bool:
