@@ -160,3 +160,20 @@ def test_pydantic_locations_become_our_keys_a_union_at_the_key_that_holds_it():
     )
     assert config_key(config, ["policy", "tokenizer"], missing=True) == ("policy.tokenizer", "")
     assert config_key(config, ["data", "train", 0, "x"], missing=False) == ("data.train[0].x", "")
+
+
+def test_an_edit_of_the_users_dataset_class_asks_upstream_again(tmp_path: Path) -> None:
+    from runners.preflight.upstream_judge import inputs_state
+
+    package = tmp_path / "site" / "mydata"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    module = package / "pairs.py"
+    module.write_text("class Pairs:\n    pass\n")
+    config = {"data": {"train": {"dataset_name": "mydata.pairs.Pairs"}}}
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    before = inputs_state(config, env)
+    assert str(module) in json.dumps(before)
+    module.write_text("class Pairs:\n    columns = ['prompt', 'chosen']\n")
+    assert inputs_state(config, env) != before
+    assert str(module) not in json.dumps(inputs_state(config, {}))  # not on the path: not read

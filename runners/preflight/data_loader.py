@@ -119,8 +119,9 @@ def _editable_mapping(site: Path, line: str) -> list[str] | None:
     return sorted({str(Path(str(v)).parent) for v in mapping.values()})
 
 
-def module_found(module: str, paths: list[str]) -> bool:
-    """Whether `module` (dotted) is on `paths`, walked package by package without importing."""
+def module_found(module: str, paths: list[str]) -> str | None:
+    """Where `module` (dotted) is on `paths` (its file, or a namespace package's folder), walked
+    package by package without importing; None when it is not there."""
     where: list[str] | None = paths
     name = ""
     for part in module.split("."):
@@ -128,11 +129,11 @@ def module_found(module: str, paths: list[str]) -> bool:
         try:
             spec = PathFinder.find_spec(name, where)
         except (ImportError, ValueError, OSError):
-            return False
+            return None
         if spec is None:
-            return False
+            return None
         where = list(spec.submodule_search_locations or [])
-    return True
+    return spec.origin or where[0]
 
 
 def _class_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:

@@ -100,17 +100,16 @@ def request(algo: str, config: dict, setup: bool = True) -> str:
 def _class_modules(config: dict, env: Mapping[str, str]) -> list:
     """The files of the modules a dotted data.*.dataset_name imports from PYTHONPATH: an edit
     of the user's class asks upstream again."""
+    from runners.preflight.data_loader import module_found
+
     found: list = []
     roots = [r for r in env.get("PYTHONPATH", "").split(os.pathsep) if r]
     for _, text in strings(config.get("data")):
         if "." not in text or "/" in text or not re.fullmatch(r"[\w.]+\.[A-Za-z_]\w*", text):
             continue
-        rel = text.rsplit(".", 1)[0].replace(".", "/")
-        for root in roots:
-            for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
-                path = os.path.join(root, candidate)
-                if os.path.isfile(path):
-                    found.append((path, _stat(path)))
+        path = module_found(text.rsplit(".", 1)[0], roots) if roots else None
+        if path is not None and os.path.isfile(path):
+            found.append((path, _stat(path)))
     return found
 
 
