@@ -193,6 +193,28 @@ def wait_for(predicate, timeout: float = 60, step: float = 0.3):
     pytest.fail(f"condition not met within {timeout} s")
 
 
+def left_the_queue(env: dict[str, str], *job_ids: str, timeout: float = 90) -> None:
+    """Wait until none of `job_ids` is queued, running or completing, asking squeue (one small
+    process, milliseconds) every 0.3 s: the cheap wait before the one `status` (two remote
+    probes and the CLI, ~0.3 s of CPU) that then asserts the end. Ids Slurm forgot are gone."""
+    squeue = ["squeue", "-h", "-t", "PD,R,CG,S,CF", "-o", "%i", "-j", ",".join(job_ids)]
+
+    def gone() -> bool:
+        out = subprocess.run(squeue, env=env, capture_output=True, text=True)
+        return out.returncode != 0 or not out.stdout.strip()
+
+    wait_for(gone, timeout=timeout)
+
+
+def log_says(path: str | Path, text: str) -> bool:
+    """Whether the job's log (a file on the lab's shared storage) holds `text` yet: the cheap
+    wait before `logs`, which starts a remote probe each time it is asked."""
+    try:
+        return text in Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def read_until(stream, marker: str, timeout: float = 60) -> str:
     """What a child wrote on a pipe up to (at least) the first `marker`: the event a test waits
     on instead of sleeping. Reads the raw fd, as `communicate()` does for the rest."""

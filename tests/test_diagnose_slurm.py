@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cluster_fixtures import slurm, sshd, wait_for  # noqa: F401
+from cluster_fixtures import left_the_queue, log_says, slurm, sshd, wait_for  # noqa: F401
 from test_launch_slurm import lab, write_env_toml  # noqa: F401
 
 from runners.launch.observe import scan_logs
@@ -19,11 +19,12 @@ CORPUS = Path(__file__).resolve().parent / "data" / "failures"
 OOM_LOG = CORPUS / "gpu_oom_in_get_logprobs" / "ray-driver.log"
 
 
-def _failed_oom_job(root: Path, work: Path, cli, extra: str = "") -> str:
+def _failed_oom_job(root: Path, work: Path, env: dict[str, str], cli, extra: str = "") -> str:
     write_env_toml(work, root, extra=extra, FAKE_LOG_FILE=str(OOM_LOG), FAKE_EXIT="1")
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
     assert res.returncode == 0, res.stderr
     job_id = res.stdout.split()[0]
+    left_the_queue(env, job_id)
     wait_for(lambda: '"FAILED"' in cli("status", job_id, "--json").stdout, timeout=90)
     return job_id
 
@@ -34,7 +35,7 @@ def test_a_failed_job_is_named_from_its_driver_log_and_slurm_state(lab):  # noqa
     (ckpt / "step_2").mkdir(parents=True)
     (ckpt / "step_2" / "training_info.json").write_text('{"epoch": 0, "step": 2, "total_steps": 2}')
     (ckpt / "tmp_step_3").mkdir()  # a save cut short is never a step reached
-    job_id = _failed_oom_job(root, work, cli)
+    job_id = _failed_oom_job(root, work, env, cli)
     res = cli("diagnose", job_id, "--json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -69,14 +70,16 @@ def test_status_watch_refreshes_until_the_job_ends(lab):  # noqa: F811
 
 
 def test_a_cancelled_job_is_named_cancelled_and_not_retryable(lab):  # noqa: F811
-    root, work, _env, cli = lab
+    root, work, env, cli = lab
     write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
-    job_id = res.stdout.split()[0]
+    job_id, log = res.stdout.split()
+    wait_for(lambda: log_says(log, "tick 1"), timeout=90)
     wait_for(lambda: "tick 1" in cli("logs", job_id).stdout, timeout=90)
     running = json.loads(cli("diagnose", job_id, "--json").stdout)
     assert running["kind"] is None and running["state"] == "RUNNING"
     cli("cancel", job_id)
+    left_the_queue(env, job_id, timeout=60)
     wait_for(lambda: '"CANCELLED"' in cli("status", job_id, "--json").stdout, timeout=60)
     doc = json.loads(cli("diagnose", job_id, "--json").stdout)
     assert doc["kind"] == "cancelled" and doc["retryable"] is False

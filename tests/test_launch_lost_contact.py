@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from cluster_fixtures import (  # noqa: F401
     controller_stopped,
+    left_the_queue,
     restart_sshd,
     slurm,
     sshd,
@@ -172,6 +173,7 @@ def test_a_job_queued_by_a_failing_sbatch_is_found_by_its_name_and_recorded(lab,
     ).stdout.split()  # fmt: skip
     assert named == [job["job_id"]] and res.stdout.split()[0] == job["job_id"]
     assert job["log_path"] == f"{job['job_dir']}/{job['job_id']}-logs/ray-driver.log"
+    left_the_queue(env, job["job_id"])
     wait_for(lambda: '"COMPLETED"' in cli("status", "last", "--json").stdout, timeout=90)
 
 

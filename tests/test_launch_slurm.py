@@ -21,6 +21,8 @@ from cluster_fixtures import (  # noqa: F401
     PYTHON,
     bare_python_bin,
     container_site,
+    left_the_queue,
+    log_says,
     slurm,
     sshd,
     stand_in_checkout,
@@ -101,13 +103,14 @@ def record_of(root: Path) -> dict:
 
 
 def test_batch_submits_ray_sub_from_the_checkout_and_status_logs_follow(lab):
-    root, work, _env, cli = lab
+    root, work, env, cli = lab
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab")
     assert res.returncode == 0, res.stderr
     job_id, log = res.stdout.split()
     run_dir = next((work / "runs" / "rl" / "nemo_rl" / "dpo").iterdir())
     job_dir = root / "shared" / "rl" / "nemo_rl" / "dpo" / run_dir.name
     assert log == f"{job_dir}/{job_id}-logs/ray-driver.log"
+    left_the_queue(env, job_id)
     wait_for(lambda: cli("status", "last", "--json").stdout.count('"COMPLETED"'), timeout=90)
     status = json.loads(cli("status", job_id, "--json").stdout)
     assert status["job"]["exit_code"] == 0 and status["run_dir"] == str(run_dir)
@@ -141,15 +144,17 @@ def test_run_attached_streams_the_driver_log_and_returns_the_jobs_exit_code(lab)
 
 
 def test_cancel_stops_a_running_job(lab):
-    root, work, _env, cli = lab
+    root, work, env, cli = lab
     write_env_toml(work, root, FAKE_TICKS="300", FAKE_TICK_SECONDS="0.2")
     res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", "lab", "--json")
     doc = json.loads(res.stdout)  # one JSON document: the plan, the launch and the job
     job_id = doc["job"]["job_id"]
     assert doc["ok"] and doc["launch"]["executor"] == "slurm" and doc["run_dir"]
+    wait_for(lambda: log_says(doc["job"]["log_path"], "tick 1"), timeout=90)
     wait_for(lambda: "tick 1" in cli("logs", job_id).stdout, timeout=90)
     res = cli("cancel", "last")
     assert res.returncode == 0 and job_id in res.stdout
+    left_the_queue(env, job_id, timeout=60)
     wait_for(lambda: '"CANCELLED"' in cli("status", job_id, "--json").stdout, timeout=60)
 
 
@@ -200,11 +205,12 @@ def test_a_planted_secret_is_found_nowhere(lab, slurm):  # noqa: F811
 
 
 def test_rl_prep_runs_our_staged_code_in_the_container_with_nothing_of_ours_installed(lab):
-    root, _work, _env, cli = lab
+    root, _work, env, cli = lab
     # The job's python3 has neither steps nor pydantic; the container (the pyxis stand-in) has
     # NeMo-RL's packages; the profile names no steps_launcher.
     res = cli("run", "data_prep/rl_prep", "-c", "tiny", "--batch", "lab")
     assert res.returncode == 0, res.stdout + res.stderr
+    left_the_queue(env, res.stdout.split()[0])
     wait_for(lambda: cli("status", "last", "--json").stdout.count('"COMPLETED"'), timeout=90)
     manifest = json.loads((root / "out" / "rl_prep" / "tiny" / "manifest.json").read_text())
     assert sum(s["rows"] for s in manifest["splits"]["train"]["shards"]) > 0
@@ -233,6 +239,7 @@ def test_rl_prep_writes_the_same_under_each_omegaconf_release_a_container_may_ha
         out = root / f"out-{release}"
         res = cli("run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={out}", "--batch", "lab")
         assert res.returncode == 0, res.stdout + res.stderr
+        left_the_queue(env, res.stdout.split()[0])
         wait_for(lambda: json.loads(cli("status", "last", "--json").stdout)["job"]["state"]
                  in ("COMPLETED", "FAILED"), timeout=90)  # fmt: skip
         job = json.loads(cli("status", "last", "--json").stdout)["job"]
@@ -249,6 +256,7 @@ def test_rl_prep_writes_the_same_under_each_omegaconf_release_a_container_may_ha
     res = cli("run", "data_prep/rl_prep", "-c", "tiny", f"output_dir={root}/out-old", "--batch",
               "lab")  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
+    left_the_queue(env, res.stdout.split()[0])
     wait_for(lambda: json.loads(cli("status", "last", "--json").stdout)["job"]["state"]
              in ("COMPLETED", "FAILED"), timeout=90)  # fmt: skip
     job = json.loads(cli("status", "last", "--json").stdout)["job"]
