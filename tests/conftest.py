@@ -193,6 +193,18 @@ SLOW = {
     "before_exec": "a CLI child",
     "test_nemotron_env_toml.py::test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_"
     "edit_but_the_host": "a CLI child",
+    "test_ssh_approval.py::test_an_approval_someone_else_can_write_approves_nothing": (
+        "the real ssh client in a child"
+    ),
+    "test_cli_contract.py::test_unreadable_inputs_are_setup_errors_exit_2": (
+        "CLI children as an unprivileged user"
+    ),
+    # a fresh interpreter per case, read for the modules it imported
+    "test_launch_jobs_cli.py::test_jobs_and_status_import_no_ray": "fresh interpreters",
+    "test_cli_catalog.py::test_list_and_show_import_no_validation_libraries": "fresh interpreters",
+    "test_validate_cmd.py::test_validate_of_rows_starts_without_the_type_graph_s_pydantic_models": (
+        "a fresh interpreter"
+    ),
     "test_rl_prep_hostile.py::test_a_device_or_fifo_as_blend_is_refused_before_it_is_read": (
         "CLI children"
     ),
