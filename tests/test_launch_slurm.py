@@ -76,7 +76,7 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
         SLURM_CONF=slurm["SLURM_CONF"],
         WANDB_API_KEY=SECRET,
         STEPS_OUTPUT=str(tmp_path / "out"),
-        STEPS_POLL_SECONDS="0.3",
+        STEPS_POLL_SECONDS="1",  # a followed job is asked about each second, as a user would
     )
     job_env(env, tmp_path)
 

@@ -195,7 +195,7 @@ def ended(steps, pipeline_root: Path) -> dict:
         return got["state"] in ("completed", "failed")
 
     if ids:
-        wait_for(left_the_queue, timeout=240, step=0.2)
+        wait_for(left_the_queue, timeout=240, step=0.5)
     wait_for(done, timeout=60, step=0.3)
     return got
 
