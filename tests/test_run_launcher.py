@@ -216,7 +216,8 @@ def test_the_probe_is_cached_per_launcher_checkout_and_lock(tmp_path, steps_in_p
     fake_uv(tmp_path / "bin", uv_record)  # records each start: the cache, not uv, is under test
     env["PATH"] = f"{tmp_path / 'bin'}:{env['PATH']}"
     argv = _args(catalog, checkout, tmp_path, "--dry-run")
-    here = {**env, "PYTHONPATH": str(REPO)}  # the launch environment the child below has
+    # the launch environment the child below has (steps_run puts the checkout first)
+    here = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
     assert steps_in_process("run", *argv, cwd=work, env=here).returncode == 0
     assert json.loads(uv_record.read_text())["argv"][3] == "-c"  # the probe ran
     uv_record.unlink()
