@@ -134,7 +134,11 @@ class Chain:
         end = time.monotonic() + timeout
         while self.record()["state"] not in ("done", "stopped", "cancelled"):
             if time.monotonic() > end:
-                pytest.fail(f"the chain did not end within {timeout} s: {self.record()}")
+                logs = "".join(  # the jobs' own words: why a segment ended as it did
+                    f"\n--- {log.name} (tail) ---\n" + log.read_text(errors="replace")[-3000:]
+                    for log in sorted(self.job_dir.glob("slurm-*.out"))
+                )
+                pytest.fail(f"the chain did not end within {timeout} s: {self.record()}{logs}")
             time.sleep(0.3)
         return self.record()
 
