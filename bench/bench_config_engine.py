@@ -83,7 +83,7 @@ def cold() -> None:
     """Empty every memo a compile reads through, as a fresh process has them."""
     from runners.config import compiler, files, plain_merge
 
-    compiler._CHAINS.clear()
+    compiler._TREES.clear()
     files._FILES.clear()
     files._DATA.clear()
     plain_merge.parses.cache_clear()

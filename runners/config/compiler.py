@@ -51,7 +51,7 @@ from catalog.shell_variables import env_style_missing_key
 from catalog.syntax_errors import yaml_error
 from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
-from runners.config.compile_once import compiled_once, read_content, unchanged, weight
+from runners.config.compile_once import compiled_once
 from runners.config.files import load_yaml_data, load_yaml_file
 from runners.config.override_apply import apply_overrides, first_line
 from runners.omegaconf_internals import parse_interpolations_once, register_resolver
@@ -313,8 +313,7 @@ def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
 # Chains plain data could not merge (OmegaConf merged them file by file), per config file: for
 # stats and tests (upstream's own recipes all take the plain path, tests/test_config_merge.py).
 MERGED_BY_OMEGACONF: Counter[str] = Counter()
-# Kept pickled, unpickled per hit: a fresh copy ~6x cheaper than `copy.deepcopy` of a DictConfig.
-_CHAINS = ContentMemo(max_entries=128, seen_twice=True)
+# Merged trees kept pickled, unpickled per hit: a fresh copy ~6x cheaper than `copy.deepcopy`.
 _TREES = ContentMemo(max_entries=128, seen_twice=True)
 
 
@@ -323,13 +322,12 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
     config folder of the step being run, where a bare `defaults: NAME` is looked up when no
     file of that name is beside the declaring file (`runners.config.step_refs`).
 
-    A config loaded again in the same process (check, plan, tests) is a copy of the kept
-    result while every file of the chain still has the same content.
+    A chain merged again in the same process (check, plan, tests), from this path or another,
+    is a copy of the kept tree (`_tree`); its files are read (and their parses memoized) again.
     """
     parse_interpolations_once()
-    key = (str(Path.cwd()), str(path), str(home))
-    chain, cfg = _CHAINS.get(key, lambda: _read_chain(path, home), size=weight, valid=unchanged)
-    return CompiledConfig(cfg, [p for p, _ in chain])
+    cfg, sources = _load_chain(Path(path), home)
+    return CompiledConfig(cfg, sources)
 
 
 def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
@@ -353,13 +351,6 @@ def _tree(data: dict) -> DictConfig:
     blob = pickle.dumps(data, pickle.HIGHEST_PROTOCOL)
     key = hashlib.blake2b(blob, digest_size=16).digest()
     return _TREES.get(key, lambda: OmegaConf.create(data), size=len(blob))
-
-
-def _read_chain(
-    path: str | Path, home: Path | None
-) -> tuple[list[tuple[Path, bytes | None]], DictConfig]:
-    cfg, sources = _load_chain(Path(path), home)
-    return [(p, read_content(p)) for p in sources], cfg
 
 
 def compile_config(
