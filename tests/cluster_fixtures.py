@@ -105,10 +105,16 @@ def lab_down(env: dict[str, str]) -> None:
     subprocess.run(["bash", LAB_SCRIPT, "down"], env=env, capture_output=True, timeout=60)
 
 
-def start_sshd(d: Path, slurm_conf: str, extra: str = "") -> tuple[str, list[str], Path]:
-    """A real sshd on 127.0.0.1 with a throwaway key, configured in `d` (plus `extra` lines of
-    sshd_config); (host, ssh options, its pid file). Skips when OpenSSH is missing or sshd will
-    not start here."""
+def start_sshd(
+    d: Path, slurm_conf: str, env: dict[str, str] | None = None
+) -> tuple[str, list[str], Path]:
+    """A real sshd on 127.0.0.1 with a throwaway key, configured in `d`; (host, ssh options, its
+    pid file). Skips when OpenSSH is missing or sshd will not start here.
+
+    A session's HOME is a fresh folder in `d` (a login node's plain account, as on a cluster),
+    not this machine's: bash sources $HOME/.bashrc for every ssh command, and the lab
+    machine's runs `pyenv init` (~0.15 s of CPU, ~60 times a suite), while the remote side's
+    caches would land in the real home. `env` sets more variables (sshd's SetEnv)."""
     sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     if not Path(sshd_bin).exists() or shutil.which("ssh") is None:
         pytest.skip("OpenSSH server/client not installed: apt-get install openssh-server")
@@ -119,12 +125,14 @@ def start_sshd(d: Path, slurm_conf: str, extra: str = "") -> tuple[str, list[str
         )
     shutil.copy(d / "userkey.pub", d / "authorized_keys")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    (d / "home").mkdir(exist_ok=True)
+    setenv = " ".join(f"{k}={v}" for k, v in {"HOME": str(d / "home"), **(env or {})}.items())
     port = free_port()
     (d / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'hostkey'}\n"
         f"AuthorizedKeysFile {d / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
         f"PasswordAuthentication no\nPidFile {d / 'sshd.pid'}\nStrictModes no\nUsePAM no\n"
-        f"AcceptEnv SLURM_CONF\n{extra}",
+        f"AcceptEnv SLURM_CONF\nSetEnv {setenv}\n",
         encoding="utf-8",
     )
     options = [

@@ -257,7 +257,7 @@ def test_without_rsync_on_the_host_an_ssh_profile_is_refused_before_anything_is_
             if tool.name != "rsync" and not (bare / tool.name).exists():
                 (bare / tool.name).symlink_to(tool)
     host, options, pid_file = start_sshd(
-        tmp_path / "sshd", slurm["SLURM_CONF"], extra=f"SetEnv PATH={bare}\n"
+        tmp_path / "sshd", slurm["SLURM_CONF"], {"PATH": str(bare)}
     )
     try:
         write_env_toml(work, root, extra=ssh_extra(host, options))
