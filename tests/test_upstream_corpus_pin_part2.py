@@ -4,4 +4,4 @@ so that xdist checks them side by side)."""
 
 from upstream_corpus import corpus_test
 
-test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error = corpus_test("pin", part=2)
+test_upstream_configs_compile_as_nemo_rl_and_get_no_false_error = corpus_test("pin", part=2)

@@ -1,7 +1,8 @@
 """The upstream corpus check: upstream's own GRPO and DPO example configs compile as NeMo-RL
 compiles them and get no error from preflight but the paths that do not exist on this machine
 (issue 29 item 4). One test module per release (`test_upstream_corpus_<release>.py`, made by
-`corpus_test`), so that xdist's whole-file workers check the releases side by side.
+`corpus_test`), so that xdist's whole-file workers check the releases side by side; each holds
+one test that checks every file of its release (or part) and names each file that fails.
 
 The corpus is `examples/configs/` of every NeMo-RL release from v0.4.0 and the pin, unmodified
 (`../shared/fixtures/nemo-rl/configs/<version>/`). Each file is compiled by `steps` for its own
@@ -10,11 +11,14 @@ version (shipped schema, overlays, one override) and by a reference of NeMo-RL's
 the same OmegaConf nodes (classes, metadata, key order, parents: `assert_same_nodes`), taking
 the plain-merge path (equal nodes resolve to the same dict). Preflight then runs as a dry run does,
 without a launch or a step of ours.
-The reference merges each list of parents once per process and keeps it pickled (a copy per
-use). It runs in the process our compile ran in, so OmegaConf's parse of each `${...}` string
-is kept for it too (`omegaconf_internals.parse_interpolations_once`: the tree a fresh parse
-gives); nothing is shared between releases (their rules differ, and their files almost all differ
-too).
+The reference loads each file once per process: nearly every parent is itself a file of the
+corpus, so a file's load is kept pickled when another file of the module names it (a copy per
+use), as is each list of parents merged; a release in parts is split by whole families of
+recipes (`release_part`) so that a parent and its children are checked in one process. It runs
+in the process our compile ran in, so OmegaConf's parse of each `${...}` string is kept for it
+too (`omegaconf_internals.parse_interpolations_once`: the tree a fresh parse gives). Nothing is
+shared between releases: their rules differ, and no file's chain (the file and its parents) is
+the same in two releases (the top configs, e.g. grpo_math_1B.yaml, change in every release).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import json
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -162,7 +167,7 @@ def _size_mtime(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-# Releases with the most files are checked in parts (every n-th file), one module each.
+# Releases with the most files are checked in parts (`release_part`), one module each.
 PARTS = {"pin": 2, "0.7.0": 2}
 
 
@@ -192,9 +197,25 @@ def _merge_marked(base: DictConfig, child: DictConfig) -> DictConfig:
     return OmegaConf.unsafe_merge(base, child)  # type: ignore[return-value]
 
 
+# Each file's `reference_load`, pickled, while the files checked name it as a parent (`keep_loads`):
+# most of a release's recipes are also another's parent, so each is loaded once per process.
+_LOADS: dict[Path, bytes] = {}
+_KEEP: set[Path] = set()
+
+
+def keep_loads(paths: Iterable[Path]) -> None:
+    """Keep the loads of these files (the parents of the files about to be checked)."""
+    _KEEP.update(p.resolve() for p in paths)
+
+
 def reference_load(path: Path) -> DictConfig:
     """NeMo-RL's load_config: OmegaConf.load, then parents (a name or a list, relative to the
-    file's folder) merged in order, depth first, and the file itself last. A new config."""
+    file's folder) merged in order, depth first, and the file itself last. A new config (a copy
+    of the kept one for a file loaded before as a parent or named in `keep_loads`)."""
+    real = path.resolve()
+    kept = _LOADS.get(real)
+    if kept is not None:
+        return pickle.loads(kept)
     config = OmegaConf.load(path)
     assert isinstance(config, DictConfig)
     if "defaults" in config:
@@ -202,6 +223,8 @@ def reference_load(path: Path) -> DictConfig:
         names = [parents] if isinstance(parents, str) else [str(p) for p in parents]
         merged = pickle.loads(_merged_parents(tuple((path.parent / n).resolve() for n in names)))
         config = _merge_marked(merged, config)
+    if real in _KEEP:
+        _LOADS[real] = pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
     return config
 
 
@@ -212,13 +235,11 @@ def _merged_parents(paths: tuple[Path, ...]) -> bytes:
     than `copy.deepcopy`)."""
     merged: DictConfig = OmegaConf.create({})
     for path in paths:
-        merged = _merge_marked(merged, pickle.loads(_loaded_parent(path)))
+        if path not in _LOADS:
+            _KEEP.add(path)
+            reference_load(path)
+        merged = _merge_marked(merged, pickle.loads(_LOADS[path]))
     return pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-@cache
-def _loaded_parent(path: Path) -> bytes:
-    return pickle.dumps(reference_load(path), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def reference_compile(path: Path, overrides: list[str]) -> DictConfig:
@@ -257,21 +278,16 @@ def assert_same_nodes(a: Any, b: Any, parent_a: Any = None, parent_b: Any = None
         assert da[key] == db[key] and type(da[key]) is type(db[key]), f"{at}: {key}"
 
 
-def _id(case: tuple[str, str, str]) -> str:
-    return f"{case[0]}/{case[1]}"
-
-
-def check_config(folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One upstream file: compiled by us as by the reference, and no error but missing paths."""
+def check_config(folder: str, rel: str, algo: str) -> str | None:
+    """One upstream file: compiled by us as by the reference, and no error but missing paths.
+    Raises what is wrong; returns why the file cannot be checked here, if it cannot."""
     root = corpus_root()
     assert root is not None
     path = root / folder / rel
     outside = chain_outside(path, root)
     if outside is not None:
         where = Path(os.path.relpath(outside, root / folder)).as_posix()
-        pytest.skip(f"parent {where} lives outside examples/configs/ (not in the corpus)")
-    for name, value in ENV.items():
-        monkeypatch.setenv(name, value)
+        return f"parent {where} lives outside examples/configs/ (not in the corpus)"
     version = parse_version(version_name(folder), source="corpus", named=True)
     compiled = nemo_rl.compile_for(nemo_rl.Target(None, version), algo, path, OVERRIDES)
     theirs = reference_compile(path, OVERRIDES)
@@ -293,20 +309,76 @@ def check_config(folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPat
     if known is not None and known[0] in unexpected:
         unexpected.pop(known[0])
     assert unexpected == {}, f"{folder}/{rel}"
+    return None
+
+
+def check_files(cases: list[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+    """Every file of `cases` checked (`check_config`), one after another in this process, each
+    parent loaded once for all its children (`keep_loads`): what went wrong, one line per file
+    that failed, and the files that could not be checked here, with why."""
+    root = corpus_root()
+    assert root is not None
+    keep_loads(q for case in cases for q in _parents(root / case[0] / case[1]) if q.is_file())
+    failed, skipped = [], []
+    for folder, rel, algo in cases:
+        try:
+            why = check_config(folder, rel, algo)
+        except Exception as exc:  # every file is checked; each failure is told with its file
+            text = "".join(traceback.format_exception_only(exc)).strip()
+            failed.append(f"{folder}/{rel}: {text}")
+            continue
+        if why is not None:
+            skipped.append(f"{folder}/{rel}: {why}")
+    return failed, skipped
+
+
+def family(path: Path) -> Path:
+    """The file below the top of `path`'s chain of first parents (itself at the top or just
+    below): a recipe, its parent recipe and their children share one, so a part that holds
+    a family loads each of its parents once."""
+    chain = [path]
+    while True:
+        found = [p for p in _parents(chain[-1]) if p.is_file()]
+        if not found or len(chain) > 64:
+            break
+        chain.append(found[0])
+    return chain[-2] if len(chain) > 1 else chain[0]
+
+
+def release_part(version: str, part: int = 1) -> list[tuple[str, str, str]]:
+    """The files of one release that its `part` of PARTS checks: whole families (`family`),
+    the largest first, each to the part with the fewest files so far."""
+    parts = PARTS.get(version, 1)
+    assert 1 <= part <= parts, f"NeMo-RL {version} is checked in {parts} part(s)"
+    cases = corpus(version)
+    root = corpus_root()
+    if parts == 1 or root is None:
+        return cases
+    families: dict[Path, list[tuple[str, str, str]]] = {}
+    for case in cases:
+        families.setdefault(family(root / case[0] / case[1]), []).append(case)
+    split: list[list[tuple[str, str, str]]] = [[] for _ in range(parts)]
+    for _, members in sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        min(split, key=len).extend(members)
+    return sorted(split[part - 1])
 
 
 def corpus_test(version: str, part: int = 1) -> Callable[..., None]:
     """The test of every GRPO and DPO file of one release (of its `part` of PARTS), for its
-    module to hold."""
-    parts = PARTS.get(version, 1)
-    assert 1 <= part <= parts, f"NeMo-RL {version} is checked in {parts} part(s)"
-    cases = corpus(version)[part - 1 :: parts]
+    module to hold: one test for them all, each file's failure told with its name."""
 
     @pytest.mark.slow  # each file compiled twice and dry-run: 5-15 s a module on two cores
-    @pytest.mark.parametrize(("folder", "rel", "algo"), cases, ids=map(_id, cases))
-    def test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error(
-        folder: str, rel: str, algo: str, monkeypatch: pytest.MonkeyPatch
+    def test_upstream_configs_compile_as_nemo_rl_and_get_no_false_error(
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        check_config(folder, rel, algo, monkeypatch)
+        cases = release_part(version, part)
+        if not cases:
+            pytest.skip("no shared/fixtures/nemo-rl/configs next to this checkout")
+        for name, value in ENV.items():
+            monkeypatch.setenv(name, value)
+        failed, skipped = check_files(cases)
+        print(f"{len(cases) - len(skipped)} of {len(cases)} files checked", *skipped, sep="\n")
+        assert failed == [], f"{len(failed)} of {len(cases)} files:\n" + "\n".join(failed)
+        assert len(skipped) < len(cases) // 4, skipped  # the corpus is mostly checkable
 
-    return test_upstream_config_compiles_as_nemo_rl_and_gets_no_false_error
+    return test_upstream_configs_compile_as_nemo_rl_and_get_no_false_error
