@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parent.parent
 RECORD_VAR = "FAKE_NEMO_RL_RECORD"
@@ -236,6 +238,52 @@ def steps_cli(monkeypatch, capsys, *argv: str, cwd: Path, env: dict[str, str]) -
     code = main(list(argv))
     out = capsys.readouterr()
     return CliResult(code, out.out, out.err)
+
+
+class FdCapture:
+    """What this process writes on file descriptors 1 and 2, and through sys.stdout/stderr,
+    while the block runs: `capfd` for a module-scoped fixture or a helper with no test's
+    fixtures at hand (`steps_here`). `readouterr()` returns and forgets what was written."""
+
+    def __enter__(self) -> FdCapture:
+        self._saved: list[tuple[int, str, int, object, object]] = []
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            stream = getattr(sys, name)
+            stream.flush()
+            tmp = tempfile.TemporaryFile(buffering=0)
+            self._saved.append((fd, name, os.dup(fd), stream, tmp))
+            os.dup2(tmp.fileno(), fd)  # dup'd: the file offset is shared with `tmp`
+            setattr(sys, name, open(fd, "w", encoding="utf-8", errors="replace",
+                                    closefd=False, buffering=1))  # fmt: skip
+        return self
+
+    def readouterr(self) -> SimpleNamespace:
+        got = []
+        for _fd, name, _dup, _stream, tmp in self._saved:
+            getattr(sys, name).flush()
+            tmp.seek(0)  # type: ignore[attr-defined]
+            got.append(tmp.read().decode(errors="replace"))  # type: ignore[attr-defined]
+            tmp.seek(0)  # type: ignore[attr-defined]
+            tmp.truncate()  # type: ignore[attr-defined]
+        return SimpleNamespace(out=got[0], err=got[1])
+
+    def __exit__(self, *exc: object) -> None:
+        for fd, name, dup, stream, tmp in reversed(self._saved):
+            getattr(sys, name).close()  # flushes; closefd=False leaves fd open
+            os.dup2(dup, fd)
+            os.close(dup)
+            setattr(sys, name, stream)
+            tmp.close()  # type: ignore[attr-defined]
+
+
+def steps_here(*argv: str, cwd: Path, env: dict[str, str]) -> CliResult:
+    """`python -m steps ARGV` as `steps.cli.main` in this process, as `steps_in_process` does,
+    for callers without a test's fixtures (a module-scoped fixture, a helper object): the
+    environment, cwd and os.exec* guard are undone and the output captured around the call."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp, FdCapture() as cap:
+        return steps_cli(mp, cap, *argv, cwd=cwd, env=env)
 
 
 def dry_run(

@@ -8,10 +8,13 @@ the jobs by a `python3` that has nothing of ours and no pydantic (the profile na
 training_info.json, checkpoint_must_save_by, SIGTERM saves nothing, resume from the latest
 step_N, failure on request) and appends every trained step to a ledger.
 
-The chains start together when the module's fixture submits them (each `run --batch` process
-exits at once: nothing of ours stays behind) and run side by side in the lab; each test then
-waits for its own chain. A segment's time limit is its checkpoint_must_save_by deadline: the
-profile's `time` of one minute minus a `save_margin` of 58 s, so a segment trains for 2 s.
+The chains start together when the module's fixture submits them and run side by side in the
+lab; each test then waits for its own chain. One chain is submitted by a `python -m steps run
+--batch` child that has exited before its first segment trains (nothing of ours stays behind);
+the others, and the CLI calls the tests make, run `steps.cli.main` in this process (a child's
+interpreter start and imports cost ~1 s of CPU each, and what they check is not the process).
+A segment's time limit is its checkpoint_must_save_by deadline: the profile's `time` of one
+minute minus a `save_margin` of 58 s, so a segment trains for 2 s.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from cluster_fixtures import NO_JUDGE, PYTHON, bare_python_bin, slurm, stand_in_checkout, wait_for  # noqa: F401
-from run_fixtures import REPO, clean_env
+from run_fixtures import REPO, CliResult, clean_env, steps_here
 
 from runners.launch import job_code
 
@@ -115,7 +118,7 @@ def lab_env(root: Path, slurm: dict, **extra: str) -> dict[str, str]:  # noqa: F
 class Chain:
     """One submitted chain: its folders, environment and what its job dir records."""
 
-    def __init__(self, root: Path, env: dict[str, str], submitted: subprocess.CompletedProcess):
+    def __init__(self, root: Path, env: dict[str, str], submitted: CliResult):
         self.root, self.env, self.submitted = root, env, submitted
         self.work = root / "work"
         self.run_dir = next((self.work / "runs" / DPO).iterdir())
@@ -146,11 +149,9 @@ class Chain:
         path = self.root / "ledger"
         return [int(x) for x in path.read_text().split()] if path.exists() else []
 
-    def steps(self, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [PYTHON, "-m", "steps", *argv], cwd=self.work, env=self.env, capture_output=True,
-            text=True, timeout=60,
-        )  # fmt: skip
+    def steps(self, *argv: str) -> CliResult:
+        """`python -m steps ARGV` from the chain's work dir, in this process."""
+        return steps_here(*argv, cwd=self.work, env=self.env)
 
     def running_segment(self) -> dict:
         def live() -> dict | None:
@@ -189,26 +190,38 @@ def job_line(chain: Chain, job_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory, slurm):  # noqa: F811
-    """Every scenario's chain, submitted together, each from a `run --batch` that has exited."""
+    """Every scenario's chain, submitted together: three_segments from a `python -m steps run
+    --batch` child that has exited (test_the_chain_finishes_after_the_submitting_process_is_gone),
+    the others from `run --batch` in this process while that child submits."""
     base = tmp_path_factory.mktemp("chains")
-    procs = {}
-    for name, (knobs, overrides) in SCENARIOS.items():
+    made = {}
+    for name, (knobs, _overrides) in SCENARIOS.items():
         root = base / name
         stand_in_checkout(root / "RL")
         (root / "work").mkdir()
         write_profile(root, knobs, gpu=name == "preempted")  # the lab's one GPU: preemptible
-        env = lab_env(root, slurm, STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY)
-        argv = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab"]
-        procs[name] = (root, env, subprocess.Popen(
-            [*argv, "--until-done", "--max-segments", "6", *overrides], cwd=root / "work",
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        made[name] = (root, lab_env(root, slurm, STEPS_OUTPUT=str(root / "out"), WANDB_API_KEY=KEY))
+
+    def argv(name: str) -> list[str]:
+        overrides = SCENARIOS[name][1]
+        return ["run", DPO, "-c", "tiny", "--batch", "lab", "--until-done", "--max-segments", "6",
+                *overrides]  # fmt: skip
+
+    root, env = made["three_segments"]
+    child = subprocess.Popen(
+        [PYTHON, "-m", "steps", *argv("three_segments")], cwd=root / "work", env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     out = {}
-    for name, (root, env, proc) in procs.items():
-        stdout, stderr = proc.communicate(timeout=60)
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-        assert proc.returncode == 0, f"{name}: {stderr}"
-        out[name] = Chain(root, env, done)
+    for name, (root, env) in made.items():
+        if name != "three_segments":
+            res = steps_here(*argv(name), cwd=root / "work", env=env)
+            assert res.returncode == 0, f"{name}: {res.stderr}"
+            out[name] = Chain(root, env, res)
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == 0, f"three_segments: {stderr}"
+    root, env = made["three_segments"]
+    out["three_segments"] = Chain(root, env, CliResult(child.returncode, stdout, stderr))
     yield out
     for chain in out.values():  # nothing of these chains outlives the module
         name = chain.record()["job_name"]
@@ -374,17 +387,16 @@ def test_cancel_stops_the_running_segment_and_the_queued_one(chains):
 
 @pytest.fixture
 def planner(tmp_path, slurm):  # noqa: F811
-    """`python -m steps run rl/nemo_rl/dpo -c tiny --batch lab ...` against the lab, as a user."""
+    """`python -m steps run rl/nemo_rl/dpo -c tiny --batch lab ...` against the lab, as a user
+    (in this process)."""
     stand_in_checkout(tmp_path / "RL")
     (tmp_path / "work").mkdir()
     write_profile(tmp_path, {"FAKE_STEP_SECONDS": "0.1"}, gpu=False)
     env = lab_env(tmp_path, slurm, STEPS_OUTPUT=str(tmp_path / "out"), WANDB_API_KEY=KEY)
 
-    def run(*argv: str, env: dict[str, str] = env) -> subprocess.CompletedProcess:
-        cmd = [PYTHON, "-m", "steps", "run", DPO, "-c", "tiny", "--batch", "lab", *argv]
-        return subprocess.run(
-            cmd, cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=60
-        )
+    def run(*argv: str, env: dict[str, str] = env) -> CliResult:
+        return steps_here("run", DPO, "-c", "tiny", "--batch", "lab", *argv,
+                          cwd=tmp_path / "work", env=env)  # fmt: skip
 
     run.env = env  # type: ignore[attr-defined]
     return run
