@@ -4,8 +4,11 @@ Everything is real except NeMo-RL: slurmctld/slurmd, sbatch `--dependency=aftero
 `--kill-on-invalid-dep`, bash, the pyxis stand-in. The three stages are rl_prep (our staged code,
 run in the "container" by a `python3` that has nothing of ours: a CPU profile, no GPU), RLVR (the
 stand-in NeMo-RL's driver through ray.sub, on the GPU profile) and convert/dcp_to_hf (a
-stand-in of NeMo-RL's converter script in the checkout). `pipeline run` is a child process that
-returns once every stage is queued; the test then waits for the jobs through `status`.
+stand-in of NeMo-RL's converter script in the checkout). `pipeline run` returns once every stage
+is queued; the test then waits for the jobs through `status`. The first pipeline is queued by a
+`python -m steps` child that has exited before its stages run; the other CLI calls run
+`steps.cli.main` in this process (a child's interpreter start and imports cost ~1 s of CPU each,
+and what they check is not the process).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from cluster_fixtures import (  # noqa: F401
     stand_in_checkout,
     wait_for,
 )
-from run_fixtures import REPO, clean_env
+from run_fixtures import REPO, CliResult, clean_env, steps_here
 
 pytestmark = pytest.mark.slow
 CONVERTER = "examples/converters/convert_dcp_to_hf.py"
@@ -159,14 +162,19 @@ def make_lab(root: Path, slurm_conf: str) -> tuple[Path, dict[str, str]]:
 
 @pytest.fixture
 def lab(tmp_path, slurm):  # noqa: F811
-    """The lab's work dir; `steps(...)` runs the CLI in a child process there."""
+    """The lab's work dir; `steps(...)` runs the CLI there in this process, `steps.child(...)`
+    in a child process."""
     work, env = make_lab(tmp_path, slurm["SLURM_CONF"])
 
-    def steps(*argv: str) -> subprocess.CompletedProcess:
+    def steps(*argv: str) -> CliResult:
+        return steps_here(*argv, cwd=work, env=env)
+
+    def child(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run([PYTHON, "-m", "steps", *argv], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
 
     steps.env = env  # type: ignore[attr-defined]  # for squeue, as the jobs' submitter
+    steps.child = child  # type: ignore[attr-defined]
     return tmp_path, work, steps
 
 
@@ -179,7 +187,7 @@ def pipeline_status(steps, pipeline_root: Path) -> dict:
 def ended(steps, pipeline_root: Path) -> dict:
     """The pipeline's status once it completed or failed. Waits on squeue (milliseconds a call)
     until none of its stages' jobs (a chain stage's gate too) is queued or running, then asks
-    `status`, a child process of ~1 s of CPU, until it says so."""
+    `status` (its remote probes) until it says so."""
     stages = json.loads((pipeline_root / "pipeline.json").read_text())["stages"].values()
     ids = [str(s[k]) for s in stages for k in ("job_id", "gate_job_id") if s.get(k)]
     squeue = ["squeue", "-h", "-t", "PD,R,CG,S,CF", "-o", "%i", "-j", ",".join(ids)]
@@ -202,7 +210,7 @@ def ended(steps, pipeline_root: Path) -> dict:
 
 def test_three_stage_pipeline_runs_to_the_end_as_dependent_jobs_after_the_command_returned(lab):
     root, work, steps = lab
-    res = steps("pipeline", "run", "lab3.yaml", "--batch", "gpu")
+    res = steps.child("pipeline", "run", "lab3.yaml", "--batch", "gpu")  # exited: nothing stays
     assert res.returncode == 0, res.stdout + res.stderr
     pipeline_root = work / "runs" / "pipelines" / "lab3"
     record = json.loads((pipeline_root / "pipeline.json").read_text())
