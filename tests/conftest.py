@@ -172,9 +172,6 @@ SLOW = {
     "test_ssh_approval.py::test_a_terminal_is_asked_once_and_a_changed_proxycommand_asks_again": (
         "four CLI children on a pseudo-terminal"
     ),
-    "test_ssh_approval.py::test_without_a_terminal_a_notice_once_and_strict_mode_refuses": (
-        "three CLI children"
-    ),
     "test_pipeline_dry_run_stage.py::test_the_shipped_cpu_pipeline_prepares_checks_and_dry_"
     "runs_grpo_from_a_fresh_folder": "a pipeline's children",
     "test_secret_values.py::test_a_pipeline_stages_secret_overrides_reach_no_record_run_dir_or_"
@@ -194,7 +191,7 @@ SLOW = {
     "test_nemotron_env_toml.py::test_a_nemotron_env_toml_goes_through_the_rlvr_dry_run_with_no_"
     "edit_but_the_host": "a CLI child",
     "test_ssh_approval.py::test_an_approval_someone_else_can_write_approves_nothing": (
-        "the real ssh client in a child"
+        "a CLI child on a pseudo-terminal"
     ),
     "test_cli_contract.py::test_unreadable_inputs_are_setup_errors_exit_2": (
         "CLI children as an unprivileged user"

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from run_fixtures import REPO, clean_env, steps_run
+from run_fixtures import REPO, clean_env
 
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_COMMIT
 
@@ -53,21 +52,17 @@ def real_checkout(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_readme_quickstart_chain_is_clean_against_a_real_nemo_rl_and_gym(real_checkout, tmp_path):
+def test_readme_quickstart_chain_is_clean_against_a_real_nemo_rl_and_gym(
+    real_checkout, tmp_path, steps_in_process
+):
     env = clean_env(tmp_path, STEPS_OUTPUT=str(tmp_path / "out"))
-    prep = steps_run("data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=env)
+    prep = steps_in_process("run", "data_prep/rl_prep", "-c", "tiny", cwd=tmp_path, env=env)
     assert prep.returncode == 0, prep.stderr
     prepared = tmp_path / "out" / "rl_prep" / "tiny"
-    validate = subprocess.run(
-        [sys.executable, "-m", "steps", "validate", "nemo_gym_jsonl", str(prepared)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(REPO)},
-    )
+    validate = steps_in_process("validate", "nemo_gym_jsonl", str(prepared), cwd=tmp_path, env=env)
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    dry = steps_run(
-        "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input", f"train={prepared}",
+    dry = steps_in_process(
+        "run", "rl/nemo_rl/rlvr", "-c", "nemo_gym_tiny", "--input", f"train={prepared}",
         "--nemo-rl", str(real_checkout), "--dry-run", "--json",
         cwd=tmp_path, env=env,
     )  # fmt: skip

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_fixtures import clean_env, steps_run
+from run_fixtures import clean_env
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPT = "Run ssh with them? [y/N]"
@@ -105,29 +105,37 @@ def test_a_terminal_is_asked_once_and_a_changed_proxycommand_asks_again(tmp_path
     assert code == 2 and PROMPT in out and f"ProxyCommand touch {mark}.other" in out
 
 
-def test_without_a_terminal_a_notice_once_and_strict_mode_refuses(tmp_path):
+def test_without_a_terminal_a_notice_once_and_strict_mode_refuses(tmp_path, steps_in_process):
+    from runners.launch import ssh_approval
+
+    def invocation(env: dict[str, str]):
+        """`steps run DRY_RUN` in this process (its stderr is no terminal), as a new process
+        starts: with nothing settled in it, only the user's approval record to go by."""
+        ssh_approval._settled.clear()
+        return steps_in_process("run", *DRY_RUN, cwd=work, env=env)
+
     work, mark, env = workspace(tmp_path)
-    first = steps_run(*DRY_RUN, cwd=work, env=env)
+    first = invocation(env)
     assert "steps: note: first ssh with these settings from this machine" in first.stderr
     assert f"ProxyCommand touch {mark}" in first.stderr and mark.exists()
-    again = steps_run(*DRY_RUN, cwd=work, env=env)
+    again = invocation(env)
     assert "steps: note" not in again.stderr, again.stderr
 
     # noticed is not approved: strict mode still refuses these settings
     mark.unlink()
-    strict = steps_run(*DRY_RUN, cwd=work, env={**env, "STEPS_SSH_STRICT": "1"})
+    strict = invocation({**env, "STEPS_SSH_STRICT": "1"})
     assert strict.returncode == 2 and not mark.exists()
     assert "E-SSH-UNAPPROVED ssh with host nobody@192.0.2.1; ProxyCommand touch" in strict.stderr
     assert "was never approved at a terminal of this machine" in strict.stderr
 
 
-def test_an_approval_someone_else_can_write_approves_nothing(tmp_path):
+def test_an_approval_someone_else_can_write_approves_nothing(tmp_path, steps_in_process):
     work, mark, env = workspace(tmp_path)
     _, out = at_a_terminal(work, env, "y")
     assert mark.exists(), out
     mark.unlink()
     record(env).chmod(0o666)
-    strict = steps_run(*DRY_RUN, cwd=work, env={**env, "STEPS_SSH_STRICT": "1"})
+    strict = steps_in_process("run", *DRY_RUN, cwd=work, env={**env, "STEPS_SSH_STRICT": "1"})
     assert strict.returncode == 2 and "E-SSH-UNAPPROVED" in strict.stderr
     assert not mark.exists()
 
