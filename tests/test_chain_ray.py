@@ -4,16 +4,21 @@ Real: the Ray head, its Jobs API, Ray's Job SDK. NeMo-RL is the stand-in (tests/
 that trains fake steps as NeMo-RL does (tmp_step_N -> step_N with training_info.json, stops at
 checkpoint_must_save_by with exit 0, resumes from the latest step_N, fails on request) and
 appends every trained step to a ledger. A Ray job has no time limit: the user's
-checkpoint_must_save_by of one second ends each segment. The two chains start together as child
-processes when the module's fixture runs; each test then reads its own.
+checkpoint_must_save_by of one second ends each segment. The module's fixture drives the chains
+once, each test then reads its own: one chain driver is a child process (a second command is
+refused while it runs; Ctrl-C reaches it as SIGINT), the others run in this process (the
+`python -m steps` children they replace each paid Ray's import, ~1.2 s of CPU).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,11 +26,10 @@ from cluster_fixtures import (  # noqa: F401
     NO_JUDGE,
     PYTHON,
     ray_head,
-    read_until,
     stand_in_checkout,
     wait_for,
 )
-from run_fixtures import REPO, clean_env
+from run_fixtures import REPO, CliResult, Marked, clean_env, cli_in_process
 
 DPO = "rl/nemo_rl/dpo"
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
@@ -65,12 +69,13 @@ class Chains:
     def __init__(self, root: Path, env: dict[str, str]) -> None:
         self.root, self.env = root, env
         self.work = root / "work"
-        self.ended: dict[str, subprocess.CompletedProcess] = {}
+        self.ended: dict[str, CliResult | subprocess.CompletedProcess] = {}
 
     def argv(self, name: str) -> list[str]:
+        """`python -m steps ...`'s arguments that drive chain `name`."""
         data = self.root / "shared" / "data"
         return [
-            sys.executable, "-m", "steps", "run", DPO, "-c", "tiny", "--run", name, "--until-done",
+            "run", DPO, "-c", "tiny", "--run", name, "--until-done",
             "--input", f"train={data}/tiny_train.jsonl",
             "--input", f"validation={data}/tiny_val.jsonl",
             f"checkpointing.checkpoint_dir={self.root}/shared/{name}-ckpt", DEADLINE,
@@ -78,10 +83,16 @@ class Chains:
         ]  # fmt: skip
 
     def start(self, name: str) -> subprocess.Popen:
+        """Chain `name`'s driver as a child process, as a user starts it."""
         return subprocess.Popen(
-            self.argv(name), cwd=self.work, env={**self.env, "PYTHONPATH": str(REPO)},
-            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "steps", *self.argv(name)], cwd=self.work,
+            env={**self.env, "PYTHONPATH": str(REPO)}, text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )  # fmt: skip
+
+    def cli(self, *argv: str, out: Marked | None = None) -> CliResult:
+        """`python -m steps ARGV` in this process, from the lab's work folder."""
+        return cli_in_process(*argv, cwd=self.work, env=self.env, out=out)
 
     def ledger(self, name: str) -> list[int]:
         path = self.root / "shared" / f"{name}.ledger"
@@ -104,6 +115,30 @@ class Chains:
         return json.loads((self.run_of(name) / "run.json").read_text())["chain"]
 
 
+def interrupted_when(ready: Callable[[], bool], call: Callable[[], CliResult]) -> CliResult:
+    """`call()` in this process, sent a real SIGINT (Ctrl-C) once `ready()` holds while it runs;
+    after 120 s without, it is sent anyway so that nothing waits forever (the test then sees
+    what was not ready)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        for _ in range(400):
+            if stop.wait(0.3):
+                return
+            if ready():
+                break
+        if not stop.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return call()
+    finally:
+        stop.set()
+        watcher.join()
+
+
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory, ray_head):  # noqa: F811
     root = tmp_path_factory.mktemp("raychain")
@@ -114,20 +149,19 @@ def chains(tmp_path_factory, ray_head):  # noqa: F811
         (root / "shared" / "data" / name).write_text((DATA / name).read_text())
     (root / "work" / "env.toml").write_text(profiles(root, ray_head), encoding="utf-8")
     lab = Chains(root, clean_env(root, STEPS_OUTPUT=str(root / "shared" / "out"), **NO_JUDGE))
-    procs = {name: lab.start(name) for name in CHAINS}
-    for name in ("detached", "resumed"):
-        wait_for(lambda n=name: lab.ledger(n) == [1], timeout=90)
-        if name == "resumed":  # the same command while its driver runs: refused, not a 2nd driver
-            for key, dry in (("busy", []), ("busy_dry_run", ["--dry-run"])):
-                lab.ended[key] = subprocess.run(
-                    [*lab.argv(name), *dry], cwd=lab.work,
-                    env={**lab.env, "PYTHONPATH": str(REPO)}, text=True, capture_output=True,
-                    timeout=60,
-                )  # fmt: skip
-        procs[name].send_signal(signal.SIGINT)
-    for name, proc in procs.items():
-        out, err = proc.communicate(timeout=120)
-        lab.ended[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    resumed = lab.start("resumed")  # a driver of its own: it holds while the others run here
+    for name in ("completes", "deterministic"):
+        lab.ended[name] = lab.cli(*lab.argv(name))
+    lab.ended["detached"] = interrupted_when(
+        lambda: lab.ledger("detached") == [1], lambda: lab.cli(*lab.argv("detached"))
+    )
+    wait_for(lambda: lab.ledger("resumed") == [1], timeout=90)
+    # The same command while its driver runs: refused, not a second driver.
+    for key, dry in (("busy", []), ("busy_dry_run", ["--dry-run"])):
+        lab.ended[key] = lab.cli(*lab.argv("resumed"), *dry)
+    resumed.send_signal(signal.SIGINT)
+    out, err = resumed.communicate(timeout=120)
+    lab.ended["resumed"] = subprocess.CompletedProcess(resumed.args, resumed.returncode, out, err)
     return lab
 
 
@@ -156,10 +190,7 @@ def test_a_deterministic_failure_stops_after_two_segments_with_its_kind_named(ch
 
 def test_a_finished_run_is_not_relaunched(chains):
     before = len(chains.runs())
-    again = subprocess.run(
-        chains.argv("completes"), cwd=chains.work, env={**chains.env, "PYTHONPATH": str(REPO)},
-        text=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    again = chains.cli(*chains.argv("completes"))
     assert again.returncode == 0, again.stderr
     assert "chain done (training reached its end): segment 0 of at most 20" in again.stdout
     assert chains.ledger("completes") == [1, 2, 3, 4, 5, 6]
@@ -171,26 +202,23 @@ def test_a_finished_run_is_not_relaunched(chains):
 def test_ctrl_c_detaches_and_the_chain_stops_advancing_until_run_again(chains):
     detached = chains.ended["detached"]
     assert detached.returncode == 130, detached.stderr
+    assert chains.ledger("detached") == [1]  # Ctrl-C came while its segment was training
     assert "the chain stops advancing" in detached.stderr
     assert "run the same command again" in detached.stderr
     chain = chains.chain_of("detached")
     assert chain["state"] == "stopped" and chain["reason"].startswith("detached"), chain
     assert len(chain["segments"]) == 1 and chain["segments"][0]["ended_utc"] is None
     run = chains.run_of("detached")
-    env = {**chains.env, "PYTHONPATH": str(REPO)}
-    status = subprocess.run([sys.executable, "-m", "steps", "status", str(run)], cwd=chains.work,
-                            env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
+    status = chains.cli("status", str(run))
     assert "chain stopped (detached" in status.stdout, status.stdout + status.stderr
-    cancel = subprocess.run([sys.executable, "-m", "steps", "cancel", str(run)], cwd=chains.work,
-                            env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
+    cancel = chains.cli("cancel", str(run))
     assert cancel.returncode == 0 and "no further segment starts" in cancel.stdout, cancel.stderr
     assert (run / "CHAIN_CANCELLED").exists()
 
 
 def test_until_done_with_batch_on_a_ray_profile_is_refused(chains):
     argv = [a if a != "--run" else "--batch" for a in chains.argv("completes")]
-    refused = subprocess.run(argv, cwd=chains.work, env={**chains.env, "PYTHONPATH": str(REPO)},
-                             text=True, capture_output=True, timeout=60)  # fmt: skip
+    refused = chains.cli(*argv)
     assert refused.returncode == 2
     assert "E-CHAIN-EXECUTOR" in refused.stderr and "--run RAY_PROFILE" in refused.stderr
 
@@ -205,15 +233,22 @@ def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(c
     held = before["segments"][0]  # Ray job still training (held before step 2), no driver
     assert before["reason"].startswith("detached") and held["ended_utc"] is None
     runs = len(chains.runs())
-    again = chains.start("resumed")
+    said = Marked("carrying on the chain of")
+    when_said: dict[str, object] = {}
 
-    # The driver says it waits for the held segment: from then on it starts nothing beside it.
-    head = read_until(again.stdout, "carrying on the chain of", timeout=60)
-    assert len(chains.runs()) == runs + 1
-    assert chains.ledger("resumed") == [1]
-    (chains.root / "shared" / "resumed.go").touch()
-    out, err = again.communicate(timeout=120)
-    out = head + out
+    def release() -> None:
+        """The driver says it waits for the held segment: from then on it starts nothing beside
+        it. What was there then is kept; the held segment is let go (after 60 s in any case)."""
+        if said.seen.wait(60):
+            when_said.update(runs=len(chains.runs()), ledger=chains.ledger("resumed"))
+        (chains.root / "shared" / "resumed.go").touch()
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    again = chains.cli(*chains.argv("resumed"), out=said)
+    releaser.join()
+    out, err = again.stdout, again.stderr
+    assert when_said == {"runs": runs + 1, "ledger": [1]}, out + err
     assert again.returncode == 0, err
     assert f"carrying on the chain of {first}: segment 1 (Ray job {held['job_id']})" in out
     chain = chains.chain_of("resumed")
