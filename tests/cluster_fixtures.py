@@ -499,9 +499,11 @@ class Relay:
     """A TCP relay to a real server (http://host:port): it passes everything on, except the
     answers to requests starting with `drop_answers_to` (the network losing a reply after the
     server acted on the request); `cut()` closes every connection and refuses new ones (the
-    link gone)."""
+    link gone), as it does by itself once an answer with `cut_after` in it has passed."""
 
-    def __init__(self, upstream: str, drop_answers_to: bytes | None = None) -> None:
+    def __init__(
+        self, upstream: str, drop_answers_to: bytes | None = None, cut_after: bytes | None = None
+    ) -> None:
         import socketserver
         import threading
         from urllib.parse import urlsplit
@@ -510,11 +512,14 @@ class Relay:
         self.sockets: list[socket.socket] = []
         relay = self
 
-        def pump(src: socket.socket, dst: socket.socket | None) -> None:
+        def pump(src: socket.socket, dst: socket.socket | None, answers: bool = False) -> None:
             with contextlib.suppress(OSError):
                 while chunk := src.recv(65536):
                     if dst is not None:
                         dst.sendall(chunk)
+                    if answers and cut_after is not None and cut_after in chunk:
+                        relay.cut()
+                        return
             if dst is not None:
                 with contextlib.suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
@@ -528,7 +533,7 @@ class Relay:
                     server.sendall(first)
                     drop = drop_answers_to is not None and first.startswith(drop_answers_to)
                     back = threading.Thread(
-                        target=pump, args=(server, None if drop else client), daemon=True
+                        target=pump, args=(server, None if drop else client, True), daemon=True
                     )
                     back.start()
                     pump(client, server)

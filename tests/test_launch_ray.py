@@ -2,22 +2,17 @@
 
 NeMo-RL is the stand-in checkout (tests/cluster/driver.py records argv, cwd, config and whether
 each expected secret arrived); the Ray head, its dashboard and Ray's Job SDK are real. A Ray job
-takes seconds to start, so the module submits its jobs together first (a failing attached run in
-a child process, and three --batch jobs) and the tests then check each one.
+takes seconds to start, so the module submits its jobs together first (three --batch jobs, then a
+failing attached run while they start) and the tests then check each one. Every command runs in
+this process (a `python -m steps` child would pay Ray's import, ~1.2 s of CPU, each time).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cluster_fixtures import (  # noqa: F401
@@ -29,9 +24,7 @@ from cluster_fixtures import (  # noqa: F401
     stand_in_checkout,
     wait_for,
 )
-from run_fixtures import REPO, clean_env
-
-from steps.cli import main
+from run_fixtures import REPO, CliResult, clean_env, cli_in_process
 
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
 OOM_LOG = REPO / "tests" / "data" / "failures" / "gpu_oom_in_get_logprobs" / "ray-driver.log"
@@ -52,11 +45,9 @@ env = {{ FAKE_NEMO_RL_RECORD = "{record}-ok.json", FAKE_EXPECT_SECRETS = "WANDB_
 
 [fails]
 extends = "ray"
-env = {{ FAKE_EXIT = "3", FAKE_NEMO_RL_RECORD = "{record}-fails.json" }}
-
-[oom]
-extends = "ray"
-env = {{ FAKE_EXIT = "1", FAKE_LOG_FILE = "{OOM_LOG}", FAKE_NEMO_RL_RECORD = "{record}-oom.json" }}
+env.FAKE_EXIT = "3"
+env.FAKE_LOG_FILE = "{OOM_LOG}"
+env.FAKE_NEMO_RL_RECORD = "{record}-fails.json"
 
 [ticks]
 extends = "ray"
@@ -97,24 +88,18 @@ class Lab:
     env: dict[str, str]
     inputs: list[str]
     jobs: dict[str, str] = field(default_factory=dict)  # profile -> job id
-    attached_fail: Any = None
+    attached_fail: CliResult | None = None
 
     def cli(self, *argv: str) -> tuple[int, str, str]:
         """`python -m steps ...` in this process, with the lab's cwd and environment."""
-        out, err = io.StringIO(), io.StringIO()
-        with pytest.MonkeyPatch.context() as mp:
-            for name in list(os.environ):
-                if name not in self.env:
-                    mp.delenv(name)
-            for name, value in self.env.items():
-                mp.setenv(name, value)
-            mp.chdir(self.work)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(list(argv))
-        return code, out.getvalue(), err.getvalue()
+        res = cli_in_process(*argv, cwd=self.work, env=self.env)
+        return res.returncode, res.stdout, res.stderr
+
+    def run_argv(self, *extra: str) -> list[str]:
+        return ["run", "rl/nemo_rl/dpo", "-c", "tiny", *self.inputs, *extra]
 
     def run(self, *extra: str) -> tuple[int, str, str]:
-        return self.cli("run", "rl/nemo_rl/dpo", "-c", "tiny", *self.inputs, *extra)
+        return self.cli(*self.run_argv(*extra))
 
     def status(self, job_id: str) -> dict:
         return json.loads(self.cli("status", job_id, "--json")[1])["job"]
@@ -145,12 +130,6 @@ def lab(tmp_path_factory, ray_head):  # noqa: F811
     inputs = ["--input", f"train={shared}/data/tiny_train.jsonl",
               "--input", f"validation={shared}/data/tiny_val.jsonl"]  # fmt: skip
     lab = Lab(root, work, env, inputs)
-    lab.attached_fail = subprocess.Popen(
-        [sys.executable, "-m", "steps", "run", "rl/nemo_rl/dpo", "-c", "tiny", *inputs,
-         "--run", "fails"],
-        cwd=work, env={**env, "PYTHONPATH": str(REPO)}, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
     for name in ("ticks", "nosecret"):
         code, out, err = lab.run("--batch", name)
         assert code == 0, err
@@ -163,8 +142,8 @@ def lab(tmp_path_factory, ray_head):  # noqa: F811
     )  # fmt: skip
     assert code == 0, out + err
     lab.jobs["upload"] = out.split()[0]
+    lab.attached_fail = cli_in_process(*lab.run_argv("--run", "fails"), cwd=work, env=env)
     yield lab
-    lab.attached_fail.kill()
     for job_id in lab.jobs.values():
         lab.cli("cancel", job_id)
 
@@ -185,15 +164,16 @@ def test_attached_run_streams_logs_and_returns_the_driver_exit_code(lab):
     assert rec["cwd"] == str(lab.root / "RL")
     assert rec["secrets_present"] == {"WANDB_API_KEY": True}  # from the cluster's environment
     assert job["state"] == "SUCCEEDED" and job["exit_code"] == 0
-    failed_out, failed_err = lab.attached_fail.communicate(timeout=120)
-    assert lab.attached_fail.returncode == 3, failed_err
-    assert "driver done" in failed_out and "ended: FAILED (exit code 3)" in failed_err
+    failed = lab.attached_fail
+    assert failed is not None and failed.returncode == 3, failed.stderr
+    assert "driver done" in failed.stdout and "ended: FAILED (exit code 3)" in failed.stderr
 
 
 def test_diagnose_reads_a_ray_jobs_driver_log_from_the_dashboard(lab):
-    code, _out, err = lab.run("--run", "oom")
-    assert code == 1, err
-    _, out, err = lab.cli("diagnose", "last", "--json")
+    """The attached run that failed (test above) printed a GPU OOM in its driver log."""
+    jobs = json.loads(lab.cli("jobs", "--json")[1])["jobs"]
+    job = next(j for j in jobs if j["profile"] == "fails")
+    _, out, err = lab.cli("diagnose", job["job_id"], "--json")
     doc = json.loads(out)
     assert doc["kind"] == "gpu_oom" and doc["state"] == "FAILED", err
     assert doc["method"] == "DTensorPolicyWorkerV2.get_logprobs"
@@ -316,25 +296,16 @@ def test_a_dashboard_lost_while_following_is_lost_contact_exit_2(lab, ray_head):
     from runners.launch.profiles.env_toml import RayProfile
     from runners.launch.ray.backend import RayBackend
 
-    with Relay(ray_head) as relay:
+    # The link goes once the job's log has shown `tick 1` on its way to `logs -f`.
+    with Relay(ray_head, cut_after=b"tick 1\n") as relay:
         env_file = lab.work / "cut.toml"
         env_file.write_text(profiles(lab.root, relay.url), encoding="utf-8")
         code, out, err = lab.run("--batch", "ticks", "--env-file", str(env_file))
         assert code == 0, err
         sid = out.split()[0]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "steps", "logs", sid, "-f"], cwd=lab.work, text=True,
-            env={**lab.env, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("tick 1"):
-                break
-        relay.cut()
-        _, err = proc.communicate(timeout=60)
+        code, out, err = lab.cli("logs", sid, "-f")
     RayBackend("ray", RayProfile(executor="ray", address=ray_head)).client().stop_job(sid)
-    assert proc.returncode == 2, err
+    assert code == 2 and "tick 1" in out, err
     assert (
         f"E-REMOTE-LOST lost contact with the Ray dashboard at {relay.url}, the job may still "
         "run; re-attach with `python -m steps logs" in err
