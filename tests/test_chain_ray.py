@@ -12,6 +12,8 @@ refused while it runs; Ctrl-C reaches it as SIGINT), the others run in this proc
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -20,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cluster_fixtures import (  # noqa: F401
@@ -29,7 +32,7 @@ from cluster_fixtures import (  # noqa: F401
     stand_in_checkout,
     wait_for,
 )
-from run_fixtures import REPO, CliResult, Marked, clean_env, cli_in_process
+from run_fixtures import REPO, CliResult, clean_env, steps_cli, steps_here
 
 DPO = "rl/nemo_rl/dpo"
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
@@ -65,6 +68,21 @@ def profiles(root: Path, url: str) -> str:
     return "\n".join(tables)
 
 
+class Said(io.StringIO):
+    """Text that sets `seen` once `marker` is in it: the test acts on what an in-process call
+    printed while that call still runs."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker, self.seen = marker, threading.Event()
+
+    def write(self, text: str) -> int:
+        n = super().write(text)
+        if not self.seen.is_set() and self.marker in self.getvalue():
+            self.seen.set()
+        return n
+
+
 class Chains:
     def __init__(self, root: Path, env: dict[str, str]) -> None:
         self.root, self.env = root, env
@@ -90,9 +108,22 @@ class Chains:
             stderr=subprocess.PIPE,
         )  # fmt: skip
 
-    def cli(self, *argv: str, out: Marked | None = None) -> CliResult:
+    def cli(self, *argv: str) -> CliResult:
         """`python -m steps ARGV` in this process, from the lab's work folder."""
-        return cli_in_process(*argv, cwd=self.work, env=self.env, out=out)
+        return steps_here(*argv, cwd=self.work, env=self.env)
+
+    def cli_saying(self, said: Said, *argv: str) -> CliResult:
+        """`cli`, with what it prints on sys.stdout written to `said` as it is printed."""
+        err = io.StringIO()
+        printed = SimpleNamespace(
+            readouterr=lambda: SimpleNamespace(out=said.getvalue(), err=err.getvalue())
+        )
+        with (
+            pytest.MonkeyPatch.context() as mp,
+            contextlib.redirect_stdout(said),
+            contextlib.redirect_stderr(err),
+        ):
+            return steps_cli(mp, printed, *argv, cwd=self.work, env=self.env)
 
     def ledger(self, name: str) -> list[int]:
         path = self.root / "shared" / f"{name}.ledger"
@@ -233,7 +264,7 @@ def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(c
     held = before["segments"][0]  # Ray job still training (held before step 2), no driver
     assert before["reason"].startswith("detached") and held["ended_utc"] is None
     runs = len(chains.runs())
-    said = Marked("carrying on the chain of")
+    said = Said("carrying on the chain of")
     when_said: dict[str, object] = {}
 
     def release() -> None:
@@ -245,7 +276,7 @@ def test_run_again_it_waits_for_the_detached_segment_then_carries_the_chain_on(c
 
     releaser = threading.Thread(target=release, daemon=True)
     releaser.start()
-    again = chains.cli(*chains.argv("resumed"), out=said)
+    again = chains.cli_saying(said, *chains.argv("resumed"))
     releaser.join()
     out, err = again.stdout, again.stderr
     assert when_said == {"runs": runs + 1, "ledger": [1]}, out + err

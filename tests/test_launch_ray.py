@@ -24,7 +24,7 @@ from cluster_fixtures import (  # noqa: F401
     stand_in_checkout,
     wait_for,
 )
-from run_fixtures import REPO, CliResult, clean_env, cli_in_process
+from run_fixtures import REPO, CliResult, clean_env, steps_here
 
 DATA = REPO / "steps" / "rl" / "nemo_rl" / "dpo" / "data"
 OOM_LOG = REPO / "tests" / "data" / "failures" / "gpu_oom_in_get_logprobs" / "ray-driver.log"
@@ -92,7 +92,7 @@ class Lab:
 
     def cli(self, *argv: str) -> tuple[int, str, str]:
         """`python -m steps ...` in this process, with the lab's cwd and environment."""
-        res = cli_in_process(*argv, cwd=self.work, env=self.env)
+        res = steps_here(*argv, cwd=self.work, env=self.env)
         return res.returncode, res.stdout, res.stderr
 
     def run_argv(self, *extra: str) -> list[str]:
@@ -142,7 +142,7 @@ def lab(tmp_path_factory, ray_head):  # noqa: F811
     )  # fmt: skip
     assert code == 0, out + err
     lab.jobs["upload"] = out.split()[0]
-    lab.attached_fail = cli_in_process(*lab.run_argv("--run", "fails"), cwd=work, env=env)
+    lab.attached_fail = steps_here(*lab.run_argv("--run", "fails"), cwd=work, env=env)
     yield lab
     for job_id in lab.jobs.values():
         lab.cli("cancel", job_id)
