@@ -136,3 +136,23 @@ def test_the_same_chain_under_other_folders_is_upstreams_tree_each_time_as_a_fre
         assert_same_nodes(config, reference_load(path))
     loaded[1].a.b.append(2)
     assert OmegaConf.to_container(loaded[2]) == {"a": {"b": [1], "c": "${a.b}"}, "d": "???"}
+
+
+def test_recipes_of_one_parent_share_its_sections_as_fresh_copies_node_for_node(tmp_path: Path):
+    """Children that each change one key of a shared parent are built from kept copies of the
+    sections they leave alone (`compiler._tree`): each still upstream's tree, node for node,
+    and a change to one compile's section reaches no other compile."""
+    base = "policy:\n  model: m\n  opt: {lr: 0.1, betas: [0.9, 0.99], sched: {warmup: 10}}\n"
+    base += "data: {train: a.jsonl, val: b.jsonl, shuffle: true, seed: 1}\n"
+    files = {"base.yaml": base}
+    for n in range(4):
+        files[f"child{n}.yaml"] = f"defaults: base.yaml\npolicy: {{model: m{n}}}\n"
+    write(tmp_path, files)
+    configs = [load_config(tmp_path / f"child{n}.yaml").config for n in range(4)]
+    configs[2].policy.opt.sched.warmup = 99  # the third and fourth: copies of the kept section
+    configs[2].data.seed = 7
+    for n, config in enumerate(configs):
+        if n != 2:
+            assert_same_nodes(config, reference_load(tmp_path / f"child{n}.yaml"))
+    assert configs[3].policy.opt.sched.warmup == 10 and configs[3].data.seed == 1
+    assert configs[3].policy.opt is not configs[2].policy.opt
