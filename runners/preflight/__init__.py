@@ -103,6 +103,16 @@ class PreflightContext:
     local_launch: LocalLaunch | None = None  # a NeMo-RL script started here
     # what the step's runner kind has (its `has`): the rules that need more do not run
     has: frozenset[str] = frozenset(NEMO_RL_CONFIG)
+    _raw: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def raw(self) -> Any:
+        """The compiled config as plain data as written (`${...}` and `???` kept), or None
+        without one: made once for the rules that read it (read-only for them)."""
+        if self._raw is None and self.compiled is not None:
+            from omegaconf import OmegaConf
+
+            self._raw = OmegaConf.to_container(self.compiled.config, resolve=False)
+        return self._raw
 
     def get(self, dotted: str, default: Any = None) -> Any:
         from catalog.config_values import dotted_get

@@ -25,25 +25,9 @@ _ABSENT = object()
 
 
 def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
-    """Dotted keys whose value is still `???` (raw nodes when we have them: `???` survives)."""
-    from omegaconf import DictConfig, ListConfig
-
-    from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
-
-    if isinstance(node, (DictConfig, ListConfig)):
-        keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
-        for k in keys:
-            child = child_node(node, k)
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if is_missing(child):
-                yield key
-            elif (
-                isinstance(child, (DictConfig, ListConfig))
-                and not is_none(child)
-                and not is_interpolation(child)
-            ):
-                yield from _missing_keys(child, key)
-    elif isinstance(node, dict):
+    """Dotted keys whose value is still `???` in plain data (the raw config, where `???`
+    survives: OmegaConf gives a missing value or section as `???`)."""
+    if isinstance(node, dict):
         for k, v in node.items():
             yield from _missing_keys(v, f"{prefix}.{k}" if prefix else str(k))
     elif isinstance(node, list):
@@ -56,7 +40,7 @@ def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
 @rule("unresolved_values", needs=())
 def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
     """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
-    source = ctx.compiled.config if ctx.compiled is not None else ctx.config
+    source = ctx.raw() if ctx.compiled is not None else ctx.config
     for key in _missing_keys(source):
         path, line = where(ctx, key)
         yield Finding(
@@ -76,10 +60,7 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
     version = ctx.nemo_rl_version
     if ctx.compiled is None or version is None:
         return
-    from omegaconf import OmegaConf
-
-    raw = OmegaConf.to_container(ctx.compiled.config, resolve=False)
-    for key, text in strings(raw):
+    for key, text in strings(ctx.raw()):
         for name in _RESOLVER_CALL.findall(text):
             since = RESOLVER_VERSIONS.get(name)
             if since is None or in_range(version, since):

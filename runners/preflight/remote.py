@@ -212,9 +212,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     if ctx.compiled is not None:  # the raw config, interpolations unresolved
         import json
 
-        from omegaconf import OmegaConf
-
-        text = json.dumps(OmegaConf.to_container(ctx.compiled.config, resolve=False))
+        text = json.dumps(ctx.raw())
     for name in sorted(set(_OC_ENV.findall(text))):
         value = os.environ.get(name, "(unset: may hold one)")  # a switch here holds none
         if holds_secret(name, value) and name not in p.secrets and name not in p.env:

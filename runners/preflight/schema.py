@@ -391,12 +391,15 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
     if cls is None or schema is None or cls not in schema["classes"]:
         return []
     checker = SchemaChecker(schema, ctx)
-    out = []
     base = schema["classes"].get("GenerationConfig", {}).get("fields", {})
-    for f in checker.located(checker.check_class(gen, cls, "policy.generation")):
+    kept = []
+    for f in checker.check_class(gen, cls, "policy.generation"):
         name = (f.key or "").removeprefix("policy.generation.")
         if f.code != "E-SCHEMA-KEY" or "." in name or name in base:
             continue  # GRPO writes model_name; GenerationConfig's own keys are nemo_rl_schema's
+        kept.append(f)
+    out = []
+    for f in checker.located(kept):  # file:line only for what is reported
         message = f.message.replace("required key is missing", f"{backend} needs this key")
         out.append(Finding("E-GEN-BACKEND", message, f.path, f.line, f.fix, key=f.key))
     return out
