@@ -96,7 +96,8 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
         "HF_TOKEN": "hf_" + os.urandom(12).hex(),
     }
     settings = {n: v for n, (v, s) in NAMES.items() if not s and n != "PATH"}
-    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_POLL_SECONDS="0.3",
+    # A followed job is asked about each second, as launch_slurm's: each ask is Slurm calls.
+    env = clean_env(tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_POLL_SECONDS="1",
                     STEPS_OUTPUT=str(tmp_path / "out"), **secrets, **settings,
                     **NO_JUDGE)  # fmt: skip
 

@@ -43,7 +43,7 @@ def lab(tmp_path, slurm, monkeypatch, capsys):  # noqa: F811
     env = clean_env(
         tmp_path, SLURM_CONF=slurm["SLURM_CONF"], STEPS_OUTPUT=str(tmp_path / "out"), **NO_JUDGE
     )
-    env["STEPS_POLL_SECONDS"] = "0.3"
+    env["STEPS_POLL_SECONDS"] = "1"  # a followed job is asked about each second (Slurm calls)
 
     def run(extra: str = "", ray_sub: str | None = None, *args: str):
         if ray_sub is not None:
