@@ -160,11 +160,21 @@ def make_lab(root: Path, slurm_conf: str) -> tuple[Path, dict[str, str]]:
     return work, env
 
 
+@pytest.fixture(scope="module")
+def code_copies(tmp_path_factory) -> Path:
+    """One `remote_dir/_code` for the module's labs: a user's runs share the copy of our code
+    under their remote_dir (and the bytecode its first job wrote there), so each test's first
+    job does not copy and compile it again."""
+    return tmp_path_factory.mktemp("code-copies")
+
+
 @pytest.fixture
-def lab(tmp_path, slurm):  # noqa: F811
+def lab(tmp_path, slurm, code_copies):  # noqa: F811
     """The lab's work dir; `steps(...)` runs the CLI there in this process, `steps.child(...)`
     in a child process."""
     work, env = make_lab(tmp_path, slurm["SLURM_CONF"])
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "_code").symlink_to(code_copies, target_is_directory=True)
 
     def steps(*argv: str) -> CliResult:
         return steps_here(*argv, cwd=work, env=env)
