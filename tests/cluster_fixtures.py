@@ -573,22 +573,24 @@ def bare_python_bin(folder: Path) -> Path:
     return folder
 
 
-@functools.cache  # a fact of the machine: ~20 interpreter starts (0.4 s of CPU) once a worker
+@functools.cache  # a fact of the machine: one interpreter start per candidate, once a worker
 def _bare_python() -> str | None:
     import glob
 
-    bare = (
-        "import importlib.util as u, sys; sys.exit(sys.version_info < (3, 8) or any("
-        "u.find_spec(m) for m in ('pydantic', 'steps', 'runners', 'catalog')))"
+    probe = (
+        "import importlib.util as u, sys; print(sys.version_info < (3, 8) or any("
+        "u.find_spec(m) for m in ('pydantic', 'steps', 'runners', 'catalog')), "
+        f"sys.version_info[:2] == {tuple(sys.version_info[:2])})"
     )
-    same = f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"
-    found = [
-        p
-        for p in ["/usr/bin/python3", *glob.glob("/root/.pyenv/versions/3.*/bin/python3")]
-        if os.path.exists(p) and subprocess.run([p, "-I", "-c", bare]).returncode == 0
-    ]
-    found.sort(key=lambda p: subprocess.run([p, "-I", "-c", same]).returncode != 0)
-    return found[0] if found else None
+    found = []  # (not of the test Python's version, rank, path) of each bare one
+    candidates = ["/usr/bin/python3", *glob.glob("/root/.pyenv/versions/3.*/bin/python3")]
+    for rank, p in enumerate(candidates):
+        if not os.path.exists(p):
+            continue
+        said = subprocess.run([p, "-I", "-c", probe], capture_output=True, text=True).stdout
+        if said.split() and said.split()[0] == "False":  # bare (and it ran)
+            found.append((said.split()[-1] != "True", rank, p))
+    return min(found)[2] if found else None
 
 
 def container_site() -> str:
