@@ -205,15 +205,20 @@ def test_the_real_ray_sub_of_every_version_gets_secrets_to_the_driver_and_nowher
         res = cli("run", "rl/nemo_rl/dpo", "-c", "tiny", "--batch", name, "--json")
         assert res.returncode == 0, res.stderr
         jobs[name] = json.loads(res.stdout)["job"]
+    running = dict(jobs)
+
+    def settled() -> bool:
+        """Each job is cancelled once its driver has run (or it left the queue without): its
+        Ray head would idle ~60 s more, asking `ray status` (~1.2 s of CPU) every 10 s."""
+        for name, job in list(running.items()):
+            if (root / name / "record.json").exists() or not _queued(conf, job["job_id"]):
+                cli("cancel", job["job_id"])
+                del running[name]
+        return not running
+
+    wait_for(settled, timeout=240, step=0.5)
     for name, job in jobs.items():
-        record = root / name / "record.json"
-        if not record.exists():
-            wait_for(
-                lambda r=record, j=job: r.exists() or not _queued(conf, j["job_id"]), timeout=120
-            )
-        assert record.exists(), f"{name}: no driver ran; " + _tail(job)
-    for job in jobs.values():  # the drivers have run: the Ray heads would idle ~60 s more
-        cli("cancel", job["job_id"])
+        assert (root / name / "record.json").exists(), f"{name}: no driver ran; " + _tail(job)
     for job in jobs.values():
         wait_for(lambda j=job: not _queued(conf, j["job_id"]), timeout=90)
     for name, job in jobs.items():
