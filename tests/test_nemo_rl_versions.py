@@ -104,6 +104,19 @@ def test_schema_is_derived_once_per_checkout_then_read_from_the_cache(
     assert "nemo_rl" not in sys.modules
 
 
+def test_a_shipped_schema_is_parsed_once_per_content_and_read_anew_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "NEMO_RL_SCHEMA_DIR", tmp_path)
+    doc = tmp_path / "9.9.9" / "grpo.json"
+    write(doc, json.dumps({"classes": {"A": {}}}))
+    first = store.shipped_schema("9.9.9", "grpo")
+    assert store.shipped_schema("9.9.9", "grpo") is first  # one document for every reader
+    write(doc, json.dumps({"classes": {"B": {}}}))  # the same size, maybe the same mtime tick
+    assert store.shipped_schema("9.9.9", "grpo") == {"classes": {"B": {}}}
+    assert store.shipped_schema("9.9.9", "dpo") is None
+
+
 def test_a_version_given_by_name_uses_its_shipped_schema_even_beside_a_checkout(
     tmp_path: Path,
 ) -> None:

@@ -359,6 +359,23 @@ def test_the_python_running_steps_is_read_in_process_as_its_child_would_print_it
     assert inside is not None and inside == child and inside.nemo_rl
 
 
+def test_this_pythons_facts_are_read_once_until_a_folder_of_its_path_changes(tmp_path, monkeypatch):
+    from runners.launch import local
+
+    site = tmp_path / "site"
+    site.mkdir()
+    _install(site, "torch", "9.9")
+    monkeypatch.syspath_prepend(str(site))
+    first = local._own_facts()
+    assert first["packages"]["torch"] == "9.9"
+    first["packages"]["torch"] = "changed by its caller"  # a copy: the kept facts stay
+    assert local._own_facts()["packages"]["torch"] == "9.9"
+    _install(site, "torch", "8.8")  # an install changes its folder: read again
+    later = site.stat().st_mtime_ns + 10**9  # as a real install's, not within one clock tick
+    os.utime(site, ns=(later, later))
+    assert local._own_facts()["packages"]["torch"] == "8.8"
+
+
 def test_a_launch_that_changes_the_import_path_is_probed_in_its_child(tmp_path):
     from runners.launch import local
 

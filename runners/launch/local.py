@@ -268,13 +268,27 @@ def _this_interpreter(
     if any(checkout.glob("*.dist-info")) or any(checkout.glob("*.egg-info")):
         return None
     from importlib.machinery import PathFinder
+    from importlib.util import find_spec
 
-    space: dict = {}
-    exec(compile(_FACTS, "<steps interpreter probe>", "exec"), space)  # the child's own text
-    facts = space["facts"](PROBED_PACKAGES)
+    facts = _own_facts()
     found = PathFinder.find_spec("nemo_rl", [str(checkout)]) is not None
-    facts["nemo_rl"] = facts["nemo_rl"] or found
+    facts["nemo_rl"] = find_spec("nemo_rl") is not None or found
     return Interpreter(**facts)
+
+
+_OWN: list[tuple[tuple, dict]] = []  # at most one entry: (sys.path and its folders' stats, facts)
+
+
+def _own_facts() -> dict:
+    """The probe's facts of this process (the child's own text run here), a fresh copy: read
+    again only when `sys.path` or one of its folders changed (an install or an uninstall
+    changes its folder, as `_fresh` asks of a cached probe). Every local dry run asks."""
+    key = (tuple(sys.path), tuple(map(str, map(_stat, sys.path))))
+    if not _OWN or _OWN[0][0] != key:
+        space: dict = {}
+        exec(compile(_FACTS, "<steps interpreter probe>", "exec"), space)
+        _OWN[:] = [(key, space["facts"](PROBED_PACKAGES))]
+    return json.loads(json.dumps(_OWN[0][1]))
 
 
 def _run_probe(

@@ -20,14 +20,18 @@ from functools import lru_cache
 from pathlib import Path
 
 from catalog.atomic_write import write_atomic
+from catalog.content_memo import SHARED, ContentMemo
 from catalog.discovery import cache_home
 from catalog.nemo_rl_version import NemoRLVersion, pin_version
-from catalog.record_file import read_json
+from catalog.record_file import parse_json, read_capped, read_json
 from catalog.upstream import NEMO_RL_PIN_LABEL, NEMO_RL_SCHEMA_DIR
 from runners.nemo_rl.schema import ROOTS, derive, has_source
 
 CACHE_FORMAT = "4"  # bump when the derived document changes shape
 READ_DIRS = ("nemo_rl", "examples")  # what derivation reads: the fingerprint covers these
+# Shipped documents by content: every dry run and check reads one (~5 ms of JSON each), and
+# their readers only read them (`cached_schema_for` already hands one document to all of them).
+_SHIPPED = ContentMemo(max_entries=32, copy=SHARED)
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,12 @@ def cache_root(env: dict[str, str] | None = None) -> Path:
 
 
 def shipped_schema(label: str, algorithm: str) -> dict | None:
+    """The schema shipped for `label`, read-only (parsed once per content in a process)."""
     path = NEMO_RL_SCHEMA_DIR / label / f"{algorithm}.json"
-    return read_json(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    raw = read_capped(path)
+    return _SHIPPED.get(raw, lambda: parse_json(raw), size=len(raw))
 
 
 def fingerprint(checkout: Path) -> str:
