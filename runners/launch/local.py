@@ -15,6 +15,7 @@ program and the interpreter's site-packages folders.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -288,7 +289,7 @@ def _own_facts() -> dict:
         space: dict = {}
         exec(compile(_FACTS, "<steps interpreter probe>", "exec"), space)
         _OWN[:] = [(key, space["facts"](PROBED_PACKAGES))]
-    return json.loads(json.dumps(_OWN[0][1]))
+    return copy.deepcopy(_OWN[0][1])
 
 
 def _run_probe(
