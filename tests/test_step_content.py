@@ -5,7 +5,9 @@ MasterConfig requires, batch sizes divide, and the tiny data follows its row con
 from __future__ import annotations
 
 import ast
+import copy
 import json
+import os
 import re
 from pathlib import Path
 
@@ -199,10 +201,32 @@ def resolved(entry: StepEntry, name: str, monkeypatch: pytest.MonkeyPatch) -> di
         for var in re.findall(r"oc\.env:([A-Za-z_][A-Za-z0-9_]*)", path.read_text()):
             monkeypatch.delenv(var, raising=False)
     algorithm = manifest(entry).run.algorithm
+    path = config_file(entry, name)
     if algorithm:
-        target = nemo_rl.Target(None, None)
-        return nemo_rl.compile_for(target, algorithm, config_file(entry, name), []).resolved()
-    return load_config(config_file(entry, name)).resolved()
+        compiled = nemo_rl.compile_for(nemo_rl.Target(None, None), algorithm, path, [])
+    else:
+        compiled = load_config(path)
+    return copy.deepcopy(_RESOLVED.get(_resolution_key(compiled), compiled))
+
+
+class _Resolutions(dict):
+    """Resolved configs of this module, by their files' content and the variables they read:
+    a dozen tests judge each shipped config, resolved once (the test may change its copy)."""
+
+    def get(self, key: tuple, compiled) -> dict:  # type: ignore[override]
+        if key not in self:
+            self[key] = compiled.resolved()
+        return self[key]
+
+
+_RESOLVED = _Resolutions()
+
+
+def _resolution_key(compiled) -> tuple:
+    texts = tuple((str(p), p.read_bytes()) for p in compiled.sources)
+    names = sorted({v for _, t in texts for v in re.findall(rb"oc\.env:([A-Za-z_]\w*)", t)})
+    env = tuple((n, os.environ.get(n.decode())) for n in names)
+    return (texts, env)
 
 
 def manifest(entry: StepEntry) -> StepManifest:

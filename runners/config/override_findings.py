@@ -9,6 +9,7 @@ own: they are folded into it (named, counted), and the user's own findings come 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from catalog.errors import Finding
@@ -57,7 +58,9 @@ def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | Non
     return None
 
 
-def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Finding]:
+def fold_override_findings(
+    findings: list[Finding], compiled: Any, raw: Callable[[], Any] | None = None
+) -> list[Finding]:
     """Findings with those that repeat an error at keys that interpolate its key folded into
     it. The source is a typed override, or a key whose own value is written out (a YAML line):
     an override's finding comes first, and a written key's that folded others comes before them,
@@ -66,7 +69,8 @@ def fold_override_findings(findings: list[Finding], compiled: Any) -> list[Findi
         return findings
     from omegaconf import OmegaConf
 
-    config = OmegaConf.to_container(compiled.config, resolve=False)
+    # `raw`: the same container made once already (`PreflightContext.raw`), read-only here
+    config = raw() if raw is not None else OmegaConf.to_container(compiled.config, resolve=False)
     typed = {
         f.key: f
         for f in findings

@@ -240,7 +240,7 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
         findings.extend(_with_recovery(f, ctx.manifest) for f in found)
     from runners.config.override_findings import fold_override_findings
 
-    findings = fold_override_findings(findings, ctx.compiled)
+    findings = fold_override_findings(findings, ctx.compiled, ctx.raw)
     from runners.preflight.layout_fold import fold_layout
 
     findings = fold_layout(findings, ctx)  # a config for a newer NeMo-RL: one finding
