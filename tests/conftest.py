@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -298,10 +299,36 @@ def pytest_unconfigure(config) -> None:
         shutil.rmtree(_session_dir, ignore_errors=True)
 
 
+_NEXT: dict[str, int] = {}
+
+
+def _counted(factory, prefix: str) -> Path:
+    """`factory.mktemp(prefix)`'s folder (`<prefix><n>` in pytest's base temp) without its
+    re-pointing a `<prefix>current` link at it: an unlink and a symlink, ~0.7 ms of system
+    time, twice for each of ~2,000 tests (its sandbox and its tmp_path)."""
+    base, n = factory.getbasetemp(), _NEXT.get(prefix, 0)
+    while True:
+        path = base / f"{prefix}{n}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:  # made by pytest's own mktemp: the next number
+            n += 1
+            continue
+        _NEXT[prefix] = n + 1
+        return path
+
+
+@pytest.fixture
+def tmp_path(request, tmp_path_factory) -> Path:
+    """pytest's own `tmp_path` (the same name, in the same base temp, kept as pytest keeps
+    it by default), made by `_counted`."""
+    return _counted(tmp_path_factory, re.sub(r"\W", "_", request.node.name)[:30])
+
+
 @pytest.fixture(autouse=True)
 def sandbox(monkeypatch, tmp_path_factory, tmp_path) -> Path:
     """A fresh sandbox for this test (its path, for tests that look inside)."""
-    base = tmp_path_factory.mktemp("sandbox")
+    base = _counted(tmp_path_factory, "sandbox")
     (base / "home").mkdir()
     for var in UNSET:
         monkeypatch.delenv(var, raising=False)
