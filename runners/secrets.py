@@ -24,6 +24,7 @@ string equal to a secret environment variable's value too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -83,6 +84,7 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
 
 
+@functools.lru_cache(maxsize=4096)  # a name's answer never changes: every command asks per variable
 def is_secret_env(name: str) -> bool:
     """`HF_TOKEN`, `WANDB_API_KEY`, `DB_PASSWORD`: any word of the name is a secret word."""
     return any(w in SECRET_WORDS for w in _words(name))
@@ -95,7 +97,12 @@ def holds_secret(name: str, value: str) -> bool:
 
 def is_secret_key(key: str) -> bool:
     """A config key (its last dotted part) named for a credential (`api_key`, `hf_token`)."""
-    words = _words(str(key).rsplit(".", 1)[-1])
+    return _is_secret_name(str(key).rsplit(".", 1)[-1])
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every key of every config scrubbed or shown
+def _is_secret_name(name: str) -> bool:
+    words = _words(name)
     if not words:
         return False
     last, before = words[-1], (words[-2] if len(words) > 1 else "")
