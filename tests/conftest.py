@@ -13,6 +13,7 @@ test module is imported.
 from __future__ import annotations
 
 import compileall
+import gc
 import os
 import re
 import shutil
@@ -266,6 +267,15 @@ def pytest_collection_modifyitems(items) -> None:
     stale = sorted(n for n in unused if n.split("::")[0] in collected)
     if stale:
         raise pytest.UsageError(f"conftest SLOW names tests that do not exist: {stale}")
+
+
+def pytest_collection_finish(session) -> None:
+    """What collection built (the test modules and items, our code and its libraries) lives
+    until the end: frozen out of the cyclic GC, whose full passes would walk it again and
+    again (and pytest's last one at exit), with young passes every 10,000 allocations, not
+    700. One process running the fast tier: 2.8 -> 1.0 s of GC."""
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _hypothesis_home(path: Path) -> None:
