@@ -94,7 +94,7 @@ _session_dir: Path | None = None
 
 def sandbox_env(base: Path) -> dict[str, str]:
     """The sandboxed variables, pointing under `base`."""
-    return {var: str(base / rel) for var, rel in SANDBOXED.items()}
+    return {var: f"{base}{os.sep}{rel}" for var, rel in SANDBOXED.items()}  # ~2,000 calls
 
 
 def pytest_configure(config) -> None:
