@@ -60,15 +60,15 @@ REPO = Path(__file__).resolve().parent.parent
 # Files whose tests wait on real daemons (Slurm, Ray, sshd) the longest, longest first: xdist
 # hands them out before the rest, so their waits overlap the CPU-bound files instead of
 # trailing at the end (`--dist loadfile` gives whole files in collection order).
-# The first four start together: at most one of them starts Ray heads (raysub_real starts three
-# and launch_ray shares chain_ray's), since heads starting at once on two cores miss Ray's own
-# start-up deadlines.
+# The first five start together (one a worker): at most one of them starts Ray heads
+# (raysub_real starts three and launch_ray shares chain_ray's), since heads starting at once on
+# two cores miss Ray's own start-up deadlines.
 LONGEST_FIRST = (
     "test_chain_timelimit.py",  # waits 60-90 s on slurmctld's clock, using no CPU
     "test_chain_ray.py",
     "test_launch_lost_contact.py",
     "test_chain_slurm.py",
-    # The CPU-bound upstream corpus (5-15 s of CPU each) runs while the first four wait.
+    # The CPU-bound upstream corpus (5-15 s of CPU each) runs while the first files wait.
     "test_upstream_corpus_pin_part1.py",
     "test_upstream_corpus_pin_part2.py",
     "test_upstream_corpus_v0_7_0_part1.py",
