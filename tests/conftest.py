@@ -68,7 +68,7 @@ LONGEST_FIRST = (
     "test_chain_ray.py",
     "test_launch_lost_contact.py",
     "test_chain_slurm.py",
-    # The CPU-bound upstream corpus (5-15 s of CPU each) runs while the first files wait.
+    # The CPU-bound upstream corpus (2-5 s of CPU each) runs while the first files wait.
     "test_upstream_corpus_pin_part1.py",
     "test_upstream_corpus_pin_part2.py",
     "test_upstream_corpus_v0_7_0_part1.py",
