@@ -1,16 +1,11 @@
 """A NeMo-RL step started on this machine: which launcher starts its script, and can it.
 
-The launcher is `--launcher`, else the `local` profile's `launcher`, else `uv run python` when
-the checkout has `uv.lock` and uv is on PATH (NeMo-RL's workers build their venvs from it), else
-this Python. Before the launch one probe runs `<launcher> -c <probe>` in the checkout with the
-launch's environment: it proves the launcher starts an interpreter (a uv that cannot find the
-Python NeMo-RL asks for fails here, not a second after exec) and reads, with
-`importlib.metadata` (nothing is imported), the versions of the packages NeMo-RL pins, and
-whether `nemo_rl` can be found there (`find_spec`, as the upstream judge asks first: where it
-cannot, the judge's own subprocess is not started). A
-`uv run` launcher is probed with `UV_NO_SYNC=1`, so a check installs nothing. A probe that
-worked is cached per launcher + checkout + the state of uv.lock, pyproject.toml, the launcher
-program and the interpreter's site-packages folders.
+The launcher is `--launcher`, else the `local` profile's, else `uv run python` with uv.lock and
+uv (NeMo-RL's workers build their venvs from it), else this Python. One probe, `<launcher> -c
+<probe>` in the checkout (uv with `UV_NO_SYNC=1`: nothing installed), proves it starts an
+interpreter and reads the pinned packages' versions (`importlib.metadata`, nothing imported) and
+whether `nemo_rl` is found. It is cached per launcher, checkout and the state of the files that
+decide the answer (uv.lock, pyproject.toml, the program, site-packages folders).
 """
 
 from __future__ import annotations
@@ -173,8 +168,7 @@ def cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def _fresh(entry: dict) -> Interpreter | None:
-    """The facts of a cache entry while no site-packages folder changed since (an install or
-    an uninstall changes its folder)."""
+    """A cache entry's facts while no site-packages folder changed since."""
     try:
         facts = Interpreter(**entry["facts"])
         sites = entry.get("site_stats", {})
@@ -238,8 +232,8 @@ _PATH_VARS = (
 
 
 def _started_with() -> dict[str, str] | None:
-    """The environment this process was started with (Linux keeps it in /proc/self/environ;
-    os.environ may have been changed since, and sys.path was made from the first), else None."""
+    """The environment this process started with (/proc/self/environ: sys.path was made from
+    it, os.environ may have changed since), else None."""
     try:
         raw = Path("/proc/self/environ").read_bytes()
     except OSError:
@@ -251,12 +245,9 @@ def _started_with() -> dict[str, str] | None:
 def _this_interpreter(
     launcher: Launcher, checkout: Path, env: Mapping[str, str]
 ) -> Interpreter | None:
-    """The facts of the Python running steps, read here without a child, when the launcher is
-    that very interpreter and the launch's import path is the one this process started with
-    (`_PATH_VARS`) but for the checkout in front of PYTHONPATH (`exec_env`) and as the child's
-    first path entry: what the probe would print there. The checkout is searched for `nemo_rl`;
-    one holding distribution metadata of its own is probed in its child. A `nemo_rl` only this
-    process can import at most starts the upstream judge, whose own child answers `absent`."""
+    """The probe's facts read in this process, without a child, when the launcher is this
+    interpreter and the import path is the one it started with (`_PATH_VARS`) but for the
+    checkout in front of PYTHONPATH; a checkout holding distribution metadata gets a child."""
     flags = sys.flags
     started = _started_with()
     if started is None or launcher.argv != (sys.executable,) or flags.isolated or flags.no_site:
@@ -281,9 +272,8 @@ _OWN: list[tuple[tuple, dict]] = []  # at most one entry: (sys.path and its fold
 
 
 def _own_facts() -> dict:
-    """The probe's facts of this process (the child's own text run here), a fresh copy: read
-    again only when `sys.path` or one of its folders changed (an install or an uninstall
-    changes its folder, as `_fresh` asks of a cached probe). Every local dry run asks."""
+    """The probe's facts of this process, a fresh copy: read again only when `sys.path` or one
+    of its folders changed."""
     key = (tuple(sys.path), tuple(map(str, map(_stat, sys.path))))
     if not _OWN or _OWN[0][0] != key:
         space: dict = {}

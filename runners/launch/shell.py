@@ -1,15 +1,10 @@
 """Run programs where the cluster is: here (a login node) or over the system `ssh`.
 
-Every remote action is one program whose text arrives on stdin, so values that must not be seen
-(secrets) travel inside the channel, never on a command line: a question is `remote_probe` run
-by `python3 -I -S -` (`ask`, one JSON answer), an action (sbatch, scancel, rm) a few lines of
-`bash -s`. Over ssh the user's own ssh config applies (ProxyJump, ControlMaster, keys). Files reach
-the cluster with `rsync` over the same ssh, or a plain copy when the shared filesystem is
-mounted here.
-
-Every wait is bounded: a command runs in its own process group, killed whole when its time is up
-(a grandchild holding the pipes cannot keep us waiting), and ssh itself gives up on a connection
-that stops answering (ServerAlive). The bounds are `$STEPS_<WHAT>_SECONDS` (see `seconds`).
+Every remote action is one program read on stdin, so secrets never reach a command line: a
+question is `remote_probe` under `python3 -I -S -` (`ask`), an action a few lines of `bash -s`.
+Files go with `rsync` over the same ssh, or a plain copy here. Every wait is bounded: a command
+runs in its own process group, killed whole when its time is up (a grandchild holding the pipes
+cannot keep us waiting), and ssh drops a silent connection (ServerAlive).
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import StepsError
 
@@ -112,9 +108,8 @@ class Shell:
         return self.host or "this machine"
 
     def argv(self, python: bool = False) -> list[str]:
-        """bash, or remote_probe under Python reading its request on stdin: `python3` there (the
-        program's text first), this interpreter here (the module itself, compiled once). Python
-        runs isolated and without `site`: the standard library only, and a faster start."""
+        """bash, or remote_probe under an isolated Python without `site` reading stdin (over
+        ssh the program's text comes first; here the module is imported)."""
         if self.host is None and python:
             return [sys.executable, "-I", "-S", "-c", _BOOT, str(Path(__file__).parent)]
         if self.host is None:
@@ -135,8 +130,8 @@ class Shell:
     def run(
         self, script: str, what: str, bound: str = "COMMAND", python: bool = False
     ) -> subprocess.CompletedProcess:
-        """Run a bash (or Python) script doing `what` (named in errors); no answer within the
-        bound, or an ssh failure (exit 255), is E-REMOTE-HOST, exit 2."""
+        """Run a bash (or Python) script doing `what`; a timeout or ssh failure (exit 255) is
+        E-REMOTE-HOST, exit 2."""
         timeout = self.seconds(bound)
         try:
             proc = run_bounded(self.argv(python), script, self._env(), timeout)
@@ -154,8 +149,7 @@ class Shell:
         return proc
 
     def ask(self, request: dict, what: str) -> dict:
-        """remote_probe's answer to `request` (its `call` bound added); E-REMOTE-HOST (exit 2)
-        when there is no python3 there or no JSON came back."""
+        """remote_probe's answer to `request`; E-REMOTE-HOST (exit 2) when no JSON came back."""
         proc = self.run(self.program(request), what, python=True)
         try:
             answer = json.loads(proc.stdout)
@@ -172,13 +166,11 @@ class Shell:
         )
 
     def program(self, request: dict) -> str:
-        """What Python reads on stdin to answer `request`: over ssh the program's text with the
-        call appended, here the request alone."""
+        """What Python reads on stdin: the request (over ssh, after the program's text)."""
         text = json.dumps({"call": self.seconds("SLURM_CALL"), **request})
         return text if self.host is None else f"{_probe_source()}\nmain({json.dumps(text)})\n"
 
     def timed_out(self, what: str, timeout: float, bound: str) -> StepsError:
-        """`what` did not finish in time: over ssh the host may be unreachable, here it is slow."""
         via = f"on {self.host} (over ssh)" if self.host else "on this machine"
         return StepsError(
             "E-REMOTE-HOST",
@@ -192,39 +184,29 @@ class Shell:
             exit_code=2,
         )
 
-    def popen(self, script: str) -> subprocess.Popen:
+    def popen(
+        self, script: str, python: bool = False, stderr: Any = subprocess.DEVNULL
+    ) -> subprocess.Popen:
         """Start a long-running script whose stdout the caller reads (a log scan)."""
         proc = subprocess.Popen(
-            self.argv(),
+            self.argv(python),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=self._env(),
-            start_new_session=True,
-        )
-        assert proc.stdin is not None
-        proc.stdin.write(script.encode())
-        proc.stdin.close()
-        return proc
-
-    def stream(self, request: dict) -> Stream:
-        """Start remote_probe's follow of `request`: its stdout read with every wait bounded,
-        stderr kept."""
-        err = tempfile.TemporaryFile()  # noqa: SIM115 - the Stream owns and closes it
-        proc = subprocess.Popen(
-            self.argv(python=True),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
+            stderr=stderr,
             env=self._env(),
             start_new_session=True,
         )
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # ssh ended first (refused): stderr says why
-            proc.stdin.write(self.program(request).encode())
+            proc.stdin.write(script.encode())
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
-        return Stream(proc, err)
+        return proc
+
+    def stream(self, request: dict) -> Stream:
+        """Start remote_probe's follow of `request` (stdout read with bounded waits)."""
+        err = tempfile.TemporaryFile()  # noqa: SIM115 - the Stream owns and closes it
+        return Stream(self.popen(self.program(request), python=True, stderr=err), err)
 
     def _unreachable(self, detail: str) -> StepsError:
         return StepsError(
@@ -236,8 +218,7 @@ class Shell:
         )
 
     def copy_dir(self, local: Path, remote: str, links: Mapping[str, str] | None = None) -> None:
-        """Put the folder `local` at `remote` (rsync over ssh, or a local copy); each name in
-        `links` is not copied but made there a symlink to the given path (the job's `code`)."""
+        """Put the folder `local` at `remote`; each name in `links` becomes a symlink there."""
         links = dict(links or {})
         if self.host is None:
             dest = Path(remote)
@@ -286,8 +267,7 @@ class Shell:
             raise self._stage_failed(remote, f"rsync failed: {proc.stderr.strip()}")
 
     def put_once(self, local: Path, remote: str) -> None:
-        """Put the folder `local` at `remote` unless a folder is there already: copied beside it
-        and renamed into place, so `remote` is never seen half written (runners/launch/job_code)."""
+        """Put `local` at `remote` unless a folder is there: written aside and renamed."""
         if self.host is None:
             if not Path(remote).is_dir():
                 from runners.launch.job_code import write_aside
@@ -339,7 +319,7 @@ class Stream:
         self._fd = proc.stdout.fileno()
 
     def _fill(self, silence: float) -> bool:
-        """Read what arrived; False at the end of the stream, TimeoutError after `silence` s."""
+        """Read what arrived; False at the end, TimeoutError after `silence` s."""
         ready, _, _ = select.select([self._fd], [], [], silence)
         if not ready:
             raise TimeoutError
@@ -356,7 +336,6 @@ class Stream:
         return line
 
     def stderr_tail(self) -> str:
-        """The last line the script (or ssh) wrote on stderr."""
         self._err.seek(0)
         return last_line(self._err.read().decode("utf-8", "replace"))
 
@@ -378,8 +357,7 @@ _BOOT = (
 
 @functools.cache
 def _probe_source() -> str:
-    """The program sent over ssh: slurm_queries' text made the module remote_probe imports
-    (nothing is written there), then remote_probe's text, run as the main program."""
+    """The program sent over ssh: slurm_queries as a module built in memory, then remote_probe."""
     here = Path(__file__).parent
     queries, probe = ((here / f"{name}.py").read_text(encoding="utf-8")
                       for name in ("slurm_queries", "remote_probe"))  # fmt: skip

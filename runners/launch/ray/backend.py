@@ -1,13 +1,10 @@
 """The Ray backend: submit to an existing Ray cluster through Ray's Job Submission API.
 
-The entrypoint runs the command a local run would exec, from `nemo_rl_dir`, on the run dir's
-config.yaml: under `remote_dir` (shared storage the cluster sees) or, without one, the run dir
-uploaded as the job's working_dir (at most 100 MiB, Ray's dashboard limit). Plain env values are
-`export`ed in the entrypoint, never `runtime_env.env_vars`: NeMo-RL's `init_ray` passes its own
-env_vars and Ray refuses to merge the two. Secrets never travel: the job reads them from the
-cluster's own environment, and the entrypoint stops at once, naming the variable, when one is
-missing. The profile's `address` wins over RAY_ADDRESS/RAY_API_SERVER_ADDRESS, which Ray's client
-would otherwise prefer. `ray` is imported only here (the `ray` extra).
+The run dir is under `remote_dir` (shared storage) or uploaded as the job's working_dir (at most
+100 MiB, Ray's dashboard limit). Plain env values are `export`ed in the entrypoint, never
+`runtime_env.env_vars`: NeMo-RL's `init_ray` passes its own and Ray refuses to merge the two.
+Secrets never travel: the job reads them from the cluster's environment and stops at once,
+naming one that is missing.
 """
 
 from __future__ import annotations
@@ -48,6 +45,11 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
+def _update(job: JobRecord, now: JobRecord) -> None:
+    for name in now.model_fields_set:
+        setattr(job, name, getattr(now, name))
+
+
 def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -80,8 +82,7 @@ class RayBackend:
         return UPLOAD_DIR
 
     def probe(self, paths: list[str], script: str | None) -> RemoteFacts:
-        """The SDK the submit uses is here, the dashboard answers (its Ray version, the GPUs of
-        its alive nodes), and remote_dir can take the run dir from here."""
+        """The SDK is here, the dashboard's Ray version and alive GPUs, remote_dir's stage."""
         missing = sdk.sdk_missing()
         if missing:
             raise sdk.sdk_error(missing)
@@ -97,12 +98,8 @@ class RayBackend:
         return facts
 
     def stage_problem(self) -> str | None:
-        """Why the run dir cannot be copied into remote_dir from here, or None.
-
-        The copy is a local one: the shared folder that holds remote_dir must be mounted here
-        (else the copy would land on this machine's own disk, unseen by the cluster), and the
-        deepest existing folder on the way to remote_dir must be writable.
-        """
+        """Why the run dir cannot be copied into remote_dir from here (the shared folder must
+        be mounted here, else the copy lands on this disk unseen), or None."""
         remote = self.profile.remote_dir
         if not remote:
             return None
@@ -165,9 +162,7 @@ class RayBackend:
     def refusals(
         self, req: LaunchRequest, files: Callable[[], Mapping[str, str]] | None = None
     ) -> list[Finding]:
-        """What submit would refuse, for `run` to report before writing anything (a dry run
-        too). `files` renders the run dir to be written; without it the written one is measured.
-        """
+        """What submit would refuse; `files` renders the run dir, else the written one counts."""
         out = []
         if req.config_secrets:
             out.append(
@@ -292,7 +287,6 @@ class RayBackend:
         return [self.refresh(job) for job in jobs]
 
     def refresh(self, job: JobRecord) -> JobRecord:
-        """The live record; UNKNOWN with why when the dashboard cannot say."""
         try:
             info = self.client().get_job_info(job.job_id)
         except StepsError as exc:
@@ -314,8 +308,7 @@ class RayBackend:
         return job.model_copy(update={"state": state, "exit_code": code, "message": info.message})
 
     def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
-        """Print the job's log (tailing it when following); the exit code when done. A log
-        stream that breaks, or ends while the job is not done, is LostContact."""
+        """Print the job's log; a stream that breaks, or ends before the job, is LostContact."""
         client = self.client()
         where = f"the Ray dashboard at {self.address}"
         try:
@@ -334,8 +327,7 @@ class RayBackend:
         except Exception as exc:
             raise LostContact(where, str(exc).splitlines()[0] or type(exc).__name__) from None
         for _ in range(100):  # the log stream ends a moment before the status settles
-            for name in (now := self.refresh(job)).model_fields_set:  # the caller's record too
-                setattr(job, name, getattr(now, name))
+            _update(job, self.refresh(job))  # the caller's record too
             if job.state == UNKNOWN:
                 raise LostContact(where, job.reason or "no answer")
             if job.exit_code is not None:
@@ -343,8 +335,7 @@ class RayBackend:
             time.sleep(0.2)
         raise LostContact(where, f"the log stream ended while the job is {job.state}")
 
-    # The upstream judge (runners/run/judge.py), a CPU-only job: Ray Jobs know no dependency
-    # between jobs, so it is waited for here and the GPU job is submitted only once it passed.
+    # Ray Jobs know no dependency between jobs: the upstream judge is waited for here.
     judge_gate = "this process waits for it, then submits the GPU job only if it passed"
 
     @property
@@ -353,15 +344,13 @@ class RayBackend:
         return f"the Ray cluster at {self.profile.address}"
 
     def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
-        """Wait for the judge's end (`judge` updated in place); nothing for the GPU job to
-        depend on. A judge still running after `limit_s` is stopped: the GPU job goes ahead
-        (a judge that cannot finish is a warning, never an error)."""
+        """Wait for the judge's end (updated in place); one still running after `limit_s` is
+        stopped and the GPU job goes ahead (a warning, never an error)."""
         end = time.monotonic() + limit_s
         while time.monotonic() < end:
             now = self.refresh(judge)
             if now.state != UNKNOWN:
-                for name in now.model_fields_set:
-                    setattr(judge, name, getattr(now, name))
+                _update(judge, now)
             if judge.state in TERMINAL:
                 return []
             time.sleep(0.5)

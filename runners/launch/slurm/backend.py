@@ -1,18 +1,11 @@
 """The Slurm backend: sbatch NeMo-RL's own `ray.sub`, or a plain srun job, here or over ssh.
 
-ray.sub is submitted from the NeMo-RL checkout (it uses SLURM_SUBMIT_DIR as the container
-workdir, RL#1550) with its documented variables: COMMAND (runs the validated config.yaml from the
-run dir), CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR (the run dir: logs land in
-`<jobid>-logs/`), SETUP_COMMAND. Every run gets a unique --job-name (ray.sub's header has
---dependency=singleton), an explicit --time and --nodes from the config, and the profile's
---account/--partition or else the cluster's defaults (ray.sub's header has ACCOUNT/PARTITION
-placeholders). Secrets never enter the job's environment: `job_secrets` writes them to a 0600
-file in the run dir that the driver reads and removes, and sbatch runs without any variable
-holding a secret (named here, in Python: the submit script holds a literal list).
-
-run.json holds the job's record (with its unique name) before sbatch runs; after any sbatch
-failure the job is looked up by that name before anything is reported. What Slurm says about a
-job (state, lookup, the follow stream) is `slurm.state`.
+ray.sub is submitted from the NeMo-RL checkout (its container workdir is SLURM_SUBMIT_DIR,
+RL#1550) with its documented variables (COMMAND, CONTAINER, MOUNTS, GPUS_PER_NODE, BASE_LOG_DIR,
+SETUP_COMMAND). Every job gets a unique --job-name (ray.sub's header has --dependency=singleton),
+an explicit --time and --nodes, and an account/partition (its header holds placeholders). Secrets
+travel through `job_secrets`, never the job's environment. run.json holds the job's record before
+sbatch runs; after any sbatch failure the job is looked up by its name before anything is said.
 """
 
 from __future__ import annotations
@@ -69,8 +62,7 @@ class SlurmBackend:
         return facts
 
     def _secrets_held(self, keep: set[str]) -> list[str]:
-        """The submitting environment's secret-holding variables (over ssh, as the probe saw
-        the login environment; asked now if no probe ran)."""
+        """The submitting environment's secret-holding variables (over ssh: the login one's)."""
         if self.shell.host and self.env_report is None:
             got = self.shell.ask(
                 {"op": "environment", "switches": sorted(SWITCH_VALUES)}, what="env names"
@@ -84,9 +76,8 @@ class SlurmBackend:
         return []
 
     def _batch_script(self, req: LaunchRequest) -> str:
-        """The plain (non-ray.sub) job: setup, then one srun of the command, in the container if
-        any. The secrets are read after setup, in a subshell that execs srun: only the program's
-        environment holds them (setup_command, and whatever it logs, never does)."""
+        """The plain job: setup, then one srun of the command (in the container, if any). The
+        secrets are read after setup, in a subshell that execs srun: setup never holds them."""
         p = self.profile
         srun = ["srun", "--ntasks=1"]
         if p.container_image:
@@ -165,13 +156,12 @@ class SlurmBackend:
 
     @staticmethod
     def script_name(req: LaunchRequest) -> str:
-        """The plain job's batch script in the run dir (`job.sbatch`, the judge's
-        `job-judge.sbatch`)."""
+        """The plain job's batch script in the run dir (the judge's: `job-judge.sbatch`)."""
         return f"job{req.name_suffix}.sbatch"
 
     def job_record(self, req: LaunchRequest) -> JobRecord:
-        """The record run.json holds before sbatch runs: the unique job name, no id yet (a
-        submission that times out or loses ssh is then still found by its name)."""
+        """The record before sbatch runs: the unique job name (a lost submission is found by
+        it), no id yet."""
         log = f"{req.job_dir}/%j-logs/{DRIVER_LOG}" if req.uses_ray_sub else None
         job = JobRecord(
             executor="slurm",
@@ -205,10 +195,8 @@ class SlurmBackend:
         return job
 
     def submit(self, req: LaunchRequest, job: JobRecord) -> JobRecord:
-        """Stage the run dir and sbatch; `job` (from job_record) is completed in place.
-
-        After any failure of sbatch (a refusal, no answer in time, ssh gone) the job is looked up
-        by its unique name before anything is reported: Slurm may have queued it anyway."""
+        """Stage the run dir and sbatch, completing `job` in place; after any sbatch failure
+        the job is looked up by its name first (Slurm may have queued it anyway)."""
         if not req.uses_ray_sub:
             batch = req.run_dir / self.script_name(req)
             batch.write_text(self._batch_script(req), encoding="utf-8")
@@ -255,8 +243,7 @@ class SlurmBackend:
         raise StepsError("E-SUBMIT", f"{failure} ({why})", fix=fix, exit_code=2)
 
     def _unstage(self, job: JobRecord) -> None:
-        """A submission refused for certain leaves nothing under remote_dir, its secrets file
-        included: the staged run dir (a unique name under remote_dir) is removed."""
+        """Remove the staged run dir (and its secrets file) of a submission refused for certain."""
         job_dir, root = str(job.job_dir).rstrip("/"), self.profile.remote_dir.rstrip("/")
         if job_dir.startswith(root + "/"):
             with contextlib.suppress(StepsError):  # best effort: the host may be gone
@@ -265,21 +252,18 @@ class SlurmBackend:
 
     @property
     def judge_image(self) -> str | None:
-        """Where the upstream judge runs before the GPU job: the profile's container image (no
-        image, no judge: the nodes' own Python is the user's to vouch for)."""
+        """The profile's container image (none, no judge: the nodes' Python is the user's)."""
         return self.profile.container_image
 
     # What holds the GPU job until the judge passed, in words (the dry run shows it).
     judge_gate = "the GPU job's sbatch gets --dependency=afterok:JUDGE --kill-on-invalid-dep=yes"
 
     def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
-        """The jobs the GPU job starts after: Slurm holds it (afterok) until the judge passed,
-        and cancels it when the judge failed (its own --time bounds it, not `limit_s`)."""
+        """The judge: Slurm holds the GPU job until it passed (its --time bounds it)."""
         return [str(judge.job_id)]
 
     def log_tail(self, job: JobRecord, size: int) -> str | None:
-        """The last `size` bytes of the job's log (its batch output for a plain job), None
-        while it does not exist; one round trip."""
+        """The last `size` bytes of the job's log, None while it does not exist."""
         request = {"log": job.log_path, "ckpt": None, "tb": None, "log_tail": size, "tb_tail": 0}
         got = self.shell.ask({"op": "run", "progress": request}, what="reading a job's log")
         seen = got.get("progress") or {}
@@ -290,8 +274,7 @@ class SlurmBackend:
         return base64.b64decode(seen.get("log_tail", "")).decode("utf-8", "replace")
 
     def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]:
-        """Every job's current record in one round trip (UNKNOWN, with why, when Slurm cannot
-        say); a job never confirmed by sbatch is found by its name."""
+        """Every job's current record in one round trip (unconfirmed ones found by name)."""
         out = slurm_state.refresh_many(self.shell, jobs)
         for job in out:
             self._forget_secrets(job)
@@ -308,11 +291,9 @@ class SlurmBackend:
             self.shell.run(job_secrets.remove_file(path), what="rm")
 
     def refresh(self, job: JobRecord) -> JobRecord:
-        """The job record with its current state and exit code."""
         return self.refresh_many([job])[0]
 
     def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
-        """Print the driver log (as it grows when following); the exit code when done."""
         code = slurm_state.follow(self.shell, job, until_done, follow)
         self._forget_secrets(job)
         return code
