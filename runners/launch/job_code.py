@@ -1,21 +1,11 @@
 """Our code staged with a job: steps/, runners/ and catalog/ as the job's `code/` folder.
 
-Nothing of ours is installed on a user's cluster. A job that runs our code runs a copy of it, as
-nemo-run ships a job's code with it: data prep in the container (`python3 JOB_DIR/code run ...`:
-Python runs `code/__main__.py` with `code/` first on sys.path, so the copy wins over anything
-installed there and the job's PYTHONPATH is left alone) and a chain's decisions on the
-allocation's first node (`python3 -I JOB_DIR/code/runners/chain/segment_program.py`, the
-standard library only). What is copied is what the installed package holds (pyproject's
-package-data): sources and data files, no caches, no tests.
-
-One copy per version of our code, shared by every job of it: the copy is named by a fingerprint
-of the package (each kept file's path, size and mtime, and the `__main__.py` written with it),
-made once in this machine's cache (`$STEPS_CACHE_DIR/nemo-rl-steps/code/FINGERPRINT`) and once
-under a profile's remote_dir (`_code/FINGERPRINT`, at the path the job sees). A run dir's `code`
-links to the first, its job dir's to the second, so a pipeline's stages copy it once and a later
-submit copies nothing. Each copy is written aside and renamed: a FINGERPRINT folder is whole.
-A `.partial` folder older than ABANDONED_MINUTES was left by a killed copy and is removed when
-the next copy is made there.
+Nothing of ours is installed on a cluster: a job runs a copy, as nemo-run ships a job's code
+(`python3 JOB_DIR/code ...` puts `code/` first on sys.path, so the copy wins and PYTHONPATH is
+left alone). One copy per fingerprint of the package (each kept file's path, size and mtime),
+made once in this machine's cache and once under a profile's remote_dir (`_code/FINGERPRINT`);
+a run dir's `code` links to it. Each copy is written aside and renamed, so a FINGERPRINT folder
+is whole; a `.partial` older than ABANDONED_MINUTES was left by a killed copy and is removed.
 """
 
 from __future__ import annotations
@@ -89,7 +79,7 @@ def _source_root() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def source() -> tuple[str, tuple[str, ...]]:
-    """The package's fingerprint and its kept files (relative paths): one walk of stat calls."""
+    """The package's fingerprint and its kept files (relative paths)."""
     root, files = _source_root(), []
     digest = hashlib.sha256(MAIN.encode())
     for package in PACKAGES:
@@ -111,8 +101,8 @@ def cache_root() -> Path:
 
 
 def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
-    """`final` made whole or not at all: `fill` writes a folder beside it, renamed into place;
-    a folder another process put there first is kept (it is as whole as ours)."""
+    """`final` made whole or not at all: `fill` writes a folder beside it, renamed into place
+    (one another process put there first is as whole as ours)."""
     partial = final.with_name(f".{final.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +121,7 @@ def write_aside(final: Path, fill: Callable[[Path], None]) -> None:
 
 
 def sweep_abandoned(folder: Path) -> None:
-    """Remove the `.*.partial` folders in `folder` that killed copies left (older than
-    ABANDONED_MINUTES); one that is younger may still be filling."""
+    """Remove the `.*.partial` folders older than ABANDONED_MINUTES (younger may be filling)."""
     cutoff = time.time() - ABANDONED_MINUTES * 60
     try:
         entries = list(os.scandir(folder))
@@ -167,8 +156,7 @@ def shared_copy() -> Path:
 
 
 def stage(run_dir: Path) -> None:
-    """`run_dir/code`: a link to this machine's shared copy of our code (copied once per
-    fingerprint); the link is put in place by a rename, never half there."""
+    """`run_dir/code`: a link (put in place by a rename) to this machine's shared copy."""
     link, aside = run_dir / CODE, run_dir / f".{CODE}.link"
     if link.is_dir() and not link.is_symlink():
         shutil.rmtree(link)
@@ -178,9 +166,8 @@ def stage(run_dir: Path) -> None:
 
 
 def ship(shell: Stager, run_dir: Path, remote_dir: str) -> str | None:
-    """The shared copy `run_dir/code` links to, put under remote_dir once (`_code/FINGERPRINT`,
-    written aside and renamed there); its path there, for the job dir's `code` link. None when
-    the run dir has no code staged."""
+    """The shared copy `run_dir/code` links to, put once under remote_dir; its path there
+    (None when the run dir has no code staged)."""
     link = run_dir / CODE
     if not link.is_symlink():
         return None

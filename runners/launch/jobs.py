@@ -1,10 +1,6 @@
-"""Jobs launched from here: their run dirs under ./runs, found by dir, job id or `last`.
-
-A cluster run's run.json carries `job` (executor, profile, host, job id, log path, submitted
-time, state, exit code); `refresh` asks the job's backend for its live state and writes it back,
-`progress_all` reads many runs' training progress at once, `watch` refreshes one job until it
-ends (`status -f`: the CLI prints each `Refreshed`).
-Every record is read through runners/launch/records.py: only yours, and located by its profile.
+"""Jobs launched from here: their run dirs under ./runs, found by dir, job id or `last`; their
+live state (`refresh`), progress (`progress_all`) and `watch` (`status -f`). Every record is read
+through runners/launch/records.py: only yours, and located by its profile.
 """
 
 from __future__ import annotations
@@ -53,9 +49,8 @@ def job_runs(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> list[tuple[Path, dict]]:
-    """(run dir, record) for every run with a job record you alone could have written, newest
-    first, each job located by its profile (runners/launch/records.py); the others are left
-    out and added to `skipped`."""
+    """(run dir, located record) of every trusted run with a job, newest first; the others
+    are added to `skipped`."""
     runs = []
     for run_dir, data, refused in _records(root):
         if refused is not None:
@@ -69,9 +64,8 @@ def job_runs(
 def find_run(
     ref: str, runs_dir: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> tuple[Path, dict]:
-    """RUN = a run dir, a job id (Slurm id or Ray submission id), or `last`; its job located by
-    its profile. A record not yours alone is E-RECORD-UNTRUSTED, one whose cluster is unknown
-    E-RECORD-PROFILE (both exit 2)."""
+    """RUN = a run dir, a job id or `last`, its job located; E-RECORD-UNTRUSTED or
+    E-RECORD-PROFILE (exit 2) when not yours alone or its cluster is unknown."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
     root = runs_root(runs_dir, env, cwd)
@@ -105,8 +99,7 @@ def _job_id(data: dict) -> str | None:
 
 
 def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> JobRecord:
-    """The job with its live state (written back to run.json when it changed); UNKNOWN with
-    `reason` (never saved) when the cluster cannot say."""
+    """The job with its live state (saved when it changed; UNKNOWN never is)."""
     return refresh_all([(run_dir, data)], env)[0]
 
 
@@ -128,8 +121,7 @@ def _refresh_group(jobs: list[JobRecord], env: dict[str, str] | None) -> list[Jo
 def refresh_all(
     runs: list[tuple[Path, dict]], env: dict[str, str] | None = None
 ) -> list[JobRecord]:
-    """Every run's live job, in order: one round trip per host, the hosts asked concurrently;
-    one host that does not answer leaves the others' answers intact."""
+    """Every run's live job, in order: one round trip per host, the hosts side by side."""
     out = [job_of(data) for _, data in runs]
     groups: dict[tuple, list[int]] = {}
     for i, job in enumerate(out):
@@ -150,8 +142,7 @@ def refresh_all(
 
 
 def _each(fn: Callable[[T], R], items: list[T]) -> list[R]:
-    """[fn(item) for item in items], up to 8 side by side (each waits on a cluster or a file
-    system); one (`status`, `logs` of a run) from this thread, with no pool to start."""
+    """[fn(item) for item in items], up to 8 side by side (one: no pool to start)."""
     if len(items) <= 1:
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
@@ -186,9 +177,8 @@ def progress_of(
 
 
 def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[Progress | None]:
-    """Each run's progress (None when it has none to show). Only runs that can have moved are
-    read (a job not started has none; an ended job's is kept in run.json as `final_progress`
-    the first time), concurrently and each on its own: one unreadable run shows none."""
+    """Each run's progress (None: none to show), read side by side; an ended job's is kept in
+    run.json as `final_progress` the first time."""
     import contextlib
 
     from runners.monitor.progress import Progress
@@ -216,8 +206,7 @@ def progress_all(runs: list[tuple[Path, dict]], jobs: list[JobRecord]) -> list[P
 
 @dataclass
 class Refreshed:
-    """One refresh of a watched job: its live state (UNKNOWN: `job.reason` says why) and
-    progress (None: `why`); `silent` when the cluster has not said the state for too long."""
+    """One refresh of a watched job; `silent` when the cluster has not answered for too long."""
 
     job: JobRecord
     progress: Progress | None = None
@@ -228,9 +217,8 @@ class Refreshed:
 def watch(
     run_dir: Path, data: dict, job: JobRecord, interval: float, stall_factor: float
 ) -> Iterator[Refreshed]:
-    """Refresh every `interval` s until the job reaches a terminal state. A cluster that
-    cannot say is shown UNKNOWN and the last known state is watched on, until it has not said
-    for STEPS_SILENT_SECONDS: that refresh is `silent` and the last."""
+    """Refresh every `interval` s until the job ends; a cluster silent for
+    STEPS_SILENT_SECONDS ends the watch with a `silent` refresh."""
     from runners.launch.shell import seconds
 
     silent_since = None

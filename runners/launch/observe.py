@@ -1,15 +1,9 @@
 """Watching a launched run from the outside: its progress and, when it ended badly, why.
 
-Everything a cluster job leaves is read where it lies, in one `python3 -` per question (here on a
-login node, or over ssh: remote_probe's `run`): the scheduler's facts for every job of a run
-(`scontrol show job` for those that may be live, one `sacct` for all), the driver log's tail and
-mtime, the latest complete `step_N`, the newest TensorBoard file's tail; for `diagnose`, grep of
-every log with the failure kinds' keywords, so only matching lines travel. The reading itself is
-runners/monitor's (no host there).
-
-For a chain: `diagnose_run(run_dir, data, segment_job)` -> `Diagnosis` (kind, retryable, step,
-evidence) decides a retry; `run_progress(run_dir, data, run_jobs(data, job))` -> `Progress`,
-whose `segment` ("segment k of at most N") the chain fills before rendering `line()`.
+What a job leaves is read where it lies, in one remote_probe `run` per question (the scheduler's
+facts, the driver log's tail, the latest `step_N`, the newest TensorBoard tail); `diagnose` greps
+every log for the failure kinds' keywords, so only matching lines travel. The parsing is
+runners/monitor's.
 """
 
 from __future__ import annotations
@@ -60,8 +54,8 @@ def _seconds(text: str) -> float | None:
 
 
 def _facts_request(jobs: list[JobRecord]) -> dict[str, list[str]] | None:
-    """scontrol for each job that may be live (slurmctld is current; sacct lags a started job
-    by the slurmdbd round trip), then one sacct for all (it keeps jobs after MinJobAge)."""
+    """scontrol for each job that may be live (sacct lags a started job by the slurmdbd round
+    trip), then one sacct for all (it keeps jobs after MinJobAge)."""
     slurm_jobs = [j for j in jobs if "sbatch" in traits(j.executor).has]
     if not slurm_jobs:
         return None
@@ -72,8 +66,7 @@ def _facts_request(jobs: list[JobRecord]) -> dict[str, list[str]] | None:
 
 
 def _parse_facts(jobs: list[JobRecord], rows: list[dict[str, Any]]) -> dict[str, JobFacts]:
-    """One JobFacts a job: scontrol's live answer wins; a later sacct record (a requeue has one
-    per run) replaces an earlier one."""
+    """One JobFacts a job: scontrol's wins; a later sacct record (a requeue's) replaces one."""
     ended = {str(j.job_id) for j in jobs if j.state in TERMINAL}
     out: dict[str, JobFacts] = {}
     for row in rows:
@@ -129,8 +122,8 @@ def _job_path(value: object, data: dict) -> str | None:
 
 
 def run_jobs(data: dict, job: JobRecord) -> list[JobRecord]:
-    """A run's jobs, oldest first: a chain's segments (run.json `segments`) ending with `job`,
-    else `[job]`; a segment record lacking a field takes the current job's (same cluster)."""
+    """A run's jobs, oldest first: a chain's segments ending with `job` (a segment lacking a
+    field takes the job's), else `[job]`."""
     chain = data["chain"] if isinstance(data.get("chain"), dict) else {}
     recorded = data.get("segments") or chain.get("segments") or []  # runners/chain's record
     segments = [s for s in recorded if isinstance(s, dict) and s.get("job_id")]
@@ -149,8 +142,7 @@ def run_progress(
     stall_factor: float = STALL_FACTOR,
     facts: dict[str, JobFacts] | None = None,
 ) -> Progress:
-    """Progress of a run whose last job (a chain's current segment) is `jobs[-1]`; GPU-hours
-    add up every job's nodes x GPUs per node x elapsed time."""
+    """Progress of a run whose last job is `jobs[-1]`; GPU-hours add up every job's."""
     jobs = jobs or [job_of(data)]
     job = jobs[-1]
     config = _config(run_dir)
@@ -234,7 +226,6 @@ def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
 
 
 def _scan_service_logs(job: JobRecord, classifier: LogClassifier) -> None:
-    """A job whose log the cluster's service keeps (no file to grep): its backend reads it."""
     import io
 
     where, text = traits(job.executor).kept_log(job)
@@ -243,8 +234,7 @@ def _scan_service_logs(job: JobRecord, classifier: LogClassifier) -> None:
 
 
 def diagnose_run(run_dir: Path, data: dict, job: JobRecord | None = None) -> Diagnosis:
-    """Why the run's job (or `job`, one segment of a chain) ended: a kind of
-    catalog/failures.py, retryable or not, with evidence lines and the usual fix."""
+    """Why the run's job (or `job`, a chain's segment) ended, as catalog/failures.py names it."""
     from runners.monitor.classify import LogClassifier, diagnose
 
     job = job or job_of(data)

@@ -1,15 +1,10 @@
-"""Job records (run.json `job`) as `jobs`, `status`, `logs`, `cancel` and `diagnose` may use them.
+"""Job records (run.json `job`) as `jobs`, `status`, `logs`, `cancel` and `diagnose` use them.
 
-A record is data, never a source of commands. Whoever can write a run.json (another user, a
-shared or cloned runs/ folder) would otherwise choose the ssh options those commands run. So:
-a record is read only when it is yours and no one else can write it or a folder between it and
-the runs root (E-RECORD-UNTRUSTED; env.toml is held to the same rule), and where its job runs
-(ssh host and options, remote dir, Ray address) is taken each time from its profile in a trusted
-env.toml, never from the record. A record whose host or address is not its profile's is not
-asked about: the same job id on another cluster is another job.
-
-The record is read once, into `runners.rundir.JobRecord` (`job_of`): a job that does not fit
-it is E-RUN-RECORD, never a KeyError further on.
+A record is data, never a source of commands: whoever can write a run.json would otherwise
+choose the ssh options those commands run. So a record is read only when it is yours and no one
+else can write it or a folder up to the runs root (E-RECORD-UNTRUSTED), and where its job runs is
+taken each time from its profile in a trusted env.toml, never from the record; a record whose
+host or address is not its profile's is not asked about (the same id elsewhere is another job).
 """
 
 from __future__ import annotations
@@ -44,8 +39,8 @@ _FIX_LOCATE = (
 
 
 def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
-    """E-RECORD-UNTRUSTED (exit 2) when run_dir's run.json is not yours alone: it, the run dir
-    or a folder up to the runs root `root` is another user's or writable by others."""
+    """E-RECORD-UNTRUSTED (exit 2) when run.json, the run dir or a folder up to `root` is
+    another user's or writable by others."""
     items = [(run_dir / RECORD, False), (run_dir, True)]
     if root is not None and run_dir.is_relative_to(root):
         items += [(p, True) for p in run_dir.parents if p.is_relative_to(root)]
@@ -58,8 +53,7 @@ def untrusted(run_dir: Path, root: Path | None = None) -> StepsError | None:
 
 
 def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
-    """run.json's `job` as its model; E-RUN-RECORD (exit 2) when it does not fit it (its
-    executor included: a backend of runners/launch/backends/)."""
+    """run.json's `job` as its model; E-RUN-RECORD (exit 2) when it does not fit."""
     from runners.launch.backends import find, known
 
     path = run_dir / RECORD if run_dir is not None else None
@@ -90,8 +84,7 @@ def job_of(data: Mapping[str, Any], run_dir: Path | None = None) -> JobRecord:
 
 
 def read_job_run(run_dir: Path, root: Path | None = None) -> dict:
-    """run.json of a cluster run, once it passed the trust check (E-RECORD-UNTRUSTED, exit 2)
-    and its job fits `JobRecord` (E-RUN-RECORD)."""
+    """run.json of a cluster run, trusted and with a job that fits `JobRecord`."""
     refused = untrusted(run_dir, root)
     if refused is not None:
         raise refused
@@ -114,8 +107,7 @@ def _profile(path: str, stamp: tuple[int, int], name: str) -> Profile:
 
 
 def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
-    """The env.toml the run was launched with when it is still there and yours alone, else the
-    one `run` would find now."""
+    """The env.toml the run was launched with while trusted, else the one `run` finds now."""
     from runners.launch.profiles.env_file import find_env_file
 
     launch = data.get("launch")
@@ -133,8 +125,7 @@ def _env_file(data: dict, env: Mapping[str, str], cwd: Path) -> Path:
 def _locate(
     data: dict, recorded: JobRecord, job: JobRecord, env: Mapping[str, str], cwd: Path
 ) -> JobRecord:
-    """`job` (the record without a location) with host, ssh options, remote dir or address
-    from its profile, when the profile is still where `recorded` says the job ran."""
+    """`job` located by its profile, when that is still where `recorded` says the job ran."""
     from runners.launch.backends import traits
 
     name, executor = job.profile, job.executor
@@ -159,8 +150,7 @@ def _locate(
 
 
 def locate(data: dict, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict:
-    """run.json with its job located by its profile; a job that cannot be keeps no location
-    and says why in `unlocated` (nothing is asked about it: `located` raises that)."""
+    """run.json with its job located by its profile, else with why in `unlocated`."""
     env = os.environ if env is None else env
     recorded = job_of(data)
     job = job_of({"job": {k: v for k, v in data["job"].items() if k not in (*LOCATION, UNLOCATED)}})
@@ -185,8 +175,7 @@ def located(job: JobRecord) -> JobRecord:
 
 
 def shell_for(job: JobRecord, env: Mapping[str, str] | None = None) -> Shell:
-    """Where a recorded job's commands run, as `locate` took it from its profile
-    (E-RECORD-PROFILE when it could not)."""
+    """Where a located job's commands run (E-RECORD-PROFILE when unlocated)."""
     from runners.launch.shell import Shell
 
     located(job)
@@ -194,8 +183,7 @@ def shell_for(job: JobRecord, env: Mapping[str, str] | None = None) -> Shell:
 
 
 def backend_for_job(job: JobRecord, env: dict[str, str] | None = None) -> Backend:
-    """The backend for a recorded job (run.json `job`, located by `locate`): its location is
-    what `locate` took from the profile (the rest stays unset)."""
+    """The backend for a located job (only its location is set in its profile)."""
     from runners.launch.backends import traits
     from runners.launch.backends.base import RecordedProfile
 

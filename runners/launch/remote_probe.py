@@ -1,11 +1,8 @@
 """What the cluster side answers, asked by one program run there: `ssh HOST python3 -I -S -`.
 
-Standalone on purpose (Python 3.8+ and its standard library, nothing of ours): it runs on a login
-node or an allocation that has none of this repo. `runners.launch.shell` sends its text, and
-that of the Slurm queries it imports (`slurm_queries`, one parser per Slurm command, each call
-bounded), with one `main(REQUEST)` line appended; the answer is one JSON document on stdout
-(`follow`: one a line). Modules one question needs are imported there (Python's start is most
-of a short question's time). By hand, from this folder:
+Python 3.8+ and its standard library only: it runs where none of this repo is. The answer is one
+JSON document on stdout (`follow`: one a line); modules are imported where a question needs them
+(Python's start is most of a short question's time). By hand, from this folder:
 `python3 remote_probe.py '{"op": "lookup", "name": "steps-x"}'`.
 """
 
@@ -64,8 +61,8 @@ def _send_log(path, offset):
 
 
 def follow(req):
-    """A state line when it changes (else a heartbeat) each poll, the log as it grows, then the
-    end; `lost` when Slurm has not answered for `silent` seconds."""
+    """Each poll a state line (a heartbeat when unchanged), the log as it grows, then the end;
+    `lost` when Slurm has not answered for `silent` seconds."""
     terminal, offset, last, since = set(req["terminal"]), 0, None, None
     state = {}
     while True:
@@ -111,7 +108,7 @@ def _partitions(req, out):
 
 def _account(out):
     """The accounting plugin and the user's default account: slurmctld's association cache
-    (milliseconds), else sacctmgr (a slurmdbd round trip), asked only when the cache has none."""
+    (milliseconds), else sacctmgr (a slurmdbd round trip)."""
     config = ask(["scontrol", "show", "config"]).out
     m = re.search(r"^AccountingStorageType\s*=\s*(\S*)", config, re.M)
     out["accounting"] = kind = m.group(1) if m else ""
@@ -182,8 +179,7 @@ def _here(req, out):
 
 
 def environment(req):
-    """The names in this environment, each with whether its value is one of `switches` (the
-    caller decides from the names alone which hold secrets; no value leaves this process)."""
+    """This environment's names, each with whether its value is a switch (no value leaves)."""
     switches = set(req["switches"])
     return {"env": {k: v.strip().lower() in switches for k, v in os.environ.items()}}
 
@@ -212,8 +208,7 @@ def _tail(path, size):
 
 
 def progress(req):
-    """The driver log's size, mtime and tail; the latest step_N's training_info.json; the
-    newest TensorBoard file's tail."""
+    """The log's size, mtime and tail; the latest training_info.json; the newest TB tail."""
     import glob
 
     out = {"now": time.time()}

@@ -136,15 +136,13 @@ class Backend(Protocol):
         ...
 
     def refresh(self, job: JobRecord) -> JobRecord:
-        """The live record: state UNKNOWN with `reason` and `last_known_state` when the
-        cluster cannot say."""
+        """The live record (UNKNOWN with `reason` and `last_known_state` when none can say)."""
         ...
 
     def refresh_many(self, jobs: list[JobRecord]) -> list[JobRecord]: ...
 
     def follow(self, job: JobRecord, until_done: bool, follow: bool = True) -> int | None:
-        """Print the log; the exit code when done. Raises shell.LostContact when the cluster
-        stops answering before the job's end."""
+        """Print the log; the exit code when done; shell.LostContact before the job's end."""
         ...
 
     def cancel(self, job: JobRecord) -> str: ...
@@ -158,8 +156,7 @@ class Backend(Protocol):
         ...
 
     def after_judge(self, judge: JobRecord, limit_s: float) -> list[str]:
-        """The job ids the GPU job starts after, once the judge is submitted (a backend without
-        dependencies waits here for the judge's end, at most `limit_s`)."""
+        """The job ids the GPU job starts after (or wait here, at most `limit_s`)."""
         ...
 
     def log_tail(self, job: JobRecord, size: int) -> str | None:

@@ -1,11 +1,8 @@
-"""The Slurm commands the cluster side asks, one parser each: standard library only.
+"""The Slurm commands the cluster side asks, one parser each: Python 3.8+, standard library only.
 
-Part of the program `remote_probe` (`runners.launch.shell` sends both texts, this one first as
-the module `slurm_queries`): it runs on a login node, or inside a job, with Python 3.8+ and
-nothing of ours. One parser per command (`scontrol show job|partition -o`, `sacct --parsable2`,
-`squeue`, `sinfo`), each call bounded by CALL seconds (the request's `call`): a controller that
-does not answer makes a state UNKNOWN with why, never an endless wait. Imported as
-`runners.launch.slurm_queries` by the chain's segment program and `slurm.state`.
+Part of the program `remote_probe` runs there (shell.py sends both texts). Each call is bounded
+by CALL seconds: a controller that does not answer makes a state UNKNOWN with why, never an
+endless wait.
 """
 
 from __future__ import annotations
@@ -46,8 +43,8 @@ def ask(argv):
 
 
 def parse_one_line_records(text):
-    """`scontrol show job|partition -o`: one record a line, `Key=value` pairs (values may hold
-    spaces and `=`: a key starts after whitespace)."""
+    """`scontrol show job|partition -o`: one record a line, `Key=value` pairs (a value may hold
+    spaces and `=`)."""
     records = []
     for line in text.splitlines():
         keys = list(_KEY.finditer(line))
@@ -97,8 +94,8 @@ def _exit_line(path):
 
 
 def job_state(job_id, out_path, terminal):
-    """{state, code} of a job: slurmctld's live view, else accounting's (an end it recorded, or
-    a job slurmctld no longer holds), else the exit line; UNKNOWN with `why` when none says."""
+    """{state, code} of a job: slurmctld's, else accounting's, else the exit line; UNKNOWN with
+    `why` when none says."""
     record, why = show_job(job_id)
     if record is not None:
         return {"state": record.get("JobState", ""), "code": record.get("ExitCode", "")}
@@ -115,8 +112,8 @@ def job_state(job_id, out_path, terminal):
 
 
 def exit_code_of(state, code, terminal):
-    """Slurm's `exit:signal` as a process exit code (signal N -> 128+N; failed with 0 -> 1),
-    None before the job's end."""
+    """Slurm's `exit:signal` as an exit code (signal N: 128+N; failed with 0: 1), None before
+    the job's end."""
     if state not in terminal:
         return None
     ec, _, sig = (code or "").partition(":")
@@ -126,8 +123,8 @@ def exit_code_of(state, code, terminal):
 
 
 def lookup(name):
-    """{id} of the job named `name` (squeue, else sacct's last 7 days: asked side by side),
-    {} when none, or {why} when Slurm could not be asked."""
+    """{id} of the job named `name` (squeue, else sacct's last 7 days), {} when none, or {why}
+    when Slurm could not be asked."""
     (rows, got), found = at_once(
         lambda: squeue(["id"], ["%A"], "--name=" + name),
         lambda: sacct(["JobID"], "--name=" + name, "-S", "now-7days"),
@@ -162,8 +159,7 @@ def states(req):
 
 
 def side_by_side(fn, items):
-    """[fn(item) for item in items], each in its own thread when there are several (most of
-    the time is spent waiting on slurmctld)."""
+    """[fn(item) for item in items], each in its own thread (they wait on slurmctld)."""
     if len(items) < 2:
         return [fn(item) for item in items]
     import threading

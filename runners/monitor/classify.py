@@ -2,11 +2,9 @@
 catalog/failures.py, weighed against the scheduler's own verdict (TIMEOUT, PREEMPTED, ...).
 
 First, not loudest: one rank's NCCL timeout or OOM makes every other rank report actor deaths.
-Within a file, order is time. Across files, lines with timestamps are compared by time; where
-any lacks one, a cause kind ranks before a consequence kind (catalog `rank`). An error followed
-by training progress in the same file was survived and is dropped; lines after a SIGTERM are
-consequences of it. Ray prefixes every actor's line with `(Actor pid=N)`: tracebacks are
-followed per actor, so interleaved actors do not mix their frames.
+Across files, timestamps decide; where one lacks them, a cause kind ranks before a consequence.
+An error followed by training progress was survived; lines after a SIGTERM are its consequences.
+Tracebacks are followed per Ray actor (`(Actor pid=N)`), so interleaved actors do not mix.
 """
 
 from __future__ import annotations

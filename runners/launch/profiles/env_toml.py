@@ -1,16 +1,10 @@
 """env.toml launch profiles: where a run goes (this machine, a Slurm cluster, a Ray cluster).
 
-Which file is read is `env_file` (`--env-file PATH`, `$STEPS_ENV_FILE`, `env.toml` up from the
-current directory when it is yours alone, `~/.config/steps/env.toml`).
-Each top-level table is a profile, but Nemotron's settings tables (`[wandb]`, read by
-runners/run for W&B, `[cli]`, `[cache]`, `[artifacts]`). Nemotron's and nemo-run's keys are read
-as ours (`aliases`), and every problem of a profile is reported in one E-PROFILE.
-`extends = "other"` inherits another profile: tables merge
-key by key, `mounts`, `secrets` and `shared_dirs` are appended (parent first), every other
-value (lists included) is replaced by the child's. A cycle, an unknown profile or an unknown key is
-E-PROFILE (exit 2) naming the file and line. Secrets are NAMES of variables forwarded from the
-submitting environment, never values. What a value may hold (no control characters, no leading
-`-` in a name, Slurm's time formats, ...) is `values`: E-PROFILE at the value's line.
+Each top-level table is a profile, but Nemotron's settings tables (RESERVED); Nemotron's and
+nemo-run's keys are read as ours (`aliases`). `extends = "other"` inherits a profile: tables
+merge key by key, APPENDED lists append (parent first), other values are replaced. Every problem
+of a profile is reported in one E-PROFILE (exit 2), each at its file and line. Secrets are NAMES
+of variables forwarded from the submitting environment, never values.
 """
 
 from __future__ import annotations
@@ -138,8 +132,7 @@ Profile = LocalProfile | SlurmProfile | RayProfile
 
 
 def model_for(executor: Any) -> type[BaseModel] | None:
-    """The profile model of `executor`: local's, else the one its backend registers
-    (runners/launch/backends/); None when there is neither."""
+    """The profile model of `executor` (local's, else its backend's); None when none."""
     from runners.launch.backends import find
 
     backend = find(executor) if isinstance(executor, str) else None
@@ -155,8 +148,8 @@ _FIELDS = {
 def load_profile(
     path: Path, name: str, env: Mapping[str, str] | None = None, mode: Mode = None
 ) -> LocalProfile | SlurmProfile | RayProfile:
-    """Profile `name` from `path` with its `extends` chain merged, Nemotron's keys read as ours
-    (`aliases`, `${oc.env:...}` from `env`) and validated: every problem in one error."""
+    """Profile `name` from `path`, its `extends` merged, Nemotron's keys read as ours
+    (`${oc.env:...}` from `env`) and validated: every problem in one error."""
     data = load_toml(path, code="E-PROFILE")
     for key, value in data.items():
         if not isinstance(value, dict):
@@ -208,8 +201,7 @@ def _profiles(data: Mapping[str, Any]) -> list[str]:
 
 
 def _line(path: Path, loc: tuple, name: str) -> int | None:
-    """The line of the profile key an error is under (an unknown key's own); a missing key's:
-    the profile's header."""
+    """The line of the profile key an error is under (a missing key's: the header)."""
     key = next((str(p) for p in loc if p in _FIELDS), str(loc[-1]) if loc else name)
     return profile_line(path, key, name) or profile_line(path, name)
 
@@ -292,8 +284,8 @@ def merge_profiles(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict:
 
 
 def profile_line(path: Path, key: str, table: str | None = None) -> int | None:
-    """Line of `key` inside `[table]` at any depth (or of `[key]` itself when no table); a key
-    the profile inherits: the first line that sets it in the file."""
+    """Line of `key` inside `[table]` at any depth (no table: of `[key]`); an inherited key's:
+    the first line setting it."""
     lines = file_lines(path)
     if table is None:
         return lines.get((key,))

@@ -1,8 +1,6 @@
-"""Ray's Job Submission SDK from here: is it installed (answered without importing Ray, which
-takes seconds, so a dry run says E-RAY-MISSING exactly as a submit would), the client's
-address taken from the profile alone (Ray's client would prefer RAY_ADDRESS), and the cluster's
-token read where Ray's own CLI reads it, sent as a header and kept out of every file, command
-line, record and message (a head of Ray 2.5x may run with token authentication)."""
+"""Ray's Job Submission SDK from here: whether it is installed (found without importing Ray),
+the address from the profile alone (Ray's client would prefer RAY_ADDRESS), and the cluster's
+token read where Ray's CLI reads it, sent only as a header (never in a file, record or message)."""
 
 from __future__ import annotations
 
@@ -96,10 +94,8 @@ def _dashboard_mode(address: str, timeout: float) -> str | None:
 
 
 def auth_headers(address: str, timeout: float = 10) -> dict[str, str]:
-    """The Authorization header Ray's CLI would send to `address` (empty when the cluster runs
-    without token auth): the token goes only to a dashboard that asks for one (or any, with
-    RAY_AUTH_MODE=token), never with RAY_AUTH_MODE=disabled. E-RAY-AUTH when it asks for a
-    token and none is found where Ray looks."""
+    """The Authorization header Ray's CLI would send: only to a dashboard that asks for a token
+    (any, with RAY_AUTH_MODE=token; none when disabled). E-RAY-AUTH when none is found."""
     mode = os.environ.get("RAY_AUTH_MODE", "").lower()
     if mode == "disabled" or (mode != "token" and _dashboard_mode(address, timeout) != "token"):
         return {}
@@ -130,9 +126,8 @@ def refusal(status: int | None, address: str) -> StepsError | None:
 
 
 def bounded_client(address: str, timeout: float) -> Any:
-    """Ray's JobSubmissionClient with our token header on every call (its own is sent only
-    under RAY_AUTH_MODE=token), every HTTP call bounded (Ray sets no timeout: a dashboard whose
-    job agent hangs would keep us waiting), a 401/403 answer raised as E-RAY-AUTH."""
+    """Ray's JobSubmissionClient with our token header, every HTTP call bounded (Ray sets no
+    timeout: a hung job agent would keep us waiting), a 401/403 raised as E-RAY-AUTH."""
     from ray.exceptions import AuthenticationError
     from ray.job_submission import JobSubmissionClient
 
@@ -155,8 +150,7 @@ def bounded_client(address: str, timeout: float) -> Any:
 
 
 def dashboard_get(address: str, path: str, timeout: float = 10) -> Any:
-    """The dashboard's JSON answer at `path`, sent the token Ray's CLI would send; E-RAY-AUTH
-    when it refuses us, OSError or ValueError when it cannot answer."""
+    """The dashboard's JSON answer at `path`; E-RAY-AUTH when it refuses us."""
     import urllib.error
     import urllib.request
 
@@ -169,8 +163,7 @@ def dashboard_get(address: str, path: str, timeout: float = 10) -> Any:
 
 
 def dashboard_logs(address: str, job_id: str) -> str:
-    """A job's driver log as the dashboard keeps it, by plain HTTP (no SDK needed); empty when
-    the dashboard cannot say (E-RAY-AUTH when it refuses our token)."""
+    """A job's driver log from the dashboard by plain HTTP; empty when it cannot say."""
     try:
         got = dashboard_get(address.rstrip("/"), f"/api/jobs/{job_id}/logs", timeout=30)
         return str(got.get("logs", ""))
@@ -189,8 +182,7 @@ def unreachable(address: str, detail: str) -> StepsError:
 
 
 def client(address: str, timeout: float) -> Any:
-    """`bounded_client` once the SDK is known to be here (E-RAY-MISSING else), Ray's own
-    INFO logging quietened; a dashboard that does not answer is E-REMOTE-HOST."""
+    """`bounded_client` (E-RAY-MISSING without the SDK, E-REMOTE-HOST without an answer)."""
     missing = sdk_missing()
     if missing:
         raise sdk_error(missing)
