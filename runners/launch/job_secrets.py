@@ -1,17 +1,11 @@
 """How secrets reach a Slurm job's driver without entering the environment ray.sub prints.
 
-NeMo-RL v0.6.0's ray.sub runs a bare `env` in its head and worker steps, and v0.7.0 and later do
-so with `RAY_SUB_DEBUG_ENV=1` behind a filter that still prints AWS_SECRET_ACCESS_KEY; both land
-in `<jobid>-logs/ray-head.log` on shared storage. So no secret is in the job's environment at
-all: the submit script (read by `bash -s`, over ssh's channel when remote) writes them into a
-0600 file in the run dir with the `printf` builtin (no command line, no heredoc temp file), and
-runs sbatch without any variable holding a secret: `names_to_unset` decides them here with
-`runners.secrets.holds_secret` (over ssh from the names and switch flags the probe reported of
-the login environment; no value comes back) and the script removes them by name (`env -u`: bash
-cannot `unset` a name like `my.token`, and a child still inherits it). The driver's command
-sources the file with xtrace off and removes it before exec'ing the program; the plain srun
-job's batch script does the same after its setup_command, in a subshell that execs srun (setup
-never holds a value). Slurm's stored submit environment and ray.sub's dumps never see a value.
+NeMo-RL v0.6.0's ray.sub runs a bare `env` in its head and worker steps (v0.7.0+ with
+`RAY_SUB_DEBUG_ENV=1`, behind a filter that still prints AWS_SECRET_ACCESS_KEY), into
+`<jobid>-logs/ray-head.log`. So the submit script (read by `bash -s`) writes the secrets into a
+0600 file in the run dir with the `printf` builtin (no command line, no temp file) and runs
+sbatch with every secret-holding variable removed by name (`env -u`: bash cannot `unset` a name
+like `my.token`); the driver sources the file with xtrace off and removes it before exec.
 """
 
 from __future__ import annotations
@@ -27,9 +21,8 @@ SECRETS_FILE = ".steps-secrets.env"
 def names_to_unset(
     env: Mapping[str, str] | None, report: Mapping[str, bool] | None, keep: set[str]
 ) -> list[str]:
-    """The variables holding a secret in the submitting environment, but those in `keep` (the
-    job's own plain env): `env` when it runs here, else the probe's `report` of the login
-    environment (name -> its value is a switch)."""
+    """The submitting environment's secret-holding variables but `keep`: `env` here, else the
+    probe's `report` of the login environment (name -> its value is a switch)."""
     if report is not None:
         held = {n for n, switch in report.items() if is_secret_env(n) and not switch}
     else:
@@ -58,21 +51,17 @@ def write_file(job_dir: str, secrets: Mapping[str, str]) -> str:
     )
 
 
-def read_and_remove(job_dir: str, names: list[str]) -> str:
-    """Shell that loads the secrets file with xtrace off, then deletes it (driver side)."""
+def driver_command(job_dir: str, names: list[str], argv: list[str]) -> str:
+    """ray.sub's COMMAND: load the secrets file (xtrace off) and delete it, then exec `argv`."""
+    if not names:
+        return shlex.join(argv)
     path = shlex.quote(secrets_path(job_dir))
     missing = shlex.quote(
         f"steps: no secrets file (read by an earlier start of this job?): "
         f"{' '.join(sorted(names))} not set"
     )
-    return f"set +x; if [ -f {path} ]; then . {path}; rm -f {path}; else echo {missing} >&2; fi"
-
-
-def driver_command(job_dir: str, names: list[str], argv: list[str]) -> str:
-    """ray.sub's COMMAND: load the secrets (when there are any), then exec the program."""
-    if not names:
-        return shlex.join(argv)
-    return f"{read_and_remove(job_dir, names)}; exec {shlex.join(argv)}"
+    load = f"if [ -f {path} ]; then . {path}; rm -f {path}; else echo {missing} >&2; fi"
+    return f"set +x; {load}; exec {shlex.join(argv)}"
 
 
 def remove_file(path: str) -> str:

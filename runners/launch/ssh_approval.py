@@ -1,13 +1,9 @@
 """Ask once before the first ssh with settings never used from this machine.
 
-A profile's host and `ssh_options` decide what ssh does here, and a `ProxyCommand` is a program
-ssh runs on this machine. A cloned repository's env.toml passes the ownership checks (a clone is
-yours), so a plain `steps jobs` in it would run that program unasked. Before the first ssh with
-a host and options this machine never used, a terminal is asked once (y/N, the host and any
-command ssh would run shown); the answer is kept in the user's cache, keyed by a digest of those
-settings, so a changed ProxyCommand asks again. Without a terminal (CI, scripts) nobody can
-answer: steps goes on with a notice on stderr, once per settings, unless `STEPS_SSH_STRICT=1`
-asks it to refuse settings never approved at a terminal (E-SSH-UNAPPROVED, exit 2).
+A `ProxyCommand` is a program ssh runs here, and a cloned repository's env.toml passes the
+ownership checks, so a plain `steps jobs` in it would run it unasked. So a terminal is asked once
+per digest of the host and options (y/N); without one, a notice on stderr, or with
+`STEPS_SSH_STRICT=1` a refusal (E-SSH-UNAPPROVED, exit 2).
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ def digest(host: str, ssh_options: list[str]) -> str:
 
 
 def approve(host: str, ssh_options: list[str], env: Mapping[str, str] | None = None) -> None:
-    """Return when ssh to `host` with `ssh_options` may start: approved before, approved now at
-    the terminal, or (no terminal) noticed on stderr; else E-SSH-UNAPPROVED (exit 2)."""
+    """Return when ssh to `host` with `ssh_options` may start, else E-SSH-UNAPPROVED."""
     env = os.environ if env is None else env
     key, path = digest(host, ssh_options), record_path(env)
     if (path, key) in _settled:
@@ -132,8 +127,7 @@ def _refused(shown: str, why: str, env: Mapping[str, str]) -> StepsError:
 
 
 def _read(path: Path) -> dict:
-    """Approvals kept here; none when the file is missing, unreadable or not this user's alone
-    (someone else's file approves nothing)."""
+    """Approvals kept here; none when the file is unreadable or not this user's alone."""
     from catalog import record_file
 
     try:

@@ -1,10 +1,5 @@
-"""Submitting a run dir's job and following it: the protocol the job commands share.
-
-run.json holds the job's record (its unique name) before anything is submitted, and what became
-of the submission after, whatever happened: no job is queued without a record. Following streams
-the driver log with every terminal control sequence removed. Nothing here prints a message of
-its own: the CLI renders the `Followed` it gets back.
-"""
+"""Submitting a run dir's job and following it: no job is queued without a record in run.json,
+and the followed log reaches the terminal without control sequences."""
 
 from __future__ import annotations
 
@@ -37,9 +32,7 @@ class Followed:
 def submit_job(
     run_dir: Path, step_id: str, request: LaunchRequest, target: ClusterTarget
 ) -> JobRecord:
-    """Record the job, submit it, record what became of it; the job's record.
-
-    A submission refused for certain leaves no run dir (`ClusterTarget.settle`)."""
+    """Record the job, submit it, record what became of it (`ClusterTarget.settle`)."""
     job = target.backend.job_record(request)
     update_record(run_dir, job=job.dump())
     try:
@@ -52,11 +45,8 @@ def submit_job(
 def follow(
     run_dir: Path, job: JobRecord, until_done: bool, out: TextIO | None = None, tail: bool = True
 ) -> Followed:
-    """Stream the driver log to `out` (else stdout); with until_done, wait for the end, record
-    it and return the job's exit code (1 when it has none).
-
-    Ctrl-C detaches (130): the job keeps running. Contact lost before the job's end (ssh dropped,
-    Slurm silent too long) is E-REMOTE-LOST, exit 2: the job may still run."""
+    """Stream the driver log to `out` (else stdout); with until_done, record the end and return
+    the job's exit code (1 when none). Ctrl-C detaches (130); contact lost is E-REMOTE-LOST."""
     if not job.job_id:
         raise StepsError(
             "E-RUN-NO-JOB",
@@ -89,8 +79,7 @@ def follow(
 
 
 class TerminalSafe:
-    """A text stream for a job's log: what is written reaches `stream` with every terminal
-    control sequence removed (the log's writer must not retitle or clear your terminal)."""
+    """`stream` with every terminal control sequence removed from what is written."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream

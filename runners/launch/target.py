@@ -1,9 +1,5 @@
-"""A cluster launch target: a profile plus its backend, as `plan_run` sees it.
-
-It answers what `run` must know before writing anything: where the run dir lands on the
-cluster, where the NeMo-RL checkout is there, what the job's command is, what one probe of the
-cluster saw (for the remote preflight rules), and the `LaunchRequest` handed to the backend.
-"""
+"""A cluster launch target: a profile plus its backend, as `plan_run` sees it (where the run
+dir lands, what one probe of the cluster saw, the `LaunchRequest` handed to the backend)."""
 
 from __future__ import annotations
 
@@ -49,8 +45,7 @@ def bridge_script(resolved: dict) -> str | None:
 
 
 def profile_paths(profile: Any) -> list[str]:
-    """What every probe of a profile asks about: its checkout, the checkout's ray.sub where the
-    backend starts jobs with it, the folders its container mounts."""
+    """What every probe of a profile asks about: its checkout (and ray.sub), its mounts."""
     root = profile.nemo_rl_dir
     paths = [root, *([f"{root}/ray.sub"] if "ray_sub" in traits(profile.executor).has else [])]
     return [*(paths if root else []), *(m.split(":")[0] for m in getattr(profile, "mounts", []))]
@@ -88,8 +83,7 @@ class ClusterTarget:
     def probe(
         self, resolved: dict, binding: Any, script: str | None, job_dir: str, ray_program: bool
     ) -> RemoteFacts:
-        """One round trip to the cluster: which of the paths the job needs exist there
-        (`ray_program`: the job is a Ray driver, through ray.sub on Slurm)."""
+        """One round trip to the cluster: which of the paths the job needs exist there."""
         paths = [a.value for a in binding.inputs if a.is_path and a.value not in ("", "???")]
         paths += profile_paths(self.profile)
         root = self.profile.nemo_rl_dir
@@ -137,10 +131,8 @@ class ClusterTarget:
 
     @staticmethod
     def settle(run_dir: Path, step_id: str, job: JobRecord) -> None:
-        """After a submit: run.json records what became of the job; a submission refused for
-        certain (no job queued: the scheduler said no and knows no job by its name) leaves no
-        run dir (nor the empty folders of its step and runs/), as a refusal found before
-        writing leaves none."""
+        """After a submit: run.json records what became of the job; one refused for certain
+        leaves no run dir (nor the empty folders of its step and runs/)."""
         if job.state != NOT_SUBMITTED:
             update_record(run_dir, job=job.dump())
             return

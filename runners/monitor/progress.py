@@ -1,12 +1,8 @@
 """How far a NeMo-RL run got, read from what it writes (never by importing NeMo-RL).
 
-Sources, in order of trust: the latest complete `step_N/training_info.json` (`total_steps` is
-the global step; `tmp_step_*` is never complete), TensorBoard scalars when the logger writes them
-(global step and wall time per step), and the tail of the driver log: NeMo-RL prints
-`===== Epoch E/EMAX =====` and `===== Step k/M =====` (k counts within the epoch; M is the
-epoch's length or max_num_steps), `Saving checkpoint for step N...` and `Starting validation at
-step N` (global), the metrics after `Training Results:` and `Total step time: Xs` at each step's
-end, and `Timeout has been reached` / `Max number of steps has been reached` when it stops itself.
+Sources, in order of trust: the latest `step_N/training_info.json` (`total_steps`: the global
+step), TensorBoard scalars, and the driver log's tail, where `===== Step k/M =====` counts k
+within the epoch, so the global step comes from the epoch banner or a checkpoint/validation line.
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ class LogProgress:
 
 
 def parse_log_tail(text: str, partial: bool = False) -> LogProgress:
-    """Walk a driver log (`partial`: its tail, whose first line is cut) and keep the latest
-    facts."""
+    """The latest facts of a driver log (`partial`: its tail, whose first line is cut)."""
     out = LogProgress()
     epoch = local = offset = None
     in_results = False

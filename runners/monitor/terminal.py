@@ -1,8 +1,5 @@
-"""Text from a job's log or a remote made fit to print on a terminal (`terminal_safe`).
-
-Apart from `logscan` so that printing any finding (steps/cli's error path) costs one regex, not
-the failure kinds' prefilter.
-"""
+"""Text from a job's log or a remote made fit to print on a terminal (apart from `logscan`, so
+printing a finding costs one regex, not the failure kinds' prefilter)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """TensorBoard event files read without TensorFlow or torch: the TFRecord framing and the few
-protobuf fields a scalar needs (Event.wall_time, Event.step, Summary.Value.tag/simple_value or a
-one-element tensor), decoded by hand.
-
-A file may be read from any offset (its tail): records are found again by their length's CRC32C,
-which only a real record header carries.
+protobuf fields a scalar needs, decoded by hand. A tail is read from any offset: records are
+found again by their length's CRC32C, which only a real record header carries.
 """
 
 from __future__ import annotations

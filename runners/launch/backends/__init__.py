@@ -1,12 +1,8 @@
-"""Cluster backends: what a profile's `executor` names, one module per backend (like runner
-kinds, runners/kinds/).
+"""Cluster backends: what a profile's `executor` names, one module per backend.
 
-A backend module here exports `BACKEND`, a `runners.launch.backends.base.BackendTraits`
-subclass: what differs between executors, as attributes (`has`: what the remote preflight rules
-and the launch code may rely on; `chain`: who drives an --until-done chain; `located_by`: which
-profile key says where a recorded job runs...) and the implementation, imported only when a job
-of that backend is launched or asked about (a Slurm launch never imports Ray). A new backend is
-one module here plus its tests; `check` fails on one that leaves a decision open.
+Each exports `BACKEND`, a `base.BackendTraits` subclass: what differs between executors, as
+attributes, and its implementation, imported only when used (a Slurm launch never imports Ray).
+`check` fails on a backend that leaves a decision open.
 """
 
 from __future__ import annotations

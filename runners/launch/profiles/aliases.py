@@ -1,20 +1,15 @@
-"""Nemotron's and nemo-run's env.toml keys, read as ours: a user's existing file works as it is.
+"""Nemotron's and nemo-run's env.toml keys, read as ours (docs/cluster.md, "Profiles").
 
-`translate` rewrites one merged profile (after `extends`) before the model sees it and returns
-what it cannot map as findings, all of them at once. `${oc.env:NAME[,default]}` is resolved from
-the submitting environment (as Nemotron does, on the submitting machine); an `env_vars` entry
-`NAME = "${oc.env:NAME}"` forwards NAME as a secret (never written anywhere), and Nemotron's
-generated `NAME = "${oc.env:NAME,''}"` forwards it when set here (unset means empty, as in
-Nemotron); a secret-named variable with any other value is refused: secrets are names, never
-values in a file.
-The mapping is documented in docs/cluster.md ("Profiles (env.toml)").
+`${oc.env:NAME[,default]}` is resolved from the submitting environment, as Nemotron does. An
+`env_vars` entry `NAME = "${oc.env:NAME}"` forwards NAME as a secret (`${oc.env:NAME,''}`: when
+set here); a secret-named variable with any other value is refused.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from runners.secrets import is_secret_env
@@ -160,9 +155,6 @@ def _renamed(p: dict, mode: Mode) -> None:
         p["setup_command"] = "\n".join(startup) if isinstance(startup, list) else str(startup)
 
 
-STEPS: tuple[Callable[[dict, list[Problem]], None], ...] = (_ssh, _tasks)
-
-
 def translate(
     profile: dict, env: Mapping[str, str], mode: Mode = None
 ) -> tuple[dict, list[Problem]]:
@@ -173,8 +165,8 @@ def translate(
     p = _resolve({k: v for k, v in profile.items() if k != "env_vars"}, env, "", out)
     if raw_vars is not None:
         _env_vars(raw_vars, p, env, out)
-    for step in STEPS:
-        step(p, out)
+    _ssh(p, out)
+    _tasks(p, out)
     from runners.launch.backends import find
 
     backend = find(p.get("executor"))

@@ -1,9 +1,5 @@
 """Which env.toml a command reads: `--env-file PATH`, else `$STEPS_ENV_FILE`, else `env.toml` in
-the current directory or a parent (only when you own it and no one else can write it or its
-folder), else `~/.config/steps/env.toml` (`$XDG_CONFIG_HOME/steps/env.toml`).
-
-Apart from the profiles' models (env_toml) because a dry run looks for the file's `[wandb]`
-table alone and need not build them.
+the current directory or a parent (only when yours alone), else `$XDG_CONFIG_HOME/steps/env.toml`.
 """
 
 from __future__ import annotations
@@ -52,9 +48,8 @@ def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Pa
 
 
 def trusted(path: Path, cwd: Path) -> Path:
-    """`path` (an env.toml found by walking up from `cwd`) when it is yours and no one else can
-    write it or its folder, as ssh treats its config: a profile runs ssh options and commands,
-    so a file someone else placed above your project must not choose them. E-PROFILE else."""
+    """`path` (found walking up from `cwd`) when no one else can write it or its folder, as ssh
+    treats its config: a profile chooses ssh commands. E-PROFILE else."""
     uid = os.getuid()
     for what, item in (("", path), ("its folder ", path.parent)):
         st = item.stat()

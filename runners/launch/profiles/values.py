@@ -1,12 +1,9 @@
 """What a profile value may hold: env.toml values reach bash, ssh, sbatch and srun.
 
-The scripts we write quote every value, but a value a shell cannot hold whole still goes wrong
-there: bash drops a NUL silently, a newline ends a line of a script or a header, a leading `-`
-turns a host or a partition into an option. So the profile model refuses, at the value's line
-(E-PROFILE, exit 2): control characters in any value (C0 with NUL, tab, CR and newline, DEL, C1;
-`setup_command`, a script itself, may hold newlines and tabs), a leading `-` in a name, a host
-ssh or rsync would read as something else, a relative `remote_dir`, a `time` Slurm does not
-accept, and `sbatch_args` that change what steps passes to sbatch itself.
+Quoting is not enough: bash drops a NUL, a newline ends a script's line, a leading `-` turns a
+host or partition into an option. So control characters (but newlines and tabs in a script), a
+leading `-` in a name, odd hosts, relative dirs, bad Slurm times and `sbatch_args` that change
+what steps passes are E-PROFILE at the value's line.
 """
 
 from __future__ import annotations
@@ -115,8 +112,7 @@ def _absolute(value: str, info: ValidationInfo) -> str:
 
 
 def slurm_seconds(value: str) -> int | None:
-    """Seconds in a Slurm time (the --time formats; scontrol's RunTime), None for none or no
-    limit."""
+    """Seconds in a Slurm time (--time, scontrol's RunTime), None for none or no limit."""
     m = _SLURM_TIME.fullmatch(value)
     if not m:
         return None

@@ -1,13 +1,5 @@
-"""One round trip to a Slurm cluster before submitting: what preflight and sbatch need to know.
-
-Which paths exist there, $HOME, the cluster's partitions and the one used (the profile's, else
-the cluster's default from `scontrol show partition`) with its GPU GRES and fewest CPUs per node
-(`sinfo -o %G/%c`), the accounting plugin and the user's default account (slurmctld's
-association cache, else `sacctmgr`, when the profile names none: ray.sub's header holds
-ACCOUNT/PARTITION placeholders), how the checkout's ray.sub sizes its srun steps, and whether
-the run dir can be staged under remote_dir (the deepest existing folder is writable; over ssh,
-rsync on both ends). The questions are remote_probe's `probe`, asked in one `python3 -` there.
-"""
+"""One round trip to a Slurm cluster before submitting (remote_probe's `probe`): the paths,
+partitions, GRES, account, ray.sub's CPU sizing, and whether remote_dir can take the run dir."""
 
 from __future__ import annotations
 
@@ -24,10 +16,8 @@ RAY_SUB = "ray.sub"
 def probe(
     shell: Shell, name: str, profile, paths: list[str]
 ) -> tuple[RemoteFacts, dict[str, bool] | None]:
-    """The probe's answers as RemoteFacts; E-REMOTE-HOST (exit 2) when sbatch is missing there.
-
-    Over ssh it also reports the login environment's variable names, each with whether its
-    value is a switch (job_secrets.names_to_unset decides from them); None here."""
+    """The probe's answers as RemoteFacts, and over ssh the login environment's names (each:
+    its value is a switch); E-REMOTE-HOST (exit 2) when sbatch is missing there."""
     request = {
         "op": "probe",
         "paths": paths,

@@ -1,13 +1,7 @@
-"""What Slurm says about jobs, asked in one `python3 -` per host (remote_probe): their states
-(`scontrol show job` while slurmctld holds the job, live; else sacct's latest record, as
-accounting keeps it after MinJobAge and sacct lags a started job by the slurmdbd round trip;
-else the exit line ray.sub or our srun script prints into the batch output), a job found by its
-unique name (`squeue`, then `sacct`), and the follow stream of one job (one JSON event a line).
-
-Every Slurm tool call is bounded (STEPS_SLURM_CALL_SECONDS): a controller that does not answer
-makes the state UNKNOWN with the tool's own words, never an endless wait. A followed job whose
-state stays UNKNOWN for STEPS_SILENT_SECONDS ends the follow as lost contact, and so does a
-stream that ends or goes quiet without the job's end (ssh dropped, host gone).
+"""What Slurm says about jobs, asked in one remote_probe per host: their states, a job found by
+its unique name, and the follow stream of one job (one JSON event a line). A followed job whose
+state stays UNKNOWN for STEPS_SILENT_SECONDS, or a stream that ends or goes quiet before the
+job's end, is lost contact.
 """
 
 from __future__ import annotations
@@ -27,8 +21,7 @@ from runners.rundir import JobRecord
 
 
 def exit_code_of(state: str, code: str) -> int | None:
-    """Slurm's `exit:signal` as a process exit code, None before the job's end (the program's
-    own rule: `runners.launch.slurm_queries.exit_code_of`)."""
+    """Slurm's `exit:signal` as a process exit code, None before the job's end."""
     return slurm_queries.exit_code_of(state, code, TERMINAL)
 
 
@@ -42,8 +35,7 @@ def _job(job: JobRecord) -> dict[str, str]:
 
 
 def refresh_many(shell: Shell, jobs: list[JobRecord]) -> list[JobRecord]:
-    """Each job's current record, one round trip for all (one squeue for the live ones, the
-    full job_state for the rest); a job sbatch never confirmed is looked up by its name."""
+    """Each job's current record, one round trip for all (unconfirmed ones found by name)."""
     request = {"op": "states", "jobs": [_job(j) for j in jobs], "terminal": sorted(TERMINAL)}
     got = shell.ask(request, what="asking Slurm for job states (squeue, scontrol, sacct)")
     rows: list[dict[str, Any]] = got.get("rows") or []
@@ -86,10 +78,7 @@ def _shown(state: dict[str, Any]) -> str:
 
 
 def follow(shell: Shell, job: JobRecord, until_done: bool, follow: bool) -> int | None:
-    """Print the driver log (as it grows when following); the exit code when done.
-
-    Raises LostContact when the stream ends or goes quiet before the job's end, or when Slurm
-    has not answered for STEPS_SILENT_SECONDS."""
+    """Print the driver log (as it grows when following); the exit code when done."""
     silent = max(1.0, shell.seconds("SILENT"))
     poll = float(os.environ.get("STEPS_POLL_SECONDS", "2"))
     request = {
