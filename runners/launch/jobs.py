@@ -103,11 +103,6 @@ def refresh(run_dir: Path, data: dict, env: dict[str, str] | None = None) -> Job
     return refresh_all([(run_dir, data)], env)[0]
 
 
-def _group_key(job: JobRecord) -> tuple[str, str | None, tuple[str, ...], str | None]:
-    """Jobs answered by one round trip: same executor, host (and ssh options) or address."""
-    return job.executor, job.host, tuple(job.ssh_options), job.address
-
-
 def _refresh_group(jobs: list[JobRecord], env: dict[str, str] | None) -> list[JobRecord]:
     """One backend call for a group; any failure marks each of its jobs UNKNOWN, with why."""
     try:
@@ -128,7 +123,9 @@ def refresh_all(
         if job.unlocated is not None:  # no cluster to ask: never a command from the record
             out[i] = unknown(job, job.unlocated.message)
         elif job.state not in TERMINAL:
-            groups.setdefault(_group_key(job), []).append(i)
+            # one round trip: same executor, host (and ssh options) or address
+            key = (job.executor, job.host, tuple(job.ssh_options), job.address)
+            groups.setdefault(key, []).append(i)
     asked = [[out[i] for i in idx] for idx in groups.values()]
     answers = _each(lambda jobs: _refresh_group(jobs, env), asked)  # the hosts side by side
     for idx, answer in zip(groups.values(), answers, strict=True):

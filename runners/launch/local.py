@@ -10,6 +10,7 @@ decide the answer (uv.lock, pyproject.toml, the program, site-packages folders).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -23,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from catalog.atomic_write import write_atomic
-from catalog.record_file import read_json
+from catalog.record_file import read_json_object
 
 PROBE_TIMEOUT_S = 60
 PROBE_MARK = "STEPS-INTERPRETER "
@@ -179,27 +180,6 @@ def _fresh(entry: dict) -> Interpreter | None:
     return facts
 
 
-def _entry(facts: Interpreter) -> dict:
-    return {"facts": asdict(facts), "site_stats": {s: _stat(s) for s in facts.sites}}
-
-
-def _read(path: Path) -> dict:
-    try:
-        entry = read_json(path)
-    except (OSError, ValueError):
-        return {}
-    return entry if isinstance(entry, dict) else {}
-
-
-def _save(path: Path, entry: dict) -> None:
-    """Best effort: a read-only cache only costs a probe next time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(entry, indent=1) + "\n")
-    except OSError:
-        pass
-
-
 _MEMO: dict[str, dict] = {}
 
 
@@ -209,17 +189,19 @@ def probe(
     """What `launcher` starts in `checkout` with `env` (cached), or why it started nothing."""
     key = _key(launcher, checkout, env)
     path = cache_dir(env) / f"{key}.json"
-    for entry in (_MEMO.get(key), _read(path)):
-        facts = _fresh(entry) if entry else None
-        if entry is not None and facts is not None:
+    for entry in (_MEMO.get(key), read_json_object(path)):
+        if entry and (facts := _fresh(entry)) is not None:
             _MEMO[key] = entry
             return facts
     found = _this_interpreter(launcher, checkout, env) or _run_probe(
         launcher, checkout, env, timeout
     )
     if isinstance(found, Interpreter):
-        _MEMO[key] = _entry(found)
-        _save(path, _MEMO[key])
+        entry = {"facts": asdict(found), "site_stats": {s: _stat(s) for s in found.sites}}
+        _MEMO[key] = entry
+        with contextlib.suppress(OSError):  # a read-only cache only costs a probe next time
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(entry, indent=1) + "\n")
     return found
 
 

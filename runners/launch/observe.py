@@ -9,6 +9,7 @@ runners/monitor's.
 from __future__ import annotations
 
 import base64
+import io
 import posixpath
 import shutil
 import time
@@ -202,10 +203,12 @@ def log_files(job: JobRecord) -> list[str]:
 
 def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
     """Feed every candidate line of the job's logs to `classifier`, streaming."""
-    files = log_files(job)
-    if not traits(job.executor).log_is_file:
-        _scan_service_logs(job, classifier)
+    if not traits(job.executor).log_is_file:  # the cluster's service keeps it: no file
+        where, text = traits(job.executor).kept_log(job)
+        for number, line in python_prefilter(io.BytesIO(text.encode("utf-8"))):
+            classifier.feed(where, number, line)
         return
+    files = log_files(job)
     if job.host is None and shutil.which("grep") is None:
         import glob
 
@@ -223,14 +226,6 @@ def scan_logs(job: JobRecord, classifier: LogClassifier) -> None:
     finally:
         proc.stdout.close()
         proc.wait()
-
-
-def _scan_service_logs(job: JobRecord, classifier: LogClassifier) -> None:
-    import io
-
-    where, text = traits(job.executor).kept_log(job)
-    for number, line in python_prefilter(io.BytesIO(text.encode("utf-8"))):
-        classifier.feed(where, number, line)
 
 
 def diagnose_run(run_dir: Path, data: dict, job: JobRecord | None = None) -> Diagnosis:

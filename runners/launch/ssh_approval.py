@@ -128,16 +128,14 @@ def _refused(shown: str, why: str, env: Mapping[str, str]) -> StepsError:
 
 def _read(path: Path) -> dict:
     """Approvals kept here; none when the file is unreadable or not this user's alone."""
-    from catalog import record_file
+    from catalog.record_file import read_json_object
 
     try:
         st = os.stat(path)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return {}
-        data = record_file.read_json(path)
-    except (OSError, ValueError):
+    except OSError:
         return {}
-    approved = data.get("approved") if isinstance(data, dict) else None
+    mine = st.st_uid == os.getuid() and not st.st_mode & 0o022
+    approved = (read_json_object(path) or {}).get("approved") if mine else None
     if not isinstance(approved, dict):
         return {}
     return {k: v for k, v in approved.items() if isinstance(v, dict)}

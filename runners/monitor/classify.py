@@ -250,8 +250,9 @@ def diagnose(
     state_line = Evidence(state_source, None, f"state {state}, exit code {exit_code}")
     implied = kind_for_state(state)
     if state in EXTERNAL or (state in TIME_LIMIT and not _hang_cause(event)):
-        return _verdict(implied.name, classifier, event if _same(event, implied) else None,
-                        state, exit_code, state_line)  # fmt: skip
+        same = event is not None and event.kind == implied.name
+        return _verdict(implied.name, classifier, event if same else None, state, exit_code,
+                        state_line)  # fmt: skip
     if state in ("CANCELLED", "STOPPED"):
         if event is not None and event.kind in ("time_limit", "preemption", "node_failure"):
             return _verdict(event.kind, classifier, event, state, exit_code, state_line)
@@ -268,10 +269,6 @@ def diagnose(
     elif state in ("COMPLETED", "SUCCEEDED") and not exit_code:
         diagnosis.note = "the job completed (exit 0) after this error"
     return diagnosis
-
-
-def _same(event: Event | None, kind) -> bool:
-    return event is not None and kind is not None and event.kind == kind.name
 
 
 def _hang_cause(event: Event | None) -> bool:

@@ -50,10 +50,6 @@ def _update(job: JobRecord, now: JobRecord) -> None:
         setattr(job, name, getattr(now, name))
 
 
-def dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 class RayBackend:
     """JobSubmissionClient for submit/status/logs/stop; the stdlib for the dry-run probe."""
 
@@ -179,7 +175,7 @@ class RayBackend:
             if files is not None:
                 size = sum(len(text.encode()) for text in files().values())
             else:
-                size = dir_bytes(req.run_dir)
+                size = sum(p.stat().st_size for p in req.run_dir.rglob("*") if p.is_file())
             if size > MAX_UPLOAD:
                 out.append(
                     Finding(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,6 @@ def sdk_error(missing: list[str]) -> StepsError:
         fix="pip install 'nemo-rl-steps[ray]' (ray[default])",
         exit_code=2,
     )
-
-
-@contextmanager
-def profile_address_only():
-    """Hide RAY_ADDRESS/RAY_API_SERVER_ADDRESS while the client resolves its address."""
-    saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
 
 
 # Where Ray's own CLI and SDK read the cluster's token, in Ray's order (ray/_raylet's
@@ -145,8 +134,11 @@ def bounded_client(address: str, timeout: float) -> Any:
                 raise refusal(status, address) or exc from None
 
     headers = auth_headers(address, timeout)
-    with profile_address_only():
+    saved = {k: os.environ.pop(k) for k in ADDRESS_VARS if k in os.environ}  # the profile's wins
+    try:
         return Bounded(address, headers=headers)
+    finally:
+        os.environ.update(saved)
 
 
 def dashboard_get(address: str, path: str, timeout: float = 10) -> Any:
