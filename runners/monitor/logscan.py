@@ -59,16 +59,12 @@ def grep_script(paths: Iterable[str]) -> str:
     patterns = " ".join(f"-e {shlex.quote(k)}" for k in keywords())
     lines = ["export LC_ALL=C", "shopt -s nullglob"]
     for path in paths:
+        glob = "*".join(shlex.quote(part) if part else "" for part in path.split("*"))
         lines.append(
-            f'for f in {_glob_quote(path)}; do [ -r "$f" ] || continue; '
+            f'for f in {glob}; do [ -r "$f" ] || continue; '
             f'echo "{FILE_MARK} $f"; grep -a -n -F {patterns} -- "$f"; done'
         )
     return "\n".join(lines) + "\nexit 0\n"
-
-
-def _glob_quote(path: str) -> str:
-    """Quote a path for bash, leaving `*` unquoted so it still expands."""
-    return "*".join(shlex.quote(part) if part else "" for part in path.split("*"))
 
 
 def parse_grep(stream: Iterable[bytes]) -> Iterator[tuple[str, int, bytes]]:

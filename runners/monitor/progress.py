@@ -192,7 +192,8 @@ def combine(
     metrics = dict(log.metrics)
     if not metrics and tb_steps:
         latest = [s for s in scalars if s.step == tb_steps[-1] and s.tag.startswith("train/")]
-        metrics = {_tb_name(s.tag): s.value for s in latest}
+        named = {"train/loss": "Loss", "train/reward": "Avg Reward"}  # as the log names them
+        metrics = {named.get(s.tag, s.tag.split("/", 1)[-1]): s.value for s in latest}
     eta = None
     if median is not None and limit is not None and step is not None and state != "COMPLETED":
         eta = max(limit - step, 0) * median
@@ -206,9 +207,3 @@ def combine(
         state, step, limit, ckpt_step, metrics, median, eta, gpu_hours, stalled,
         quiet_seconds, log.last_line, log.stopped,
     )  # fmt: skip
-
-
-def _tb_name(tag: str) -> str:
-    """TensorBoard `train/loss` as the driver log names it (`Loss`), `train/reward` -> reward."""
-    name = tag.split("/", 1)[-1]
-    return {"loss": "Loss", "reward": "Avg Reward"}.get(name, name)

@@ -25,15 +25,12 @@ def _crc32c_table() -> list[int]:
 _TABLE = _crc32c_table()
 
 
-def crc32c(data: bytes) -> int:
+def masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC32C of `data`."""
     crc = 0xFFFFFFFF
     for b in data:
         crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc(data: bytes) -> int:
-    crc = crc32c(data)
+    crc ^= 0xFFFFFFFF
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
