@@ -66,7 +66,6 @@ class Event:
     text: str
     order: int
     stamp: float | None
-    actor: str = ""
     method: str | None = None
     frame: str | None = None
     message: str | None = None
@@ -75,12 +74,11 @@ class Event:
 
 @dataclass
 class FileScan:
-    """What one log file showed: its first unsurvived error and the kinds seen after it."""
+    """What one log file showed: its first unsurvived error, its end, its actor methods."""
 
     path: str
     order: int
     first: Event | None = None
-    counts: dict[str, int] = field(default_factory=dict)
     terminated: Evidence | None = None
     last_stamp: float | None = None
     methods: list[tuple[int, str]] = field(default_factory=list)
@@ -170,7 +168,7 @@ class LogClassifier:
             return
         event = Event(
             kind or "python_exception", path, line_no, stripped[:500], scan.order,
-            stamp if stamp is not None else scan.last_stamp, actor, method,
+            stamp if stamp is not None else scan.last_stamp, method,
         )  # fmt: skip
         if em is not None:
             event.message = stripped[:500]
@@ -182,13 +180,12 @@ class LogClassifier:
                 self._tb[key] = {"start": line_no, "frame": None}
         if scan.first is None:
             scan.first = event
-        scan.counts[event.kind] = scan.counts.get(event.kind, 0) + 1
 
     def _progress(self, path: str) -> None:
         """A finished training step: the errors before it in this file were survived."""
         scan = self._file(path)
         if scan.terminated is None:
-            scan.first, scan.counts = None, {}
+            scan.first = None
             self._open = {k: v for k, v in self._open.items() if k[0] != path}
 
     def _refine(self, event: Event, em: re.Match, kind: str | None, key: tuple) -> None:

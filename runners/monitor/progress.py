@@ -32,7 +32,6 @@ class LogProgress:
     metrics: dict[str, float] = field(default_factory=dict)
     stopped: str | None = None  # "timeout" (checkpoint_must_save_by) | "end" (max steps)
     last_line: str | None = None
-    banner_seen: bool = False
 
 
 def parse_log_tail(text: str, partial: bool = False) -> LogProgress:
@@ -51,7 +50,6 @@ def parse_log_tail(text: str, partial: bool = False) -> LogProgress:
             continue
         m = BANNER.match(stripped)
         if m:
-            out.banner_seen = True
             n, total = int(m.group(2)), int(m.group(3))
             if m.group(1) == "Epoch":
                 epoch, offset = n, None
