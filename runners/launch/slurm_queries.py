@@ -48,10 +48,8 @@ def parse_one_line_records(text):
     records = []
     for line in text.splitlines():
         keys = list(_KEY.finditer(line))
-        record = {}
-        for i, m in enumerate(keys):
-            end = keys[i + 1].start() if i + 1 < len(keys) else len(line)
-            record[m.group(1)] = line[m.end() : end].strip()
+        ends = [m.start() for m in keys[1:]] + [len(line)]
+        record = {m.group(1): line[m.end() : end].strip() for m, end in zip(keys, ends)}  # noqa: B905
         if record:
             records.append(record)
     return records
@@ -59,11 +57,8 @@ def parse_one_line_records(text):
 
 def parse_columns(text, names, sep="|"):
     """`sacct --parsable2`, `squeue -o`, `sinfo -o` with `sep` between the fields: dicts."""
-    rows = []
-    for line in text.splitlines():
-        if line.strip():
-            rows.append(dict(zip(names, line.split(sep, len(names) - 1))))  # noqa: B905 (3.8)
-    return rows
+    cut = len(names) - 1
+    return [dict(zip(names, ln.split(sep, cut))) for ln in text.splitlines() if ln.strip()]  # noqa: B905 (3.8)
 
 
 def show_job(job_id):
