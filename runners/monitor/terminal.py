@@ -18,10 +18,8 @@ _CONTROL = re.compile(
 
 
 def terminal_safe(text: str, cr: str = "\n") -> str:
-    """`text` with every terminal control sequence removed: a job's log (anyone's program
-    writes it) must not set the terminal's title, move the cursor, clear the screen or answer
-    back through it. A lone CR becomes `cr` (by default a newline: a progress bar's updates stay
-    visible, none hides what came before it on its line). Chunks of a stream may be passed one
-    by one: a sequence cut between two chunks leaves its printable tail, never a control byte."""
+    """`text` with every terminal control sequence removed (anyone's program writes a log), a
+    lone CR made `cr` (a newline: no progress bar update hides its line). Chunks of a stream may
+    be passed one by one: a cut sequence leaves its printable tail, never a control byte."""
     text = _CONTROL.sub("", text)
     return text.replace("\r\n", "\n").replace("\r", cr) if "\r" in text else text

@@ -60,15 +60,13 @@ class BackendTraits:
 
     @classmethod
     def kept_log(cls, job: JobRecord) -> tuple[str, str]:
-        """(where, text) of the log the cluster keeps, for a backend whose log is no file
-        (`log_is_file` False); empty when it keeps none."""
+        """(where, text) of the log the cluster keeps when it is no file; empty when none."""
         return f"{cls.title} job log", ""
 
 
 @dataclass(frozen=True)
 class RecordedProfile:
-    """What following, checking or cancelling a recorded job needs of its profile: where the
-    job is, as runners/launch/records.py located it by its profile (never the record's own)."""
+    """Where a recorded job is, as records.py located it by its profile (never the record)."""
 
     executor: str
     host: str | None = None

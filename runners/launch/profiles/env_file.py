@@ -18,7 +18,6 @@ ENV_FILE_NAME = "env.toml"
 
 def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
     """The env.toml to read, in the documented order; E-PROFILE (exit 2) when there is none."""
-    tried: list[str] = []
     if explicit:
         path = (cwd / Path(explicit).expanduser()).resolve()
         if path.is_file():
@@ -32,15 +31,13 @@ def find_env_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Pa
     for folder in (cwd, *cwd.parents):
         if (folder / ENV_FILE_NAME).is_file():
             return trusted(folder / ENV_FILE_NAME, cwd)
-    tried.append(f"{ENV_FILE_NAME} in {cwd} and its parents")
     config_home = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
     user = config_home.expanduser() / "steps" / ENV_FILE_NAME
     if user.is_file():
         return user
-    tried.append(str(user))
     raise StepsError(
         "E-PROFILE",
-        "no env.toml found (tried " + "; ".join(tried) + ")",
+        f"no env.toml found (tried {ENV_FILE_NAME} in {cwd} and its parents; {user})",
         fix="write an env.toml with your cluster profile (see docs/cluster.md) "
         f"or pass --env-file PATH / set ${ENV_FILE_VAR}",
         exit_code=2,
