@@ -1,13 +1,9 @@
-"""Find steps: the built-in `steps/` tree plus extra roots (`--catalog DIR`, `$STEPS_PATH`).
-
-The rule: every folder under a root that holds a `step.toml` is a step, whatever the folders
-are called (a category may be named `data` or `config`), nested steps included. Only hidden
-folders and `__pycache__` are not searched.
+"""Find steps: every folder holding a `step.toml` under the built-in `steps/` tree and the extra
+roots (`--catalog DIR`, `$STEPS_PATH`), whatever it is called; hidden folders and `__pycache__`
+are not searched.
 
 Reads raw TOML only (no pydantic) so `python -m steps list` stays close to Python start-up;
-`catalog.manifest` validates the same data for `check` and `run`. Parsed manifests are cached
-per user as JSON (keyed by path, mtime, size and inode) so `list` need not even import the TOML
-parser.
+parsed manifests are cached per user as JSON (keyed by path, mtime, size and inode).
 """
 
 from __future__ import annotations
@@ -129,16 +125,10 @@ def _cache_file(root: Path) -> Path:
 
 
 class _ManifestCache:
-    """Parsed manifests of one catalog root keyed by path and [mtime_ns, size, inode]; a stale
-    entry is re-parsed. Entries are keyed by full path, so two roots sharing a file name (a
-    crc32 collision) only share a file.
-
-    JSON, so any interpreter can read what another wrote; a manifest JSON cannot hold exactly
-    (a TOML datetime) is simply not cached.
-    """
+    """Parsed manifests of one root by full path and [mtime_ns, size, inode] (a crc32 collision
+    of two roots only shares a file); JSON, so a TOML datetime is simply not cached."""
 
     def __init__(self, root: Path) -> None:
-
         self.path = _cache_file(root)
         self.dirty = False
         try:

@@ -1,13 +1,10 @@
-"""The one bounded reader of the JSON, TOML and YAML files steps opens (records, configs,
-manifests, caches), so no file can make a command hang, fill memory or end in a traceback.
-YAML goes through `catalog.yamlfile` (`read_data`, `load_yaml`), which reads with this module.
+"""The one bounded reader of the JSON, TOML and YAML files steps opens (YAML through
+`catalog.yamlfile`), so no file can make a command hang, fill memory or end in a traceback.
 
-A record may come from anyone who can write the folder it is in (a shared runs root, a clone):
-only a regular file is read (a device or FIFO never ends), at most `MAX_RECORD_BYTES` of it, as
-UTF-8, nested at most `MAX_DEPTH` levels (deeper, Python's parsers raise RecursionError). A file
-that cannot be read is an OSError whose `strerror` says why; one that does not parse is a
-ValueError worded for a finding. `tests/test_architecture.py` lists the few places that parse
-text that is not a file (a subprocess's answer, an HTTP body) and refuses any other.
+A record may come from anyone who can write its folder: only a regular file is read (a FIFO
+never ends), at most `MAX_RECORD_BYTES`, as UTF-8, nested at most `MAX_DEPTH` levels. An
+unreadable file is an OSError whose `strerror` says why; one that does not parse a ValueError.
+`tests/test_architecture.py` refuses parsing text that is not a file outside a listed few.
 """
 
 from __future__ import annotations
@@ -61,8 +58,7 @@ def too_deep(limit: int = MAX_DEPTH) -> str:
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     """`value` when no dict or list in it is nested deeper than `limit`, else a ValueError
-    (walked without recursion, once per container; scalars, most of a document, are never
-    stacked)."""
+    (walked without recursion; only containers are stacked)."""
     if not isinstance(value, (dict, list)):
         return value
     stack = [(value, 1)]
