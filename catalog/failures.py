@@ -1,16 +1,13 @@
-"""How NeMo-RL jobs fail on clusters: the kinds `diagnose` names, as data.
-
-Each kind says whether a retry can help (a chain resubmits only those), the log signatures that
-reveal it (as reported in public threads: `sources`), the Slurm states that imply it, and the
-setting that usually fixes it. FAILURES.md is generated from this table (`steps docs`).
-Signatures are a literal `keyword` every matching line contains (the fast prefilter: grep -F or
-one compiled regex) and a `pattern` the line must then match.
+"""How NeMo-RL jobs fail on clusters: the kinds `diagnose` names, as data (FAILURES.md is
+generated from it). Each kind says whether a retry can help (a chain resubmits only those), the
+log signatures that reveal it (from public threads: `sources`), the Slurm states that imply it
+and the setting that usually fixes it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -38,7 +35,7 @@ class FailureKind:
     fix: str
     signatures: tuple[Signature, ...] = ()
     slurm_states: tuple[str, ...] = ()
-    sources: tuple[str, ...] = field(default=())
+    sources: tuple[str, ...] = ()
 
 
 KINDS: tuple[FailureKind, ...] = (
@@ -375,10 +372,9 @@ TERMINATED = "SIGTERM received"
 
 
 def keywords() -> list[str]:
-    """The literals the prefilter looks for (grep -F patterns; one compiled alternation): every
-    signature's keyword and the markers, less those containing another (`Error` covers
-    `ActorDiedError`). Keywords start with capitals or symbols: rare first bytes keep grep's
-    automaton and the regex's first-character scan fast."""
+    """The literals the prefilter looks for (grep -F; one compiled alternation), less those
+    containing another (`Error` covers `ActorDiedError`). They start with capitals or symbols:
+    rare first bytes keep grep's and the regex's first-character scan fast."""
     words = [s.keyword for k in KINDS for s in k.signatures]
     words = list(dict.fromkeys([*words, TRACEBACK, FRAME, *EXCEPTION_WORDS, *PROGRESS, TERMINATED]))
     return [w for w in words if not any(o != w and o in w for o in words)]

@@ -2,7 +2,7 @@
 
 An inserted converter (`<source>__to_<type>`) runs once however many consumers need it; its
 other inputs come from the producer (the reference model is the policy the training started
-from), from `converters:` settings in the pipeline file, or from the converter's config.
+from), from the file's `converters:` settings, or from the converter's config.
 """
 
 from __future__ import annotations
