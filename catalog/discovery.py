@@ -201,10 +201,8 @@ def discover(
 
 
 def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry]:
-    """Every step under exactly these roots, sorted by id. A root that is not a directory is
-    an error. With `strict=False` a manifest that does not parse is kept with empty data and
-    its finding in `load_error` (for `check`); otherwise its `StepsError` propagates.
-    """
+    """Every step under exactly these roots (each a directory), sorted by id; with `strict=False`
+    a manifest that does not parse is kept, empty, with its finding in `load_error`."""
     roots = list(roots)
     require_roots(roots)
     entries: list[StepEntry] = []

@@ -1,7 +1,5 @@
 """Pattern files (`<root>/patterns/<id>.md`): YAML frontmatter that `check` validates and
-PATTERNS.md indexes, then a Markdown body with fixed sections.
-
-A malformed file is a finding with its file and line, never an exception.
+PATTERNS.md indexes, then a Markdown body with fixed sections; a malformed file is a finding.
 """
 
 from __future__ import annotations

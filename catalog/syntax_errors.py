@@ -1,7 +1,4 @@
-"""One translation of a YAML or TOML syntax error into a located `StepsError`.
-
-A syntax error is a setup problem (exit 2), pointed at the file and line the parser stopped on.
-"""
+"""A YAML or TOML syntax error as a setup `StepsError` (exit 2) at the file and line."""
 
 from __future__ import annotations
 

@@ -72,10 +72,8 @@ class TypeGraph:
         return out
 
     def cycles(self) -> list[list[str]]:
-        """Each `is_a` cycle once, as the list of types around it (child before parent).
-
-        graphlib reports one cycle at a time; breaking an edge of each finds the next.
-        """
+        """Each `is_a` cycle once, child before parent (graphlib reports one at a time: breaking
+        an edge of each finds the next)."""
         from graphlib import CycleError, TopologicalSorter
 
         parents = {t: set(spec.is_a) for t, spec in self.types.items()}
@@ -183,10 +181,8 @@ def types_path(root: Path) -> Path:
 
 
 def load_catalog_types(extra_roots=(), include_builtin: bool = True) -> TypeGraph:
-    """The types of every root, in root order (later roots add types; a redefinition wins).
-
-    A root's malformed `types.toml` becomes a finding in `graph.findings`, not an exception.
-    """
+    """The types of every root in order (a redefinition wins); a malformed `types.toml` is a
+    finding in `graph.findings`, not an exception."""
     from catalog.discovery import catalog_roots
 
     graph = TypeGraph(types={})
