@@ -232,10 +232,7 @@ def parse_data(raw: bytes | str) -> Any:
     """One YAML document (safe loader, aliases bounded) as data; `yaml.YAMLError` at its line,
     ValueError when not UTF-8 or nested deeper than `record_file.MAX_DEPTH`."""
     text = record_file.utf8(raw) if isinstance(raw, bytes) else raw
-    try:
-        return record_file.check_depth(parse(text)[1])
-    except RecursionError:
-        raise ValueError(record_file.too_deep()) from None
+    return record_file.bounded(lambda: parse(text)[1])
 
 
 def read_data(path: Path, limit: int = MAX_YAML_BYTES) -> Any:
