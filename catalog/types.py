@@ -122,13 +122,7 @@ def _fix(err: Any, loc: tuple) -> str | None:
 
 
 # What a type keeps of the keys that did not validate (the graph keeps what parsed).
-_EMPTY: dict[str, Any] = {
-    "description": "",
-    "layout": "",
-    "contract": None,
-    "is_a": [],
-    "convert_to": [],
-}
+_EMPTY: dict = {"description": "", "layout": "", "contract": None, "is_a": [], "convert_to": []}
 
 
 def load_types(path: Path = TYPES_PATH) -> TypeGraph:
