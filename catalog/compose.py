@@ -218,8 +218,7 @@ def pipeline_data(
 ) -> dict:
     """A pipeline file (as data) running `chain`, wired as the search fed it: inputs named by
     what their first reader calls them (a required input nothing gives is added, path ???)."""
-    inputs: dict[str, dict] = {}
-    pool: list[tuple[str, str]] = []  # (input name, type): the inputs named so far
+    inputs: dict[str, dict] = {}  # the inputs named so far
     unnamed = list(start)  # starting types no stage has read yet
     sources: list[tuple[str, str]] = []  # (ref, type) made by the stages so far
     stages: list[dict] = []
@@ -239,7 +238,9 @@ def pipeline_data(
                 wiring.update({port: made[0]} if made else {})
                 continue
             free = [
-                n for n, t in pool if graph.is_a(t, want) and f"inputs.{n}" not in wiring.values()
+                n
+                for n, i in inputs.items()
+                if graph.is_a(i["type"], want) and f"inputs.{n}" not in wiring.values()
             ]
             fresh = next((t for t in unnamed if graph.is_a(t, want)), None)
             if free and (fresh is None or p.get("parameter")):
@@ -251,7 +252,6 @@ def pipeline_data(
                 new = port if port not in inputs else f"{sid}_{port}"
                 inputs[new] = {"type": fresh or want, "path": "???"}
                 inputs[new].update({"description": text} if text else {})
-                pool.append((new, fresh or want))
                 wiring[port] = f"inputs.{new}"
             elif p.get("config_keys"):  # a parameter nothing gives: a value to fill in
                 overrides.append(f"{p['config_keys'][0]}=???")
