@@ -117,7 +117,7 @@ def reason(exc: BaseException) -> str:
         return "does not exist"
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def exists_as(path: Path, file: bool = False) -> bool:
