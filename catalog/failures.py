@@ -34,8 +34,8 @@ class FailureKind:
     meaning: str
     fix: str
     signatures: tuple[Signature, ...] = ()
-    slurm_states: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    slurm_states: tuple[str, ...] = ()
 
 
 KINDS: tuple[FailureKind, ...] = (
@@ -49,8 +49,8 @@ KINDS: tuple[FailureKind, ...] = (
         "checkpointing.checkpoint_must_save_by below the profile's `time` so a segment ends with "
         "a save",
         (Signature("DUE TO TIME LIMIT", source="Slurm slurmstepd"),),
-        ("TIMEOUT", "DEADLINE"),
         ("NVIDIA-NeMo/Gym resume_script.py", "Megatron-Bridge setup_experiment.py"),
+        ("TIMEOUT", "DEADLINE"),
     ),
     FailureKind(
         "preemption",
@@ -60,8 +60,8 @@ KINDS: tuple[FailureKind, ...] = (
         "The scheduler took the nodes back for another job.",
         "resubmit; keep checkpointing.save_period short enough that a preemption loses little",
         (Signature("DUE TO PREEMPTION", source="Slurm slurmstepd"),),
-        ("PREEMPTED",),
         ("NVIDIA-NeMo/Gym resume_script.py",),
+        ("PREEMPTED",),
     ),
     FailureKind(
         "node_failure",
@@ -75,8 +75,8 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("Node failure on", r"srun: error: Node failure on", "Slurm srun"),
             Signature("Memory required by task is not available", source="NVIDIA-NeMo/RL#1019"),
         ),
-        ("NODE_FAIL", "BOOT_FAIL"),
         ("NVIDIA-NeMo/Gym resume_script.py", "NVIDIA-NeMo/RL#1019"),
+        ("NODE_FAIL", "BOOT_FAIL"),
     ),
     FailureKind(
         "no_container_support",
@@ -95,7 +95,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "Slurm srun without the pyxis SPANK plugin (NVIDIA/pyxis)",
             ),
         ),
-        (),
         ("NVIDIA/pyxis",),
     ),
     FailureKind(
@@ -114,8 +113,8 @@ KINDS: tuple[FailureKind, ...] = (
                 "OutOfMemoryError", r"running low on memory", "ray.exceptions.OutOfMemoryError"
             ),
         ),
-        ("OUT_OF_MEMORY",),
         ("UNINETTSigma2 docs common_job_failures.md", "hiyouga/EasyR1#185"),
+        ("OUT_OF_MEMORY",),
     ),
     FailureKind(
         "gpu_oom",
@@ -131,7 +130,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "CUDA", r"CUDA (?:out of memory|[Ee]rror: out of memory)", "volcengine/verl#302"
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL#3793", "NVIDIA-NeMo/RL#2871", "volcengine/verl#302"),
     ),
     FailureKind(
@@ -147,7 +145,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("ProcessGroupNCCL", r"watchdog got stuck", "om-ai-lab/VLM-R1#257"),
             Signature("WorkNCCL(", r"WorkNCCL\(.*(?:[Tt]imeout|timed out|ran for)", "OpenRLHF#624"),
         ),
-        (),
         ("OpenRLHF/OpenRLHF#624", "om-ai-lab/VLM-R1#257", "NVIDIA/nccl#1284"),
     ),
     FailureKind(
@@ -166,7 +163,6 @@ KINDS: tuple[FailureKind, ...] = (
             ),
             Signature("NCCL error", source="NVIDIA-NeMo/RL#564"),
         ),
-        (),
         ("NVIDIA-NeMo/RL#564", "NVIDIA-NeMo/Megatron-Bridge PR#4480"),
     ),
     FailureKind(
@@ -186,7 +182,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("Max retries", r"huggingface\.co", "requests/urllib3 via huggingface_hub"),
             Signature("LocalEntryNotFoundError", source="huggingface_hub"),
         ),
-        (),
         ("NVIDIA-NeMo/Megatron-Bridge",),
     ),
     FailureKind(
@@ -209,7 +204,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "shared/research/newcomer-2026-11.md (rl_prep --batch on a bare cluster)",
             ),
         ),
-        (),
         ("shared/research/newcomer-2026-11.md",),
     ),
     FailureKind(
@@ -223,7 +217,6 @@ KINDS: tuple[FailureKind, ...] = (
         "read the findings printed above E-STAGE-INPUT in the stage's log; fix the stage that "
         "wrote the input (or this stage's config) and run the pipeline again",
         (Signature("E-STAGE-INPUT", source="steps materialize-inputs (pipeline --batch)"),),
-        (),
         ("steps: runners/pipeline/materialize.py",),
     ),
     FailureKind(
@@ -245,7 +238,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "research/real-nemo-rl-gpu-2026-11.md",
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL PR#4080",),
     ),
     FailureKind(
@@ -266,7 +258,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "NVIDIA-NeMo/RL#1019",
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL PR#1022", "NVIDIA-NeMo/RL#1019"),
     ),
     FailureKind(
@@ -282,7 +273,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("EngineCore encountered", source="vllm-project/vllm#25036"),
             Signature("RPC call to", r"RPC call to \w+ timed out", "volcengine/verl#6583"),
         ),
-        (),
         ("vllm-project/vllm#25036", "NVIDIA-NeMo/RL#2812", "volcengine/verl#6583"),
     ),
     FailureKind(
@@ -300,7 +290,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("A worker died or was killed", source="verl-project/verl#472"),
             Signature("WorkerCrashedError", source="Ray"),
         ),
-        (),
         ("NVIDIA-NeMo/RL#2937", "verl-project/verl#472"),
     ),
     FailureKind(
@@ -315,7 +304,7 @@ KINDS: tuple[FailureKind, ...] = (
                 "CANCELLED AT", r"\*\*\* JOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*", "Slurm slurmstepd"
             ),
         ),
-        ("CANCELLED", "STOPPED"),
+        slurm_states=("CANCELLED", "STOPPED"),
     ),
     FailureKind(
         "python_exception",
