@@ -209,13 +209,8 @@ def require_type(graph: TypeGraph, name: str) -> ArtifactType:
     if name not in graph:
         from catalog.did_you_mean import close_matches, phrase
 
-        word = name.lower()
-        near = (
-            close_matches(name, graph.types, 3)
-            or [  # `hf`, `jsonl`: a part of a type's name
-                t for t in graph.types if word in t.split("_")
-            ][:3]
-        )
+        part_of = [t for t in graph.types if name.lower() in t.split("_")]  # `hf`, `jsonl`
+        near = close_matches(name, graph.types, 3) or part_of[:3]
         hint = phrase(near, otherwise=f"see {graph.path.name} (`python -m steps list --types`)")
         raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint, exit_code=2)
     return graph.types[name]
