@@ -103,9 +103,13 @@ Code = Annotated[str, StringConstraints(pattern=ERROR_CODE)]
 
 
 class Reference(_Strict):
-    upstream: list[str] = Field([], description="Files in the pinned upstream repositories.")
+    upstream: list[str] = Field(
+        default=[], description="Files in the pinned upstream repositories."
+    )
     docs: list[str] = []
-    local: list[str] = Field([], description="Paths relative to the step folder; must exist.")
+    local: list[str] = Field(
+        default=[], description="Paths relative to the step folder; must exist."
+    )
 
 
 class StepManifest(_Strict):
