@@ -220,10 +220,9 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
                     raise
                 data, error = {}, exc.finding
             meta = data.get("step")
-            step_id = (meta.get("id") if isinstance(meta, dict) else None) or d.relative_to(
-                root
-            ).as_posix()
-            entries.append(StepEntry(str(step_id), d, root, data, error))
+            sid = meta.get("id") if isinstance(meta, dict) else None
+            folder_id = d.relative_to(root).as_posix()
+            entries.append(StepEntry(str(sid or folder_id), d, root, data, error))
         cache.save()
     entries.sort(key=lambda e: e.id)
     return entries
@@ -251,13 +250,11 @@ def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
     from catalog.did_you_mean import close_matches, phrase
 
     ids = [e.id for e in entries]
-    pool = ids + [i.rsplit("/", 1)[-1] for i in ids]
-    full = []
-    for c in close_matches(query, pool):
-        match = c if c in ids else next(i for i in ids if i.endswith("/" + c))
-        if match not in full:
-            full.append(match)
-    hint = phrase(full, otherwise="run `python -m steps list`")
+    near = close_matches(query, ids + [i.rsplit("/", 1)[-1] for i in ids])  # a tail names its id
+    full = dict.fromkeys(
+        c if c in ids else next(i for i in ids if i.endswith("/" + c)) for c in near
+    )
+    hint = phrase(list(full), otherwise="run `python -m steps list`")
     doing = _doing(query, entries)
     if doing:  # an algorithm or tag (`grpo`): the steps that do it
         hint = f"did you mean {' or '.join(doing)}? (steps for {query})"
