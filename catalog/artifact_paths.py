@@ -1,9 +1,6 @@
-"""How config and pipeline files name an artifact: a path, or a Hugging Face hub id.
-
-A relative path is read from a base folder (the file that wrote it, or the current directory
-for the command line). `org/name` is a hub id only when no such local path exists: a local
-folder always wins, as it does for `from_pretrained`.
-"""
+"""How config and pipeline files name an artifact: a path (relative to the file that wrote it,
+or the current directory) or a Hugging Face hub id `org/name`, only when no such local path
+exists (a local folder wins, as it does for `from_pretrained`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Write a file whole or not at all: a temp file in the same folder, then `os.replace`.
-
-A reader (another process, a crashed run's successor) never sees half a file, and a failed
-write leaves no temp file behind.
-"""
+"""Write a file whole or not at all (a temp file in the same folder, then `os.replace`): a
+reader never sees half a file, and a failed write leaves no temp file behind."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The registry of codes: every E-/W- code a finding can carry, once, in `codes.toml`.
-
-A code's facts used to be split across the rule that raises it, PREFLIGHT.md, a table in a
-test and a copy in each step.toml's `[[errors]]`. Here each code has its meaning, usual fix,
-the preflight rule that raises it and the upstream facts it rests on; manifests name the code
-and add only what differs for their step; `explain` prints an entry; `docs` renders
-docs/codes.md; `check` keeps the registry and the source in step (runners/check/codes.py).
+"""The registry of codes (`codes.toml`): every E-/W- code a finding can carry, once, with its
+meaning, usual fix, the rule that raises it and the upstream facts it rests on. Manifests add
+only what differs for their step; `explain` prints an entry, `docs` renders docs/codes.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Compose a pipeline in code: the best chain of catalog steps from the types you have to one.
 
-Breadth-first search over what the steps so far made: a step applies anywhere, and each required
-input it reads comes from an earlier step's output (any number of ports), else a starting type
-(one port per step), else it is an input the chain adds (a policy to train: path ???). A chain
-ends with a step that makes the goal from every starting type. Best is fewest steps, then fewest
-added inputs, then fewest overrides; chains as short are offered as alternatives. Converter
-steps are ordinary catalog steps here, so a chain reaches `hf_checkpoint` through
-`convert/megatron_to_hf`. A produced port with a `type_key` (rl_prep's `output_type`) may yield
-any subtype of its type; choosing one adds the override that makes the step produce it. A port
-whose `type_map` maps the key's values (a backend switch) yields what the default config
-selects. A consumed port marked `parameter` (the converter's HF reference) needs no producer: it
-reads an input of its type when there is one, else the stage gets `<key>=???`.
+Breadth-first over what the steps so far made. Each required input comes from an earlier
+step's output, else a starting type (one port per step), else the chain adds it (path ???); a
+`parameter` port needs no producer. A chain ends with a step that makes the goal from every
+starting type; best is fewest steps, then added inputs, then overrides. A `type_key` port may
+yield any subtype (choosing one adds its override); a `type_map` port yields what the default
+config selects.
 """
 
 from __future__ import annotations
@@ -75,11 +70,6 @@ def actions(entries: list[StepEntry], graph: TypeGraph, read_config: ReadConfig)
     return out
 
 
-def _needs_producer(port: dict) -> bool:
-    """A required input that no parameter can stand in for."""
-    return bool(port.get("required", True)) and not port.get("parameter", False)
-
-
 @dataclass(frozen=True)
 class Chain:
     """Steps that turn the starting types into the goal, and how many inputs it adds: required
@@ -119,7 +109,7 @@ def _fed(a: Action, made: Made, start: list[str], graph: TypeGraph) -> tuple[fro
         elif given is not None:
             claimed.add(given)
             carried.add(given)
-        elif _needs_producer(p):
+        elif not p.get("parameter"):
             added += 1
     return frozenset(carried), added
 
@@ -160,8 +150,7 @@ def find_chains(
                 best_added[key] = cost
                 nxt.append((now, passed, chain, cost))
         layer = nxt
-    order = {id(c): i for i, c in enumerate(found)}
-    return sorted(found, key=lambda c: (*c.rank(), order[id(c)]))
+    return sorted(found, key=Chain.rank)  # stable: ties keep the order found
 
 
 def best_chains(
@@ -187,14 +176,10 @@ def best_chains(
         )
     chains = find_chains(entries, graph, start, goal, through, read_config=read_config)
     if chains:
-        best = chains[0]
-        seen = {tuple(best.steps)}
-        alike = []
-        for c in chains[1:]:
-            if tuple(c.steps) not in seen:
-                seen.add(tuple(c.steps))
-                alike.append(c)
-        return [best, *alike]
+        unique: dict[tuple, Chain] = {}
+        for c in chains:
+            unique.setdefault(tuple(c.steps), c)
+        return list(unique.values())
     hint = f" through {resolve(through, entries).id}" if through else ""
     read = {str(p.get("type")) for e in entries for p in e.consumes}
     unread = [t for t in start if not any(graph.is_a(t, r) for r in read)]
@@ -233,8 +218,7 @@ def pipeline_data(
 ) -> dict:
     """A pipeline file (as data) running `chain`, wired as the search fed it: inputs named by
     what their first reader calls them (a required input nothing gives is added, path ???)."""
-    inputs: dict[str, dict] = {}
-    pool: list[tuple[str, str]] = []  # (input name, type): the inputs named so far
+    inputs: dict[str, dict] = {}  # the inputs named so far
     unnamed = list(start)  # starting types no stage has read yet
     sources: list[tuple[str, str]] = []  # (ref, type) made by the stages so far
     stages: list[dict] = []
@@ -254,7 +238,9 @@ def pipeline_data(
                 wiring.update({port: made[0]} if made else {})
                 continue
             free = [
-                n for n, t in pool if graph.is_a(t, want) and f"inputs.{n}" not in wiring.values()
+                n
+                for n, i in inputs.items()
+                if graph.is_a(i["type"], want) and f"inputs.{n}" not in wiring.values()
             ]
             fresh = next((t for t in unnamed if graph.is_a(t, want)), None)
             if free and (fresh is None or p.get("parameter")):
@@ -266,7 +252,6 @@ def pipeline_data(
                 new = port if port not in inputs else f"{sid}_{port}"
                 inputs[new] = {"type": fresh or want, "path": "???"}
                 inputs[new].update({"description": text} if text else {})
-                pool.append((new, fresh or want))
                 wiring[port] = f"inputs.{new}"
             elif p.get("config_keys"):  # a parameter nothing gives: a value to fill in
                 overrides.append(f"{p['config_keys'][0]}=???")

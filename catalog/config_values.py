@@ -1,10 +1,8 @@
 """What planning reads from a step config, and the sentinels for values it cannot use.
 
-The planner and `compose` need a few plain values of a compiled config (is a port's path set?
-which subtype does `output_type` name? which override set a key?). They get them through
-`ReadConfig`, which the caller supplies: `runners.config.values.read_config` compiles with the
-same engine `run` uses, so a plan and a run never disagree about a config. Catalog stays free
-of the config engine's imports and never imports runners.
+The planner and `compose` read a compiled config through the caller's `ReadConfig`
+(`runners.config.values.read_config`, the engine `run` uses), so a plan and a run never
+disagree, and catalog never imports runners.
 """
 
 from __future__ import annotations

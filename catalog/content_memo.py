@@ -1,17 +1,12 @@
 """Results computed from content, kept per process and handed out as fresh copies: `check`,
-`plan` and the tests read codes.toml, types.toml, every step.toml and every config many times,
-and parsing them is most of the work. The one engine behind every such cache in the tree.
+`plan` and the tests parse codes.toml, types.toml, manifests and configs many times. The one
+engine behind every such cache.
 
-The key holds the content itself (with whatever else the result depends on), so an edit is a
-miss even within one mtime tick and a file that is written back as it was is a hit. What is
-kept is pristine: by default the value pickled, unpickled afresh on every hit; or, with a
-`copy` strategy, a copy of the value, copied again on every hit; `SHARED` hands out the kept value
-itself, for callers that only read. Either way callers may mutate what they get.
-
-`seen_twice=True` keeps a value only when its key comes a second time, so a one-shot command
-that reads each file once copies nothing. The memo is bounded in entries and in bytes (the
-pickle's length plus the `size` a caller names, the content's length); the least recently
-used entry leaves first and a value over a quarter of the bytes is never kept.
+The key holds the content itself, so an edit is a miss even within one mtime tick. What is kept
+is pristine: pickled and unpickled afresh per hit, or copied by a `copy` strategy (`SHARED`:
+the value itself, for callers that only read). `seen_twice=True` keeps a value only when its
+key comes again, so a one-shot command copies nothing. Bounded in entries and bytes (LRU; a
+value over a quarter of the bytes is never kept).
 """
 
 from __future__ import annotations

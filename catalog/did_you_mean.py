@@ -1,8 +1,5 @@
-"""Suggestions for a mistyped name: one matcher and one phrasing for every "did you mean".
-
-Every command that rejects a name (a step id, a type, a config key, a port, a stage) asks here,
-so a typo gets the same help everywhere: difflib's similarity ratio with one cutoff.
-"""
+"""Suggestions for a mistyped name (a step id, a type, a config key, a port, a stage): one
+matcher (difflib's ratio, one cutoff) and one phrasing for every "did you mean"."""
 
 from __future__ import annotations
 
@@ -18,11 +15,9 @@ MAX_COMPARED = 2_000  # options scored per word: a config of 1e5 keys asked once
 def close_matches(word: str, options: Iterable[str], n: int = 3) -> list[str]:
     """The options nearest to `word`, best first (none when nothing is close).
 
-    Bounded: only options whose length allows difflib's ratio to reach CUTOFF are scored
-    (2*min/(a+b) >= CUTOFF), at most MAX_COMPARED of them, nearest in length first. The rest
-    pass difflib's own two cheap bounds (length, shared letters) here, on letter counts kept
-    per option list, before difflib builds its matcher: the same answer, a config of 1e5
-    unknown keys asked once per key no longer pays a matcher per key."""
+    Bounded: at most MAX_COMPARED options whose length allows CUTOFF, nearest in length first,
+    and only those passing difflib's two cheap bounds (length, shared letters) get a matcher:
+    the same answer, without a matcher per key for a config of 1e5 unknown keys."""
     pool = list(options)
     size = len(word)
     if len(pool) > MAX_COMPARED:
@@ -112,11 +107,8 @@ def edits(a: str, b: str, limit: int | None = None) -> int:
 
 def typo_of(word: str, options: Iterable[str], most: int = 2) -> str | None:
     """The one option `word` is a typo of: within `most` edits (one for words of up to four
-    letters), nearest first; None when none is that near or two are equally near.
-
-    An option a length apart by more than the limit, or sharing too few letters with `word`
-    (an edit changes the letters two words share by at most one), is skipped before `edits`:
-    the same answer, and a key far from every option costs no edit table."""
+    letters), nearest first; None when none is that near or two are equally near. Options too
+    far in length or shared letters (an edit changes those by one) are skipped before `edits`."""
     size = len(word)
     limit = 1 if size <= 4 else most
     near = []

@@ -1,13 +1,9 @@
-"""Find steps: the built-in `steps/` tree plus extra roots (`--catalog DIR`, `$STEPS_PATH`).
-
-The rule: every folder under a root that holds a `step.toml` is a step, whatever the folders
-are called (a category may be named `data` or `config`), nested steps included. Only hidden
-folders and `__pycache__` are not searched.
+"""Find steps: every folder holding a `step.toml` under the built-in `steps/` tree and the extra
+roots (`--catalog DIR`, `$STEPS_PATH`), whatever it is called; hidden folders and `__pycache__`
+are not searched.
 
 Reads raw TOML only (no pydantic) so `python -m steps list` stays close to Python start-up;
-`catalog.manifest` validates the same data for `check` and `run`. Parsed manifests are cached
-per user as JSON (keyed by path, mtime, size and inode) so `list` need not even import the TOML
-parser.
+parsed manifests are cached per user as JSON (keyed by path, mtime, size and inode).
 """
 
 from __future__ import annotations
@@ -129,16 +125,10 @@ def _cache_file(root: Path) -> Path:
 
 
 class _ManifestCache:
-    """Parsed manifests of one catalog root keyed by path and [mtime_ns, size, inode]; a stale
-    entry is re-parsed. Entries are keyed by full path, so two roots sharing a file name (a
-    crc32 collision) only share a file.
-
-    JSON, so any interpreter can read what another wrote; a manifest JSON cannot hold exactly
-    (a TOML datetime) is simply not cached.
-    """
+    """Parsed manifests of one root by full path and [mtime_ns, size, inode] (a crc32 collision
+    of two roots only shares a file); JSON, so a TOML datetime is simply not cached."""
 
     def __init__(self, root: Path) -> None:
-
         self.path = _cache_file(root)
         self.dirty = False
         try:
@@ -211,10 +201,8 @@ def discover(
 
 
 def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry]:
-    """Every step under exactly these roots, sorted by id. A root that is not a directory is
-    an error. With `strict=False` a manifest that does not parse is kept with empty data and
-    its finding in `load_error` (for `check`); otherwise its `StepsError` propagates.
-    """
+    """Every step under exactly these roots (each a directory), sorted by id; with `strict=False`
+    a manifest that does not parse is kept, empty, with its finding in `load_error`."""
     roots = list(roots)
     require_roots(roots)
     entries: list[StepEntry] = []
@@ -232,10 +220,9 @@ def discover_roots(roots: Iterable[Path], strict: bool = True) -> list[StepEntry
                     raise
                 data, error = {}, exc.finding
             meta = data.get("step")
-            step_id = (meta.get("id") if isinstance(meta, dict) else None) or d.relative_to(
-                root
-            ).as_posix()
-            entries.append(StepEntry(str(step_id), d, root, data, error))
+            sid = meta.get("id") if isinstance(meta, dict) else None
+            folder_id = d.relative_to(root).as_posix()
+            entries.append(StepEntry(str(sid or folder_id), d, root, data, error))
         cache.save()
     entries.sort(key=lambda e: e.id)
     return entries
@@ -263,13 +250,11 @@ def resolve(step_id: str, entries: list[StepEntry]) -> StepEntry:
     from catalog.did_you_mean import close_matches, phrase
 
     ids = [e.id for e in entries]
-    pool = ids + [i.rsplit("/", 1)[-1] for i in ids]
-    full = []
-    for c in close_matches(query, pool):
-        match = c if c in ids else next(i for i in ids if i.endswith("/" + c))
-        if match not in full:
-            full.append(match)
-    hint = phrase(full, otherwise="run `python -m steps list`")
+    near = close_matches(query, ids + [i.rsplit("/", 1)[-1] for i in ids])  # a tail names its id
+    full = dict.fromkeys(
+        c if c in ids else next(i for i in ids if i.endswith("/" + c)) for c in near
+    )
+    hint = phrase(list(full), otherwise="run `python -m steps list`")
     doing = _doing(query, entries)
     if doing:  # an algorithm or tag (`grpo`): the steps that do it
         hint = f"did you mean {' or '.join(doing)}? (steps for {query})"

@@ -1,12 +1,10 @@
-"""Generated documentation: ARTIFACTS.md (type graph), PATTERNS.md (pattern index), the
-step.toml JSON Schema and, for the built-in root, FAILURES.md (catalog/failures.py) and
-docs/codes.md (the registry of codes, catalog/codes.toml).
-`python -m steps docs` writes them; `check` requires them byte-identical.
+"""Generated documentation: ARTIFACTS.md, PATTERNS.md, the step.toml JSON Schema and, for the
+built-in root, FAILURES.md and docs/codes.md. `steps docs` writes them; `check` requires them
+byte-identical.
 
-Docs describe one catalog root on its own (never `$STEPS_PATH` or other roots), so the output
-does not depend on who runs it. The built-in root's docs sit at the repository root (schema in
-`catalog/schema/`); another root's docs sit in the root itself. An installed copy (a wheel in
-site-packages) has no repository root: its built-in docs are neither checked nor written.
+Docs describe one root on its own (never `$STEPS_PATH`), so they do not depend on who runs
+them. The built-in root's sit at the repository root; another root's in the root itself; an
+installed copy (site-packages) has none, so they are neither checked nor written.
 """
 
 from __future__ import annotations
@@ -177,20 +175,10 @@ def render_artifacts(graph: TypeGraph, entries: list[StepEntry], doc: Path) -> s
             via = f"[`{c.via}`]({links[c.via]})" if c.via in links else f"`{c.via}`"
             convs.append(f"`{c.target}` via {via}" + ("" if own else f" (from `{src}`)"))
         out.append(f"- converts to: {', '.join(convs) or '-'}")
-        out.append(
-            f"- produced by: {_step_list(_ports_of(entries, 'produces', name), links) or '-'}"
-        )
-        out.append(
-            f"- consumed by: {_step_list(_ports_of(entries, 'consumes', name), links) or '-'}"
-        )
-        accepted = sorted(
-            {
-                sid
-                for a in ancestors
-                for sid, _ in _ports_of(entries, "consumes", a)
-                if sid not in {s for s, _ in _ports_of(entries, "consumes", name)}
-            }
-        )
+        for kind, verb in (("produces", "produced"), ("consumes", "consumed")):
+            out.append(f"- {verb} by: {_step_list(_ports_of(entries, kind, name), links) or '-'}")
+        readers = {s for a in ancestors for s, _ in _ports_of(entries, "consumes", a)}
+        accepted = sorted(readers - {s for s, _ in _ports_of(entries, "consumes", name)})
         if accepted:
             out.append(
                 "- also accepted (through is_a) by: "

@@ -17,11 +17,8 @@ EXIT_INTERRUPTED = 130
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem found by a check, rendered like a compiler diagnostic:
-
-    path:line: CODE message
-      Fix: what to do
-    """
+    """One problem found by a check, rendered like a compiler diagnostic (`path:line: CODE
+    message`, then `  Fix: what to do`)."""
 
     code: str
     message: str

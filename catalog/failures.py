@@ -1,16 +1,13 @@
-"""How NeMo-RL jobs fail on clusters: the kinds `diagnose` names, as data.
-
-Each kind says whether a retry can help (a chain resubmits only those), the log signatures that
-reveal it (as reported in public threads: `sources`), the Slurm states that imply it, and the
-setting that usually fixes it. FAILURES.md is generated from this table (`steps docs`).
-Signatures are a literal `keyword` every matching line contains (the fast prefilter: grep -F or
-one compiled regex) and a `pattern` the line must then match.
+"""How NeMo-RL jobs fail on clusters: the kinds `diagnose` names, as data (FAILURES.md is
+generated from it). Each kind says whether a retry can help (a chain resubmits only those), the
+log signatures that reveal it (from public threads: `sources`), the Slurm states that imply it
+and the setting that usually fixes it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -37,8 +34,8 @@ class FailureKind:
     meaning: str
     fix: str
     signatures: tuple[Signature, ...] = ()
+    sources: tuple[str, ...] = ()
     slurm_states: tuple[str, ...] = ()
-    sources: tuple[str, ...] = field(default=())
 
 
 KINDS: tuple[FailureKind, ...] = (
@@ -52,8 +49,8 @@ KINDS: tuple[FailureKind, ...] = (
         "checkpointing.checkpoint_must_save_by below the profile's `time` so a segment ends with "
         "a save",
         (Signature("DUE TO TIME LIMIT", source="Slurm slurmstepd"),),
-        ("TIMEOUT", "DEADLINE"),
         ("NVIDIA-NeMo/Gym resume_script.py", "Megatron-Bridge setup_experiment.py"),
+        ("TIMEOUT", "DEADLINE"),
     ),
     FailureKind(
         "preemption",
@@ -63,8 +60,8 @@ KINDS: tuple[FailureKind, ...] = (
         "The scheduler took the nodes back for another job.",
         "resubmit; keep checkpointing.save_period short enough that a preemption loses little",
         (Signature("DUE TO PREEMPTION", source="Slurm slurmstepd"),),
-        ("PREEMPTED",),
         ("NVIDIA-NeMo/Gym resume_script.py",),
+        ("PREEMPTED",),
     ),
     FailureKind(
         "node_failure",
@@ -78,8 +75,8 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("Node failure on", r"srun: error: Node failure on", "Slurm srun"),
             Signature("Memory required by task is not available", source="NVIDIA-NeMo/RL#1019"),
         ),
-        ("NODE_FAIL", "BOOT_FAIL"),
         ("NVIDIA-NeMo/Gym resume_script.py", "NVIDIA-NeMo/RL#1019"),
+        ("NODE_FAIL", "BOOT_FAIL"),
     ),
     FailureKind(
         "no_container_support",
@@ -98,7 +95,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "Slurm srun without the pyxis SPANK plugin (NVIDIA/pyxis)",
             ),
         ),
-        (),
         ("NVIDIA/pyxis",),
     ),
     FailureKind(
@@ -117,8 +113,8 @@ KINDS: tuple[FailureKind, ...] = (
                 "OutOfMemoryError", r"running low on memory", "ray.exceptions.OutOfMemoryError"
             ),
         ),
-        ("OUT_OF_MEMORY",),
         ("UNINETTSigma2 docs common_job_failures.md", "hiyouga/EasyR1#185"),
+        ("OUT_OF_MEMORY",),
     ),
     FailureKind(
         "gpu_oom",
@@ -134,7 +130,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "CUDA", r"CUDA (?:out of memory|[Ee]rror: out of memory)", "volcengine/verl#302"
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL#3793", "NVIDIA-NeMo/RL#2871", "volcengine/verl#302"),
     ),
     FailureKind(
@@ -150,7 +145,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("ProcessGroupNCCL", r"watchdog got stuck", "om-ai-lab/VLM-R1#257"),
             Signature("WorkNCCL(", r"WorkNCCL\(.*(?:[Tt]imeout|timed out|ran for)", "OpenRLHF#624"),
         ),
-        (),
         ("OpenRLHF/OpenRLHF#624", "om-ai-lab/VLM-R1#257", "NVIDIA/nccl#1284"),
     ),
     FailureKind(
@@ -169,7 +163,6 @@ KINDS: tuple[FailureKind, ...] = (
             ),
             Signature("NCCL error", source="NVIDIA-NeMo/RL#564"),
         ),
-        (),
         ("NVIDIA-NeMo/RL#564", "NVIDIA-NeMo/Megatron-Bridge PR#4480"),
     ),
     FailureKind(
@@ -189,7 +182,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("Max retries", r"huggingface\.co", "requests/urllib3 via huggingface_hub"),
             Signature("LocalEntryNotFoundError", source="huggingface_hub"),
         ),
-        (),
         ("NVIDIA-NeMo/Megatron-Bridge",),
     ),
     FailureKind(
@@ -212,7 +204,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "shared/research/newcomer-2026-11.md (rl_prep --batch on a bare cluster)",
             ),
         ),
-        (),
         ("shared/research/newcomer-2026-11.md",),
     ),
     FailureKind(
@@ -226,7 +217,6 @@ KINDS: tuple[FailureKind, ...] = (
         "read the findings printed above E-STAGE-INPUT in the stage's log; fix the stage that "
         "wrote the input (or this stage's config) and run the pipeline again",
         (Signature("E-STAGE-INPUT", source="steps materialize-inputs (pipeline --batch)"),),
-        (),
         ("steps: runners/pipeline/materialize.py",),
     ),
     FailureKind(
@@ -248,7 +238,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "research/real-nemo-rl-gpu-2026-11.md",
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL PR#4080",),
     ),
     FailureKind(
@@ -269,7 +258,6 @@ KINDS: tuple[FailureKind, ...] = (
                 "NVIDIA-NeMo/RL#1019",
             ),
         ),
-        (),
         ("NVIDIA-NeMo/RL PR#1022", "NVIDIA-NeMo/RL#1019"),
     ),
     FailureKind(
@@ -285,7 +273,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("EngineCore encountered", source="vllm-project/vllm#25036"),
             Signature("RPC call to", r"RPC call to \w+ timed out", "volcengine/verl#6583"),
         ),
-        (),
         ("vllm-project/vllm#25036", "NVIDIA-NeMo/RL#2812", "volcengine/verl#6583"),
     ),
     FailureKind(
@@ -303,7 +290,6 @@ KINDS: tuple[FailureKind, ...] = (
             Signature("A worker died or was killed", source="verl-project/verl#472"),
             Signature("WorkerCrashedError", source="Ray"),
         ),
-        (),
         ("NVIDIA-NeMo/RL#2937", "verl-project/verl#472"),
     ),
     FailureKind(
@@ -318,7 +304,7 @@ KINDS: tuple[FailureKind, ...] = (
                 "CANCELLED AT", r"\*\*\* JOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*", "Slurm slurmstepd"
             ),
         ),
-        ("CANCELLED", "STOPPED"),
+        slurm_states=("CANCELLED", "STOPPED"),
     ),
     FailureKind(
         "python_exception",
@@ -375,10 +361,9 @@ TERMINATED = "SIGTERM received"
 
 
 def keywords() -> list[str]:
-    """The literals the prefilter looks for (grep -F patterns; one compiled alternation): every
-    signature's keyword and the markers, less those containing another (`Error` covers
-    `ActorDiedError`). Keywords start with capitals or symbols: rare first bytes keep grep's
-    automaton and the regex's first-character scan fast."""
+    """The literals the prefilter looks for (grep -F; one compiled alternation), less those
+    containing another (`Error` covers `ActorDiedError`). They start with capitals or symbols:
+    rare first bytes keep grep's and the regex's first-character scan fast."""
     words = [s.keyword for k in KINDS for s in k.signatures]
     words = list(dict.fromkeys([*words, TRACEBACK, FRAME, *EXCEPTION_WORDS, *PROGRESS, TERMINATED]))
     return [w for w in words if not any(o != w and o in w for o in words)]

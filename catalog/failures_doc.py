@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from catalog.codes import cell
-from catalog.failures import (
-    KINDS,
-    OOM_DEFAULT_FIX,
-    OOM_FIXES,
-    PROGRESS,
-    TERMINATED,
-)
+from catalog.failures import KINDS, OOM_DEFAULT_FIX, OOM_FIXES, PROGRESS, TERMINATED
 
 
 def _code(text: str) -> str:

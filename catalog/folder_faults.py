@@ -1,9 +1,6 @@
-"""A folder we write that cannot take the write: a setup finding (exit 2), never "a bug in steps".
-
-A full disk or quota, a read-only mount, a folder this user may not write, or a place that takes
-no files (`/proc`) is the machine's state, not a fault in steps or in the input: the finding
-names the folder, the cause and where to write instead. The folders a failed write created are
-removed again, so nothing half-made is left visible.
+"""A folder we write that cannot take the write (full, read-only, not ours, `/proc`): the
+machine's state, so a setup finding (exit 2) naming the folder, the cause and where to write
+instead, never "a bug in steps". Folders a failed write created are removed again.
 """
 
 from __future__ import annotations
@@ -40,19 +37,18 @@ def existing_folder(path: Path) -> Path:
 
 
 def _size(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    return f"{n} B"  # pragma: no cover
+    return f"{n:.1f} TB"
 
 
 def write_fault(
     exc: OSError, root: Path, code: str, what: str, elsewhere: str
 ) -> StepsError | None:
-    """The finding for `exc`, raised while writing `what` under `root`; None when it is not a
-    write fault there (a read error of an input, a bug). `elsewhere` names the setting
-    that moves the write (`set output_dir`)."""
+    """The finding for `exc`, raised writing `what` under `root`, or None (a read error of an
+    input, a bug); `elsewhere` names the setting that moves the write (`set output_dir`)."""
     name = Path(exc.filename) if exc.filename else None
     here = name is None or Path(os.path.abspath(name)).is_relative_to(os.path.abspath(root))
     if exc.errno not in ANY_PATH and not here:
@@ -107,9 +103,8 @@ def remove_made(folders: list[Path]) -> None:
 
 @contextmanager
 def writing(root: Path, code: str, what: str, elsewhere: str) -> Iterator[list[Path]]:
-    """Turn a write fault under `root` into its finding, removing the folders made under it.
-
-    The caller appends the folders it creates to the yielded list (`make_folders`)."""
+    """Turn a write fault under `root` into its finding, removing the folders the caller made
+    (it appends them to the yielded list)."""
     made: list[Path] = []
     try:
         yield made

@@ -1,9 +1,6 @@
 """pydantic errors as findings, and where a key sits in a TOML or YAML file: the one reading
-of a `ValidationError` for every file format we validate.
-
-Every site asks the same questions of an error (which one to show first, the key path without
-the names pydantic gives union branches, its line) and differs only in its code, its wording
-and its fix, which it passes in.
+of a `ValidationError` (which error first, the key path without union branch names, its line);
+each site passes its code, wording and fix.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ def first_error(exc: ValidationError) -> ErrorDetails:
 
 
 def key_path(loc: Iterable[Any], data: Any = None, missing: bool = False) -> tuple:
-    """`loc` without the names pydantic inserts for union branches (`str`, `Target`,
-    `function-after[...]`): a part is a key only where `data` has it, or where it is the
-    last part of a `missing` error. Without `data`, `loc` as it is."""
+    """`loc` without the names pydantic inserts for union branches (`str`, `Target`): a part is a
+    key only where `data` has it, or is the last part of a `missing` error."""
     loc = tuple(loc)
     if data is None:
         return loc
@@ -136,9 +132,8 @@ def _key_lines(text: str, toml: bool, first_line: int) -> Lines:
 
 
 def line_of(source: Mapping[tuple, int] | str | Path, *keys: Any) -> int | None:
-    """The line of the deepest of `keys` (a key path) that the file has (falls back to its
-    parents). `source` is the key lines of a file already read (`file_lines`,
-    `yamlfile.key_lines`, `tomlfile.key_lines`) or the path of a TOML or YAML file."""
+    """The line of the deepest of `keys` (a key path) that `source` has: key lines already read,
+    or the path of a TOML or YAML file."""
     lines = source if isinstance(source, Mapping) else file_lines(source)
     while keys:
         if keys in lines:

@@ -1,9 +1,8 @@
-"""Which NeMo-RL a run targets, as data: a version, how it orders, and version ranges.
+"""Which NeMo-RL a run targets (it decides the config schema, the rules and the script names).
 
-The version decides the config schema, which preflight rules apply and the script names.
-Releases order by number; a commit after a release on its branch orders just after it; the pin
-(main after the r0.7.0 branch point) and anything descending from it orders after 0.7.0 and its
-branch. Ranges are written `all`, `0.7.0+`, `pin` (the pin and newer) or `<0.6.0`.
+Releases order by number; a commit after a release on its branch just after it; the pin (main
+after the r0.7.0 branch point) and its descendants after 0.7.0 and its branch. Ranges are
+written `all`, `0.7.0+`, `pin` (the pin and newer) or `<0.6.0`.
 """
 
 from __future__ import annotations

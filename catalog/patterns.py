@@ -1,7 +1,5 @@
 """Pattern files (`<root>/patterns/<id>.md`): YAML frontmatter that `check` validates and
-PATTERNS.md indexes, then a Markdown body with fixed sections.
-
-A malformed file is a finding with its file and line, never an exception.
+PATTERNS.md indexes, then a Markdown body with fixed sections; a malformed file is a finding.
 """
 
 from __future__ import annotations
@@ -127,6 +125,9 @@ def _parse(path: Path, text: str, step_ids: set[str] | None) -> tuple[Pattern | 
     def at(key: str) -> int:
         return lines.get(key, 1)
 
+    def wrong(code: str, key: str, message: str, fix: str) -> Finding:
+        return Finding(code, message, path=str(path), line=at(key), key=key, fix=fix)
+
     try:
         fields = Frontmatter.model_validate(data)
     except ValidationError as exc:
@@ -155,27 +156,13 @@ def _parse(path: Path, text: str, step_ids: set[str] | None) -> tuple[Pattern | 
         lines=lines,
     )
     if pattern.id != path.stem:
-        findings.append(
-            Finding(
-                "E-PATTERN-ID",
-                f"id '{pattern.id}' differs from the file name '{path.name}'",
-                path=str(path),
-                line=at("id"),
-                key="id",
-                fix=f"set `id: {path.stem}` or rename the file to {pattern.id}.md",
-            )
-        )
+        message = f"id '{pattern.id}' differs from the file name '{path.name}'"
+        fix = f"set `id: {path.stem}` or rename the file to {pattern.id}.md"
+        findings.append(wrong("E-PATTERN-ID", "id", message, fix))
     if pattern.confidence not in CONFIDENCE:
-        findings.append(
-            Finding(
-                "E-PATTERN-CONFIDENCE",
-                f"confidence '{pattern.confidence}' is not one of {', '.join(CONFIDENCE)}",
-                path=str(path),
-                line=at("confidence"),
-                key="confidence",
-                fix="say how well the pattern is established: high, medium or experimental",
-            )
-        )
+        message = f"confidence '{pattern.confidence}' is not one of {', '.join(CONFIDENCE)}"
+        fix = "say how well the pattern is established: high, medium or experimental"
+        findings.append(wrong("E-PATTERN-CONFIDENCE", "confidence", message, fix))
     if step_ids is not None:
         findings += _unknown_steps(pattern, step_ids)
     findings += _missing_sections(text, body_line, path)
@@ -194,23 +181,19 @@ def _field_problem(err: Any, key: str, data: dict) -> tuple[str, str]:
 def _unknown_steps(pattern: Pattern, step_ids: set[str]) -> list[Finding]:
     from catalog.did_you_mean import did_you_mean
 
-    out = []
-    for i, sid in enumerate(pattern.steps):
-        if sid in step_ids:
-            continue
-        out.append(
-            Finding(
-                "E-PATTERN-STEP",
-                f"step '{sid}' does not exist",
-                path=str(pattern.path),
-                line=pattern.lines.get(f"steps.{i}") or pattern.lines.get("steps"),
-                key="steps",
-                fix=did_you_mean(
-                    sid, sorted(step_ids), otherwise="list ids from `python -m steps list`"
-                ),
-            )
+    otherwise = "list ids from `python -m steps list`"
+    return [
+        Finding(
+            "E-PATTERN-STEP",
+            f"step '{sid}' does not exist",
+            path=str(pattern.path),
+            line=pattern.lines.get(f"steps.{i}") or pattern.lines.get("steps"),
+            key="steps",
+            fix=did_you_mean(sid, sorted(step_ids), otherwise=otherwise),
         )
-    return out
+        for i, sid in enumerate(pattern.steps)
+        if sid not in step_ids
+    ]
 
 
 def _missing_sections(text: str, body_line: int, path: Path) -> list[Finding]:

@@ -1,8 +1,7 @@
-"""The pipeline file (YAML): named inputs, stages wired by reference, targets; strict pydantic.
+"""The pipeline file (YAML, strict pydantic): named inputs, stages wired by reference, targets.
 
-References are plain strings so a pipeline reads like a diagram: `inputs.<name>` names a pipeline
-input, `<stage>.<port>` a stage's output (a bare `<stage>` means its only fitting output).
-Line numbers are kept for every key so planner findings can point into the file.
+A reference is a plain string: `inputs.<name>`, or `<stage>.<port>` (a bare `<stage>`: its only
+fitting output). Every key's line is kept for the planner's findings.
 """
 
 from __future__ import annotations

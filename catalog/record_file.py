@@ -1,13 +1,10 @@
-"""The one bounded reader of the JSON, TOML and YAML files steps opens (records, configs,
-manifests, caches), so no file can make a command hang, fill memory or end in a traceback.
-YAML goes through `catalog.yamlfile` (`read_data`, `load_yaml`), which reads with this module.
+"""The one bounded reader of the JSON, TOML and YAML files steps opens (YAML through
+`catalog.yamlfile`), so no file can make a command hang, fill memory or end in a traceback.
 
-A record may come from anyone who can write the folder it is in (a shared runs root, a clone):
-only a regular file is read (a device or FIFO never ends), at most `MAX_RECORD_BYTES` of it, as
-UTF-8, nested at most `MAX_DEPTH` levels (deeper, Python's parsers raise RecursionError). A file
-that cannot be read is an OSError whose `strerror` says why; one that does not parse is a
-ValueError worded for a finding. `tests/test_architecture.py` lists the few places that parse
-text that is not a file (a subprocess's answer, an HTTP body) and refuses any other.
+A record may come from anyone who can write its folder: only a regular file is read (a FIFO
+never ends), at most `MAX_RECORD_BYTES`, as UTF-8, nested at most `MAX_DEPTH` levels. An
+unreadable file is an OSError whose `strerror` says why; one that does not parse a ValueError.
+`tests/test_architecture.py` refuses parsing text that is not a file outside a listed few.
 """
 
 from __future__ import annotations
@@ -17,11 +14,13 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 MAX_RECORD_BYTES = 64 << 20  # a registry of thousands of versions is a few MiB
 MAX_DEPTH = 100  # records and configs are under 20 levels deep
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 KINDS = {
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
@@ -55,42 +54,34 @@ def utf8(raw: bytes) -> str:
         raise ValueError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None
 
 
-def too_deep(limit: int = MAX_DEPTH) -> str:
-    return f"nested deeper than {limit} levels"
-
-
-def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
-    """`value` when no dict or list in it is nested deeper than `limit`, else a ValueError
-    (walked without recursion, once per container; scalars, most of a document, are never
-    stacked)."""
-    if not isinstance(value, (dict, list)):
-        return value
-    stack = [(value, 1)]
+def bounded(parse: Callable[[], Any]) -> Any:
+    """`parse()` when no dict or list in it is nested deeper than `MAX_DEPTH`, else a ValueError
+    (walked without recursion; a parser's own RecursionError is that too)."""
+    try:
+        value = parse()
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         item, depth = stack.pop()
-        if depth > limit:
-            raise ValueError(too_deep(limit))
+        if depth > MAX_DEPTH:
+            raise ValueError(TOO_DEEP)
         for child in item.values() if isinstance(item, dict) else item:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
     return value
 
 
-def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(raw: bytes | str) -> Any:
     """JSON text (bytes must be UTF-8) as a value; ValueError when it is not, or too deep."""
     text = utf8(raw) if isinstance(raw, bytes) else raw
-    try:
-        return check_depth(json.loads(text), max_depth)
-    except RecursionError:
-        raise ValueError(too_deep(max_depth)) from None
+    return bounded(lambda: json.loads(text))
 
 
-def read_json(
-    path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
+def read_json(path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES) -> Any:
     """A JSON file: OSError when it cannot be read (`read_capped`), ValueError when it is not
-    UTF-8 JSON nested at most `max_depth` levels."""
-    return parse_json(read_capped(path, limit), max_depth)
+    UTF-8 JSON nested at most `MAX_DEPTH` levels."""
+    return parse_json(read_capped(path, limit))
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict | None:
@@ -103,7 +94,7 @@ def read_json_object(path: str | os.PathLike[str]) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def parse_toml(raw: bytes, max_depth: int = MAX_DEPTH) -> dict:
+def parse_toml(raw: bytes) -> dict:
     """TOML bytes as a dict; `tomllib.TOMLDecodeError` (a ValueError) at its line, ValueError
     when not UTF-8 or too deep."""
     if sys.version_info >= (3, 11):
@@ -112,10 +103,7 @@ def parse_toml(raw: bytes, max_depth: int = MAX_DEPTH) -> dict:
         import tomli as tomllib
 
     text = utf8(raw)
-    try:
-        return check_depth(tomllib.loads(text), max_depth)
-    except RecursionError:
-        raise ValueError(too_deep(max_depth)) from None
+    return bounded(lambda: tomllib.loads(text))
 
 
 def read_toml(path: str | os.PathLike[str], limit: int = MAX_RECORD_BYTES) -> dict:
@@ -129,7 +117,7 @@ def reason(exc: BaseException) -> str:
         return "does not exist"
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def exists_as(path: Path, file: bool = False) -> bool:

@@ -1,12 +1,10 @@
-"""The codes a run of a step can meet, derived rather than listed: every code a preflight rule
-raises (catalog/codes.toml `check`) when that rule applies to the step's runner kind (the rule
-`needs` only what the kind `has`), the codes no rule raises whose `needs` in codes.toml the kind
-has (launch, chain), and the codes its manifest names for itself (`[errors]`: notes with a
-description, recovery or check of their own). So a manifest keeps only what is its step's own.
+"""The codes a run of a step can meet, derived rather than listed: the codes of the preflight
+rules that apply to its runner kind, the codes no rule raises whose `needs` (codes.toml) the
+kind has, and those its manifest names for itself (`[errors]`).
 
-The rules live in runners/, and `show` must not load them (pydantic, every rule module):
-`steps docs` writes each kind's codes to `kind_codes.json` beside this file
-(runners.check.generated), `check` fails when it is stale, and `show` / `explain` read it.
+`show` must not load the rules (pydantic, every rule module), so `steps docs` writes each kind's
+codes to `kind_codes.json` beside this file (runners.check.generated) and `check` fails when it
+is stale.
 """
 
 from __future__ import annotations

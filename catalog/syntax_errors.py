@@ -1,7 +1,4 @@
-"""One translation of a YAML or TOML syntax error into a located `StepsError`.
-
-A syntax error is a setup problem (exit 2), pointed at the file and line the parser stopped on.
-"""
+"""A YAML or TOML syntax error as a setup `StepsError` (exit 2) at the file and line."""
 
 from __future__ import annotations
 
@@ -9,6 +6,7 @@ import re
 from pathlib import Path
 
 from catalog.errors import StepsError
+from catalog.record_file import reason
 
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 
@@ -19,7 +17,7 @@ def yaml_error(
     """`path:line: CODE invalid YAML: <problem>` from a PyYAML exception; `first_line` is the
     file line the parsed text starts on (2 for a frontmatter after its `---`)."""
     mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or _first_line(exc)
+    problem = getattr(exc, "problem", None) or reason(exc)
     return StepsError(
         code,
         f"invalid {what}: {problem}",
@@ -41,8 +39,3 @@ def toml_error(exc: Exception, path: str | Path, code: str) -> StepsError:
         fix="correct the TOML syntax at that line",
         exit_code=2,
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

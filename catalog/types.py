@@ -72,10 +72,8 @@ class TypeGraph:
         return out
 
     def cycles(self) -> list[list[str]]:
-        """Each `is_a` cycle once, as the list of types around it (child before parent).
-
-        graphlib reports one cycle at a time; breaking an edge of each finds the next.
-        """
+        """Each `is_a` cycle once, child before parent (graphlib reports one at a time: breaking
+        an edge of each finds the next)."""
         from graphlib import CycleError, TopologicalSorter
 
         parents = {t: set(spec.is_a) for t, spec in self.types.items()}
@@ -124,13 +122,7 @@ def _fix(err: Any, loc: tuple) -> str | None:
 
 
 # What a type keeps of the keys that did not validate (the graph keeps what parsed).
-_EMPTY: dict[str, Any] = {
-    "description": "",
-    "layout": "",
-    "contract": None,
-    "is_a": [],
-    "convert_to": [],
-}
+_EMPTY: dict = {"description": "", "layout": "", "contract": None, "is_a": [], "convert_to": []}
 
 
 def load_types(path: Path = TYPES_PATH) -> TypeGraph:
@@ -183,10 +175,8 @@ def types_path(root: Path) -> Path:
 
 
 def load_catalog_types(extra_roots=(), include_builtin: bool = True) -> TypeGraph:
-    """The types of every root, in root order (later roots add types; a redefinition wins).
-
-    A root's malformed `types.toml` becomes a finding in `graph.findings`, not an exception.
-    """
+    """The types of every root in order (a redefinition wins); a malformed `types.toml` is a
+    finding in `graph.findings`, not an exception."""
     from catalog.discovery import catalog_roots
 
     graph = TypeGraph(types={})
@@ -219,13 +209,8 @@ def require_type(graph: TypeGraph, name: str) -> ArtifactType:
     if name not in graph:
         from catalog.did_you_mean import close_matches, phrase
 
-        word = name.lower()
-        near = (
-            close_matches(name, graph.types, 3)
-            or [  # `hf`, `jsonl`: a part of a type's name
-                t for t in graph.types if word in t.split("_")
-            ][:3]
-        )
+        part_of = [t for t in graph.types if name.lower() in t.split("_")]  # `hf`, `jsonl`
+        near = close_matches(name, graph.types, 3) or part_of[:3]
         hint = phrase(near, otherwise=f"see {graph.path.name} (`python -m steps list --types`)")
         raise StepsError("E-TYPE-UNKNOWN", f"unknown artifact type '{name}'", fix=hint, exit_code=2)
     return graph.types[name]

@@ -1,14 +1,10 @@
-"""YAML files and where their keys sit: one reader for the YAML formats we own (data, the
-line of every key, clean errors) and one walk of PyYAML's node tree for every finding that
-points at `file:line` (configs, pipeline files, blends, pattern frontmatter).
+"""YAML files and the line of each key: key paths are tuples of mapping keys and list indexes,
+lines 1-based; a file that cannot be read, is not UTF-8 or is not YAML is exit 2.
 
-Key paths are tuples of mapping keys (strings) and list indexes (ints); lines are 1-based file
-lines. A file that cannot be read, is not UTF-8 or is not YAML is exit 2 (a setup problem).
-
-What is read is bounded, because a config or blend may come from someone else: only regular
-files (a device or FIFO never ends), at most `MAX_YAML_BYTES`, and at most `MAX_ALIAS_NODES`
-nodes added by aliases (a "billion laughs" file is a few hundred bytes whose anchors expand to
-billions of nodes in whatever walks the data). A repeated key is refused, as OmegaConf does.
+Reads are bounded, since a config or blend may come from someone else: regular files only, at
+most `MAX_YAML_BYTES`, and at most `MAX_ALIAS_NODES` nodes added by aliases (a "billion laughs"
+file is a few hundred bytes whose anchors expand to billions of nodes). A repeated key is
+refused, as OmegaConf does.
 """
 
 from __future__ import annotations
@@ -39,11 +35,8 @@ def compose(text: str) -> Any:
 
 
 def key_lines(node: Any, first_line: int = 1) -> Lines:
-    """Every key path of the tree and the line of its key (of the item, for a list entry).
-
-    `first_line` is the file line the parsed text starts on (2 for frontmatter after `---`).
-    A repeated key maps to its last occurrence, the one a YAML loader keeps.
-    """
+    """Every key path of the tree and the line of its key (of the item, for a list entry);
+    `first_line` is the file line the text starts on (2 for frontmatter after `---`)."""
     out: Lines = {}
     _walk(node, (), first_line, out)
     return out
@@ -65,10 +58,8 @@ def _walk(node: Any, prefix: tuple, first_line: int, out: Lines) -> None:
 
 
 def find_key(node: Any, parts: list[str]) -> tuple[int | None, Any]:
-    """The line of a dotted key's last part and its value node, or (None, None) when absent.
-
-    Digit parts index lists (`data.train.0.path`).
-    """
+    """The line of a dotted key's last part (digits index lists) and its value node, or
+    (None, None) when absent."""
     import yaml
 
     line = None
@@ -87,8 +78,8 @@ def find_key(node: Any, parts: list[str]) -> tuple[int | None, Any]:
 
 
 def _keys(node: Any) -> dict[Any, tuple[Any, Any]]:
-    """A mapping node's (key node, value node) by key, the first of a repeated key: built once
-    per node, so locating n keys of a file costs n lookups, not n scans of the mapping."""
+    """A mapping node's (key node, value node) by key, built once per node (n lookups, not n
+    scans, to locate n keys)."""
     index = _INDEX.get(node)
     if index is None:
         index = {}
@@ -124,9 +115,8 @@ _TREES: dict[bytes, Any] = {}  # a file's bytes -> the node tree a loader built 
 
 
 def keep_tree(raw: bytes, node: Any) -> None:
-    """The node tree a config loader built from `raw`, for `file_key` to find lines in rather
-    than parse the file again (1 s for a config of 1e5 keys). Not with merge keys (`<<`):
-    building the data flattens them into the tree, which `compose` leaves as written."""
+    """Keep the node tree a config loader built from `raw` for `file_key` (a second parse is 1 s
+    for 1e5 keys); not with merge keys, which building the data flattens into the tree."""
     if node is None or b"<<" in raw:
         return
     _TREES[raw] = node
@@ -140,8 +130,7 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
 
 
 def read_bytes(path: Path, code: str, what: str, fix: str) -> bytes:
-    """The file's bytes (`read_capped`); missing, not a file, too big or unreadable is `code`
-    with exit 2."""
+    """The file's bytes (`read_capped`); unreadable is `code` with exit 2."""
     try:
         return read_capped(path)
     except OSError as exc:
@@ -158,9 +147,8 @@ def read_bytes(path: Path, code: str, what: str, fix: str) -> bytes:
 
 
 def check_tree(node: Any) -> None:
-    """Refuse a node tree that aliases would expand past `MAX_ALIAS_NODES` nodes (or without
-    end) or that repeats a key; raises `yaml.YAMLError` at the line to blame. Each distinct
-    node is visited once, so the check costs what the file holds, not what it expands to."""
+    """Refuse a tree that aliases expand past `MAX_ALIAS_NODES` nodes (or without end) or that
+    repeats a key: `yaml.YAMLError` at the line to blame. Each node is visited once."""
     import yaml
 
     size: dict[int, int] = {}  # id -> nodes it expands to (capped), once finished
@@ -222,9 +210,9 @@ def _tree_error(node: Any, problem: str) -> Exception:
 
 
 def parse(text: str, loader: Any = None) -> tuple[Any, Any]:
-    """(node tree, data) of one YAML document, checked by `check_tree` before the data is
-    built. `loader` is one that refuses repeated keys itself (OmegaConf's), so a text without
-    anchors needs no check; by default the safe loader (libyaml's when PyYAML has it)."""
+    """(node tree, data) of one YAML document, checked by `check_tree` first. A `loader` that
+    refuses repeated keys itself (OmegaConf's) skips the check without anchors; default: the
+    safe loader (libyaml's when PyYAML has it)."""
     import yaml
 
     cls = loader or getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -244,15 +232,11 @@ def parse_data(raw: bytes | str) -> Any:
     """One YAML document (safe loader, aliases bounded) as data; `yaml.YAMLError` at its line,
     ValueError when not UTF-8 or nested deeper than `record_file.MAX_DEPTH`."""
     text = record_file.utf8(raw) if isinstance(raw, bytes) else raw
-    try:
-        return record_file.check_depth(parse(text)[1])
-    except RecursionError:
-        raise ValueError(record_file.too_deep()) from None
+    return record_file.bounded(lambda: parse(text)[1])
 
 
 def read_data(path: Path, limit: int = MAX_YAML_BYTES) -> Any:
-    """A YAML file's data, read as `record_file.read_json` reads JSON (OSError, ValueError,
-    `yaml.YAMLError`)."""
+    """A YAML file's data, read as `record_file.read_json` reads JSON."""
     return parse_data(record_file.read_capped(path, limit))
 
 

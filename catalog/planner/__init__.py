@@ -1,15 +1,10 @@
 """Plan a pipeline: resolve steps, type-check every edge, insert converters, place outputs.
 
-Runs nothing. Every problem becomes a `Finding` pointing into the pipeline file; the plan is
-usable only when none is an error. An edge is fine when the producer's type `is_a` the
-consumer's; when the producer's type reaches it only through `convert_to`, the converter step
-is inserted as a stage of its own (`<producer>__to_<type>`, `inserted: true`). Each output
-lives at `<root>/<stage>/<port>`.
-
-Step configs are read through the caller's `read_config` (`runners.config.values`, the engine
-`run` compiles with). The passes: `inputs` (the pipeline's inputs and config files on disk),
-`stages` (stages and wiring), `edges` (types, converters, targets), `order` (cycles, order,
-layout); `model` is the result, `state` the plan while it is built.
+Runs nothing; every problem is a `Finding` pointing into the pipeline file. An edge fits when
+the producer's type `is_a` the consumer's; one reached only through `convert_to` gets the
+converter as a stage of its own (`<producer>__to_<type>`). Each output lives at
+`<root>/<stage>/<port>`. The passes: `inputs`, `stages` (and wiring), `edges` (types,
+converters, targets), `order` (cycles, order, layout); `state` is the plan while it is built.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An inserted converter (`<source>__to_<type>`) runs once however many consumers need it; its
 other inputs come from the producer (the reference model is the policy the training started
-from), from `converters:` settings in the pipeline file, or from the converter's config.
+from), from the file's `converters:` settings, or from the converter's config.
 """
 
 from __future__ import annotations
@@ -62,16 +62,11 @@ def fit(
 
 
 def _narrow_fix(state: PlanState, ref: str, want: str) -> str:
-    src = state.stages.get(ref.split(".", 1)[0])
-    port = ref.split(".", 1)[1] if "." in ref else ""
-    spec = src.produces.get(port) if src else None
-    if (
-        src is not None
-        and spec
-        and spec.get("type_key")
-        and want in state.graph.subtypes(str(spec.get("type")))
-    ):
-        return f"add the override {spec['type_key']}={want} to stage '{src.id}'"
+    sid, _, port = ref.partition(".")
+    src = state.stages.get(sid)
+    spec = src.produces.get(port, {}) if src else {}
+    if spec.get("type_key") and want in state.graph.subtypes(str(spec.get("type"))):
+        return f"add the override {spec['type_key']}={want} to stage '{sid}'"
     return f"wire a source of type {want}"
 
 

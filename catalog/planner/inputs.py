@@ -1,8 +1,6 @@
-"""The planner's contact with the file system: pipeline inputs and stage config files.
-
-A pipeline input's path is read relative to the pipeline file; it should exist already, unless
-it is a Hugging Face hub id for an HF-typed input. A stage's `config:` is a name in the step's
-config/ folder or a YAML path relative to the pipeline file.
+"""The planner's contact with the file system: pipeline inputs (paths relative to the pipeline
+file, or a hub id for an HF-typed input) and stage configs (a name in the step's config/
+folder, or a YAML path relative to the pipeline file).
 """
 
 from __future__ import annotations
