@@ -10,6 +10,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
+    TP_KEY,
     algorithm,
     cite,
     enabled,
@@ -52,11 +53,7 @@ def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
         yield finding(
             ctx,
             "E-PARALLEL-FIT",
-            lay.key(
-                "tensor_model_parallel_size"
-                if lay.backend == "megatron"
-                else "tensor_parallel_size"
-            ),
+            lay.key(TP_KEY[lay.backend]),
             f"TP({lay.tp}) x PP({lay.pp}) x CP({lay.cp}) = {mp} does not divide the "
             f"{lay.gpus} GPUs of {lay.gpus_source}",
             f"pick sizes whose product divides {lay.gpus}, or change cluster",
