@@ -1,12 +1,9 @@
-"""The sections only one training backend reads, present and of the shape its worker indexes.
+"""The sections only the DTensor backend reads, present and of the shape its worker indexes.
 
-NeMo-RL's schema types `policy.optimizer` and `policy.scheduler` as optional (null allowed),
-because a Megatron policy takes its own under `policy.megatron_cfg`. The DTensor worker
-(`models/policy/workers/dtensor_policy_worker.py`, v0.6.0:442-489, v0.7.0:463-500, pin:486-522,
-and `models/automodel/setup.py` for the v2 worker) indexes `optimizer["name"]` and
-`optimizer["kwargs"]` and, when the key is present, iterates `scheduler`: a null crashes the
-worker about a minute after launch with a TypeError. The Megatron sections are required keys
-of `MegatronConfig`, which the schema rule checks.
+The schema types `policy.optimizer` and `policy.scheduler` as optional (a Megatron policy has its
+own), but the DTensor worker (dtensor_policy_worker.py, v0.6.0:442-489, v0.7.0:463-500,
+pin:486-522; automodel/setup.py for v2) indexes `optimizer["name"]`/`["kwargs"]` and iterates a
+present `scheduler`: a null is a TypeError a minute after launch.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """An input bound to `data.<split>.data_path` is read only if the dataset class there reads it.
 
-NeMo-RL (0.6.0+) builds each `data.train` / `data.validation` entry with the class its
-`dataset_name` picks (`data.default` filling keys the entry lacks), passing the entry as keyword
-arguments. Only the classes that load a local file or hub path take `data_path`; a built-in
-hub dataset such as `HelpSteer3` ignores it and downloads itself. So a user config that inherits
-NeMo-RL's own examples/configs/dpo.yaml (`train: {dataset_name: HelpSteer3}`) and is run with
-`--input train=MY_PAIRS` would train on HelpSteer3 while the dry run said the pairs were fine.
-Chosen: refuse (E-INPUT-IGNORED) with the one override that makes the class read the input,
-rather than rewrite `dataset_name`: the name may be deliberate, and what runs must be what the
-config says. Facts: v0.7.0 preference_datasets/__init__.py:25-32, response_datasets/__init__.py
-(the classes whose modules read `data_path`: binary_preference_dataset, preference_dataset,
-response_dataset, nemogym_dataset, oai_format_dataset, general_conversations_dataset), the same
-at v0.6.0 and the pin.
+NeMo-RL (0.6.0+) passes each entry to the class its `dataset_name` picks; a hub dataset such as
+HelpSteer3 ignores `data_path` and downloads itself, so `--input train=MY_PAIRS` on a config
+from examples/configs/dpo.yaml would train on HelpSteer3. Refused (E-INPUT-IGNORED) with the
+override that makes the class read the input, rather than rewriting a possibly deliberate name.
+Facts: v0.7.0 preference_datasets/__init__.py:25-32, response_datasets/__init__.py (the same at
+v0.6.0 and the pin).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Relative input paths NeMo-RL opens from its own working directory.
-
-NeMo-RL opens a config's relative paths from the directory it runs in, the checkout root (here
-the checkout `run` execs in; on a cluster the profile's `nemo_rl_dir`, the job's workdir), not
-from the config file's folder (v0.7.0 nemogym_dataset.py:35 `open(data_path)`,
-datasets/utils.py:81-110). `runners.bind` keeps such a path as written and binds it to that
-directory; these rules say when it is found only beside the config file, and when that
-directory is not known here. A path missing in both places is E-INPUT-MISSING (inputs_exist).
+"""Relative input paths NeMo-RL opens from its own working directory (the checkout root; on a
+cluster the profile's `nemo_rl_dir`), not the config file's folder (v0.7.0 nemogym_dataset.py:35,
+datasets/utils.py:81-110): said when one is found only beside the config, or that directory is
+unknown here.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Dataset and processor names NeMo-RL looks up by string at data setup.
+"""Dataset and processor names NeMo-RL looks up by string at data setup, on the driver.
 
-`load_preference_dataset` (DPO) and `load_response_dataset` (GRPO) raise ValueError for a
-`dataset_name` outside their registry; a response dataset's `processor` outside
-`PROCESSOR_REGISTRY` fails an assert (`raw_dataset.py`). Both run on the driver before any
-worker starts, and each entry is judged after `data.default` is merged in, as NeMo-RL merges
-it. The names of each release are in `catalog.nemo_rl_registries`. A dotted name is a user's
-class (0.7.0+: imported by NeMo-RL; its rules live with the data formats), so it is not judged
-here, nor a processor beside it (the user's module may register one). The 0.4.0/0.5.0 layout
-names one dataset (`data.dataset_name`); 0.5.0's Gym script reads no dataset name.
+A `dataset_name` outside the release's registry raises ValueError, a `processor` outside
+PROCESSOR_REGISTRY fails an assert; each entry is judged merged over `data.default`. A dotted
+name is a user's class (0.7.0+), not judged here, nor a processor beside it.
 """
 
 from __future__ import annotations

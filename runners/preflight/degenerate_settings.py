@@ -1,10 +1,6 @@
-"""Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts.
-
-Each was silent on the CPU oracle up to the GPU boundary (../shared/oracle) and is decided by
-what the training loop does on a GPU: a zero that NeMo-RL divides by raises ZeroDivisionError
-(an error here); a GRPO or DPO train set smaller than one step's batch gives an empty
-dataloader (`drop_last=True`), so the run ends having trained nothing: NeMo-RL runs it and exits
-0, which no one launching a training job wants (an error here, E-ZERO-STEPS).
+"""Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts (silent on
+the CPU oracle, ../shared/oracle): a zero NeMo-RL divides by, and a train set smaller than one
+step's batch (`drop_last=True`: the run trains 0 steps and exits 0).
 """
 
 from __future__ import annotations

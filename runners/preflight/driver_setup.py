@@ -99,9 +99,8 @@ def wandb_credentials(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("megatron_arch_list", versions="0.5.0+")
 def megatron_arch_list(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in the driver's
-    environment (Policy.__init__ raises before any worker starts; NeMo-RL's container sets it,
-    a venv on bare metal does not). Judged for a launch here, whose environment is known."""
+    """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in a local launch's
+    environment (Policy.__init__ raises; NeMo-RL's container sets it, a bare venv does not)."""
     launch = ctx.local_launch
     if launch is None or ctx.get("policy.megatron_cfg.enabled") is not True:
         return

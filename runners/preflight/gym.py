@@ -162,10 +162,8 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("gym_agents_defined")
 def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
-    """W-GYM-AGENT-UNCHECKED / W-GYM-SERVER-UNDERIVED: what the row check cannot know, said
-    once per run. Rows routed to agents no config loads (E-GYM-AGENT) and rows lacking the
-    fields their resource server reads (E-GYM-TASK-FIELD) are the row contract's findings
-    (artifact_contracts, with the options `validate --step` uses too)."""
+    """W-GYM-AGENT-UNCHECKED / W-GYM-SERVER-UNDERIVED: what the row contract (E-GYM-AGENT,
+    E-GYM-TASK-FIELD) cannot know, said once per run."""
     from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
     from catalog.contracts.options import gym_routes_for
 
@@ -251,9 +249,8 @@ GYM_BACKENDS = (  # newest first: the generation backends should_use_nemo_gym ac
 
 @rule("gym_generation")
 def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server: vLLM's, from 0.7.0
-    Megatron's too (megatron_generation.py), at the pin TRT-LLM's and Dynamo's as well
-    (nemo_gym.py:95-110); the Gym script writes into vllm_cfg either way."""
+    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server (GYM_BACKENDS,
+    nemo_gym.py:95-110 at the pin); the Gym script writes into vllm_cfg either way."""
     if not uses_gym(ctx):
         return
     gen = generation(ctx)

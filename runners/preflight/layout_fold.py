@@ -1,14 +1,9 @@
 """A config written for a newer NeMo-RL than the one that runs: one finding, not one per key.
 
-NeMo-RL 0.6.0 moved `data:` to `data.train` / `validation` / `default`; 0.4.0 and 0.5.0 read
-one dataset (`data.dataset_name`, `train_data_path`; their Gym script `train_jsonl_fpath`).
-This catalog's step configs are written for 0.6.0 and newer (`NEMO_RL_STEPS_OLDEST`), like any
-config a user writes from today's docs. Judged key by key against 0.5.0's schema, such a config
-gets twenty-odd findings with one cause (issue 40 item 16), so the schema's findings are folded
-into one error naming the layout, the key the old NeMo-RL would fail on first, and the way out
-(run a newer NeMo-RL, or write the config in the old layout). Shipping a second set of configs
-per layout was not chosen: 0.4/0.5 also lack settings the steps rely on (`val_at_end`, the
-GRPO loss options, `use_multiple_dataloader`), so they would be other recipes, not other files.
+0.6.0 moved `data:` to `data.train` / `validation` / `default`; 0.4.0/0.5.0 read one dataset. Our
+configs use the new layout, so against 0.5.0's schema they get twenty-odd findings with one cause
+(issue 40 item 16): folded into one error naming the layout and the first key to fail. A second
+set of configs was not chosen: 0.4/0.5 also lack settings the steps rely on.
 """
 
 from __future__ import annotations

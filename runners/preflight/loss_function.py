@@ -1,12 +1,6 @@
-"""GRPO's loss function settings: the asserts of `ClippedPGLossFn`, decided from `loss_fn`.
-
-`grpo.setup()` builds `ClippedPGLossFn(loss_fn)` on the driver, on CPU, so its constructor's
-asserts stop a run before any worker trains; the dual-clip assert runs at the first step. What
-switches truncated importance sampling (TIS) on moved in 0.7.0: before it,
-`truncated_importance_sampling_ratio` not null; from it, `truncated_importance_sampling_type`
-not null (a ratio alone is then ignored). `DPOLossFn.__init__` asserts nothing (every release).
-Locations per release: `nemo_rl/algorithms/loss_functions.py` (0.4.0, 0.5.0), then
-`nemo_rl/algorithms/loss/loss_functions.py`.
+"""GRPO's loss settings: the asserts `ClippedPGLossFn(loss_fn)` runs on the driver at setup (the
+dual-clip one at the first step). From 0.7.0 `truncated_importance_sampling_type`, not the ratio,
+switches TIS on. `DPOLossFn.__init__` asserts nothing.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The math environment's verifier choice: `env.<name>.math_verify_impl`.
 
-MathEnvironment's workers score each response by `math_verify_impl` (`hf_math_verify`, the
-default when the key is absent, or `dapo_math_verify`); any other value, null included (the
-key is present, so the default does not apply), raises ValueError inside the per-sample `try`,
-which scores the sample 0.0: training runs with every reward 0 and no error
-(`nemo_rl/environments/math_environment.py`). MathMultiRewardEnvironment (0.6.0+,
-`math_multi_reward`) knows `hf_math_verify` only. Judged for the env sections the data uses
-(`env_name` of each entry, 0.6.0+; `env.math` of the GRPO math script before).
+MathEnvironment scores by `hf_math_verify` (the default when absent) or `dapo_math_verify`; any
+other value, null included, raises inside the per-sample `try`, scoring every reward 0 without an
+error (math_environment.py). MathMultiRewardEnvironment (0.6.0+) knows `hf_math_verify` only.
 """
 
 from __future__ import annotations

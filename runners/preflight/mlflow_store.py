@@ -1,12 +1,9 @@
 """MLflow's tracking store: the file store NeMo-RL's own MLflow refuses.
 
-NeMo-RL's Logger sets `logger.mlflow.tracking_uri` (else `MLFLOW_TRACKING_URI`, 0.6.0+) and
-asks MLflow for the experiment before any work (`nemo_rl/utils/logger.py`). MLflow 3.13 made
-the file store (a `file:` URI or a bare path such as `./mlruns`) an MlflowException unless
-`MLFLOW_ALLOW_FILE_STORE=true` (mlflow PR 22773); a deprecation warning before. The MLflow each
-release locks: 0.4.0/0.5.0 3.5.1 and 0.6.0 3.11.1 (warn), 0.7.0 3.14.0 and the pin 3.15.1
-(`mlflow>=3.13.0` in pyproject.toml: refuse). A database (`sqlite:///...`) or a server
-(`http(s)://`) is what MLflow asks for.
+NeMo-RL's Logger asks MLflow for the experiment before any work (`logger.mlflow.tracking_uri`,
+else `MLFLOW_TRACKING_URI`, 0.6.0+). MLflow 3.13 refuses a file store (`file:` or a bare path)
+unless `MLFLOW_ALLOW_FILE_STORE=true` (mlflow PR 22773): 0.7.0 locks 3.14.0 and the pin 3.15.1
+(refuse); 0.4.0-0.6.0 lock 3.5.1/3.11.1 (warn).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The folders NeMo-RL creates as it runs: `logger.log_dir` (the example scripts'
-`get_next_experiment_dir` makes `<log_dir>/exp_NNN` before setup, v0.7.0 logger.py:1616) and
-`checkpointing.checkpoint_dir` (`tmp_step_N` made at the first save, checkpoint.py:219). A path
-that is, or lies under, an existing regular file fails there with NotADirectoryError or
-FileExistsError: the log dir 30 s after launch, the checkpoint dir after the first steps; one
-whose nearest existing folder this user cannot write to (or on a read-only file system) fails
-there with PermissionError / OSError, the checkpoint dir hours into training.
-Relative paths are judged where NeMo-RL opens them, its checkout root; a cluster's folders are
-left to the job (only what this machine sees is judged).
+"""The folders NeMo-RL creates as it runs: `logger.log_dir` (`<log_dir>/exp_NNN` before setup,
+v0.7.0 logger.py:1616) and `checkpointing.checkpoint_dir` (at the first save, checkpoint.py:219).
+A path at or under a regular file, or in a folder this user cannot write to, fails there (the
+checkpoint dir hours into training). Relative paths are judged from the checkout root.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Prompt files NeMo-RL reads when it sets up data: `prompt_file` / `system_prompt_file`.
+"""Prompt files NeMo-RL reads at data setup: `prompt_file` / `system_prompt_file`.
 
-`TaskDataSpec.__post_init__` opens each one that is not null and raises FileNotFoundError for
-a missing one (`nemo_rl/data/interfaces.py`), on the driver at data setup. From 0.6.0 every
-train/validation entry's (after `data.default` is merged in) is read, for DPO and GRPO alike;
-0.4.0/0.5.0 read `data.prompt_file` and `data.system_prompt_file` in the GRPO scripts only.
-A relative path is opened from NeMo-RL's working directory, the checkout root (as data paths
-are, runners/preflight/data_paths.py), so it is judged only where that checkout is known here;
-a cluster launch's files are on the cluster, so nothing is said about them.
+`TaskDataSpec.__post_init__` raises FileNotFoundError for a missing one (data/interfaces.py).
+From 0.6.0 each dataset entry's (merged over `data.default`), before only `data.*` in the GRPO
+scripts. Relative paths open from the checkout; a cluster launch's files are not judged here.
 """
 
 from __future__ import annotations

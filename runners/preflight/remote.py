@@ -1,10 +1,7 @@
 """Preflight for cluster launches (`--run/--batch PROFILE`): what would fail after queueing.
 
-Each rule reads `ctx.remote` (the profile and one probe of the cluster): `@rule(on=...)` runs it
-only for a cluster launch whose host answered. Sources: NeMo-RL's ray.sub (CONTAINER/MOUNTS
-required, GRES vs GPUS_PER_NODE exits 1, SLURM_SUBMIT_DIR as the container workdir),
-docs/cluster.md (node counts with Gym GPU nodes and DEDICATED_RAY_HEAD), and cluster launch
-failures users reported (research/remote-execution.md §5).
+Each rule reads `ctx.remote` (the profile and one probe of the cluster). Sources: NeMo-RL's
+ray.sub, docs/cluster.md, and launch failures users reported (research/remote-execution.md §5).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Preflight for ray.sub on Slurm: what its header and its srun steps will ask of the cluster.
 
-ray.sub's header hard-codes `#SBATCH --account=ACCOUNT` and `--partition=PARTITION`; only sbatch
-options override them, so a profile without them gets the cluster's defaults (probed) or a
-finding here, never a refusal after a clean dry run. Every Ray node starts with `srun
---cpus-per-task=$CPUS_PER_WORKER`: NeMo-RL v0.6.0 defaults it to 16 x GPUS_PER_NODE, v0.7.0 and
-later to the first node's CPUTot; a node with fewer CPUs fails the step ("More processors
-requested than permitted") minutes after queueing. No ray.sub asks for memory.
+ray.sub hard-codes `#SBATCH --account=ACCOUNT` and `--partition=PARTITION` (only sbatch options
+override them), and starts each Ray node with `srun --cpus-per-task=$CPUS_PER_WORKER` (v0.6.0:
+16 x GPUS_PER_NODE, v0.7.0+: the first node's CPUTot): fewer CPUs fail the step after queueing.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Resuming from `checkpointing.checkpoint_dir`: which step NeMo-RL picks and whether its
 training state loads into the algorithm that runs.
 
-The checkpoint manager takes the highest `step_N` entry by number (`glob("step_*")` with
-`step_\\d+` names; a folder without `training_info.json` is not skipped, at every release
-from v0.4.0 to the pin) and opens `<step>/training_info.json` at setup (FileNotFoundError),
-checkpointing enabled or not. Its keys become the algorithm's save state: a GRPO checkpoint in
-a DPO run (or the reverse) lacks the keys the other reads. v0.4.0-0.6.0 (TypedDicts) and GRPO
-at 0.7.0 raise KeyError when training starts; DPO at 0.7.0 raises TypeError building
-DPOSaveState at setup; the pin fills missing keys with fresh defaults and silently trains on
-from the other algorithm's weights and counters (a warning there).
+The checkpoint manager takes the highest `step_N` by number (a folder without
+`training_info.json` is not skipped, v0.4.0 to the pin) and opens its training_info.json at
+setup. A GRPO state in a DPO run (or the reverse) lacks keys the other reads: KeyError or
+TypeError (STATE_FAILS); the pin fills them with defaults and trains on silently (a warning).
 """
 
 from __future__ import annotations

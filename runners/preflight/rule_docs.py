@@ -1,14 +1,6 @@
-"""PREFLIGHT.md, rendered: the prose of `PREFLIGHT.in.md` with each rule table filled in from
-the rules (id, versions: `@rule`) and the registry of codes (condition, upstream, fix, when:
-catalog/codes.toml), so no rule fact is written twice by hand.
-
-A `<!-- rules: SECTION -->` line of the template becomes the table of the rules whose module
-`SECTIONS` puts there (any other module: `config`). A rule's codes are the codes whose `check`
-names it, sorted; a code without a `condition` or `when` of its own joins the row whose
-condition names it (one condition that speaks of several codes), any other starts a row, and
-a row's condition is its first code's `condition`, else its `meaning`. A column empty in every
-row of a table is left out. `python -m steps docs` writes the file; `check` fails when it is stale
-(runners.check.generated).
+"""PREFLIGHT.md, rendered: `PREFLIGHT.in.md`'s prose with each `<!-- rules: SECTION -->` line
+replaced by the table of its rules (`@rule`) and their codes (catalog/codes.toml), so no rule fact
+is written twice. A code without a `condition` or `when` joins the row whose condition names it.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ class Row:
 
 
 def _place(spec: RuleSpec) -> tuple[int, str, int]:
-    """Where a rule is written: its module's place in RULE_MODULES, then its line (the order
-    of registration depends on what imported a rule module first)."""
+    """Where a rule is written: its module's place in RULE_MODULES, then its line."""
     from runners.preflight import RULE_MODULES
 
     module = spec.func.__module__

@@ -49,9 +49,8 @@ def _rows_told(findings: list[Finding]) -> list[Finding]:
 
 
 def fold_upstream(findings: list[Finding]) -> list[Finding]:
-    """One cause, one finding: our error at or under a key upstream refused (or one its failing
-    check read) is dropped, and upstream's finding takes the first such fix (ours say what to
-    write); upstream's verdict on a file's rows that ours refused already is dropped."""
+    """Our error at or under a key upstream refused is dropped, upstream's finding taking its
+    fix; upstream's verdict on rows ours refused already is dropped."""
     findings = _rows_told(findings)
     refused = {f.key for f in findings if f.is_error and f.key}
     findings = [f for f in findings if not (f.code == HUB and f.key in refused)]  # said there

@@ -1,8 +1,5 @@
-"""NeMo-RL's CPU-side setup verdicts (`upstream_setup`, run by the upstream judge) as findings: one
-failure, one finding, at the config key it is about, with upstream's own words and file:line.
-
-Apart from `upstream_judge` (which runs and caches the subprocess) because a verdict's meaning is
-the same wherever the judge ran: the cluster-side judge job turns its answer into findings here too.
+"""NeMo-RL's CPU-side setup verdicts (`upstream_setup`) as findings: one failure, one finding, at
+its config key, in upstream's words; shared by the local judge and the cluster-side judge job.
 """
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ GRPO_NO_VAL_METRICS = {
 
 
 def _has_validation_data(ctx: PreflightContext) -> bool:
-    """Whether the data section names validation data. Before 0.6.0 `data:` names one dataset
-    (`dataset_name`, v0.5.0 examples/run_grpo.py:103-113): a hub dataset brings its own split,
-    unknown here, so only a path-based one without `val_data_path` counts as none."""
+    """Whether the data section names validation data (before 0.6.0 a hub dataset brings its own
+    split: v0.5.0 examples/run_grpo.py:103-113)."""
     if gym_script_data(ctx):  # 0.5.0's Gym script always opens validation_jsonl_fpath (:210):
         return True  # a missing or null one is the schema's KeyError or type error
     data = ctx.get("data")
@@ -136,9 +135,8 @@ def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("setup_indexed_keys")
 def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly
-    (KeyError): derived from the running version's source (the schema's `reads`, with the
-    file:line that reads each), and setup's own list below."""
+    """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly (the
+    schema's `reads`, and setup's own list below)."""
     algo = algorithm(ctx)
     found = run_schema(ctx, algo) if algo else None
     version = (found.doc.get("upstream", {}).get("version") if found else None) or "the pin"
