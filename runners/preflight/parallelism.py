@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
-from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import (
     TP_KEY,
@@ -23,17 +22,10 @@ from runners.preflight.topology import (
 )
 
 VLLM_WORLD_ASSERT = {"0.6.0": "vllm_generation.py:62", "0.7.0": "vllm_generation.py:110"}
-# Rules whose every assert is newer than the oldest supported NeMo-RL: lm_policy.py's TP >= 4
-# check, Megatron's packing pad assert (megatron/data.py, v0.6.0 :560-566) and TP top-k/top-p
-# logprobs (distributed/model_utils.py) all arrive in 0.6.0; 0.4.0/0.5.0 pad by TP/CP themselves
-# (megatron/common.py:259-264 at v0.5.0).
-SINCE = {"tp_logprob_batch": "0.6.0+", "sequence_divisibility": "0.6.0+"}
-
-
-def since(ctx: PreflightContext, rule_id: str) -> bool:
-    return in_range(ctx.nemo_rl_version, SINCE[rule_id])
-
-
+# lm_policy.py's TP >= 4 check, Megatron's packing pad assert (megatron/data.py, v0.6.0
+# :560-566) and TP top-k/top-p logprobs (distributed/model_utils.py) all arrive in 0.6.0;
+# 0.4.0/0.5.0 pad by TP/CP themselves (megatron/common.py:259-264 at v0.5.0).
+SINCE_060 = "0.6.0+"
 TP_LOGPROB_ASSERT = {
     "0.6.0": "lm_policy.py:160-176",
     "0.7.0": "lm_policy.py:178-194",
@@ -160,12 +152,12 @@ def batch_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("tp_logprob_batch")
+@rule("tp_logprob_batch", versions=SINCE_060)
 def tp_logprob_batch(ctx: PreflightContext) -> Iterator[Finding]:
     """E-TP-LOGPROB-BATCH: TP >= 4 needs train_micro_batch_size == logprob_batch_size."""
     lay = layout(ctx)
     policy = ctx.get("policy", {}) or {}
-    if lay.tp < 4 or "logprob_batch_size" not in policy or not since(ctx, "tp_logprob_batch"):
+    if lay.tp < 4 or "logprob_batch_size" not in policy:
         return
     if ctx.get("loss_fn.force_on_policy_ratio"):
         return  # grpo.setup sets NRL_IGNORE_TP_ACCURACY_CHECK=1 for it
@@ -185,12 +177,12 @@ def tp_logprob_batch(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-@rule("sequence_divisibility")
+@rule("sequence_divisibility", versions=SINCE_060)
 def sequence_divisibility(ctx: PreflightContext) -> Iterator[Finding]:
     """E-SEQ-DIVISIBLE: make_sequence_length_divisible_by covers the CP/TP+SP pad factor."""
     lay = layout(ctx)
     mult = as_int(ctx.get("policy.make_sequence_length_divisible_by"))
-    if not mult or not since(ctx, "sequence_divisibility"):
+    if not mult:
         return
     key = "policy.make_sequence_length_divisible_by"
     if lay.backend == "megatron" and enabled(ctx.get("policy.sequence_packing")):
