@@ -21,7 +21,6 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "grpo": ("policy", "loss_fn", "env", "data", "grpo", "logger", "cluster", "checkpointing"),
     "dpo": ("policy", "data", "dpo", "logger", "cluster", "checkpointing"),
 }
-_ABSENT = object()
 
 
 def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:

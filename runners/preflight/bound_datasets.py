@@ -15,7 +15,6 @@ from collections.abc import Iterator
 
 from catalog.errors import Finding
 from catalog.nemo_rl_registries import PREFERENCE_DATASETS, RESPONSE_DATASETS
-from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, cite, dataset_entries, finding
 
@@ -31,7 +30,7 @@ BOUND = re.compile(r"^(data\.(?:train|validation)(?:\[\d+\])?)\.data_path$")
 def bound_input_read(ctx: PreflightContext) -> Iterator[Finding]:
     """E-INPUT-IGNORED: a bound input's dataset entry names a class that never reads data_path."""
     algo = algorithm(ctx)
-    if algo not in READS_DATA_PATH or not in_range(ctx.nemo_rl_version, "0.6.0+"):
+    if algo not in READS_DATA_PATH:
         return
     registry = cite(
         ctx.nemo_rl_version, PREFERENCE_DATASETS if algo == "dpo" else RESPONSE_DATASETS

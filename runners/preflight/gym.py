@@ -79,11 +79,6 @@ def empty_root(root: Path) -> bool:
     return next(root.iterdir(), None) is None
 
 
-def _config_paths(ctx: PreflightContext) -> list | None:
-    value = ctx.get(CONFIG_PATHS)
-    return value if isinstance(value, list) else None
-
-
 @rule("gym_config_paths")
 def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
     """E-GYM-CONFIG-PATH: config_paths is a list of files under the Gym root, model config first."""
@@ -167,10 +162,11 @@ def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
     from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
     from catalog.contracts.options import gym_routes_for
 
-    entries = _config_paths(ctx)
-    root = gym_root(ctx)
-    if not uses_gym(ctx) or not entries or root is None or not root.is_dir() or empty_root(root):
+    entries, root = ctx.get(CONFIG_PATHS), gym_root(ctx)
+    if not uses_gym(ctx) or not isinstance(entries, list) or not entries or root is None:
         return  # gym_config_paths reports the shape and the missing or empty root
+    if not root.is_dir() or empty_root(root):
+        return
     routes = gym_routes_for(ctx.config, root)
     if routes is None:
         return
@@ -233,13 +229,7 @@ def gym_overlong_filtering(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-GYM_HTTP_SETUP = {
-    "0.6.0": "nemo_gym.py:276",
-    "0.7.0": "nemo_gym.py:481",
-    "pin": "nemo_gym.py:1116",
-}
-
-
+GYM_HTTP_SETUP = {"0.6.0": "nemo_gym.py:276", "0.7.0": "nemo_gym.py:481", "pin": "nemo_gym.py:1116"}
 GYM_BACKENDS = (  # newest first: the generation backends should_use_nemo_gym accepts
     ("pin", ("vllm", "megatron", "trtllm", "dynamo")),
     ("0.7.0+", ("vllm", "megatron")),

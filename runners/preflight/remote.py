@@ -23,17 +23,14 @@ _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 # act only for a cluster profile: a local dry run pays nothing for them.
 
 
-def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
+def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, warn: bool = False):
+    """A finding at a key of the profile in env.toml."""
     from runners.launch.profiles.env_toml import profile_line
 
     f = ctx.remote
-    return f.env_file, profile_line(Path(f.env_file), key, f.profile_name)
-
-
-def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, warn: bool = False):
-    path, line = _at(ctx, key)
+    line = profile_line(Path(f.env_file), key, f.profile_name)
     sev = WARNING if warn else "error"
-    return Finding(code, msg, path=path, line=line, fix=fix, severity=sev, key=key)
+    return Finding(code, msg, path=f.env_file, line=line, fix=fix, severity=sev, key=key)
 
 
 def _ray_sub(ctx: PreflightContext) -> bool:

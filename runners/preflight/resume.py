@@ -35,10 +35,7 @@ STATE_KEYS: dict[str, tuple[str, ...]] = {
     "dpo": ("epoch", "step", "total_steps", "consumed_samples"),
     "grpo": ("current_step", "current_epoch", "total_steps", "consumed_samples"),
 }
-ASYNC_GRPO_KEYS: tuple[str, ...] = (
-    "current_step",
-    "consumed_samples",
-)  # async_grpo_train reads only these
+ASYNC_GRPO_KEYS = ("current_step", "consumed_samples")  # async_grpo_train reads only these
 # Where a missing key fails, per version (the pin: nowhere, defaults fill it).
 STATE_FAILS = {
     "dpo": {
@@ -71,10 +68,6 @@ def latest_step(folder: Path) -> tuple[int, Path] | None:
         return None
     number, name = max(steps)
     return number, folder / name
-
-
-def _other(algo: str) -> str | None:
-    return {"dpo": "grpo", "grpo": "dpo"}.get(algo)
 
 
 @rule("resume_checkpoint")
@@ -154,14 +147,14 @@ def _state_mismatch(ctx: PreflightContext, step: Path, state: dict) -> Finding |
     missing = [k for k in wanted if k not in state]
     if not missing:
         return None
-    other = _other(algo)
-    theirs = other is not None and all(k in state for k in STATE_KEYS[other])
-    whose = f"a {other.upper()} run's checkpoint" if theirs and other else "not this algorithm's"
+    other = "grpo" if algo == "dpo" else "dpo"
+    theirs = all(k in state for k in STATE_KEYS[other])
+    whose = f"a {other.upper()} run's checkpoint" if theirs else "not this algorithm's"
     head = (
         f"NeMo-RL resumes from {step}, {whose}: its {INFO} lacks "
         f"{', '.join(missing)}, which {algo.upper()} reads from the saved state"
     )
-    fix = f"{FRESH}; the {other.upper() if theirs and other else 'other'} run's checkpoints stay"
+    fix = f"{FRESH}; the {other.upper() if theirs else 'other'} run's checkpoints stay"
     fix += " where they are (start from its exported weights with policy.model_name)"
     if in_range(ctx.nemo_rl_version, "pin"):  # the pin (or an unknown one) fills missing keys
         if not theirs:
