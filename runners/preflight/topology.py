@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from catalog.config_values import as_int
-from catalog.errors import WARNING, Finding
+from catalog.errors import ERROR, WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext
 
@@ -254,16 +254,21 @@ def where(ctx: PreflightContext, key: str | None) -> tuple[str | None, int | Non
     return config_location(ctx), None
 
 
+def located(
+    ctx: PreflightContext, code: str, key: str | None, message: str, fix: str, severity: str = ERROR
+) -> Finding:
+    """A finding at the file and line that set `key` (`where`)."""
+    path, line = where(ctx, key)
+    return Finding(code, message, path, line, fix, severity, key)
+
+
 def finding(ctx: PreflightContext, code: str, key: str, message: str, fix: str) -> Finding:
     """An error at a config key of the compiled config."""
-    path, line = where(ctx, key)
-    return Finding(code, f"{key}: {message}", path, line, fix, key=key)
+    return located(ctx, code, key, f"{key}: {message}", fix)
 
 
 def warning(ctx: PreflightContext, code: str, key: str | None, message: str, fix: str) -> Finding:
-    head = f"{key}: " if key else ""
-    path, line = where(ctx, key)
-    return Finding(code, head + message, path, line, fix, WARNING, key)
+    return located(ctx, code, key, (f"{key}: " if key else "") + message, fix, WARNING)
 
 
 def finding_if(

@@ -90,12 +90,8 @@ def keys_of(exc, section, node, frames):
     leaves = flat(node, section)
     quoted = [k for k, v in leaves if isinstance(v, str) and len(v) > 2 and v in said]
     quoted.sort(key=lambda k: re.split(r"[.\[]", k)[-1] not in said)  # stable: order kept
-    named = []
     words = re.findall(r"[A-Za-z_]\w*", _context(frames[-1])) if frames else []
-    for word in words:
-        for k, _ in leaves:
-            if re.split(r"[.\[]", k)[-1] == word and k not in named:
-                named.append(k)
+    named = dict.fromkeys(k for w in words for k, _ in leaves if re.split(r"[.\[]", k)[-1] == w)
     keys = quoted[:1] + [k for k in named if k not in quoted[:1]]
     parent = keys[0].rsplit(".", 1)[0] if keys else ""
     return keys[:1] + [k for k in keys[1:] if k.rsplit(".", 1)[0] == parent]  # its siblings
