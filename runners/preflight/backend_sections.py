@@ -9,6 +9,7 @@ present `scheduler`: a null is a TypeError a minute after launch.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from catalog.errors import Finding
@@ -69,6 +70,7 @@ def scheduler_problem(value: Any) -> str | None:
 @rule("backend_sections")
 def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     """E-BACKEND-SECTION: DTensor's torch optimizer and scheduler sections are usable."""
+    err = partial(finding, ctx, "E-BACKEND-SECTION")
     if not enabled(ctx.get("policy.dtensor_cfg")) or enabled(ctx.get("policy.megatron_cfg")):
         return
     policy = ctx.get("policy")
@@ -77,9 +79,7 @@ def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     example = _example(ctx)
     problem = optimizer_problem(policy["optimizer"]) if "optimizer" in policy else "is missing"
     if problem:
-        yield finding(
-            ctx,
-            "E-BACKEND-SECTION",
+        yield err(
             "policy.optimizer",
             f"{problem}, but the DTensor policy builds its torch optimizer from "
             "policy.optimizer.name and .kwargs (the Megatron one under megatron_cfg is unused)",
@@ -89,9 +89,7 @@ def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     if "scheduler" in policy:
         problem = scheduler_problem(policy["scheduler"])
         if problem:
-            yield finding(
-                ctx,
-                "E-BACKEND-SECTION",
+            yield err(
                 "policy.scheduler",
                 f"{problem}; the DTensor policy builds its LR schedule from it when the key is "
                 "present",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from catalog.config_values import as_int
@@ -48,12 +49,11 @@ def _is_zero(value: object) -> bool:
 @rule("zero_divisors")
 def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
     """E-ZERO-DIVISOR: checkpointing.save_period or make_sequence_length_divisible_by is 0."""
+    err = partial(finding, ctx, "E-ZERO-DIVISOR")
     algo = algorithm(ctx)
     steps = ctx.get(f"{algo}.max_num_steps") if algo else None
     if _is_zero(ctx.get("checkpointing.save_period")) and as_int(steps) != 1:
-        yield finding(
-            ctx,
-            "E-ZERO-DIVISOR",
+        yield err(
             "checkpointing.save_period",
             "0: NeMo-RL takes the step number modulo save_period after every training step but "
             "the last (checkpointing enabled or not), so the first step ends in "
@@ -63,9 +63,7 @@ def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
         )
     key = "policy.make_sequence_length_divisible_by"
     if _is_zero(ctx.get(key)):
-        yield finding(
-            ctx,
-            "E-ZERO-DIVISOR",
+        yield err(
             key,
             "0: every batch's length is padded to a multiple of it, so the first batch ends in "
             f"ZeroDivisionError ({cite(ctx.nemo_rl_version, PAD_MOD)})",

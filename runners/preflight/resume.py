@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from catalog.contracts.json_text import read_json_file
@@ -74,6 +75,7 @@ def latest_step(folder: Path) -> tuple[int, Path] | None:
 def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
     """W-RESUME-CHECKPOINT, E-RESUME-INFO, E-RESUME-STATE / W-RESUME-STATE: what NeMo-RL will
     resume from checkpoint_dir, and whether that step's training state loads."""
+    err = partial(finding, ctx, "E-RESUME-INFO")
     value = ctx.get(KEY)
     if not isinstance(value, str) or not value or value == UNRESOLVED:
         return
@@ -90,9 +92,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
     info = step / INFO
     if not info.is_file():
         why = "is not a folder" if not step.is_dir() else f"has no {INFO}"
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from the highest step_N, {step}, which {why} (an incomplete or "
             f"copied checkpoint is not skipped): it fails opening {info} at {opened} during "
@@ -103,9 +103,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
     try:
         state = read_json_file(info, INFO_MAX_BYTES)
     except (OSError, ValueError) as exc:
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from {step}, whose {INFO} cannot be loaded ({exc}); it fails "
             f"at {opened} during setup",
@@ -113,9 +111,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         )
         return
     if not isinstance(state, dict):
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from {step}, whose {INFO} is not a JSON object (the training "
             "state NeMo-RL saved there)",

@@ -269,10 +269,3 @@ def finding(ctx: PreflightContext, code: str, key: str, message: str, fix: str) 
 
 def warning(ctx: PreflightContext, code: str, key: str | None, message: str, fix: str) -> Finding:
     return located(ctx, code, key, (f"{key}: " if key else "") + message, fix, WARNING)
-
-
-def finding_if(
-    ctx: PreflightContext, cond: bool, code: str, key: str, message: str, fix: str
-) -> list[Finding]:
-    """`[finding(...)]` when `cond` holds: one line per upstream assert in a rule."""
-    return [finding(ctx, code, key, message, fix)] if cond else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from catalog.config_values import as_int
@@ -21,7 +22,6 @@ from runners.preflight.topology import (
     cite,
     enabled,
     finding,
-    finding_if,
     generation,
     uses_gym,
     warning,
@@ -137,14 +137,13 @@ def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
 def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
     """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly (the
     schema's `reads`, and setup's own list below)."""
+    err = partial(finding, ctx, "E-SETUP-KEY")
     algo = algorithm(ctx)
     found = run_schema(ctx, algo) if algo else None
     version = (found.doc.get("upstream", {}).get("version") if found else None) or "the pin"
     derived = dict(missing_reads(found.doc, ctx.config)) if found else {}
     for key, where in derived.items():
-        yield finding(
-            ctx,
-            "E-SETUP-KEY",
+        yield err(
             key,
             f"is optional in NeMo-RL's schema but NeMo-RL {version} reads it directly at "
             f"{where} (a KeyError once that code runs)",
@@ -171,9 +170,7 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
             parent = key.rpartition(".")[0]
             if parent and not isinstance(ctx.get(parent), dict):
                 continue  # the schema rule reports the missing section
-            yield finding(
-                ctx,
-                "E-SETUP-KEY",
+            yield err(
                 key,
                 f"is optional in NeMo-RL's schema but {where} reads it directly (KeyError)",
                 f"add {key} (see the step's config/default.yaml)",
@@ -198,26 +195,23 @@ def _missing(ctx: PreflightContext, dotted: str) -> bool:
 @rule("fused_linear_logprobs", versions="pin")
 def fused_linear_logprobs(ctx: PreflightContext) -> Iterator[Finding]:
     """E-FUSED-LOGPROBS: Megatron fused linear logprobs vs sequence packing and top-k/top-p."""
+    err = partial(finding, ctx, "E-FUSED-LOGPROBS")
     meg = ctx.get("policy.megatron_cfg")
     if not (enabled(meg) and meg.get("use_fused_linear_logprobs")):
         return
     key = "policy.megatron_cfg.use_fused_linear_logprobs"
-    yield from finding_if(  # grpo.py:672, dpo.py:175
-        ctx,
-        enabled(ctx.get("policy.sequence_packing")),
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with sequence packing",
-        f"set {key}=false or policy.sequence_packing.enabled=false",
-    )
+    if enabled(ctx.get("policy.sequence_packing")):  # grpo.py:672, dpo.py:175
+        yield err(
+            key,
+            "is not supported with sequence packing",
+            f"set {key}=false or policy.sequence_packing.enabled=false",
+        )
     gen = generation(ctx)
     top_k, top_p = gen.get("top_k"), gen.get("top_p")
     filtering = top_k not in (None, -1, 0) or (isinstance(top_p, (int, float)) and top_p < 1)
-    yield from finding_if(  # grpo.py:682
-        ctx,
-        algorithm(ctx) == "grpo" and filtering,
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with top-k/top-p filtering at training time",
-        f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
-    )
+    if algorithm(ctx) == "grpo" and filtering:  # grpo.py:682
+        yield err(
+            key,
+            "is not supported with top-k/top-p filtering at training time",
+            f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
+        )
