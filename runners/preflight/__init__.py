@@ -55,7 +55,6 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.loss_function",
     "runners.preflight.dataset_names",
     "runners.preflight.prompt_files",
-    "runners.preflight.mlflow_store",
     "runners.preflight.math_environment",
     "runners.preflight.shell_variables",
 ]

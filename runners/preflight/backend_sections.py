@@ -1,9 +1,5 @@
-"""The sections only the DTensor backend reads, present and of the shape its worker indexes.
-
-The schema types `policy.optimizer` and `policy.scheduler` as optional (a Megatron policy has its
-own), but the DTensor worker (dtensor_policy_worker.py, v0.6.0:442-489, v0.7.0:463-500,
-pin:486-522; automodel/setup.py for v2) indexes `optimizer["name"]`/`["kwargs"]` and iterates a
-present `scheduler`: a null is a TypeError a minute after launch.
+"""The optimizer and scheduler sections the DTensor worker indexes, which the schema types as
+optional (a Megatron policy has its own): a null is a TypeError a minute after launch.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """An input bound to `data.<split>.data_path` is read only if the dataset class there reads it.
 
-NeMo-RL (0.6.0+) passes each entry to the class its `dataset_name` picks; a hub dataset such as
-HelpSteer3 ignores `data_path` and downloads itself, so `--input train=MY_PAIRS` on a config
-from examples/configs/dpo.yaml would train on HelpSteer3. Refused (E-INPUT-IGNORED) with the
-override that makes the class read the input, rather than rewriting a possibly deliberate name.
-Facts: v0.7.0 preference_datasets/__init__.py:25-32, response_datasets/__init__.py (the same at
-v0.6.0 and the pin).
+A hub dataset such as HelpSteer3 ignores `data_path`: refused (E-INPUT-IGNORED) with the override
+that makes the class read the input, rather than rewriting a possibly deliberate name.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Relative input paths NeMo-RL opens from its own working directory (the checkout root; on a
-cluster the profile's `nemo_rl_dir`), not the config file's folder (v0.7.0 nemogym_dataset.py:35,
-datasets/utils.py:81-110): said when one is found only beside the config, or that directory is
-unknown here.
+"""Relative input paths NeMo-RL opens from its working directory (the checkout root), not from
+the config file's folder.
 """
 
 from __future__ import annotations

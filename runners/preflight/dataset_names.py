@@ -1,8 +1,5 @@
-"""Dataset and processor names NeMo-RL looks up by string at data setup, on the driver.
-
-A `dataset_name` outside the release's registry raises ValueError, a `processor` outside
-PROCESSOR_REGISTRY fails an assert; each entry is judged merged over `data.default`. A dotted
-name is a user's class (0.7.0+), not judged here, nor a processor beside it.
+"""Dataset and processor names NeMo-RL looks up in its registries at data setup (a dotted name
+is a user's class: not judged here).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts (silent on
-the CPU oracle, ../shared/oracle): a zero NeMo-RL divides by, and a train set smaller than one
-step's batch (`drop_last=True`: the run trains 0 steps and exits 0).
+the CPU oracle, ../shared/oracle).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Preflight for a NeMo-RL launch on this machine: the interpreter that will run it.
-
-One cached probe of the launcher (`runners.launch.local`) catches what real runs met a second
-after exec: `uv run` finding no Python NeMo-RL accepts, and NeMo-RL refusing the interpreter's
-packages at import (research/real-nemo-rl-gpu-2026-11.md).
+"""Preflight for a NeMo-RL launch on this machine: the interpreter that will run it, from one
+cached probe of the launcher (research/real-nemo-rl-gpu-2026-11.md).
 """
 
 from __future__ import annotations

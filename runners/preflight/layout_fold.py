@@ -1,9 +1,8 @@
 """A config written for a newer NeMo-RL than the one that runs: one finding, not one per key.
 
-0.6.0 moved `data:` to `data.train` / `validation` / `default`; 0.4.0/0.5.0 read one dataset. Our
-configs use the new layout, so against 0.5.0's schema they get twenty-odd findings with one cause
-(issue 40 item 16): folded into one error naming the layout and the first key to fail. A second
-set of configs was not chosen: 0.4/0.5 also lack settings the steps rely on.
+0.6.0 moved `data:` to `data.train` / `validation` / `default`, which our configs use; against
+0.4.0/0.5.0 they would get twenty-odd findings with one cause (issue 40 item 16). A second set of
+configs was not chosen: 0.4/0.5 also lack settings the steps rely on.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""A NeMo-RL launch on this machine asks for no more GPUs than this machine shows.
-
-With fewer, NeMo-RL's local Ray cluster retries for about 100 s, then raises
-ResourceInsufficientError (v0.7.0 distributed/virtual_cluster.py:766); with a Ray cluster
-already running it attaches to it (:213-218): then nothing is judged. GPUs are counted without
-torch (CUDA_VISIBLE_DEVICES, else `nvidia-smi -L`); none at all is a warning (a laptop's dry run).
+"""A NeMo-RL launch on this machine asks for no more GPUs than it shows (counted without torch);
+nothing is judged when NeMo-RL would attach to a running Ray cluster.
 """
 
 from __future__ import annotations

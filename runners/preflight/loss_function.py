@@ -1,7 +1,4 @@
-"""GRPO's loss settings: the asserts `ClippedPGLossFn(loss_fn)` runs on the driver at setup (the
-dual-clip one at the first step). From 0.7.0 `truncated_importance_sampling_type`, not the ratio,
-switches TIS on. `DPOLossFn.__init__` asserts nothing.
-"""
+"""GRPO's loss settings: the asserts `ClippedPGLossFn(loss_fn)` runs at setup, on the driver."""
 
 from __future__ import annotations
 

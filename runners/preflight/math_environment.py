@@ -1,8 +1,5 @@
-"""The math environment's verifier choice: `env.<name>.math_verify_impl`.
-
-MathEnvironment scores by `hf_math_verify` (the default when absent) or `dapo_math_verify`; any
-other value, null included, raises inside the per-sample `try`, scoring every reward 0 without an
-error (math_environment.py). MathMultiRewardEnvironment (0.6.0+) knows `hf_math_verify` only.
+"""The math environment's verifier (`env.<name>.math_verify_impl`): an unknown one scores every
+reward 0 without an error.
 """
 
 from __future__ import annotations

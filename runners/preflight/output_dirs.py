@@ -1,7 +1,5 @@
-"""The folders NeMo-RL creates as it runs: `logger.log_dir` (`<log_dir>/exp_NNN` before setup,
-v0.7.0 logger.py:1616) and `checkpointing.checkpoint_dir` (at the first save, checkpoint.py:219).
-A path at or under a regular file, or in a folder this user cannot write to, fails there (the
-checkpoint dir hours into training). Relative paths are judged from the checkout root.
+"""The folders NeMo-RL creates as it runs (`logger.log_dir`, `checkpointing.checkpoint_dir`):
+one at or under a file, or where this user cannot write, fails there (hours in, for checkpoints).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Prompt files NeMo-RL reads at data setup: `prompt_file` / `system_prompt_file`.
-
-`TaskDataSpec.__post_init__` raises FileNotFoundError for a missing one (data/interfaces.py).
-From 0.6.0 each dataset entry's (merged over `data.default`), before only `data.*` in the GRPO
-scripts. Relative paths open from the checkout; a cluster launch's files are not judged here.
+"""Prompt files NeMo-RL opens at data setup (`prompt_file` / `system_prompt_file`), judged from
+the checkout on this machine.
 """
 
 from __future__ import annotations

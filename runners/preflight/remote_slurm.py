@@ -1,8 +1,5 @@
-"""Preflight for ray.sub on Slurm: what its header and its srun steps will ask of the cluster.
-
-ray.sub hard-codes `#SBATCH --account=ACCOUNT` and `--partition=PARTITION` (only sbatch options
-override them), and starts each Ray node with `srun --cpus-per-task=$CPUS_PER_WORKER` (v0.6.0:
-16 x GPUS_PER_NODE, v0.7.0+: the first node's CPUTot): fewer CPUs fail the step after queueing.
+"""Preflight for ray.sub on Slurm: what its `#SBATCH` header and its srun steps will ask of the
+cluster (placeholders ACCOUNT/PARTITION, CPUS_PER_WORKER).
 """
 
 from __future__ import annotations

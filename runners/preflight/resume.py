@@ -1,10 +1,5 @@
-"""Resuming from `checkpointing.checkpoint_dir`: which step NeMo-RL picks and whether its
-training state loads into the algorithm that runs.
-
-The checkpoint manager takes the highest `step_N` by number (a folder without
-`training_info.json` is not skipped, v0.4.0 to the pin) and opens its training_info.json at
-setup. A GRPO state in a DPO run (or the reverse) lacks keys the other reads: KeyError or
-TypeError (STATE_FAILS); the pin fills them with defaults and trains on silently (a warning).
+"""Resuming from `checkpointing.checkpoint_dir`: the step NeMo-RL picks (the highest `step_N`,
+complete or not) and whether its training state loads into the algorithm that runs.
 """
 
 from __future__ import annotations

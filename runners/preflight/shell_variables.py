@@ -1,7 +1,5 @@
-"""Shell variables in path values: `checkpoint_dir: $SCRATCH/ckpt` is a folder named `$SCRATCH`.
-
-NeMo-RL (OmegaConf) never expands `$NAME`. Judged on keys that hold paths (`*_dir`, `*_path(s)`,
-`*_file`, `*_fpath`, `model_name`, `tokenizer.name`) where the variable is a whole component.
+"""Shell variables in path values: NeMo-RL never expands `$NAME`, so `checkpoint_dir:
+$SCRATCH/ckpt` is a folder named `$SCRATCH`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
@@ -28,6 +27,7 @@ from runners.preflight.topology import (
 )
 
 DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
+_ABSENT = object()
 GRPO_NO_VAL_METRICS = {
     "0.6.0": "grpo.py:1988-1995",
     "0.7.0": "grpo.py:2911-2918",
@@ -38,8 +38,9 @@ GRPO_NO_VAL_METRICS = {
 def _has_validation_data(ctx: PreflightContext) -> bool:
     """Whether the data section names validation data (before 0.6.0 a hub dataset brings its own
     split: v0.5.0 examples/run_grpo.py:103-113)."""
-    if gym_script_data(ctx):  # 0.5.0's Gym script always opens validation_jsonl_fpath (:210):
-        return True  # a missing or null one is the schema's KeyError or type error
+    gym = run_schema(ctx, "grpo") if algorithm(ctx) == "grpo" and uses_gym(ctx) else None
+    if gym and (gym.doc.get("gym") or {}).get("data"):  # 0.5.0's Gym script always opens
+        return True  # validation_jsonl_fpath (:210); a missing one is the schema's KeyError
     data = ctx.get("data")
     if isinstance(data, dict) and "dataset_name" in data and "train" not in data:
         return bool(data.get("val_data_path") or data.get("val_data_paths")) or not data.get(
@@ -53,14 +54,6 @@ def _has_validation_data(ctx: PreflightContext) -> bool:
     train = ctx.get("data.train")
     entries = train if isinstance(train, list) else [train]
     return any(isinstance(e, dict) and e.get("split_validation_size") for e in entries)
-
-
-def gym_script_data(ctx: PreflightContext) -> dict[str, str]:
-    """The data keys this NeMo-RL's NeMo-Gym script opens itself (0.5.0), for a Gym config."""
-    if algorithm(ctx) != "grpo" or not uses_gym(ctx):
-        return {}
-    found = run_schema(ctx, "grpo")
-    return dict((found.doc.get("gym") or {}).get("data") or {}) if found else {}
 
 
 @rule("validation_settings")
@@ -166,7 +159,7 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
         if since_060 and ctx.get("data.use_multiple_dataloader"):
             needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
     for key, where in needed:
-        if key not in derived and _missing(ctx, key):
+        if key not in derived and ctx.get(key, _ABSENT) is _ABSENT:
             parent = key.rpartition(".")[0]
             if parent and not isinstance(ctx.get(parent), dict):
                 continue  # the schema rule reports the missing section
@@ -179,17 +172,12 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
 
 def _addition(doc: dict, key: str) -> str:
     """The override that adds a missing key: null where its type takes None."""
-    t = type_at(doc, re.sub(r"\[\d+\]", "[]", key).replace("[]", "")) or {"t": "any"}
+    t = type_at(doc, re.sub(r"\[\d+\]", "", key)) or {"t": "any"}
     options = t["options"] if t["t"] == "union" else [t]
     if any(o.get("name", "").endswith("Disabled") for o in options):
         return f"+{key}.enabled=false"  # a switchable section (DraftConfigDisabled)
     value = "null" if any(o["t"] in {"none", "any"} for o in options) else f"<{describe(t)}>"
     return f"+{key}={value}"
-
-
-def _missing(ctx: PreflightContext, dotted: str) -> bool:
-    sentinel: Any = object()
-    return ctx.get(dotted, sentinel) is sentinel
 
 
 @rule("fused_linear_logprobs", versions="pin")
