@@ -38,7 +38,6 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.dcp_export",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
-    "runners.preflight.bound_datasets",
     "runners.preflight.artifacts",
     "runners.preflight.data_loader",
     "runners.preflight.data_paths",
@@ -53,8 +52,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.upstream_judge",
     "runners.preflight.resume",
     "runners.preflight.loss_function",
-    "runners.preflight.dataset_names",
-    "runners.preflight.prompt_files",
+    "runners.preflight.data_setup",
     "runners.preflight.math_environment",
     "runners.preflight.shell_variables",
 ]
