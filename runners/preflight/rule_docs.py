@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catalog.codes import CodeEntry, Registry
+from catalog.codes import CodeEntry, Registry, cell
 from runners.preflight import RuleSpec
 
 TEMPLATE = Path(__file__).resolve().parent / "PREFLIGHT.in.md"
@@ -77,12 +77,8 @@ def rule_rows(rules: dict[str, RuleSpec], reg: Registry) -> dict[str, list[Row]]
     return out
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def render_table(rows: list[Row]) -> str:
-    cells = [[_cell(c) for c in row.cells()] for row in rows]
+    cells = [[cell(c) for c in row.cells()] for row in rows]
     keep = [i for i in range(len(COLUMNS)) if any(r[i] for r in cells)]
     lines = [
         "| " + " | ".join(COLUMNS[i] for i in keep) + " |",

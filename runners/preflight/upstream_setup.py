@@ -8,6 +8,7 @@ keys}`); one from our call not fitting a release is `skipped`, never a false err
 """
 
 import copy
+import itertools
 import json
 import linecache
 import os
@@ -24,6 +25,7 @@ HEAD_LINES = 256
 HUB_ERRORS = ("OfflineModeIsEnabled", "LocalEntryNotFoundError", "DatasetNotFoundError",
               "ConnectionError", "HFValidationError")  # fmt: skip
 LINE_FORMATS = (".jsonl", ".csv", ".txt")
+LOSSES = {"grpo": ("ClippedPGLossFn", "loss_fn"), "dpo": ("DPOLossFn", "dpo")}  # class, section
 NEMO_RL = os.sep + "nemo_rl" + os.sep
 LOGGER_CLASSES = {"WandbLogger": "wandb", "TensorboardLogger": "tensorboard",
                   "MLflowLogger": "mlflow", "SwanlabLogger": "swanlab"}  # fmt: skip
@@ -144,10 +146,7 @@ def bound_data(node, scratch, restore):
                 continue
             copy_path = os.path.join(scratch, f"{len(restore)}-{os.path.basename(path)}")
             with open(path, "rb") as src, open(copy_path, "wb") as dst:
-                for n, line in enumerate(src):
-                    if n >= HEAD_LINES:
-                        break
-                    dst.write(line)
+                dst.writelines(itertools.islice(src, HEAD_LINES))
             node[key] = copy_path
             restore[copy_path] = str(value)
 
@@ -180,9 +179,7 @@ def _lacking(data, column):
 def _rows(dataset):
     """Index the first rows, running upstream's processors on them as the first batch does."""
     parts = dataset.values() if isinstance(dataset, dict) else [dataset]
-    for part in parts:
-        if part is None:
-            continue
+    for part in (p for p in parts if p is not None):
         for i in range(min(len(part), ROWS)):
             part[i]
 
@@ -312,13 +309,10 @@ def _built_at(module, name):
 def stage_loss(algo, module, master):
     import inspect
 
-    if algo == "grpo":
-        loss_cls, section = getattr(module, "ClippedPGLossFn", None), "loss_fn"
-    elif algo == "dpo":
-        loss_cls, section = getattr(module, "DPOLossFn", None), "dpo"
-    else:
+    if algo not in LOSSES:
         raise NotJudged("no loss for " + algo)
-    cfg = _section(master, section)
+    name, section = LOSSES[algo]
+    loss_cls, cfg = getattr(module, name, None), _section(master, section)
     if loss_cls is None or not cfg:
         raise NotJudged("no loss class")
     kwargs = {}
