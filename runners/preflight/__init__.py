@@ -5,7 +5,7 @@ on import (`RULE_MODULES`). A rule that cannot be evaluated warns, naming what i
 inside one is E-RULE-CRASH: preflight fails closed, so a buggy rule never lets a launch through.
 
 Owns: the rule registry (here), the rule modules beside it (`remote*`: a cluster submission;
-`upstream_*`, `judge_in_job`, `layout_fold`: what NeMo-RL itself says) and `topology` (GPUs and
+`upstream_*`, `judge_in_job`, `folds`: what NeMo-RL itself says) and `topology` (GPUs and
 nodes from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
@@ -53,7 +53,6 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.resume",
     "runners.preflight.loss_function",
     "runners.preflight.data_setup",
-    "runners.preflight.math_environment",
     "runners.preflight.shell_variables",
 ]
 RULE_CRASH = "E-RULE-CRASH"
@@ -218,10 +217,10 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
     from runners.config.override_findings import fold_override_findings
 
     findings = fold_override_findings(findings, ctx.compiled, ctx.raw)
-    from runners.preflight.layout_fold import fold_layout
+    from runners.preflight.folds import fold_layout
 
     findings = fold_layout(findings, ctx)  # a config for a newer NeMo-RL: one finding
-    from runners.preflight.upstream_fold import fold_upstream
+    from runners.preflight.folds import fold_upstream
 
     findings = fold_upstream(findings)  # upstream's verdict and ours on one key: one finding
     return sorted(findings, key=lambda f: (not f.is_error,))

@@ -24,8 +24,8 @@ from catalog.atomic_write import write_atomic
 from catalog.errors import Finding
 from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
+from runners.preflight.folds import CONFIG, TOKENIZER
 from runners.preflight.topology import UNRESOLVED, algorithm, finding, strings, warning
-from runners.preflight.upstream_fold import CONFIG, TOKENIZER
 
 PROGRAM = Path(__file__).with_name("upstream_program.py")
 SETUP = Path(__file__).with_name("upstream_setup.py")

@@ -9,8 +9,8 @@ from typing import Any
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext
+from runners.preflight.folds import DATA, ENV, HUB, LOGGER, LOSS, READS, RESUME, ROWS_OF
 from runners.preflight.topology import UNRESOLVED, finding, warning
-from runners.preflight.upstream_fold import DATA, ENV, HUB, LOGGER, LOSS, READS, RESUME, ROWS_OF
 
 _CODES = {"data": DATA, "loss": LOSS, "resume": RESUME, "logger": LOGGER, "env": ENV}
 _WHAT = {
