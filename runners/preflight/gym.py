@@ -133,9 +133,7 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
     for i, entry in enumerate(value):
         key = f"{CONFIG_PATHS}[{i}]"
         if not isinstance(entry, str) or not entry:
-            yield finding(
-                ctx, "E-GYM-CONFIG-PATH", key, f"{entry!r} is not a path", "use a path string"
-            )
+            yield err(key, f"{entry!r} is not a path", "use a path string")
             continue
         path = Path(entry) if Path(entry).is_absolute() else root / entry
         if path.is_file():

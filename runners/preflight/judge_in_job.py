@@ -29,14 +29,6 @@ NO_ANSWER = "W-UPSTREAM-JUDGE"
 IMPORT = "E-UPSTREAM-IMPORT"
 
 
-def resolved_config(job_dir: Path) -> dict:
-    """The run dir's resolved config, without our own `run` section (NeMo-RL never sees it)."""
-    from catalog.yamlfile import read_data
-
-    data = read_data(job_dir / RESOLVED)
-    return {k: v for k, v in (data or {}).items() if k != "run"}
-
-
 def _located(found: Finding, config: Path) -> Finding:
     """A finding at a key of config.yaml, with its line there (the line is a courtesy)."""
     if found.path != str(config) or not found.key or found.line is not None:
@@ -53,6 +45,7 @@ def _located(found: Finding, config: Path) -> Finding:
 def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[Finding]:
     """The image's verdict on the run dir's config (RULES, located in config.yaml), run from
     the checkout as the GPU job is; answers cached in the job dir."""
+    from catalog.yamlfile import read_data
     from runners.launch.local import Launcher, LocalLaunch
     from runners.preflight import PreflightContext, preflight
 
@@ -63,7 +56,7 @@ def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[
     ctx = PreflightContext(
         step_id=str(read_json(job_dir / "run.json").get("step")),
         manifest=None,  # the algorithm is read from the config's own section (grpo, dpo)
-        config=resolved_config(job_dir),
+        config={k: v for k, v in (read_data(job_dir / RESOLVED) or {}).items() if k != "run"},
         config_file=config_file,
         nemo_rl_dir=checkout,
         run_dir=job_dir,

@@ -45,7 +45,7 @@ def parallel_fit(ctx: PreflightContext) -> Iterator[Finding]:
     mp = lay.model_parallel
     if lay.backend and lay.gpus % mp:
         yield err(
-            lay.key(TP_KEY[lay.backend]),
+            f"{lay.prefix}.{TP_KEY[lay.backend]}",
             f"TP({lay.tp}) x PP({lay.pp}) x CP({lay.cp}) = {mp} does not divide the "
             f"{lay.gpus} GPUs of {lay.gpus_source}",
             f"pick sizes whose product divides {lay.gpus}, or change cluster",

@@ -357,7 +357,6 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
     if algo != "grpo" or not gen or gen.get("backend") in (None, UNRESOLVED):
         return []
     backend = gen["backend"]
-    loc = config_location(ctx)
     version = ctx.nemo_rl_version
     known = [b for b, (_, since) in GENERATION_BACKENDS.items() if in_range(version, since)]
     if backend not in known:
@@ -369,7 +368,7 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
                 f"policy.generation.backend: unknown backend {backend!r}{newer} this run's "
                 f"NeMo-RL is {version.label if version else 'the pin'}"
                 f"{_hint(str(backend), known)}",
-                loc,
+                config_location(ctx),
                 fix=f"use one of {', '.join(known)}",
                 key="policy.generation.backend",
             )

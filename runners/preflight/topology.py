@@ -57,9 +57,6 @@ class Layout:
             return None
         return self.gpus // self.model_parallel
 
-    def key(self, name: str) -> str:
-        return f"{self.prefix}.{name}"
-
 
 TP_KEY = {"megatron": "tensor_model_parallel_size", "dtensor": "tensor_parallel_size"}
 
