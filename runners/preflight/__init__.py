@@ -16,7 +16,7 @@ upstream judge's cache key), `runners.omegaconf_internals` (unresolved config no
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,7 +181,7 @@ def _with_recovery(f: Finding, manifest: StepManifest | None) -> Finding:
         if entry is None:
             return f
         fix = entry.fix
-    return Finding(f.code, f.message, f.path, f.line, fix, f.severity, f.key)
+    return replace(f, fix=fix)
 
 
 def _crash(spec: RuleSpec, exc: Exception) -> Finding:

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterator
 from functools import partial
+from itertools import islice
 from pathlib import Path
 
 from catalog.config_values import as_int
@@ -82,16 +83,11 @@ def _rows_up_to(art: BoundArtifact, limit: int) -> int | None:
         read = read_builder_rows(built[0][0], built[0][1], limit=limit)
         unread = any(f.code == UNCHECKED or f.is_error for f in read.findings)
         return None if unread else len(read.rows)
-    rows = 0
     try:
         with open(art.value, "rb") as fh:
-            for line in fh:
-                rows += bool(line.strip())
-                if rows >= limit:
-                    break
+            return sum(1 for _ in islice((line for line in fh if line.strip()), limit))
     except OSError:
         return None
-    return rows
 
 
 # DPO dataset classes whose pairs are the train file's rows, one for one (others download their

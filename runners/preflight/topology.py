@@ -19,14 +19,10 @@ T = TypeVar("T")
 def cite(version: NemoRLVersion | None, places: dict[str, T]) -> T:
     """The upstream `file:line` of the running version: `places` maps the oldest version each
     holds from ("0.6.0", "0.7.0", "pin"); unknown: the newest, older than all: the oldest."""
-    chosen = places[list(places)[-1]]
     if version is None:
-        return chosen
-    chosen = places[next(iter(places))]
-    for since, place in places.items():
-        if in_range(version, since if since == "pin" else f"{since}+"):
-            chosen = place
-    return chosen
+        return places[list(places)[-1]]
+    held = [p for s, p in places.items() if in_range(version, s if s == "pin" else f"{s}+")]
+    return held[-1] if held else places[next(iter(places))]
 
 
 def enabled(section: Any) -> bool:
