@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from catalog.errors import Finding
-from catalog.nemo_rl_version import NemoRLVersion, in_range
+from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import algorithm, cite, finding, warning
 
@@ -43,13 +43,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except ValueError:
         return None
-
-
-def tis_switch(version: NemoRLVersion | None) -> str:
-    """The key whose non-null value turns truncated importance sampling on."""
-    if in_range(version, "0.7.0+"):  # an unknown version is judged as the newest
-        return "truncated_importance_sampling_type"
-    return "truncated_importance_sampling_ratio"
 
 
 @rule("loss_function")
@@ -109,10 +102,10 @@ def _truncated_importance_sampling(
     ctx: PreflightContext, loss: dict, seq_level: bool, error: Any
 ) -> Iterator[Finding]:
     version = ctx.nemo_rl_version
-    switch = tis_switch(version)
+    by_type = in_range(version, "0.7.0+")  # the key that turns TIS on (unknown: the newest)
+    switch = f"truncated_importance_sampling_{'type' if by_type else 'ratio'}"
     if loss.get(switch) is None:
-        ratio_alone = loss.get("truncated_importance_sampling_ratio") is not None
-        if switch == "truncated_importance_sampling_type" and ratio_alone:
+        if by_type and loss.get("truncated_importance_sampling_ratio") is not None:
             yield warning(
                 ctx,
                 "W-LOSS-FN",
