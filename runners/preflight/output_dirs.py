@@ -11,7 +11,7 @@ from pathlib import Path
 from catalog.errors import Finding
 from catalog.shell_variables import path_variables
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import finding
+from runners.preflight.topology import enabled, finding
 
 WHERE = {
     "logger.log_dir": "logger.py:1616 get_next_experiment_dir",
@@ -31,9 +31,8 @@ def _output_dirs(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
     on this machine only (a cluster's folders are the job's)."""
     if ctx.remote is not None:
         return
-    checkpointing = ctx.get("checkpointing") or {}
     keys = ["logger.log_dir"]
-    if isinstance(checkpointing, dict) and checkpointing.get("enabled"):
+    if enabled(ctx.get("checkpointing")):
         keys.append("checkpointing.checkpoint_dir")
     for key in keys:
         value = ctx.get(key)

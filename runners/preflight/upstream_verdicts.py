@@ -35,10 +35,7 @@ _FIX = {
 
 def _key(ctx: PreflightContext, keys: list[str]) -> str:
     """The first key the compiled config holds (a key NeMo-RL quotes may be a default's)."""
-    for key in keys:
-        if ctx.get(key) is not None:
-            return key
-    return keys[0]
+    return next((key for key in keys if ctx.get(key) is not None), keys[0])
 
 
 def _message(failure: dict[str, Any], version: str) -> str:
