@@ -53,17 +53,14 @@ FILLED_AT_PIN = {
 FRESH = "for a fresh run pass checkpointing.checkpoint_dir=<new folder>"
 
 
-def latest_step(folder: Path) -> tuple[int, Path] | None:
+def latest_step(folder: Path) -> Path | None:
     """The entry the checkpoint manager resumes from: the highest `step_N` by number."""
     try:
         names = os.listdir(folder)
     except OSError:
         return None
     steps = [(int(m.group(1)), name) for name in names if (m := STEP_NAME.match(name))]
-    if not steps:
-        return None
-    number, name = max(steps)
-    return number, folder / name
+    return folder / max(steps)[1] if steps else None
 
 
 @rule("resume_checkpoint")
@@ -79,10 +76,9 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         if ctx.nemo_rl_dir is None:
             return  # where NeMo-RL runs, and so which folder it reads, is not known here
         path = ctx.nemo_rl_dir / path
-    latest = latest_step(path)
-    if latest is None:
+    step = latest_step(path)
+    if step is None:
         return
-    _, step = latest
     opened = cite(ctx.nemo_rl_version, OPEN_INFO)
     info = step / INFO
     if not info.is_file():
