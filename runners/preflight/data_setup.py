@@ -74,9 +74,7 @@ def _hint(name: str, known: tuple[str, ...]) -> str:
 
 def _where(key: str, name: str, written: dict) -> str:
     """The key that set `name`: the entry's own, else data.default's."""
-    if name in written or key == "data":
-        return f"{key}.{name}"
-    return f"data.default.{name}"
+    return f"{key}.{name}" if name in written or key == "data" else f"data.default.{name}"
 
 
 @rule("dataset_names")

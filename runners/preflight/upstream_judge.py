@@ -112,8 +112,7 @@ def inputs_state(config: dict, env: Mapping[str, str] | None = None) -> list:
     for section in ("data", "env"):
         for _, text in strings(config.get(section)):
             if "/" in text or text.endswith((".json", ".jsonl", ".csv", ".txt", ".parquet")):
-                path = os.path.expanduser(text)
-                state.append((text, _stat(path)))
+                state.append((text, _stat(os.path.expanduser(text))))
     ckpt = (config.get("checkpointing") or {}).get("checkpoint_dir")
     if isinstance(ckpt, str) and ckpt:
         folder = Path(os.path.expanduser(ckpt))
