@@ -1,17 +1,12 @@
 """Preflight: every check that can run before the GPUs start, as named rules.
 
-A rule is a function `(ctx) -> Iterable[Finding]` registered with `@rule`. Rule modules live
-beside this file and register on import (`RULE_MODULES`). A rule that cannot be evaluated
-(a file it needs is absent, an unexpected shape) yields a warning naming what it needed. A
-crash inside a rule is an error (E-RULE-CRASH naming the rule), never a traceback and never a
-pass: preflight fails closed, so a bug in a rule cannot silently let a launch through.
+A rule is a function `(ctx) -> Iterable[Finding]` registered with `@rule`; its modules register
+on import (`RULE_MODULES`). A rule that cannot be evaluated warns, naming what it needed; a crash
+inside one is E-RULE-CRASH: preflight fails closed, so a buggy rule never lets a launch through.
 
-Owns: the rule registry (here) and the rule modules (`basics`, `schema`, `artifacts`,
-`data_files`, `gym`, `parallelism`, `backend_sections`, `interpreter`,
-`algorithm_setup/`, `resume`, `loss_function`, `remote*`: what a cluster submission will
-meet, `upstream_judge` and `upstream_fold`: what the launch interpreter's own NeMo-RL says,
-`layout_fold`: a config written for a newer NeMo-RL; `judge_in_job`: the same judge asked in
-the user's image, inside the cluster judge's job), `topology` (GPUs and nodes from the config).
+Owns: the rule registry (here), the rule modules beside it (`remote*`: a cluster submission;
+`upstream_*`, `judge_in_job`, `folds`: what NeMo-RL itself says) and `topology` (GPUs and
+nodes from the config).
 May import: `runners.config`, `runners.nemo_rl`, `runners.rl_prep` (its dry checks),
 `runners.launch` (remote rules judge a submission), `runners.secrets`, `runners.digest` (the
 upstream judge's cache key), `runners.omegaconf_internals` (unresolved config nodes),
@@ -21,7 +16,7 @@ upstream judge's cache key), `runners.omegaconf_internals` (unresolved config no
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +38,6 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.dcp_export",
     "runners.preflight.algorithm_setup",
     "runners.preflight.gym",
-    "runners.preflight.bound_datasets",
     "runners.preflight.artifacts",
     "runners.preflight.data_loader",
     "runners.preflight.data_paths",
@@ -58,10 +52,7 @@ RULE_MODULES: list[str] = [  # appended as modules land
     "runners.preflight.upstream_judge",
     "runners.preflight.resume",
     "runners.preflight.loss_function",
-    "runners.preflight.dataset_names",
-    "runners.preflight.prompt_files",
-    "runners.preflight.mlflow_store",
-    "runners.preflight.math_environment",
+    "runners.preflight.data_setup",
     "runners.preflight.shell_variables",
 ]
 RULE_CRASH = "E-RULE-CRASH"
@@ -78,10 +69,8 @@ class BoundArtifact:
     value: str
     is_path: bool = True
     expected_rows: int | None = None  # what the rl_prep manifest it came from records
-    # A relative path a config file gave a program that opens it from its own working directory
-    # (NeMo-RL: the checkout): kept as written; `value` is it joined to that directory (is_path
-    # False when that directory is not known here), `beside` the same path read from the
-    # declaring file's folder (runners.preflight.data_paths).
+    # A config file's relative path as written; `value` is it joined to the directory NeMo-RL
+    # opens it from (is_path False when unknown), `beside` it read from the file's folder.
     written: str = ""
     beside: str = ""
 
@@ -106,8 +95,7 @@ class PreflightContext:
     _raw: Any = field(default=None, init=False, repr=False, compare=False)
 
     def raw(self) -> Any:
-        """The compiled config as plain data as written (`${...}` and `???` kept), or None
-        without one: made once for the rules that read it (read-only for them)."""
+        """The compiled config as written (`${...}`, `???` kept), made once; None without one."""
         if self._raw is None and self.compiled is not None:
             from omegaconf import OmegaConf
 
@@ -125,24 +113,21 @@ Rule = Callable[[PreflightContext], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class RuleSpec:
-    """A registered rule: it runs for a step whose kind has every capability it `needs`
-    (runners.kinds.base.CAPABILITIES); one that needs nothing runs for every kind."""
+    """A registered rule: it runs for a step whose kind has every capability it `needs`."""
 
     id: str
     func: Rule
     needs: frozenset[str]
     doc: str
     versions: str = "all"  # the NeMo-RL releases its upstream assert exists in (`rule`)
-    # A remote rule (a cluster launch): what its backend must have
-    # (runners.launch.backends.base.BACKEND_CAPABILITIES); None: not a remote rule.
-    on: frozenset[str] | None = None
+    on: frozenset[str] | None = None  # a remote rule: what its backend must have
 
     def applies_to(self, has: frozenset[str]) -> bool:
         return self.needs <= has
 
     def applies_on(self, remote: RemoteFacts | None) -> bool:
-        """A remote rule runs for a cluster launch whose backend has what it is `on`, once the
-        host answered (E-REMOTE-HOST says when it did not: nothing is guessed)."""
+        """A remote rule runs once the cluster host answered (else E-REMOTE-HOST) and its
+        backend has what it is `on`."""
         if self.on is None:
             return True
         return remote is not None and remote.reached and self.on <= remote.has
@@ -157,15 +142,10 @@ def rule(
     versions: str = "all",
     on: tuple[str, ...] | None = None,
 ) -> Callable[[Rule], Rule]:
-    """Register a preflight rule for the kinds that have what it `needs` (a NeMo-RL config,
-    unless it says otherwise; `needs=()`: every kind) and the NeMo-RL `versions` its upstream
-    assert exists in: `all`, `0.7.0+`, `pin` (the pin and newer), `<0.6.0` (it mirrors a bug
-    fixed upstream in 0.6.0), checked against the source of v0.6.0, v0.7.0 and the pin, and for
-    0.4.0/0.5.0 as far as those releases' own configs reach (tests/upstream_corpus.py); an
-    unknown version runs every rule, and a rule whose sub-checks differ by version states its
-    oldest part here and the rest in PREFLIGHT.md (`topology.cite`). A remote rule says what the
-    cluster backend must have (`on=()`: every backend). The codes it raises name it in
-    catalog/codes.toml (`check`)."""
+    """Register a rule for the kinds that have what it `needs` (`()`: every kind), the NeMo-RL
+    `versions` its upstream assert exists in (`all`, `0.7.0+`, `pin`, `<0.6.0`: a bug fixed in
+    0.6.0; an unknown version runs every rule) and, for a remote rule, what the cluster backend
+    must have (`on=()`: every backend). Its codes name it in catalog/codes.toml (`check`)."""
 
     from catalog.nemo_rl_version import check_range
 
@@ -188,8 +168,7 @@ def load_rules() -> dict[str, RuleSpec]:
 
 
 def _with_recovery(f: Finding, manifest: StepManifest | None) -> Finding:
-    """A finding without a fix of its own gets the step's fix for its code, else the usual fix
-    in the registry of codes (catalog/codes.toml)."""
+    """A finding without a fix gets the step's fix for its code, else catalog/codes.toml's."""
     if f.fix:
         return f
     spec = manifest.error(f.code) if manifest is not None else None
@@ -202,7 +181,7 @@ def _with_recovery(f: Finding, manifest: StepManifest | None) -> Finding:
         if entry is None:
             return f
         fix = entry.fix
-    return Finding(f.code, f.message, f.path, f.line, fix, f.severity, f.key)
+    return replace(f, fix=fix)
 
 
 def _crash(spec: RuleSpec, exc: Exception) -> Finding:
@@ -219,17 +198,14 @@ def _crash(spec: RuleSpec, exc: Exception) -> Finding:
 
 
 def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> list[Finding]:
-    """Run every rule that applies to the step's runner (or the rules `only` names); errors
-    first, then warnings."""
+    """Run every rule that applies (or those `only` names); errors first, then warnings."""
     from catalog.nemo_rl_version import in_range
 
     findings: list[Finding] = []
     for spec in load_rules().values():
         if not spec.applies_to(ctx.has) or not in_range(ctx.nemo_rl_version, spec.versions):
             continue
-        if only is not None and spec.id not in only:
-            continue
-        if not spec.applies_on(ctx.remote):
+        if (only is not None and spec.id not in only) or not spec.applies_on(ctx.remote):
             continue
         try:
             found = list(spec.func(ctx))
@@ -241,10 +217,10 @@ def preflight(ctx: PreflightContext, only: Collection[str] | None = None) -> lis
     from runners.config.override_findings import fold_override_findings
 
     findings = fold_override_findings(findings, ctx.compiled, ctx.raw)
-    from runners.preflight.layout_fold import fold_layout
+    from runners.preflight.folds import fold_layout
 
     findings = fold_layout(findings, ctx)  # a config for a newer NeMo-RL: one finding
-    from runners.preflight.upstream_fold import fold_upstream
+    from runners.preflight.folds import fold_upstream
 
     findings = fold_upstream(findings)  # upstream's verdict and ours on one key: one finding
     return sorted(findings, key=lambda f: (not f.is_error,))

@@ -1,17 +1,11 @@
-"""The sections only one training backend reads, present and of the shape its worker indexes.
-
-NeMo-RL's schema types `policy.optimizer` and `policy.scheduler` as optional (null allowed),
-because a Megatron policy takes its own under `policy.megatron_cfg`. The DTensor worker
-(`models/policy/workers/dtensor_policy_worker.py`, v0.6.0:442-489, v0.7.0:463-500, pin:486-522,
-and `models/automodel/setup.py` for the v2 worker) indexes `optimizer["name"]` and
-`optimizer["kwargs"]` and, when the key is present, iterates `scheduler`: a null crashes the
-worker about a minute after launch with a TypeError. The Megatron sections are required keys
-of `MegatronConfig`, which the schema rule checks.
+"""The optimizer and scheduler sections the DTensor worker indexes, which the schema types as
+optional (a Megatron policy has its own): a null is a TypeError a minute after launch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from catalog.errors import Finding
@@ -72,6 +66,7 @@ def scheduler_problem(value: Any) -> str | None:
 @rule("backend_sections")
 def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     """E-BACKEND-SECTION: DTensor's torch optimizer and scheduler sections are usable."""
+    err = partial(finding, ctx, "E-BACKEND-SECTION")
     if not enabled(ctx.get("policy.dtensor_cfg")) or enabled(ctx.get("policy.megatron_cfg")):
         return
     policy = ctx.get("policy")
@@ -80,9 +75,7 @@ def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     example = _example(ctx)
     problem = optimizer_problem(policy["optimizer"]) if "optimizer" in policy else "is missing"
     if problem:
-        yield finding(
-            ctx,
-            "E-BACKEND-SECTION",
+        yield err(
             "policy.optimizer",
             f"{problem}, but the DTensor policy builds its torch optimizer from "
             "policy.optimizer.name and .kwargs (the Megatron one under megatron_cfg is unused)",
@@ -92,9 +85,7 @@ def backend_sections(ctx: PreflightContext) -> Iterator[Finding]:
     if "scheduler" in policy:
         problem = scheduler_problem(policy["scheduler"])
         if problem:
-            yield finding(
-                ctx,
-                "E-BACKEND-SECTION",
+            yield err(
                 "policy.scheduler",
                 f"{problem}; the DTensor policy builds its LR schedule from it when the key is "
                 "present",

@@ -11,7 +11,7 @@ from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
 from runners.config.compiler import RESOLVER_VERSIONS
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import strings, where
+from runners.preflight.topology import finding, located, strings, where
 
 _RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w]*)\s*:")
 
@@ -21,7 +21,6 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "grpo": ("policy", "loss_fn", "env", "data", "grpo", "logger", "cluster", "checkpointing"),
     "dpo": ("policy", "data", "dpo", "logger", "cluster", "checkpointing"),
 }
-_ABSENT = object()
 
 
 def _missing_keys(node: Any, prefix: str = "") -> Iterable[str]:
@@ -42,14 +41,12 @@ def unresolved_values(ctx: PreflightContext) -> Iterable[Finding]:
     """No `???` may reach the run: NeMo-RL would read it as the literal string '???'."""
     source = ctx.raw() if ctx.compiled is not None else ctx.config
     for key in _missing_keys(source):
-        path, line = where(ctx, key)
-        yield Finding(
+        yield located(
+            ctx,
             "E-CONFIG-UNRESOLVED",
+            key,
             f"{key} is '???' (a value you must give)",
-            path=path,
-            line=line,
-            key=key,
-            fix=f"pass {key}=VALUE on the command line or set it in your config",
+            f"pass {key}=VALUE on the command line or set it in your config",
         )
 
 
@@ -66,15 +63,13 @@ def config_resolvers(ctx: PreflightContext) -> Iterable[Finding]:
             if since is None or in_range(version, since):
                 continue  # oc.env and OmegaConf's own resolvers, or a registered one
             have = ", ".join(n for n, r in RESOLVER_VERSIONS.items() if in_range(version, r))
-            path, line = where(ctx, key)
-            yield Finding(
+            yield finding(
+                ctx,
                 "E-CONFIG-INTERPOLATION",
-                f"{key}: NeMo-RL {version.label} does not register the ${{{name}:...}} "
-                f"resolver (it has {have}): the run fails in load_config",
-                path=path,
-                line=line,
-                key=key,
-                fix=f"write the value out, or use one of {have}",
+                key,
+                f"NeMo-RL {version.label} does not register the ${{{name}:...}} resolver (it "
+                f"has {have}): the run fails in load_config",
+                f"write the value out, or use one of {have}",
             )
 
 
@@ -113,26 +108,23 @@ def inputs_exist(ctx: PreflightContext) -> Iterable[Finding]:
             continue  # found only beside its config: E-INPUT-RELATIVE says so
         if path_variables(art.written or art.value):
             continue  # `$DATA/x.jsonl`: E-SHELL-VARIABLE names the cause
-        path, line = where(ctx, art.config_key)
         if not art.value:
-            yield Finding(
+            yield located(
+                ctx,
                 "E-INPUT-MISSING",
+                art.config_key,
                 f"input '{art.name}' ({art.type}) is required but {art.config_key} is null",
-                path=path,
-                line=line,
-                key=art.config_key,
-                fix=f"pass {art.config_key}=PATH or --input {art.name}=PATH",
+                f"pass {art.config_key}=PATH or --input {art.name}=PATH",
             )
         elif ctx.remote is not None and (art.value in ctx.remote.exists or not ctx.remote.reached):
             continue  # judged where the job runs (runners.preflight.remote), or not reachable
         elif not os.path.exists(art.value):
-            yield Finding(
+            yield located(
+                ctx,
                 "E-INPUT-MISSING",
+                art.config_key,
                 f"input '{art.name}' ({art.type}) does not exist: {art.value}",
-                path=path,
-                line=line,
-                key=art.config_key,
-                fix="check the path; NeMo-RL opens a config file's relative paths from its "
-                "checkout root (rl_prep and the converters: from that file's folder), paths on "
-                "the command line are read from the current directory",
+                "check the path; NeMo-RL opens a config file's relative paths from its checkout "
+                "root (rl_prep and the converters: from that file's folder), paths on the "
+                "command line are read from the current directory",
             )

@@ -23,9 +23,8 @@ def bound_file(ctx: PreflightContext, config_key: str) -> Path | None:
 
 
 def first_row(path: Path) -> dict | None:
-    """The first row as NeMo-RL's loader reads it (a CSV, JSON array, Parquet... file: its
-    builder's first row), else the first non-empty line parsed as JSON; None when it is not
-    an object."""
+    """The first row as NeMo-RL's loader reads it (JSONL: the first non-empty line); None when
+    it is not an object."""
     from catalog.contracts.builder_rows import read_builder_rows
     from catalog.contracts.builder_scan import builder_files
 

@@ -1,13 +1,6 @@
-"""Preflight: each data block as NeMo-RL's loader opens it (catalog.contracts.loader_formats).
-
-A local file goes by its extension to a Hugging Face builder (one with another extension is
-taken as a hub name and fails): `subset` must be unset for it
-(0.6.0+ asserts so) and its only split is `train` (any other `split` is a KeyError at load).
-A dotted `dataset_name` (0.7.0+) is a user class imported from the launch's PYTHONPATH: it
-decides its own columns, so our built-in row rules do not judge its data (one warning), and a
-module found nowhere on that path is an error. The module is looked up by path only
-(`importlib.machinery.PathFinder`), never imported: user code does not run in our process.
-The upstream judge imports it where NeMo-RL is importable.
+"""Each data block as NeMo-RL's loader opens it (catalog.contracts.loader_formats): a local file
+by its extension (no `subset`, only the `train` split); a dotted `dataset_name` (0.7.0+) is a
+user class, looked up on the launch's Python path by path only, never imported here.
 """
 
 from __future__ import annotations
@@ -46,9 +39,8 @@ def _open(ctx: PreflightContext, key: str) -> DataOpen:
 
 
 def search_path(ctx: PreflightContext) -> list[str] | None:
-    """Where the launch's interpreter finds modules: PYTHONPATH, the script's folder, the
-    checkout, its site-packages and the folders their .pth files add; None when the
-    interpreter is not known here (a cluster launch, or no probe)."""
+    """Where the launch's interpreter finds modules (PYTHONPATH, the script's folder, the
+    checkout, site-packages and their .pth folders); None when it is not known here."""
     launch = ctx.local_launch
     if launch is None:
         return None
@@ -73,8 +65,8 @@ def search_path(ctx: PreflightContext) -> list[str] | None:
 
 
 def _pth_dirs(site: Path) -> list[str] | None:
-    """The folders a site's .pth files add, and those its setuptools editable finders map
-    packages into; None when a .pth runs an import we cannot read (the path is then unknown)."""
+    """The folders a site's .pth files (and setuptools editable finders) add; None when a .pth
+    runs an import we cannot read."""
     out: list[str] = []
     try:
         pths = sorted(site.glob("*.pth"))
@@ -120,8 +112,7 @@ def _editable_mapping(site: Path, line: str) -> list[str] | None:
 
 
 def module_found(module: str, paths: list[str]) -> str | None:
-    """Where `module` (dotted) is on `paths` (its file, or a namespace package's folder), walked
-    package by package without importing; None when it is not there."""
+    """Where dotted `module` is on `paths` (its file or folder), found without importing."""
     where: list[str] | None = paths
     name = ""
     for part in module.split("."):
@@ -169,8 +160,7 @@ def _class_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding
 
 
 def _format_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding]:
-    """A local file whose extension the loader has no builder for: NeMo-RL takes it as a hub
-    name or a folder, and `load_dataset` fails ('Couldn't find any data file')."""
+    """A local file whose extension has no builder: NeMo-RL takes it as a hub name."""
     key = f"{opened.key}.data_path"
     bound = [a for a in ctx.inputs if a.config_key == key and a.is_path]
     if opened.reader != "path" or opened.builder is not None or not bound:
@@ -218,8 +208,7 @@ def _split_findings(ctx: PreflightContext, opened: DataOpen) -> Iterator[Finding
 
 @rule("data_loader", versions="0.6.0+")
 def data_loader(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-DATA-FORMAT, E-DATA-SPLIT, E-DATA-CLASS, W-DATA-CLASS: each data block as NeMo-RL's
-    loader opens it."""
+    """E-DATA-FORMAT, -SPLIT, -CLASS, W-DATA-CLASS: each data block as NeMo-RL opens it."""
     for key in data_blocks(ctx.config):
         opened = _open(ctx, key)
         if opened.reader == "class":

@@ -1,11 +1,5 @@
-"""Relative input paths NeMo-RL opens from its own working directory.
-
-NeMo-RL opens a config's relative paths from the directory it runs in, the checkout root (here
-the checkout `run` execs in; on a cluster the profile's `nemo_rl_dir`, the job's workdir), not
-from the config file's folder (v0.7.0 nemogym_dataset.py:35 `open(data_path)`,
-datasets/utils.py:81-110). `runners.bind` keeps such a path as written and binds it to that
-directory; these rules say when it is found only beside the config file, and when that
-directory is not known here. A path missing in both places is E-INPUT-MISSING (inputs_exist).
+"""Relative input paths NeMo-RL opens from its working directory (the checkout root), not from
+the config file's folder.
 """
 
 from __future__ import annotations
@@ -13,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from catalog.errors import WARNING, Finding
+from catalog.errors import Finding
 from runners.preflight import BoundArtifact, PreflightContext, rule
-from runners.preflight.topology import where
+from runners.preflight.topology import finding, warning
 
 
 def found_only_beside(ctx: PreflightContext, art: BoundArtifact) -> bool:
@@ -33,29 +27,24 @@ def relative_inputs(ctx: PreflightContext) -> Iterator[Finding]:
     for art in ctx.inputs:
         if not art.written:
             continue
-        path, line = where(ctx, art.config_key)
         there = f"it exists relative to the config file's folder: {art.beside}"
         write = f"write the absolute path: {art.config_key}: {art.beside}"
         if not art.is_path:  # no checkout known here: nothing says where NeMo-RL will run
             beside = os.path.exists(art.beside)
-            yield Finding(
+            yield warning(
+                ctx,
                 "W-INPUT-RELATIVE",
-                f"{art.config_key}: NeMo-RL opens {art.written!r} from its checkout root, which "
-                "is not known here, so the input was not checked"
-                + (f"; {there}" if beside else ""),
-                path,
-                line,
-                write if beside else "give an absolute path, or --nemo-rl DIR to check it",
-                WARNING,
                 art.config_key,
+                f"NeMo-RL opens {art.written!r} from its checkout root, which is not known here,"
+                " so the input was not checked" + (f"; {there}" if beside else ""),
+                write if beside else "give an absolute path, or --nemo-rl DIR to check it",
             )
         elif found_only_beside(ctx, art):
-            yield Finding(
+            yield finding(
+                ctx,
                 "E-INPUT-RELATIVE",
-                f"{art.config_key}: NeMo-RL opens {art.written!r} from its working directory,"
-                f" the checkout root, as {art.value}, which does not exist; {there}",
-                path,
-                line,
+                art.config_key,
+                f"NeMo-RL opens {art.written!r} from its working directory, the checkout root, "
+                f"as {art.value}, which does not exist; {there}",
                 f"{write} (NeMo-RL never reads paths from the config's folder)",
-                key=art.config_key,
             )

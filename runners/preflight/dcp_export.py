@@ -1,8 +1,5 @@
-"""The DCP export's own checks: a fresh hf_path, and the base model the checkpoint names.
-
-NeMo-RL's `examples/converters/convert_dcp_to_hf.py` refuses an existing output folder, and
-loads the base model's config from `policy.model_name` of the checkpoint's config.yaml only after
-it has written the weights: a missing local base model leaves a half-written export.
+"""The DCP export's own checks: `convert_dcp_to_hf.py` refuses an existing hf_path, and loads the
+base model (`policy.model_name`) only after writing the weights: a missing one half-writes.
 """
 
 from __future__ import annotations

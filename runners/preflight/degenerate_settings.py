@@ -1,10 +1,5 @@
-"""Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts.
-
-Each was silent on the CPU oracle up to the GPU boundary (../shared/oracle) and is decided by
-what the training loop does on a GPU: a zero that NeMo-RL divides by raises ZeroDivisionError
-(an error here); a GRPO or DPO train set smaller than one step's batch gives an empty
-dataloader (`drop_last=True`), so the run ends having trained nothing: NeMo-RL runs it and exits
-0, which no one launching a training job wants (an error here, E-ZERO-STEPS).
+"""Settings NeMo-RL's setup accepts that fail, or train nothing, once the loop starts (silent on
+the CPU oracle, ../shared/oracle).
 """
 
 from __future__ import annotations
@@ -12,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
+from itertools import islice
 from pathlib import Path
 
 from catalog.config_values import as_int
@@ -52,12 +49,11 @@ def _is_zero(value: object) -> bool:
 @rule("zero_divisors")
 def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
     """E-ZERO-DIVISOR: checkpointing.save_period or make_sequence_length_divisible_by is 0."""
+    err = partial(finding, ctx, "E-ZERO-DIVISOR")
     algo = algorithm(ctx)
     steps = ctx.get(f"{algo}.max_num_steps") if algo else None
     if _is_zero(ctx.get("checkpointing.save_period")) and as_int(steps) != 1:
-        yield finding(
-            ctx,
-            "E-ZERO-DIVISOR",
+        yield err(
             "checkpointing.save_period",
             "0: NeMo-RL takes the step number modulo save_period after every training step but "
             "the last (checkpointing enabled or not), so the first step ends in "
@@ -67,9 +63,7 @@ def zero_divisors(ctx: PreflightContext) -> Iterator[Finding]:
         )
     key = "policy.make_sequence_length_divisible_by"
     if _is_zero(ctx.get(key)):
-        yield finding(
-            ctx,
-            "E-ZERO-DIVISOR",
+        yield err(
             key,
             "0: every batch's length is padded to a multiple of it, so the first batch ends in "
             f"ZeroDivisionError ({cite(ctx.nemo_rl_version, PAD_MOD)})",
@@ -89,16 +83,11 @@ def _rows_up_to(art: BoundArtifact, limit: int) -> int | None:
         read = read_builder_rows(built[0][0], built[0][1], limit=limit)
         unread = any(f.code == UNCHECKED or f.is_error for f in read.findings)
         return None if unread else len(read.rows)
-    rows = 0
     try:
         with open(art.value, "rb") as fh:
-            for line in fh:
-                rows += bool(line.strip())
-                if rows >= limit:
-                    break
+            return sum(1 for _ in islice((line for line in fh if line.strip()), limit))
     except OSError:
         return None
-    return rows
 
 
 # DPO dataset classes whose pairs are the train file's rows, one for one (others download their

@@ -1,5 +1,6 @@
 """What the example script's driver does before any GPU work and refuses there: the tokenizer it
-loads, the logger backends it starts (the CPU oracle's misses, shared/oracle/REPORT.md)."""
+loads, the logger backends it starts (the CPU oracle's misses, shared/oracle/REPORT.md), and the
+MLflow store NeMo-RL's own MLflow (>= 3.13, PR 22773) refuses."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ LOGGER_READS = {  # Logger.__init__ reads logger.<backend> when <backend>_enable
     "mlflow": {"0.6.0": "logger.py:930", "0.7.0": "logger.py:987", "pin": "logger.py:1010"},
 }
 WANDB_OFFLINE = {"offline", "disabled", "dryrun"}
+MLFLOW_OPT_OUT = "MLFLOW_ALLOW_FILE_STORE"
+MLFLOW_LOOKUP = {"0.7.0": "nemo_rl/utils/logger.py:852", "pin": "nemo_rl/utils/logger.py:875"}
+MLFLOW_LOCKED = {"0.7.0": "3.14.0", "pin": "3.15.1"}
 
 
 def _local_path(name: str) -> bool:
@@ -99,9 +103,8 @@ def wandb_credentials(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("megatron_arch_list", versions="0.5.0+")
 def megatron_arch_list(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in the driver's
-    environment (Policy.__init__ raises before any worker starts; NeMo-RL's container sets it,
-    a venv on bare metal does not). Judged for a launch here, whose environment is known."""
+    """E-MEGATRON-ARCH-LIST: a Megatron policy needs TORCH_CUDA_ARCH_LIST in a local launch's
+    environment (Policy.__init__ raises; NeMo-RL's container sets it, a bare venv does not)."""
     launch = ctx.local_launch
     if launch is None or ctx.get("policy.megatron_cfg.enabled") is not True:
         return
@@ -116,4 +119,47 @@ def megatron_arch_list(ctx: PreflightContext) -> Iterator[Finding]:
         "lm_policy.py, v0.7.0 line 121)",
         "export TORCH_CUDA_ARCH_LIST for your GPUs (e.g. '9.0' for H100, '9.0 10.0'), as "
         "NeMo-RL's container does, or use the DTensor backend (policy.dtensor_cfg.enabled=true)",
+    )
+
+
+def is_file_store(uri: str) -> bool:
+    """Whether MLflow resolves `uri` to its file store: a `file:` URI or a path, no scheme."""
+    scheme = urlparse(uri).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and uri[1:2] == ":")  # C:\\ paths
+
+
+def _job_env(ctx: PreflightContext) -> Mapping[str, str] | None:
+    """The environment the job starts with, as far as it is known here."""
+    if ctx.local_launch is not None:
+        return ctx.local_launch.env
+    if ctx.remote is not None:
+        return getattr(ctx.remote.profile, "env", None) or {}
+    return None
+
+
+@rule("mlflow_store", versions="0.7.0+")
+def mlflow_store(ctx: PreflightContext) -> Iterator[Finding]:
+    """E-MLFLOW-STORE: MLflow on with a file-store tracking URI, which NeMo-RL's MLflow refuses."""
+    if not ctx.get("logger.mlflow_enabled"):
+        return
+    env = _job_env(ctx)
+    key, uri = "logger.mlflow.tracking_uri", ctx.get("logger.mlflow.tracking_uri")
+    if not uri and env is not None and env.get("MLFLOW_TRACKING_URI"):
+        key, uri = "logger.mlflow_enabled", env["MLFLOW_TRACKING_URI"]
+    if not isinstance(uri, str) or not uri or uri == UNRESOLVED or not is_file_store(uri):
+        return
+    if env is not None and str(env.get(MLFLOW_OPT_OUT, "")).lower() in ("true", "1"):
+        return
+    source = "" if key.endswith("tracking_uri") else " (MLFLOW_TRACKING_URI)"
+    yield finding(
+        ctx,
+        "E-MLFLOW-STORE",
+        key,
+        f"{uri!r}{source} is MLflow's file store, which the MLflow this NeMo-RL locks "
+        f"({cite(ctx.nemo_rl_version, MLFLOW_LOCKED)}, >= 3.13) refuses with an MlflowException "
+        f"when the Logger looks up the experiment ({cite(ctx.nemo_rl_version, MLFLOW_LOOKUP)}), "
+        "before training",
+        "use a database store, e.g. logger.mlflow.tracking_uri=sqlite:////abs/path/mlflow.db, "
+        f"or a tracking server (http://host:5000); or export {MLFLOW_OPT_OUT}=true to keep the "
+        "file store",
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 from catalog.did_you_mean import close_matches
@@ -79,21 +79,15 @@ def empty_root(root: Path) -> bool:
     return next(root.iterdir(), None) is None
 
 
-def _config_paths(ctx: PreflightContext) -> list | None:
-    value = ctx.get(CONFIG_PATHS)
-    return value if isinstance(value, list) else None
-
-
 @rule("gym_config_paths")
 def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
     """E-GYM-CONFIG-PATH: config_paths is a list of files under the Gym root, model config first."""
+    err = partial(finding, ctx, "E-GYM-CONFIG-PATH")
     if not uses_gym(ctx):
         return
     value = ctx.get(CONFIG_PATHS)
     if not isinstance(value, list) or not value:
-        yield finding(
-            ctx,
-            "E-GYM-CONFIG-PATH",
+        yield err(
             CONFIG_PATHS,
             f"must be a non-empty list of Gym config files, got {value!r}",
             f'write a YAML list, or on the command line "{CONFIG_PATHS}=[responses_api_models/'
@@ -107,9 +101,7 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
         and first.startswith("responses_api_models/")
         and first.endswith("_for_training.yaml")
     ):
-        yield finding(
-            ctx,
-            "E-GYM-CONFIG-PATH",
+        yield err(
             f"{CONFIG_PATHS}[0]",
             f"{first!r} is not a responses_api_models/*_for_training.yaml model config; NeMo-RL "
             "serves the policy through it",
@@ -141,18 +133,14 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
     for i, entry in enumerate(value):
         key = f"{CONFIG_PATHS}[{i}]"
         if not isinstance(entry, str) or not entry:
-            yield finding(
-                ctx, "E-GYM-CONFIG-PATH", key, f"{entry!r} is not a path", "use a path string"
-            )
+            yield err(key, f"{entry!r} is not a path", "use a path string")
             continue
         path = Path(entry) if Path(entry).is_absolute() else root / entry
         if path.is_file():
             continue
         near = close_matches(entry, _yaml_files(root))
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        yield finding(
-            ctx,
-            "E-GYM-CONFIG-PATH",
+        yield err(
             key,
             f"{entry} does not exist under the Gym root {root}{hint}",
             "use a path relative to the Gym checkout, e.g. "
@@ -162,17 +150,16 @@ def gym_config_paths(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("gym_agents_defined")
 def gym_agents_defined(ctx: PreflightContext) -> Iterator[Finding]:
-    """W-GYM-AGENT-UNCHECKED / W-GYM-SERVER-UNDERIVED: what the row check cannot know, said
-    once per run. Rows routed to agents no config loads (E-GYM-AGENT) and rows lacking the
-    fields their resource server reads (E-GYM-TASK-FIELD) are the row contract's findings
-    (artifact_contracts, with the options `validate --step` uses too)."""
+    """W-GYM-AGENT-UNCHECKED / W-GYM-SERVER-UNDERIVED: what the row contract (E-GYM-AGENT,
+    E-GYM-TASK-FIELD) cannot know, said once per run."""
     from catalog.contracts.gym_routes import UNDERIVED, UNDERIVED_FIX, underived_message
     from catalog.contracts.options import gym_routes_for
 
-    entries = _config_paths(ctx)
-    root = gym_root(ctx)
-    if not uses_gym(ctx) or not entries or root is None or not root.is_dir() or empty_root(root):
+    entries, root = ctx.get(CONFIG_PATHS), gym_root(ctx)
+    if not uses_gym(ctx) or not isinstance(entries, list) or not entries or root is None:
         return  # gym_config_paths reports the shape and the missing or empty root
+    if not root.is_dir() or empty_root(root):
+        return
     routes = gym_routes_for(ctx.config, root)
     if routes is None:
         return
@@ -235,13 +222,7 @@ def gym_overlong_filtering(ctx: PreflightContext) -> Iterator[Finding]:
         )
 
 
-GYM_HTTP_SETUP = {
-    "0.6.0": "nemo_gym.py:276",
-    "0.7.0": "nemo_gym.py:481",
-    "pin": "nemo_gym.py:1116",
-}
-
-
+GYM_HTTP_SETUP = {"0.6.0": "nemo_gym.py:276", "0.7.0": "nemo_gym.py:481", "pin": "nemo_gym.py:1116"}
 GYM_BACKENDS = (  # newest first: the generation backends should_use_nemo_gym accepts
     ("pin", ("vllm", "megatron", "trtllm", "dynamo")),
     ("0.7.0+", ("vllm", "megatron")),
@@ -251,27 +232,23 @@ GYM_BACKENDS = (  # newest first: the generation backends should_use_nemo_gym ac
 
 @rule("gym_generation")
 def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server: vLLM's, from 0.7.0
-    Megatron's too (megatron_generation.py), at the pin TRT-LLM's and Dynamo's as well
-    (nemo_gym.py:95-110); the Gym script writes into vllm_cfg either way."""
+    """E-GYM-GENERATION: Gym rollouts need a generation HTTP server (GYM_BACKENDS,
+    nemo_gym.py:95-110 at the pin); the Gym script writes into vllm_cfg either way."""
+    err = partial(finding, ctx, "E-GYM-GENERATION")
     if not uses_gym(ctx):
         return
     gen = generation(ctx)
     backends = next(b for since, b in GYM_BACKENDS if in_range(ctx.nemo_rl_version, since))
     version = ctx.nemo_rl_version.label if ctx.nemo_rl_version else "this NeMo-RL"
     if gen.get("backend") not in backends:
-        yield finding(
-            ctx,
-            "E-GYM-GENERATION",
+        yield err(
             "policy.generation.backend",
             f"NeMo-Gym runs on {version} need a {' or '.join(backends)} generation backend, "
             f"got {gen.get('backend')!r}",
             f"set policy.generation.backend={backends[0]}",
         )
     elif not isinstance(gen.get("vllm_cfg"), dict):
-        yield finding(
-            ctx,
-            "E-GYM-GENERATION",
+        yield err(
             "policy.generation.vllm_cfg",
             "the NeMo-Gym script sets vllm_cfg.async_engine and expose_http_server "
             f"({cite(ctx.nemo_rl_version, GYM_HTTP_SETUP)}), so the section must exist",
@@ -282,14 +259,13 @@ def gym_generation(ctx: PreflightContext) -> Iterator[Finding]:
 @rule("reward_penalties_need_gym", versions="pin")
 def reward_penalties_need_gym(ctx: PreflightContext) -> Iterator[Finding]:
     """E-REWARD-PENALTIES: reward_penalties only work on the Gym path (grpo.py:1966)."""
+    err = partial(finding, ctx, "E-REWARD-PENALTIES")
     penalties = ctx.get("reward_penalties")
     if uses_gym(ctx) or not isinstance(penalties, dict):
         return
     on = [k for k, v in penalties.items() if k.startswith("penalize_") and v]
     if on:
-        yield finding(
-            ctx,
-            "E-REWARD-PENALTIES",
+        yield err(
             f"reward_penalties.{on[0]}",
             "reward penalties need env.should_use_nemo_gym=true",
             "turn the penalties off or use the NeMo-Gym config",
@@ -297,9 +273,7 @@ def reward_penalties_need_gym(ctx: PreflightContext) -> Iterator[Finding]:
     if penalties.get("penalize_unwanted_tokens") and not (
         isinstance(penalties.get("token_ids"), dict) and penalties["token_ids"].get("unwanted")
     ):
-        yield finding(
-            ctx,
-            "E-REWARD-PENALTIES",
+        yield err(
             "reward_penalties.token_ids.unwanted",
             "must be set when penalize_unwanted_tokens is true (grpo.py:222)",
             "list the token ids, or set penalize_unwanted_tokens=false",

@@ -1,10 +1,5 @@
-"""Preflight for a NeMo-RL launch on this machine: the interpreter that will run it.
-
-Two failures a real run met a second after exec (research/real-nemo-rl-gpu-2026-11.md): `uv run`
-picked by the checkout's uv.lock could not find the Python NeMo-RL asks for (`No interpreter
-found for Python >=3.13.13`), and NeMo-RL refused the interpreter's transformers at import
-(`transformers 5.17.0 detected`). One probe of the launcher (`runners.launch.local`, cached)
-answers both before anything starts. Cluster launches are judged by the remote rules instead.
+"""Preflight for a NeMo-RL launch on this machine: the interpreter that will run it, from one
+cached probe of the launcher (research/real-nemo-rl-gpu-2026-11.md).
 """
 
 from __future__ import annotations
@@ -24,9 +19,8 @@ _FIX_LAUNCHER = (
 
 @rule("local_interpreter")
 def local_interpreter(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-LAUNCHER: the launcher does not start an interpreter in the checkout. E-PACKAGE-VERSION:
-    that interpreter's torch, transformers, ray (and vllm when generation uses it) are missing
-    or outside the checkout's pyproject.toml pins."""
+    """E-LAUNCHER: the launcher starts no interpreter; E-PACKAGE-VERSION: its torch,
+    transformers, ray (vllm) are missing or outside the checkout's pins."""
     launch = ctx.local_launch
     if launch is None:
         return

@@ -1,14 +1,7 @@
-"""Inside the upstream judge's job (issue 38): the rules that ask the image itself, run on a CPU
-node in the user's own container before the GPU job, on the run dir's resolved config.
-
-The job runs `steps upstream-judge JOB_DIR --launcher CMD` from the copy of our code staged with
-the run dir (`runners.launch.job_code`), in the image's python3, from the NeMo-RL checkout. Two
-rules run there as they run before a local launch: `local_interpreter` (the launcher the GPU job
-uses starts a Python with the packages the checkout pins) and `upstream_judge` (that Python's
-own NeMo-RL judges the config, bounded and offline). Same rules, same findings: what the image
-refuses reads as a local dry run would have said it. The findings end the job's log as one
-marked JSON line for `status` and `diagnose`; the exit code is 1 when one is an error, which is
-what holds the GPU job back.
+"""Inside the upstream judge's job (issue 38): `local_interpreter` and `upstream_judge` run on a
+CPU node in the user's own container before the GPU job, on the run dir's resolved config, from
+the copy of our code staged with it. Same rules, same findings as a local dry run; they end the
+job's log as one marked JSON line, and an error exits 1, holding the GPU job back.
 """
 
 from __future__ import annotations
@@ -36,14 +29,6 @@ NO_ANSWER = "W-UPSTREAM-JUDGE"
 IMPORT = "E-UPSTREAM-IMPORT"
 
 
-def resolved_config(job_dir: Path) -> dict:
-    """The run dir's resolved config, without our own `run` section (NeMo-RL never sees it)."""
-    from catalog.yamlfile import read_data
-
-    data = read_data(job_dir / RESOLVED)
-    return {k: v for k, v in (data or {}).items() if k != "run"}
-
-
 def _located(found: Finding, config: Path) -> Finding:
     """A finding at a key of config.yaml, with its line there (the line is a courtesy)."""
     if found.path != str(config) or not found.key or found.line is not None:
@@ -58,9 +43,9 @@ def _located(found: Finding, config: Path) -> Finding:
 
 
 def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[Finding]:
-    """The image's verdict on the run dir's config: the findings of RULES, located in
-    config.yaml, and whether NeMo-RL imports at all. The checkout is the working directory, as
-    for the GPU job; the answers are cached in the job dir (writable wherever the job runs)."""
+    """The image's verdict on the run dir's config (RULES, located in config.yaml), run from
+    the checkout as the GPU job is; answers cached in the job dir."""
+    from catalog.yamlfile import read_data
     from runners.launch.local import Launcher, LocalLaunch
     from runners.preflight import PreflightContext, preflight
 
@@ -71,7 +56,7 @@ def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[
     ctx = PreflightContext(
         step_id=str(read_json(job_dir / "run.json").get("step")),
         manifest=None,  # the algorithm is read from the config's own section (grpo, dpo)
-        config=resolved_config(job_dir),
+        config={k: v for k, v in (read_data(job_dir / RESOLVED) or {}).items() if k != "run"},
         config_file=config_file,
         nemo_rl_dir=checkout,
         run_dir=job_dir,
@@ -84,10 +69,8 @@ def judge_job_dir(job_dir: Path, launcher: str, env: Mapping[str, str]) -> list[
 
 
 def _import_findings(ctx: PreflightContext, launch: LocalLaunch) -> list[Finding]:
-    """E-UPSTREAM-IMPORT: the launcher's Python cannot import NeMo-RL's algorithm module, as
-    the GPU job's script would not (before a workstation's launch that is the interpreter
-    rule's to say; in the image it is the finding). Read from `upstream_judge`'s cached answer;
-    a warning when the launcher is a `uv run` that installs the lock first (the judge does not)."""
+    """E-UPSTREAM-IMPORT: the launcher's Python cannot import NeMo-RL's algorithm module (a
+    warning when it is a `uv run` that installs the lock first, which the judge does not)."""
     from runners.launch.local import ProbeFailure
     from runners.preflight.topology import algorithm
     from runners.preflight.upstream_judge import ask_upstream, judge_seconds

@@ -1,10 +1,6 @@
-"""A key of the user's config within an edit or two of a declared key is a typo, not a knob.
-
-NeMo-RL keeps keys no TypedDict declares, so `grpo.max_num_stesp: 100` runs with the default
-number of steps and nothing says so. A key that far from every declared key may be a deliberate
-extra (W-SCHEMA-UNKNOWN, a warning); one within an edit or two of exactly one declared key, set in
-a config file, is E-SCHEMA-TYPO with the key it is near. A key kept on purpose is listed in the
-config's own `run.keep_keys` (steps' section, stripped before NeMo-RL runs), which silences both.
+"""A key within an edit or two of exactly one declared key is a typo (E-SCHEMA-TYPO), not a
+knob: NeMo-RL keeps undeclared keys, so `grpo.max_num_stesp` runs with the default silently. A key
+kept on purpose is listed in the config's `run.keep_keys`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""A NeMo-RL launch on this machine asks for no more GPUs than this machine shows.
-
-NeMo-RL starts a local Ray cluster with the GPUs it sees and places `cluster.num_nodes` x
-`cluster.gpus_per_node` bundles; with fewer it retries for about 100 s, then raises
-ResourceInsufficientError (v0.7.0 distributed/virtual_cluster.py:766). It attaches to an
-existing Ray cluster instead when one is running (`ray.init(address="auto")`, :213-218), which
-may hold more GPUs: then nothing is judged. GPUs are counted without importing torch:
-CUDA_VISIBLE_DEVICES of the launch environment, else `nvidia-smi -L`. No GPU at all is a
-warning (dry runs on a laptop); some GPUs but too few is an error. Cluster launches are judged
-by the profile rules.
+"""A NeMo-RL launch on this machine asks for no more GPUs than it shows (counted without torch);
+nothing is judged when NeMo-RL would attach to a running Ray cluster.
 """
 
 from __future__ import annotations

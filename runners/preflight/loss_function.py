@@ -1,13 +1,4 @@
-"""GRPO's loss function settings: the asserts of `ClippedPGLossFn`, decided from `loss_fn`.
-
-`grpo.setup()` builds `ClippedPGLossFn(loss_fn)` on the driver, on CPU, so its constructor's
-asserts stop a run before any worker trains; the dual-clip assert runs at the first step. What
-switches truncated importance sampling (TIS) on moved in 0.7.0: before it,
-`truncated_importance_sampling_ratio` not null; from it, `truncated_importance_sampling_type`
-not null (a ratio alone is then ignored). `DPOLossFn.__init__` asserts nothing (every release).
-Locations per release: `nemo_rl/algorithms/loss_functions.py` (0.4.0, 0.5.0), then
-`nemo_rl/algorithms/loss/loss_functions.py`.
-"""
+"""GRPO's loss settings: the asserts `ClippedPGLossFn(loss_fn)` runs at setup, on the driver."""
 
 from __future__ import annotations
 
@@ -15,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from catalog.errors import Finding
-from catalog.nemo_rl_version import NemoRLVersion, in_range
+from catalog.nemo_rl_version import in_range
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import algorithm, cite, finding, warning
 
@@ -52,13 +43,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except ValueError:
         return None
-
-
-def tis_switch(version: NemoRLVersion | None) -> str:
-    """The key whose non-null value turns truncated importance sampling on."""
-    if in_range(version, "0.7.0+"):  # an unknown version is judged as the newest
-        return "truncated_importance_sampling_type"
-    return "truncated_importance_sampling_ratio"
 
 
 @rule("loss_function")
@@ -118,10 +102,10 @@ def _truncated_importance_sampling(
     ctx: PreflightContext, loss: dict, seq_level: bool, error: Any
 ) -> Iterator[Finding]:
     version = ctx.nemo_rl_version
-    switch = tis_switch(version)
+    by_type = in_range(version, "0.7.0+")  # the key that turns TIS on (unknown: the newest)
+    switch = f"truncated_importance_sampling_{'type' if by_type else 'ratio'}"
     if loss.get(switch) is None:
-        ratio_alone = loss.get("truncated_importance_sampling_ratio") is not None
-        if switch == "truncated_importance_sampling_type" and ratio_alone:
+        if by_type and loss.get("truncated_importance_sampling_ratio") is not None:
             yield warning(
                 ctx,
                 "W-LOSS-FN",

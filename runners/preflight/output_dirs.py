@@ -1,12 +1,5 @@
-"""The folders NeMo-RL creates as it runs: `logger.log_dir` (the example scripts'
-`get_next_experiment_dir` makes `<log_dir>/exp_NNN` before setup, v0.7.0 logger.py:1616) and
-`checkpointing.checkpoint_dir` (`tmp_step_N` made at the first save, checkpoint.py:219). A path
-that is, or lies under, an existing regular file fails there with NotADirectoryError or
-FileExistsError: the log dir 30 s after launch, the checkpoint dir after the first steps; one
-whose nearest existing folder this user cannot write to (or on a read-only file system) fails
-there with PermissionError / OSError, the checkpoint dir hours into training.
-Relative paths are judged where NeMo-RL opens them, its checkout root; a cluster's folders are
-left to the job (only what this machine sees is judged).
+"""The folders NeMo-RL creates as it runs (`logger.log_dir`, `checkpointing.checkpoint_dir`):
+one at or under a file, or where this user cannot write, fails there (hours in, for checkpoints).
 """
 
 from __future__ import annotations
@@ -18,7 +11,7 @@ from pathlib import Path
 from catalog.errors import Finding
 from catalog.shell_variables import path_variables
 from runners.preflight import PreflightContext, rule
-from runners.preflight.topology import finding
+from runners.preflight.topology import enabled, finding
 
 WHERE = {
     "logger.log_dir": "logger.py:1616 get_next_experiment_dir",
@@ -38,9 +31,8 @@ def _output_dirs(ctx: PreflightContext) -> Iterator[tuple[str, str]]:
     on this machine only (a cluster's folders are the job's)."""
     if ctx.remote is not None:
         return
-    checkpointing = ctx.get("checkpointing") or {}
     keys = ["logger.log_dir"]
-    if isinstance(checkpointing, dict) and checkpointing.get("enabled"):
+    if enabled(ctx.get("checkpointing")):
         keys.append("checkpointing.checkpoint_dir")
     for key in keys:
         value = ctx.get(key)

@@ -1,10 +1,7 @@
 """Preflight for cluster launches (`--run/--batch PROFILE`): what would fail after queueing.
 
-Each rule reads `ctx.remote` (the profile and one probe of the cluster): `@rule(on=...)` runs it
-only for a cluster launch whose host answered. Sources: NeMo-RL's ray.sub (CONTAINER/MOUNTS
-required, GRES vs GPUS_PER_NODE exits 1, SLURM_SUBMIT_DIR as the container workdir),
-docs/cluster.md (node counts with Gym GPU nodes and DEDICATED_RAY_HEAD), and cluster launch
-failures users reported (research/remote-execution.md §5).
+Each rule reads `ctx.remote` (the profile and one probe of the cluster). Sources: NeMo-RL's
+ray.sub, docs/cluster.md, and launch failures users reported (research/remote-execution.md §5).
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from catalog.errors import WARNING, Finding
@@ -26,17 +24,14 @@ _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 # act only for a cluster profile: a local dry run pays nothing for them.
 
 
-def _at(ctx: PreflightContext, key: str) -> tuple[str, int | None]:
+def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, warn: bool = False):
+    """A finding at a key of the profile in env.toml."""
     from runners.launch.profiles.env_toml import profile_line
 
     f = ctx.remote
-    return f.env_file, profile_line(Path(f.env_file), key, f.profile_name)
-
-
-def _finding(ctx: PreflightContext, code: str, msg: str, key: str, fix: str, warn: bool = False):
-    path, line = _at(ctx, key)
+    line = profile_line(Path(f.env_file), key, f.profile_name)
     sev = WARNING if warn else "error"
-    return Finding(code, msg, path=path, line=line, fix=fix, severity=sev, key=key)
+    return Finding(code, msg, path=f.env_file, line=line, fix=fix, severity=sev, key=key)
 
 
 def _ray_sub(ctx: PreflightContext) -> bool:
@@ -65,6 +60,7 @@ def job_paths(ctx: PreflightContext) -> list[tuple[str, str]]:
 @rule("remote_allocation", needs=(), on=("ray_sub",))
 def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     """Profile nodes and GPUs agree with the config and with the partition's GRES."""
+    at = partial(_finding, ctx)
     if not _ray_sub(ctx):
         return
     from runners.launch.slurm.backend import parse_gres_gpus
@@ -73,8 +69,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     p = ctx.remote.profile
     need = nodes_needed(ctx.config, p.env)
     if p.nodes is not None and p.nodes != need:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-NODES",
             f"profile nodes = {p.nodes} but the config needs {need} (cluster.num_nodes"
             " + env.nemo_gym.num_gpu_nodes when Gym runs + 1 with DEDICATED_RAY_HEAD=1)",
@@ -83,8 +78,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
         )
     gpus = ctx.get("cluster.gpus_per_node")
     if p.gpus_per_node is not None and isinstance(gpus, int) and p.gpus_per_node != gpus:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-GPUS",
             f"profile gpus_per_node = {p.gpus_per_node} but cluster.gpus_per_node = {gpus}: "
             "NeMo-RL would wait for GPUs the job does not have",
@@ -94,8 +88,7 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
     have = parse_gres_gpus(ctx.remote.gres or "")
     want = p.gpus_per_node if p.gpus_per_node is not None else gpus
     if have is not None and isinstance(want, int) and have != want:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-GPUS",
             f"partition {p.partition or '(default)'} has GRES gpu:{have} per node but the job "
             f"asks for {want}: ray.sub exits 1 when GPUS_PER_NODE differs from the GRES count",
@@ -107,12 +100,12 @@ def remote_allocation(ctx: PreflightContext) -> Iterator[Finding]:
 @rule("remote_mounts", needs=(), on=("container_mounts",))
 def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     """Every path the job touches is under a container mount; no mount of the whole home."""
+    at = partial(_finding, ctx)
     f = ctx.remote
     p = f.profile
     if not p.container_image:
         if _ray_sub(ctx):
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-CONTAINER",
                 "ray.sub runs every node in a pyxis container and aborts without CONTAINER",
                 "container_image",
@@ -122,8 +115,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     dests = [m.split(":")[1] if ":" in m else m for m in p.mounts]
     for what, path in job_paths(ctx):
         if not any(under(path, d) for d in dests):
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-MOUNT",
                 f"{what} {path} is not under any container mount ({', '.join(dests) or 'none'}):"
                 " the job cannot see it",
@@ -135,8 +127,7 @@ def remote_mounts(ctx: PreflightContext) -> Iterator[Finding]:
     for m in p.mounts:
         src = m.split(":")[0].rstrip("/")
         if home and src and (src == home.rstrip("/") or src in ("~", "$HOME")):
-            yield _finding(
-                ctx,
+            yield at(
                 "W-REMOTE-HOME-MOUNT",
                 f"mount {m} exposes the whole home directory {home}: enroot caches and small "
                 "home quotas have broken jobs this way (RL#1933)",
@@ -186,12 +177,12 @@ def remote_megatron_bridge(ctx: PreflightContext) -> Iterator[Finding]:
 @rule("remote_environment", needs=(), on=())
 def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     """Secrets are forwarded by name only; settings that hurt on clusters are flagged."""
+    at = partial(_finding, ctx)
     f = ctx.remote
     p = f.profile
     for name, value in p.env.items():
         if holds_secret(name, value) or looks_like_secret(value):
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-SECRET-INLINE",
                 f"env.{name} holds a secret-looking value in env.toml (value not shown)",
                 name,
@@ -201,8 +192,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     from_here = "submit_shell_env" in f.has  # else the cluster's own environment
     for name in p.secrets:
         if from_here and not os.environ.get(name):
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-SECRET-MISSING",
                 f"secret {name} is listed in the profile but not set in this environment",
                 "secrets",
@@ -216,8 +206,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
     for name in sorted(set(_OC_ENV.findall(text))):
         value = os.environ.get(name, "(unset: may hold one)")  # a switch here holds none
         if holds_secret(name, value) and name not in p.secrets and name not in p.env:
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-SECRET-MISSING",
                 f"the config reads ${{oc.env:{name}}} but the profile does not forward {name}",
                 "secrets",
@@ -225,8 +214,7 @@ def remote_environment(ctx: PreflightContext) -> Iterator[Finding]:
                 + ("" if from_here else " (and set it in the cluster's environment)"),
             )
     if "UV_CACHE_DIR" in p.env or (from_here and os.environ.get("UV_CACHE_DIR")):
-        yield _finding(
-            ctx,
+        yield at(
             "W-REMOTE-UV-CACHE",
             "UV_CACHE_DIR is set: NeMo-RL's workers reinstall into it (slow) and concurrent "
             "jobs race on it (RL PR#3379)",
@@ -296,12 +284,12 @@ def remote_stage(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
     """Ray profiles: paths under the shared folders (remote_dir, shared_dirs) or the upload, GPUs
     the cluster has, Ray version."""
+    at = partial(_finding, ctx)
     f = ctx.remote
     p = f.profile
     pinned = pinned_ray(ctx.nemo_rl_dir)
     if pinned and f.ray_version and pinned != f.ray_version:
-        yield _finding(
-            ctx,
+        yield at(
             "W-RAY-VERSION",
             f"the cluster runs Ray {f.ray_version} but the NeMo-RL checkout pins ray {pinned}",
             "address",
@@ -313,8 +301,7 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
 
         need = _int(ctx.get("cluster.num_nodes"), 1) * _int(ctx.get("cluster.gpus_per_node"), 1)
         if f.cluster_gpus == 0:
-            yield _finding(
-                ctx,
+            yield at(
                 "W-REMOTE-GPUS",
                 "the Ray cluster reports no GPUs (an autoscaling cluster may add them)",
                 "address",
@@ -322,8 +309,7 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
                 warn=True,
             )
         elif need > f.cluster_gpus:
-            yield _finding(
-                ctx,
+            yield at(
                 "E-REMOTE-GPUS",
                 f"the config needs {need} GPUs (cluster.num_nodes x cluster.gpus_per_node) but "
                 f"the Ray cluster has {f.cluster_gpus:g}",
@@ -338,8 +324,7 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
         if any(under(path, d) for d in shared):
             continue
         where = [] if p.remote_dir else ["the uploaded run dir"]  # remote_dir: no upload
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-PATH",
             f"{what} {path} is not under {' or '.join([*where, *shared])}: the Ray cluster may "
             "not see it",
@@ -348,8 +333,7 @@ def remote_ray(ctx: PreflightContext) -> Iterator[Finding]:
             'in the profile: shared_dirs = ["/data"]',
         )
     if not p.remote_dir and f.derived:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-PATH",
             f"{f.derived} input file(s) are rewritten into the run dir (shards joined or "
             "agent_ref added) and must be named by a path the cluster sees; an uploaded "

@@ -1,16 +1,11 @@
-"""Preflight for ray.sub on Slurm: what its header and its srun steps will ask of the cluster.
-
-ray.sub's header hard-codes `#SBATCH --account=ACCOUNT` and `--partition=PARTITION`; only sbatch
-options override them, so a profile without them gets the cluster's defaults (probed) or a
-finding here, never a refusal after a clean dry run. Every Ray node starts with `srun
---cpus-per-task=$CPUS_PER_WORKER`: NeMo-RL v0.6.0 defaults it to 16 x GPUS_PER_NODE, v0.7.0 and
-later to the first node's CPUTot; a node with fewer CPUs fails the step ("More processors
-requested than permitted") minutes after queueing. No ray.sub asks for memory.
+"""Preflight for ray.sub on Slurm: what its `#SBATCH` header and its srun steps will ask of the
+cluster (placeholders ACCOUNT/PARTITION, CPUS_PER_WORKER).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext, rule
@@ -63,12 +58,12 @@ def remote_cpus(ctx: PreflightContext) -> Iterator[Finding]:
 def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     """The profile's partition is one the cluster has, and ray.sub's ACCOUNT/PARTITION
     placeholders are replaced: by the profile or the cluster's defaults."""
+    at = partial(_finding, ctx)
     f = ctx.remote  # set: a remote rule runs only for a cluster launch (RuleSpec.applies_on)
     known, asked = f.partitions, f.profile.partition
     unknown = [p for p in asked.split(",") if p not in known] if asked and known else []
     if unknown:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-PARTITION",
             f"partition {', '.join(unknown)} is not a partition of the cluster on "
             f"{f.host or 'this machine'} (`scontrol show partition` lists {', '.join(known)}): "
@@ -79,8 +74,7 @@ def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
     if not _ray_sub(ctx):
         return
     if not f.partition and f.partitions_read:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-PARTITION",
             "the profile has no partition and the cluster has no default partition "
             "(`scontrol show partition`): sbatch would take ray.sub's placeholder "
@@ -89,8 +83,7 @@ def remote_sbatch_defaults(ctx: PreflightContext) -> Iterator[Finding]:
             'set partition = "NAME" in the profile (`sinfo -s` lists them)',
         )
     if not f.account and f.accounting and f.accounting != NO_ACCOUNTING:
-        yield _finding(
-            ctx,
+        yield at(
             "E-REMOTE-ACCOUNT",
             "the profile has no account and the cluster's default account could not be read "
             "(`sacctmgr show user`): sbatch would take ray.sub's placeholder --account=ACCOUNT "

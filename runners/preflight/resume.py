@@ -1,14 +1,5 @@
-"""Resuming from `checkpointing.checkpoint_dir`: which step NeMo-RL picks and whether its
-training state loads into the algorithm that runs.
-
-The checkpoint manager takes the highest `step_N` entry by number (`glob("step_*")` with
-`step_\\d+` names; a folder without `training_info.json` is not skipped, at every release
-from v0.4.0 to the pin) and opens `<step>/training_info.json` at setup (FileNotFoundError),
-checkpointing enabled or not. Its keys become the algorithm's save state: a GRPO checkpoint in
-a DPO run (or the reverse) lacks the keys the other reads. v0.4.0-0.6.0 (TypedDicts) and GRPO
-at 0.7.0 raise KeyError when training starts; DPO at 0.7.0 raises TypeError building
-DPOSaveState at setup; the pin fills missing keys with fresh defaults and silently trains on
-from the other algorithm's weights and counters (a warning there).
+"""Resuming from `checkpointing.checkpoint_dir`: the step NeMo-RL picks (the highest `step_N`,
+complete or not) and whether its training state loads into the algorithm that runs.
 """
 
 from __future__ import annotations
@@ -16,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from catalog.contracts.json_text import read_json_file
@@ -39,10 +31,7 @@ STATE_KEYS: dict[str, tuple[str, ...]] = {
     "dpo": ("epoch", "step", "total_steps", "consumed_samples"),
     "grpo": ("current_step", "current_epoch", "total_steps", "consumed_samples"),
 }
-ASYNC_GRPO_KEYS: tuple[str, ...] = (
-    "current_step",
-    "consumed_samples",
-)  # async_grpo_train reads only these
+ASYNC_GRPO_KEYS = ("current_step", "consumed_samples")  # async_grpo_train reads only these
 # Where a missing key fails, per version (the pin: nowhere, defaults fill it).
 STATE_FAILS = {
     "dpo": {
@@ -64,27 +53,21 @@ FILLED_AT_PIN = {
 FRESH = "for a fresh run pass checkpointing.checkpoint_dir=<new folder>"
 
 
-def latest_step(folder: Path) -> tuple[int, Path] | None:
+def latest_step(folder: Path) -> Path | None:
     """The entry the checkpoint manager resumes from: the highest `step_N` by number."""
     try:
         names = os.listdir(folder)
     except OSError:
         return None
     steps = [(int(m.group(1)), name) for name in names if (m := STEP_NAME.match(name))]
-    if not steps:
-        return None
-    number, name = max(steps)
-    return number, folder / name
-
-
-def _other(algo: str) -> str | None:
-    return {"dpo": "grpo", "grpo": "dpo"}.get(algo)
+    return folder / max(steps)[1] if steps else None
 
 
 @rule("resume_checkpoint")
 def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
     """W-RESUME-CHECKPOINT, E-RESUME-INFO, E-RESUME-STATE / W-RESUME-STATE: what NeMo-RL will
     resume from checkpoint_dir, and whether that step's training state loads."""
+    err = partial(finding, ctx, "E-RESUME-INFO")
     value = ctx.get(KEY)
     if not isinstance(value, str) or not value or value == UNRESOLVED:
         return
@@ -93,17 +76,14 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         if ctx.nemo_rl_dir is None:
             return  # where NeMo-RL runs, and so which folder it reads, is not known here
         path = ctx.nemo_rl_dir / path
-    latest = latest_step(path)
-    if latest is None:
+    step = latest_step(path)
+    if step is None:
         return
-    _, step = latest
     opened = cite(ctx.nemo_rl_version, OPEN_INFO)
     info = step / INFO
     if not info.is_file():
         why = "is not a folder" if not step.is_dir() else f"has no {INFO}"
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from the highest step_N, {step}, which {why} (an incomplete or "
             f"copied checkpoint is not skipped): it fails opening {info} at {opened} during "
@@ -114,9 +94,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
     try:
         state = read_json_file(info, INFO_MAX_BYTES)
     except (OSError, ValueError) as exc:
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from {step}, whose {INFO} cannot be loaded ({exc}); it fails "
             f"at {opened} during setup",
@@ -124,9 +102,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         )
         return
     if not isinstance(state, dict):
-        yield finding(
-            ctx,
-            "E-RESUME-INFO",
+        yield err(
             KEY,
             f"NeMo-RL resumes from {step}, whose {INFO} is not a JSON object (the training "
             "state NeMo-RL saved there)",
@@ -158,14 +134,14 @@ def _state_mismatch(ctx: PreflightContext, step: Path, state: dict) -> Finding |
     missing = [k for k in wanted if k not in state]
     if not missing:
         return None
-    other = _other(algo)
-    theirs = other is not None and all(k in state for k in STATE_KEYS[other])
-    whose = f"a {other.upper()} run's checkpoint" if theirs and other else "not this algorithm's"
+    other = "grpo" if algo == "dpo" else "dpo"
+    theirs = all(k in state for k in STATE_KEYS[other])
+    whose = f"a {other.upper()} run's checkpoint" if theirs else "not this algorithm's"
     head = (
         f"NeMo-RL resumes from {step}, {whose}: its {INFO} lacks "
         f"{', '.join(missing)}, which {algo.upper()} reads from the saved state"
     )
-    fix = f"{FRESH}; the {other.upper() if theirs and other else 'other'} run's checkpoints stay"
+    fix = f"{FRESH}; the {other.upper() if theirs else 'other'} run's checkpoints stay"
     fix += " where they are (start from its exported weights with policy.model_name)"
     if in_range(ctx.nemo_rl_version, "pin"):  # the pin (or an unknown one) fills missing keys
         if not theirs:

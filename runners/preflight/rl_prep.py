@@ -1,10 +1,5 @@
-"""Preflight for data_prep/rl_prep: what the run would reject, found before it starts.
-
-The run reads its config and blend with the same models (`runners.rl_prep.options`, `.blend`)
-and resolves the same input files, so `run data_prep/rl_prep --dry-run` fails exactly where
-the run would, at the config or blend line. The first rows of each dataset are judged as the
-run judges them (`runners.rl_prep.first_rows`): a blend `map` path the source lacks, pyarrow
-missing or a placeholder source with no local copy is found here, before any row is written.
+"""Preflight for data_prep/rl_prep: the run's own config, blend and first-row checks
+(`runners.rl_prep`), so `--dry-run` fails exactly where the run would, before any row is written.
 """
 
 from __future__ import annotations

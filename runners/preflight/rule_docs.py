@@ -1,14 +1,6 @@
-"""PREFLIGHT.md, rendered: the prose of `PREFLIGHT.in.md` with each rule table filled in from
-the rules (id, versions: `@rule`) and the registry of codes (condition, upstream, fix, when:
-catalog/codes.toml), so no rule fact is written twice by hand.
-
-A `<!-- rules: SECTION -->` line of the template becomes the table of the rules whose module
-`SECTIONS` puts there (any other module: `config`). A rule's codes are the codes whose `check`
-names it, sorted; a code without a `condition` or `when` of its own joins the row whose
-condition names it (one condition that speaks of several codes), any other starts a row, and
-a row's condition is its first code's `condition`, else its `meaning`. A column empty in every
-row of a table is left out. `python -m steps docs` writes the file; `check` fails when it is stale
-(runners.check.generated).
+"""PREFLIGHT.md, rendered: `PREFLIGHT.in.md`'s prose with each `<!-- rules: SECTION -->` line
+replaced by the table of its rules (`@rule`) and their codes (catalog/codes.toml), so no rule fact
+is written twice. A code without a `condition` or `when` joins the row whose condition names it.
 """
 
 from __future__ import annotations
@@ -17,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catalog.codes import CodeEntry, Registry
+from catalog.codes import CodeEntry, Registry, cell
 from runners.preflight import RuleSpec
 
 TEMPLATE = Path(__file__).resolve().parent / "PREFLIGHT.in.md"
@@ -57,8 +49,7 @@ class Row:
 
 
 def _place(spec: RuleSpec) -> tuple[int, str, int]:
-    """Where a rule is written: its module's place in RULE_MODULES, then its line (the order
-    of registration depends on what imported a rule module first)."""
+    """Where a rule is written: its module's place in RULE_MODULES, then its line."""
     from runners.preflight import RULE_MODULES
 
     module = spec.func.__module__
@@ -86,12 +77,8 @@ def rule_rows(rules: dict[str, RuleSpec], reg: Registry) -> dict[str, list[Row]]
     return out
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def render_table(rows: list[Row]) -> str:
-    cells = [[_cell(c) for c in row.cells()] for row in rows]
+    cells = [[cell(c) for c in row.cells()] for row in rows]
     keep = [i for i in range(len(COLUMNS)) if any(r[i] for r in cells)]
     lines = [
         "| " + " | ".join(COLUMNS[i] for i in keep) + " |",

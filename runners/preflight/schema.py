@@ -1,20 +1,16 @@
-"""Check a compiled config against the config schema of the NeMo-RL that will run.
+"""Check a compiled config against the schema derived from the running NeMo-RL's source.
 
-The schema is derived from that NeMo-RL's own source (`runners.nemo_rl.schema`; cached per
-commit, shipped for the supported releases). Typing is lenient like pydantic's lax mode ("3" is
-an int); unknown keys are warnings because NeMo-RL keeps them silently. A key the types do not
-declare but upstream's example configs set at that path (`shipped`) is read with `.get`, so it
-is accepted unchecked; a null those examples set (`shipped_null`) or one the reading code
-handles (`none_ok`) is accepted where nothing validates the config (v0.6.0's TypedDicts), and so
-is the absence of a required key the code reads only on a branch an upstream example skips
-(`gated`: a warning). A NeMo-Gym config's `data` is judged by what that release's Gym script
-reads (the schema's `gym` entry: 0.5.0 opens its own two JSONL paths).
+Typing is lax like pydantic's ("3" is an int); unknown keys warn (NeMo-RL keeps them). Keys
+upstream's example configs set (`shipped`) are accepted unchecked; where nothing validates the
+config (v0.6.0's TypedDicts) so are their nulls (`shipped_null`), nulls the code handles
+(`none_ok`), and a required key read only on a branch an example skips (`gated`: a warning).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from catalog.did_you_mean import close_matches
@@ -60,9 +56,7 @@ GENERATION_BACKENDS = {  # backend: (its config class, the versions that have it
 def run_schema(ctx: PreflightContext, algo: str | None = None) -> Schema | None:
     """The schema for this run's algorithm and NeMo-RL (derived or loaded once per process)."""
     algo = algo or algorithm(ctx)
-    if algo is None:
-        return None
-    return cached_schema_for(algo, ctx.nemo_rl_dir, getattr(ctx, "nemo_rl_version", None))
+    return None if algo is None else cached_schema_for(algo, ctx.nemo_rl_dir, ctx.nemo_rl_version)
 
 
 def _hint(word: str, choices: Iterable[str]) -> str:
@@ -91,9 +85,7 @@ class SchemaChecker:
         self._extras: dict[str, dict] = {}
         self._lenient = 0  # >0 inside subclass-only keys: types checked, presence not
 
-    def finding(
-        self, code: str, key: str, msg: str, fix: str | None, warn: bool = False
-    ) -> Finding:
+    def finding(self, code: str, key: str, msg: str, fix: str, warn: bool = False) -> Finding:
         severity = WARNING if warn else "error"  # located in `located`, once kept
         return Finding(code, f"{key}: {msg}", None, None, fix, severity, key)
 
@@ -102,7 +94,7 @@ class SchemaChecker:
         out = []
         for f in findings:
             path, line = where(self.ctx, f.key)
-            out.append(Finding(f.code, f.message, path, line, f.fix, f.severity, f.key))
+            out.append(replace(f, path=path, line=line))
         return out
 
     def subclass_fields(self, name: str) -> dict:
@@ -162,8 +154,8 @@ class SchemaChecker:
         )
 
     def code_null(self, key: str, t: dict, handled: str) -> Iterator[Finding]:
-        """A null the type refuses but the code handles (`none_ok`): fine where nothing
-        validates the config (before 0.7.0), refused where pydantic validates it at load."""
+        """A null the type refuses but the code handles (`none_ok`): refused only where pydantic
+        validates the config at load (0.7.0+)."""
         if not self.validated or not any(self.check(None, t, key)):
             return
         yield self.finding(
@@ -222,8 +214,7 @@ class SchemaChecker:
         present: list[str],
         also: list[str] | None = None,
     ) -> Finding:
-        """A required key the config lacks; one read only on a branch is a warning where
-        nothing validates the config."""
+        """A required key the config lacks (read only on a branch: a warning before 0.7.0)."""
         dotted = f"{key}.{fname}" if key else fname
         fix = f"add {dotted} ({describe(spec['type'])})"
         source = self.gym_reads.get(fname) or self.classes[name]["source"]
@@ -334,15 +325,6 @@ class SchemaChecker:
         )
 
 
-def schema_missing(algo: str) -> Finding:
-    return Finding(
-        "W-SCHEMA-MISSING",
-        f"no NeMo-RL schema for algorithm {algo!r}",
-        fix="pass --nemo-rl <checkout> so the schema is derived from its source",
-        severity=WARNING,
-    )
-
-
 @rule("nemo_rl_schema")
 def nemo_rl_schema(ctx: PreflightContext) -> Iterable[Finding]:
     """Required keys, types and enabled unions of the running NeMo-RL's MasterConfig."""
@@ -351,7 +333,14 @@ def nemo_rl_schema(ctx: PreflightContext) -> Iterable[Finding]:
         return []
     found = run_schema(ctx, algo)
     if found is None:
-        return [schema_missing(algo)]
+        return [
+            Finding(
+                "W-SCHEMA-MISSING",
+                f"no NeMo-RL schema for algorithm {algo!r}",
+                fix="pass --nemo-rl <checkout> so the schema is derived from its source",
+                severity=WARNING,
+            )
+        ]
     gone = set(missing_sections(ctx))  # required_sections reports those, once
     return [
         f
@@ -368,8 +357,7 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
     if algo != "grpo" or not gen or gen.get("backend") in (None, UNRESOLVED):
         return []
     backend = gen["backend"]
-    loc = config_location(ctx)
-    version = getattr(ctx, "nemo_rl_version", None)
+    version = ctx.nemo_rl_version
     known = [b for b, (_, since) in GENERATION_BACKENDS.items() if in_range(version, since)]
     if backend not in known:
         since = GENERATION_BACKENDS.get(backend, (None, ""))[1]
@@ -380,7 +368,7 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
                 f"policy.generation.backend: unknown backend {backend!r}{newer} this run's "
                 f"NeMo-RL is {version.label if version else 'the pin'}"
                 f"{_hint(str(backend), known)}",
-                loc,
+                config_location(ctx),
                 fix=f"use one of {', '.join(known)}",
                 key="policy.generation.backend",
             )
@@ -398,8 +386,8 @@ def generation_backend(ctx: PreflightContext) -> Iterable[Finding]:
         if f.code != "E-SCHEMA-KEY" or "." in name or name in base:
             continue  # GRPO writes model_name; GenerationConfig's own keys are nemo_rl_schema's
         kept.append(f)
-    out = []
-    for f in checker.located(kept):  # file:line only for what is reported
-        message = f.message.replace("required key is missing", f"{backend} needs this key")
-        out.append(Finding("E-GEN-BACKEND", message, f.path, f.line, f.fix, key=f.key))
-    return out
+    said = f"{backend} needs this key"
+    return [  # file:line only for what is reported
+        replace(f, code="E-GEN-BACKEND", message=f.message.replace("required key is missing", said))
+        for f in checker.located(kept)
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 TRUE_STRINGS = {"true", "t", "yes", "y", "on", "1"}
-FALSE_STRINGS = {"false", "f", "no", "n", "off", "0"}
+BOOL_STRINGS = TRUE_STRINGS | {"false", "f", "no", "n", "off", "0"}
 
 
 def describe(t: dict) -> str:
@@ -37,44 +37,32 @@ def lax_ok(value: Any, kind: str) -> bool:
             return True
         if isinstance(value, int):
             return value in (0, 1)
-        return isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS
-    if kind == "int":
-        if isinstance(value, (bool, int)):
-            return True
-        if isinstance(value, float):
-            return value.is_integer()
-        if isinstance(value, str):
-            try:
-                int(value.strip())
-            except ValueError:
-                return False
-            return True
+        return isinstance(value, str) and value.strip().lower() in BOOL_STRINGS
+    if kind not in ("int", "float"):
         return False
-    if kind == "float":
-        if isinstance(value, (bool, int, float)):
-            return True
-        if isinstance(value, str):
-            try:
-                float(value.strip())
-            except ValueError:
-                return False
-            return True
+    if isinstance(value, (bool, int)):
+        return True
+    if isinstance(value, float):
+        return kind == "float" or value.is_integer()
+    if not isinstance(value, str):
         return False
-    return False
+    try:
+        (int if kind == "int" else float)(value.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def literal_ok(value: Any, values: list) -> bool:
-    for v in values:
-        if isinstance(v, bool):
-            if isinstance(value, bool) and value is v:
-                return True
-        elif value == v and not isinstance(value, bool):
-            return True
-    return False
+    """`value` is one of `values`, a bool matching only a bool (pydantic's literal check)."""
+    return any(
+        value is v if isinstance(v, bool) else value == v and not isinstance(value, bool)
+        for v in values
+    )
 
 
 def as_bool(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in TRUE_STRINGS | FALSE_STRINGS:
+    if isinstance(value, str) and value.strip().lower() in BOOL_STRINGS:
         return value.strip().lower() in TRUE_STRINGS
     if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
         return bool(value)

@@ -1,10 +1,5 @@
-"""Shell variables in path values: `checkpoint_dir: $SCRATCH/ckpt` is a folder named `$SCRATCH`.
-
-NeMo-RL (OmegaConf) never expands `$NAME`: the run writes its checkpoints under a folder
-literally called `$SCRATCH` (relative, so inside the checkout), or opens a data file that does
-not exist. Judged on the keys that hold paths (`*_dir`, `*_path(s)`, `*_file`, `*_fpath`,
-`model_name`, `tokenizer.name`), where the variable is a whole path component; a `${NAME}`
-that OmegaConf cannot resolve is E-CONFIG-INTERPOLATION at compile time.
+"""Shell variables in path values: NeMo-RL never expands `$NAME`, so `checkpoint_dir:
+$SCRATCH/ckpt` is a folder named `$SCRATCH`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What a compiled NeMo-RL config implies: backend, parallel sizes, GPUs, data-parallel size.
-
-Shared by the parallelism, Gym and setup rules so they all read the config the way upstream's
-`lm_policy.Policy.__init__` and `grpo.setup` do (pinned in `catalog.upstream`).
-"""
+"""What a compiled NeMo-RL config implies (backend, parallel sizes, GPUs, data-parallel size),
+read as upstream's `lm_policy.Policy.__init__` and `grpo.setup` do; and the rules' helpers."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from catalog.config_values import as_int
-from catalog.errors import WARNING, Finding
+from catalog.errors import ERROR, WARNING, Finding
 from catalog.nemo_rl_version import NemoRLVersion, in_range
 from runners.preflight import PreflightContext
 
@@ -20,18 +17,12 @@ T = TypeVar("T")
 
 
 def cite(version: NemoRLVersion | None, places: dict[str, T]) -> T:
-    """The upstream `file:line` of the version that runs (a rule whose sub-checks differ by
-    version: its SINCE table). `places` maps the oldest version a location holds from ("0.6.0",
-    "0.7.0", "pin") to it; an unknown version gets the newest, one older than every entry the
-    oldest (0.4/0.5 against a table that starts at 0.6.0)."""
-    chosen = places[list(places)[-1]]
+    """The upstream `file:line` of the running version: `places` maps the oldest version each
+    holds from ("0.6.0", "0.7.0", "pin"); unknown: the newest, older than all: the oldest."""
     if version is None:
-        return chosen
-    chosen = places[next(iter(places))]
-    for since, place in places.items():
-        if in_range(version, since if since == "pin" else f"{since}+"):
-            chosen = place
-    return chosen
+        return places[list(places)[-1]]
+    held = [p for s, p in places.items() if in_range(version, s if s == "pin" else f"{s}+")]
+    return held[-1] if held else places[next(iter(places))]
 
 
 def enabled(section: Any) -> bool:
@@ -62,37 +53,28 @@ class Layout:
             return None
         return self.gpus // self.model_parallel
 
-    def key(self, name: str) -> str:
-        return f"{self.prefix}.{name}"
+
+TP_KEY = {"megatron": "tensor_model_parallel_size", "dtensor": "tensor_parallel_size"}
 
 
 def layout(ctx: PreflightContext) -> Layout:
     """Backend and sizes, as `Policy.__init__` picks them (megatron first, then dtensor)."""
     policy = ctx.get("policy", {}) or {}
-    meg, dt = policy.get("megatron_cfg"), policy.get("dtensor_cfg")
     gpus, source = training_gpus(ctx)
-    if enabled(meg):
-        return Layout(
-            "megatron",
-            "policy.megatron_cfg",
-            as_int(meg.get("tensor_model_parallel_size")) or 1,
-            as_int(meg.get("pipeline_model_parallel_size")) or 1,
-            as_int(meg.get("context_parallel_size")) or 1,
-            bool(meg.get("sequence_parallel")),
-            gpus,
-            source,
-        )
-    if enabled(dt):
-        return Layout(
-            "dtensor",
-            "policy.dtensor_cfg",
-            as_int(dt.get("tensor_parallel_size")) or 1,
-            1,
-            as_int(dt.get("context_parallel_size")) or 1,
-            bool(dt.get("sequence_parallel")),
-            gpus,
-            source,
-        )
+    for backend, tp_key in TP_KEY.items():
+        cfg = policy.get(f"{backend}_cfg")
+        if enabled(cfg):
+            pp = cfg.get("pipeline_model_parallel_size") if backend == "megatron" else 1
+            return Layout(
+                backend,
+                f"policy.{backend}_cfg",
+                as_int(cfg.get(tp_key)) or 1,
+                as_int(pp) or 1,
+                as_int(cfg.get("context_parallel_size")) or 1,
+                bool(cfg.get("sequence_parallel")),
+                gpus,
+                source,
+            )
     return Layout(None, "policy", 1, 1, 1, False, gpus, source)
 
 
@@ -106,10 +88,8 @@ def _non_colocated(ctx: PreflightContext) -> dict | None:
 
 
 def teacher_nodes(ctx: PreflightContext) -> int:
-    """Nodes GRPO reserves for on-policy-distillation teachers on GPUs of their own (0.7.0+:
-    v0.7.0 grpo.py:543-557, pin :782-801): one TeacherResourceConfig per distinct teacher model
-    (`deduplicate_shared_teacher_checkpoints`, default true), `num_nodes` default 1
-    (teacher_worker_group.py:59-104)."""
+    """Nodes GRPO reserves for non-colocated distillation teachers (v0.7.0 grpo.py:543-557, pin
+    :782-801): `num_nodes` (default 1) per distinct teacher (teacher_worker_group.py:59-104)."""
     opd = ctx.get("on_policy_distillation")
     if not in_range(ctx.nemo_rl_version, "0.7.0+") or not enabled(opd):
         return 0
@@ -130,10 +110,9 @@ def teacher_nodes(ctx: PreflightContext) -> int:
 
 
 def reward_model(ctx: PreflightContext) -> tuple[int, int]:
-    """(nodes, GPUs per node) GRPO holds for a reward-model environment's workers, (0, 0) when
-    none runs: `env.reward_model.resources` when a data split names env `reward_model` (v0.6.0
-    grpo.py:398-408, v0.7.0 :456-531, pin :728-770), `data.env_name` before 0.6.0 (v0.5.0
-    :298-309), `env.reward_model.enabled` at 0.4.0 (:292-293)."""
+    """(nodes, GPUs per node) GRPO holds for a reward model, (0, 0) when none runs: it runs when a
+    data split names env `reward_model` (v0.6.0 grpo.py:398-408, v0.7.0 :456-531, pin :728-770),
+    `data.env_name` does (v0.5.0 :298-309), or `env.reward_model.enabled` (v0.4.0 :292-293)."""
     env = ctx.get("env") or {}
     rm = env.get("reward_model") if isinstance(env, dict) else None
     if not isinstance(rm, dict):
@@ -153,11 +132,9 @@ def reward_model(ctx: PreflightContext) -> tuple[int, int]:
 
 
 def training_gpus(ctx: PreflightContext) -> tuple[int | None, str]:
-    """The GPUs the policy trains on, and how they were counted, as grpo.setup splits the
-    cluster (v0.6.0 grpo.py:398-506, v0.7.0 :520-660): a reward model's nodes (several nodes)
-    or GPUs (one node, `reward_model`), non-colocated teachers' nodes (`teacher_nodes`), and
-    with non-colocated generation its GPUs (one node) or nodes (several). None when the split
-    is itself invalid (E-COLOCATION, or E-PARALLEL-FIT for the reward model, says why)."""
+    """The GPUs the policy trains on and how they were counted, as grpo.setup splits the cluster
+    (v0.6.0 grpo.py:398-506, v0.7.0 :520-660) among reward model, teachers and non-colocated
+    generation; None when the split itself is invalid (E-COLOCATION, E-PARALLEL-FIT say why)."""
     total, per_node = as_int(ctx.get("cluster.num_nodes")), as_int(ctx.get("cluster.gpus_per_node"))
     whole = "cluster (num_nodes x gpus_per_node)"
     if not total or not per_node:
@@ -220,8 +197,8 @@ def uses_gym(ctx: PreflightContext) -> bool:
 
 
 def dataset_entries(ctx: PreflightContext) -> Iterator[tuple[str, dict, dict]]:
-    """Each train/validation dataset entry (0.6.0+ layout): the key it sits at, the entry with
-    data.default merged under it (data/utils.py's update_single_dataset_config), as written."""
+    """Each train/validation dataset entry (0.6.0+): its key, it merged over data.default
+    (data/utils.py's update_single_dataset_config), and it as written."""
     default = ctx.get("data.default")
     default = default if isinstance(default, dict) else {}
     for split in ("train", "validation"):
@@ -270,20 +247,18 @@ def where(ctx: PreflightContext, key: str | None) -> tuple[str | None, int | Non
     return config_location(ctx), None
 
 
+def located(
+    ctx: PreflightContext, code: str, key: str | None, message: str, fix: str, severity: str = ERROR
+) -> Finding:
+    """A finding at the file and line that set `key` (`where`)."""
+    path, line = where(ctx, key)
+    return Finding(code, message, path, line, fix, severity, key)
+
+
 def finding(ctx: PreflightContext, code: str, key: str, message: str, fix: str) -> Finding:
     """An error at a config key of the compiled config."""
-    path, line = where(ctx, key)
-    return Finding(code, f"{key}: {message}", path, line, fix, key=key)
+    return located(ctx, code, key, f"{key}: {message}", fix)
 
 
 def warning(ctx: PreflightContext, code: str, key: str | None, message: str, fix: str) -> Finding:
-    head = f"{key}: " if key else ""
-    path, line = where(ctx, key)
-    return Finding(code, head + message, path, line, fix, WARNING, key)
-
-
-def finding_if(
-    ctx: PreflightContext, cond: bool, code: str, key: str, message: str, fix: str
-) -> list[Finding]:
-    """`[finding(...)]` when `cond` holds: one line per upstream assert in a rule."""
-    return [finding(ctx, code, key, message, fix)] if cond else []
+    return located(ctx, code, key, (f"{key}: " if key else "") + message, fix, WARNING)

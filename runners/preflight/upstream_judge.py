@@ -1,17 +1,11 @@
 """Where NeMo-RL can judge, ask it (issue 29): the launch interpreter runs upstream's own checks.
 
-Our schemas and rules are derived from NeMo-RL's source and miss what only running it shows. When
-the interpreter a local launch starts can import `nemo_rl`, one bounded subprocess there
-(`upstream_program`, offline, memory-capped, killed with its children at the timeout) builds the
-algorithm's `MasterConfig` from the compiled config (pydantic from v0.7.0), loads the tokenizer
-with `get_tokenizer` and renders a chat with it, as the example script does before any GPU work.
-Then (issue 38) NeMo-RL's own CPU-side setup up to the GPU boundary (`upstream_setup`: data and
-its first rows, logger, resume, loss, environments; `upstream_verdicts` makes the findings).
-Its answer is cached under STEPS_CACHE_DIR, keyed by the config's digest, the interpreter and its
-site-packages, the checkout's NeMo-RL files, the tokenizer folder, and the data files, prompt
-files and checkpoint steps the config names. No `nemo_rl` there: nothing
-is said (the derived schema judges alone). A judge that cannot finish is a warning, never an
-error. An upstream verdict and our rule on the same key are one cause (`upstream_fold`).
+When the interpreter a local launch starts imports `nemo_rl`, one bounded subprocess there
+(`upstream_program`: offline, memory-capped, killed with its children at the timeout) builds the
+`MasterConfig`, loads the tokenizer and renders a chat, then runs NeMo-RL's CPU-side setup
+(`upstream_setup`; `upstream_verdicts` makes the findings). Its answer is cached under
+STEPS_CACHE_DIR, keyed by everything that decides it (`cache_key`). A judge that cannot finish
+is a warning, never an error; an upstream verdict and our rule on one key are one cause.
 """
 
 from __future__ import annotations
@@ -30,8 +24,8 @@ from catalog.atomic_write import write_atomic
 from catalog.errors import Finding
 from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
+from runners.preflight.folds import CONFIG, TOKENIZER
 from runners.preflight.topology import UNRESOLVED, algorithm, finding, strings, warning
-from runners.preflight.upstream_fold import CONFIG, TOKENIZER
 
 PROGRAM = Path(__file__).with_name("upstream_program.py")
 SETUP = Path(__file__).with_name("upstream_setup.py")
@@ -56,7 +50,7 @@ def judge_seconds(env: Mapping[str, str]) -> float:
 
 
 def cache_dir(env: Mapping[str, str]) -> Path:
-    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/upstream`."""
+    """`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache)`/nemo-rl-steps/upstream`."""
     from catalog.discovery import cache_home
 
     return cache_home(env, "upstream")
@@ -83,23 +77,20 @@ def _tokenizer_state(config: dict) -> list:
 
 
 def program_source() -> str:
-    """The judge program as one text (the setup stages, then the entry point), run as
-    `PYTHON -c TEXT` or saved as a file; it reads `request()` as JSON on stdin and prints one
-    `MARK` line. The cluster-side judge job runs the same text in the user's image."""
+    """The judge program as one text (the setup stages, then the entry point): it reads
+    `request()` on stdin and prints one `MARK` line."""
     return SETUP.read_text(encoding="utf-8") + "\n\n" + PROGRAM.read_text(encoding="utf-8")
 
 
 def request(algo: str, config: dict, setup: bool = True) -> str:
-    """What the program reads on stdin: the algorithm module's name, the compiled config (our
-    `run` section left out), the address-space cap, and whether to run the setup stages."""
+    """What the program reads on stdin (the config without our `run` section)."""
     sent = {k: v for k, v in config.items() if k != "run"}
     doc = {"algorithm": algo, "config": sent, "memory": MEMORY_BYTES, "setup": setup}
     return json.dumps(doc, default=str)
 
 
 def _class_modules(config: dict, env: Mapping[str, str]) -> list:
-    """The files of the modules a dotted data.*.dataset_name imports from PYTHONPATH: an edit
-    of the user's class asks upstream again."""
+    """The files of the modules a dotted data.*.dataset_name imports from PYTHONPATH."""
     from runners.preflight.data_loader import module_found
 
     found: list = []
@@ -114,17 +105,14 @@ def _class_modules(config: dict, env: Mapping[str, str]) -> list:
 
 
 def inputs_state(config: dict, env: Mapping[str, str] | None = None) -> list:
-    """What the setup stages read besides the config: every local file or folder a `data` or
-    `env` string names (a data file, a prompt file, a dotted class's PYTHONPATH module stays
-    keyed by PYTHONPATH), and the checkpoint folder's step_N entries with the latest one's
-    training_info.json, and a dotted dataset class's module files. An edit to any of them asks
-    upstream again."""
+    """What the setup stages read besides the config: each file a `data` or `env` string names,
+    the checkpoint folder's step_N entries and the latest one's training_info.json, and a
+    dotted dataset class's module files. An edit to any of them asks upstream again."""
     state: list = []
     for section in ("data", "env"):
         for _, text in strings(config.get(section)):
             if "/" in text or text.endswith((".json", ".jsonl", ".csv", ".txt", ".parquet")):
-                path = os.path.expanduser(text)
-                state.append((text, _stat(path)))
+                state.append((text, _stat(os.path.expanduser(text))))
     ckpt = (config.get("checkpointing") or {}).get("checkpoint_dir")
     if isinstance(ckpt, str) and ckpt:
         folder = Path(os.path.expanduser(ckpt))
@@ -164,8 +152,7 @@ def cache_key(launch: Any, facts: Any, algo: str, config: dict) -> str:
 
 
 def marked_json(text: str, mark: str) -> dict | None:
-    """The JSON object on the last line that starts with `mark` (a program's answer among
-    whatever else it printed); None when there is none."""
+    """The JSON object on the last line starting with `mark`; None when there is none."""
     for line in reversed(text.splitlines()):
         if line.startswith(mark):
             try:
@@ -223,9 +210,8 @@ def ask_upstream(launch: Any, facts: Any, algo: str, config: dict, seconds: floa
 
 
 def config_key(config: Any, loc: list, missing: bool) -> tuple[str, str]:
-    """pydantic's `loc` as our dotted key (list items `[i]`) and the part under it. A loc part
-    the config does not hold is a union member's name (`DTensorConfig`) or, last in a `missing`
-    error, the missing key; a union's errors gather at the key that holds the union."""
+    """pydantic's `loc` as our dotted key and the part under it (a union member's name such as
+    `DTensorConfig`, which the config does not hold; or, last in a `missing` error, the key)."""
     key, node = "", config
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
@@ -285,10 +271,8 @@ def _tokenizer_finding(ctx: PreflightContext, answer: dict) -> Iterator[Finding]
 
 @rule("upstream_judge")
 def upstream_judge(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-UPSTREAM-CONFIG / E-UPSTREAM-TOKENIZER: the launch interpreter's own NeMo-RL refuses
-    the compiled config (its MasterConfig, get_tokenizer, the chat template); E-UPSTREAM-DATA,
-    -LOSS, -RESUME, -LOGGER, -ENV (W-UPSTREAM-HUB): its CPU-side setup does (`upstream_setup`).
-    W-UPSTREAM-JUDGE: that check could not finish. Silent where the interpreter has no NeMo-RL."""
+    """E-UPSTREAM-*: the launch interpreter's own NeMo-RL refuses the config, the tokenizer or
+    its CPU-side setup; W-UPSTREAM-JUDGE: that check could not finish."""
     launch, algo = ctx.local_launch, algorithm(ctx)
     seconds = judge_seconds(launch.env) if launch is not None else 0.0
     if launch is None or ctx.remote is not None or algo is None or seconds == 0:

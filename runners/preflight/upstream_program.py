@@ -1,13 +1,7 @@
 """Run by NeMo-RL's own interpreter (a subprocess of `upstream_judge`): upstream's code judges one
-compiled config, and the answer is one marked JSON line on stdout.
-
-Stdlib and `nemo_rl` only, Python 3.8 syntax: it runs under whatever Python the launcher starts
-and never imports steps. It reads `{"algorithm", "config"}` as JSON on stdin and does what the
-example scripts do before any GPU work: `MasterConfig(**config)` (a pydantic model from v0.7.0;
-a TypedDict before, which validates nothing) and `get_tokenizer(policy.tokenizer)` with one chat
-template render; then, with `upstream_setup`'s text sent ahead of this one, the CPU-side setup
-stages (`answer["setup"]`). A NeMo-RL that cannot be imported is `absent` or `unavailable`, not a
-verdict.
+compiled config; the answer is one marked JSON line on stdout. Stdlib and `nemo_rl` only, Python
+3.8 syntax, never imports steps. It does what the example scripts do before any GPU work:
+`MasterConfig(**config)`, `get_tokenizer` with one chat render, then `upstream_setup`'s stages.
 """
 
 import importlib
@@ -26,8 +20,7 @@ def _said(exc: BaseException) -> str:
 
 def judge_config(master: object, config: dict) -> tuple:
     """pydantic's errors as [{loc, type, msg}] (never the input: it may hold a secret), None
-    where MasterConfig is not a model (upstream validates nothing there); and the config as the
-    setup stages get it (the model, the dict before v0.7.0, None when refused)."""
+    where MasterConfig is not a model; and the config the setup stages get (None if refused)."""
     if not hasattr(master, "model_validate"):
         return None, config
     from pydantic import ValidationError
@@ -43,9 +36,8 @@ def judge_config(master: object, config: dict) -> tuple:
 
 
 def judge_tokenizer(config: dict) -> tuple:
-    """None when the tokenizer loads and renders a chat, else what failed; and the tokenizer
-    (for the data stage). A name that is not a folder is a hub id this offline check may not
-    have cached: not judged (`skipped`)."""
+    """None when the tokenizer loads and renders a chat, else what failed (a hub id offline:
+    `skipped`); and the tokenizer."""
     policy = config.get("policy")
     tokenizer = policy.get("tokenizer") if isinstance(policy, dict) else None
     if not isinstance(tokenizer, dict) or not isinstance(tokenizer.get("name"), str):

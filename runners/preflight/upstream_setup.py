@@ -1,18 +1,14 @@
-"""NeMo-RL's own CPU-side setup, as far as it goes without a GPU (issue 38), run inside the upstream
-judge's subprocess (`upstream_program` is appended to this text and calls `judge_setup`).
+"""NeMo-RL's own CPU-side setup up to the GPU (issue 38), in the upstream judge's subprocess
+(`upstream_program` is appended to this text). Stdlib and `nemo_rl` only, Python 3.8 syntax.
 
-Stdlib and `nemo_rl` only, Python 3.8 syntax, never imports steps. The stages follow v0.7.0's
-examples/run_{grpo,dpo}.py and `algorithms.*.setup` up to the cluster: data (the config's dataset
-classes and their first rows through upstream's processing, bounded copies of big files, never the
-hub), logger (enabled backends, offline, into a scratch folder), checkpointing (the manager's
-latest step and its training_info in the algorithm's save state), the loss function (its asserts)
-and the environments' settings (a known-correct answer scored by the math verifier). A failure
-raised inside NeMo-RL is a verdict: `{stage, level, error, frame, keys}`; one raised by this code
-calling an API that a release lacks is no verdict (`skipped`), so a release we do not know is never
-a false error.
+The stages follow v0.7.0's examples/run_{grpo,dpo}.py and `algorithms.*.setup`: data (first
+rows, big files bounded, never the hub), logger (offline, in a scratch folder), resume, loss,
+environments. A failure raised inside NeMo-RL is a verdict (`{stage, level, error, frame,
+keys}`); one from our call not fitting a release is `skipped`, never a false error.
 """
 
 import copy
+import itertools
 import json
 import linecache
 import os
@@ -29,6 +25,8 @@ HEAD_LINES = 256
 HUB_ERRORS = ("OfflineModeIsEnabled", "LocalEntryNotFoundError", "DatasetNotFoundError",
               "ConnectionError", "HFValidationError")  # fmt: skip
 LINE_FORMATS = (".jsonl", ".csv", ".txt")
+LOSSES = {"grpo": ("ClippedPGLossFn", "loss_fn"), "dpo": ("DPOLossFn", "dpo")}  # class, section
+NEMO_RL = os.sep + "nemo_rl" + os.sep
 LOGGER_CLASSES = {"WandbLogger": "wandb", "TensorboardLogger": "tensorboard",
                   "MLflowLogger": "mlflow", "SwanlabLogger": "swanlab"}  # fmt: skip
 
@@ -44,18 +42,16 @@ def _said(exc):
 
 def _upstream_frames(exc):
     """The traceback's frames inside NeMo-RL's package (innermost last)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return [f for f in frames if os.sep + "nemo_rl" + os.sep in f.filename]
+    return [f for f in traceback.extract_tb(exc.__traceback__) if NEMO_RL in f.filename]
 
 
 def _rel(filename):
-    cut = filename.rfind(os.sep + "nemo_rl" + os.sep)
+    cut = filename.rfind(NEMO_RL)
     return filename[cut + 1 :] if cut >= 0 else filename
 
 
 def _context(frame):
-    """The failing statement and the `if`/`elif`/`assert` lines that enclose it, outermost first:
-    the settings the failing check reads."""
+    """The failing statement and the `if`/`elif` lines enclosing it: what the check reads."""
     lines = [linecache.getline(frame.filename, frame.lineno)]
     indent = len(lines[0]) - len(lines[0].lstrip())
     for n in range(frame.lineno + 1, frame.lineno + 8):  # the rest of a multi-line statement
@@ -90,27 +86,22 @@ def flat(node, prefix):
 
 
 def keys_of(exc, section, node, frames):
-    """The config keys a failure is about: first the key whose value the message quotes (one
-    whose name the message also says first), then the keys beside it that the failing check's
-    source reads (its guards first)."""
+    """The config keys a failure is about: the one whose value the message quotes, then its
+    siblings that the failing check's source reads."""
     said = str(exc)
     leaves = flat(node, section)
     quoted = [k for k, v in leaves if isinstance(v, str) and len(v) > 2 and v in said]
     quoted.sort(key=lambda k: re.split(r"[.\[]", k)[-1] not in said)  # stable: order kept
-    named = []
     words = re.findall(r"[A-Za-z_]\w*", _context(frames[-1])) if frames else []
-    for word in words:
-        for k, _ in leaves:
-            if re.split(r"[.\[]", k)[-1] == word and k not in named:
-                named.append(k)
+    named = dict.fromkeys(k for w in words for k, _ in leaves if re.split(r"[.\[]", k)[-1] == w)
     keys = quoted[:1] + [k for k in named if k not in quoted[:1]]
     parent = keys[0].rsplit(".", 1)[0] if keys else ""
     return keys[:1] + [k for k in keys[1:] if k.rsplit(".", 1)[0] == parent]  # its siblings
 
 
 def failure(stage, exc, section, node, level="error", restore=None, mirrored=False):
-    """A verdict from an exception raised in NeMo-RL, or in a line of its setup this module
-    mirrors (`mirrored`); NotJudged otherwise (our call does not fit this release)."""
+    """A verdict from an exception raised in NeMo-RL (or a line of it we `mirrored`), else
+    NotJudged."""
     frames = _upstream_frames(exc)
     if not frames and not mirrored:
         raise NotJudged(_said(exc))
@@ -155,17 +146,13 @@ def bound_data(node, scratch, restore):
                 continue
             copy_path = os.path.join(scratch, f"{len(restore)}-{os.path.basename(path)}")
             with open(path, "rb") as src, open(copy_path, "wb") as dst:
-                for n, line in enumerate(src):
-                    if n >= HEAD_LINES:
-                        break
-                    dst.write(line)
+                dst.writelines(itertools.islice(src, HEAD_LINES))
             node[key] = copy_path
             restore[copy_path] = str(value)
 
 
 def _row_source(data, part):
-    """The key and value of the data file a dataset entry reads (the first entry's, where
-    several are merged)."""
+    """The key and value of the data file a dataset entry reads (the first of several)."""
     node = data.get(part) if isinstance(data, dict) else None
     entries = node if isinstance(node, list) else [node]
     for i, entry in enumerate(entries):
@@ -176,8 +163,7 @@ def _row_source(data, part):
 
 
 def _lacking(data, column):
-    """The dataset entry whose data file's first row lacks `column` (the train file where none
-    can be read): a class that formats its rows while loading raised KeyError on it."""
+    """The dataset entry whose data file's first row lacks `column` (else the train one)."""
     for part in ("train", "validation"):
         key, path = _row_source(data, part)
         try:
@@ -191,12 +177,9 @@ def _lacking(data, column):
 
 
 def _rows(dataset):
-    """Index the first rows: upstream's task processors run on each (tokenizer, templates), as
-    its dataloader does at the first batch."""
+    """Index the first rows, running upstream's processors on them as the first batch does."""
     parts = dataset.values() if isinstance(dataset, dict) else [dataset]
-    for part in parts:
-        if part is None:
-            continue
+    for part in (p for p in parts if p is not None):
         for i in range(min(len(part), ROWS)):
             part[i]
 
@@ -326,13 +309,10 @@ def _built_at(module, name):
 def stage_loss(algo, module, master):
     import inspect
 
-    if algo == "grpo":
-        loss_cls, section = getattr(module, "ClippedPGLossFn", None), "loss_fn"
-    elif algo == "dpo":
-        loss_cls, section = getattr(module, "DPOLossFn", None), "dpo"
-    else:
+    if algo not in LOSSES:
         raise NotJudged("no loss for " + algo)
-    cfg = _section(master, section)
+    name, section = LOSSES[algo]
+    loss_cls, cfg = getattr(module, name, None), _section(master, section)
     if loss_cls is None or not cfg:
         raise NotJudged("no loss class")
     kwargs = {}

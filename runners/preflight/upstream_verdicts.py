@@ -1,8 +1,5 @@
-"""NeMo-RL's CPU-side setup verdicts (`upstream_setup`, run by the upstream judge) as findings: one
-failure, one finding, at the config key it is about, with upstream's own words and file:line.
-
-Apart from `upstream_judge` (which runs and caches the subprocess) because a verdict's meaning is
-the same wherever the judge ran: the cluster-side judge job turns its answer into findings here too.
+"""NeMo-RL's CPU-side setup verdicts (`upstream_setup`) as findings: one failure, one finding, at
+its config key, in upstream's words; shared by the local judge and the cluster-side judge job.
 """
 
 from __future__ import annotations
@@ -12,8 +9,8 @@ from typing import Any
 
 from catalog.errors import Finding
 from runners.preflight import PreflightContext
+from runners.preflight.folds import DATA, ENV, HUB, LOGGER, LOSS, READS, RESUME, ROWS_OF
 from runners.preflight.topology import UNRESOLVED, finding, warning
-from runners.preflight.upstream_fold import DATA, ENV, HUB, LOGGER, LOSS, READS, RESUME, ROWS_OF
 
 _CODES = {"data": DATA, "loss": LOSS, "resume": RESUME, "logger": LOGGER, "env": ENV}
 _WHAT = {
@@ -38,10 +35,7 @@ _FIX = {
 
 def _key(ctx: PreflightContext, keys: list[str]) -> str:
     """The first key the compiled config holds (a key NeMo-RL quotes may be a default's)."""
-    for key in keys:
-        if ctx.get(key) is not None:
-            return key
-    return keys[0]
+    return next((key for key in keys if ctx.get(key) is not None), keys[0])
 
 
 def _message(failure: dict[str, Any], version: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from functools import partial
 
 from catalog.config_values import as_int
 from catalog.errors import Finding
@@ -21,13 +21,13 @@ from runners.preflight.topology import (
     cite,
     enabled,
     finding,
-    finding_if,
     generation,
     uses_gym,
     warning,
 )
 
 DPO_NO_VAL_METRICS = {"0.6.0": "dpo.py:687-693", "0.7.0": "dpo.py:694-700", "pin": "dpo.py:706-712"}
+_ABSENT = object()
 GRPO_NO_VAL_METRICS = {
     "0.6.0": "grpo.py:1988-1995",
     "0.7.0": "grpo.py:2911-2918",
@@ -36,11 +36,11 @@ GRPO_NO_VAL_METRICS = {
 
 
 def _has_validation_data(ctx: PreflightContext) -> bool:
-    """Whether the data section names validation data. Before 0.6.0 `data:` names one dataset
-    (`dataset_name`, v0.5.0 examples/run_grpo.py:103-113): a hub dataset brings its own split,
-    unknown here, so only a path-based one without `val_data_path` counts as none."""
-    if gym_script_data(ctx):  # 0.5.0's Gym script always opens validation_jsonl_fpath (:210):
-        return True  # a missing or null one is the schema's KeyError or type error
+    """Whether the data section names validation data (before 0.6.0 a hub dataset brings its own
+    split: v0.5.0 examples/run_grpo.py:103-113)."""
+    gym = run_schema(ctx, "grpo") if algorithm(ctx) == "grpo" and uses_gym(ctx) else None
+    if gym and (gym.doc.get("gym") or {}).get("data"):  # 0.5.0's Gym script always opens
+        return True  # validation_jsonl_fpath (:210); a missing one is the schema's KeyError
     data = ctx.get("data")
     if isinstance(data, dict) and "dataset_name" in data and "train" not in data:
         return bool(data.get("val_data_path") or data.get("val_data_paths")) or not data.get(
@@ -54,14 +54,6 @@ def _has_validation_data(ctx: PreflightContext) -> bool:
     train = ctx.get("data.train")
     entries = train if isinstance(train, list) else [train]
     return any(isinstance(e, dict) and e.get("split_validation_size") for e in entries)
-
-
-def gym_script_data(ctx: PreflightContext) -> dict[str, str]:
-    """The data keys this NeMo-RL's NeMo-Gym script opens itself (0.5.0), for a Gym config."""
-    if algorithm(ctx) != "grpo" or not uses_gym(ctx):
-        return {}
-    found = run_schema(ctx, "grpo")
-    return dict((found.doc.get("gym") or {}).get("data") or {}) if found else {}
 
 
 @rule("validation_settings")
@@ -136,17 +128,15 @@ def checkpoint_metric_name(ctx: PreflightContext) -> Iterator[Finding]:
 
 @rule("setup_indexed_keys")
 def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
-    """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly
-    (KeyError): derived from the running version's source (the schema's `reads`, with the
-    file:line that reads each), and setup's own list below."""
+    """E-SETUP-KEY: keys the schema calls optional but NeMo-RL's code indexes directly (the
+    schema's `reads`, and setup's own list below)."""
+    err = partial(finding, ctx, "E-SETUP-KEY")
     algo = algorithm(ctx)
     found = run_schema(ctx, algo) if algo else None
     version = (found.doc.get("upstream", {}).get("version") if found else None) or "the pin"
     derived = dict(missing_reads(found.doc, ctx.config)) if found else {}
     for key, where in derived.items():
-        yield finding(
-            ctx,
-            "E-SETUP-KEY",
+        yield err(
             key,
             f"is optional in NeMo-RL's schema but NeMo-RL {version} reads it directly at "
             f"{where} (a KeyError once that code runs)",
@@ -169,13 +159,11 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
         if since_060 and ctx.get("data.use_multiple_dataloader"):
             needed.append(("data.num_prompts_per_dataloader", "grpo.py:561"))
     for key, where in needed:
-        if key not in derived and _missing(ctx, key):
+        if key not in derived and ctx.get(key, _ABSENT) is _ABSENT:
             parent = key.rpartition(".")[0]
             if parent and not isinstance(ctx.get(parent), dict):
                 continue  # the schema rule reports the missing section
-            yield finding(
-                ctx,
-                "E-SETUP-KEY",
+            yield err(
                 key,
                 f"is optional in NeMo-RL's schema but {where} reads it directly (KeyError)",
                 f"add {key} (see the step's config/default.yaml)",
@@ -184,7 +172,7 @@ def setup_indexed_keys(ctx: PreflightContext) -> Iterator[Finding]:
 
 def _addition(doc: dict, key: str) -> str:
     """The override that adds a missing key: null where its type takes None."""
-    t = type_at(doc, re.sub(r"\[\d+\]", "[]", key).replace("[]", "")) or {"t": "any"}
+    t = type_at(doc, re.sub(r"\[\d+\]", "", key)) or {"t": "any"}
     options = t["options"] if t["t"] == "union" else [t]
     if any(o.get("name", "").endswith("Disabled") for o in options):
         return f"+{key}.enabled=false"  # a switchable section (DraftConfigDisabled)
@@ -192,34 +180,26 @@ def _addition(doc: dict, key: str) -> str:
     return f"+{key}={value}"
 
 
-def _missing(ctx: PreflightContext, dotted: str) -> bool:
-    sentinel: Any = object()
-    return ctx.get(dotted, sentinel) is sentinel
-
-
 @rule("fused_linear_logprobs", versions="pin")
 def fused_linear_logprobs(ctx: PreflightContext) -> Iterator[Finding]:
     """E-FUSED-LOGPROBS: Megatron fused linear logprobs vs sequence packing and top-k/top-p."""
+    err = partial(finding, ctx, "E-FUSED-LOGPROBS")
     meg = ctx.get("policy.megatron_cfg")
     if not (enabled(meg) and meg.get("use_fused_linear_logprobs")):
         return
     key = "policy.megatron_cfg.use_fused_linear_logprobs"
-    yield from finding_if(  # grpo.py:672, dpo.py:175
-        ctx,
-        enabled(ctx.get("policy.sequence_packing")),
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with sequence packing",
-        f"set {key}=false or policy.sequence_packing.enabled=false",
-    )
+    if enabled(ctx.get("policy.sequence_packing")):  # grpo.py:672, dpo.py:175
+        yield err(
+            key,
+            "is not supported with sequence packing",
+            f"set {key}=false or policy.sequence_packing.enabled=false",
+        )
     gen = generation(ctx)
     top_k, top_p = gen.get("top_k"), gen.get("top_p")
     filtering = top_k not in (None, -1, 0) or (isinstance(top_p, (int, float)) and top_p < 1)
-    yield from finding_if(  # grpo.py:682
-        ctx,
-        algorithm(ctx) == "grpo" and filtering,
-        "E-FUSED-LOGPROBS",
-        key,
-        "is not supported with top-k/top-p filtering at training time",
-        f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
-    )
+    if algorithm(ctx) == "grpo" and filtering:  # grpo.py:682
+        yield err(
+            key,
+            "is not supported with top-k/top-p filtering at training time",
+            f"set {key}=false, or policy.generation.top_k=null top_p=1.0",
+        )
