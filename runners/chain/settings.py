@@ -13,6 +13,7 @@ stable `id` with `resume: allow` continues the run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from catalog.config_values import as_int, dotted_get
@@ -151,22 +152,37 @@ def has_deadline_key(schema_doc: dict | None) -> bool:
     return any("checkpoint_must_save_by" in (c.get("fields") or {}) for c in classes.values())
 
 
-def apply_chain(
-    compiled: Any,
-    options: ChainOptions,
-    algorithm: str,
-    profile: Any,
-    wandb_id: str,
-    schema_doc: dict | None,
-) -> tuple[ChainConfig, list[Finding]]:
-    """Set the chain's keys in the compiled config (as overrides, so findings name them)."""
+def plan_chain(
+    options: ChainOptions | None, s: Any, can_chain: bool, prepared: Any, run_dir: Path
+) -> tuple[ChainConfig | None, list[Finding]]:
+    """--until-done (`options`): the chain's keys set in the compiled config (as overrides, so
+    findings name them: deadline, W&B id) and its findings. `s`, `prepared`: runners.kinds'."""
     from dataclasses import replace
 
     from runners.config.compiler import apply_overrides
+    from runners.nemo_rl.schema.store import cached_schema_for
 
+    if options is None:
+        return None, []
+    if not can_chain or s.target is None:
+        raise StepsError(
+            "E-CHAIN-STEP",
+            f"--until-done chains NeMo-RL training on a cluster; {s.step_id} "
+            + ("is not a NeMo-RL step" if not can_chain else "has no cluster profile"),
+            fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
+            "rl/nemo_rl step",
+            exit_code=2,
+        )
+    algorithm, nrl, compiled = s.manifest.run.algorithm or "", prepared.nrl, prepared.compiled
+    found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
+    wandb_id = f"steps-{s.step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
     resolved = compiled.resolved()
     tokens, findings, deadline, source = chain_overrides(
-        resolved, algorithm, profile, wandb_id, has_deadline_key(schema_doc)
+        resolved,
+        algorithm,
+        s.target.profile,
+        wandb_id,
+        has_deadline_key(found.doc if found else None),
     )
     if tokens:
         apply_overrides(compiled.config, tokens)
@@ -187,32 +203,3 @@ def apply_chain(
         checkpoint_dir=dotted_get(resolved, "checkpointing.checkpoint_dir"),
     )
     return chain, located
-
-
-def plan_chain(
-    options: ChainOptions,
-    step_id: str,
-    can_chain: bool,
-    manifest: Any,
-    compiled: Any,
-    nrl: Any,
-    target: Any,
-    run_dir: Any,
-) -> tuple[ChainConfig | None, list[Finding]]:
-    """--until-done: the chain's keys set in the config (deadline, W&B id) and its findings."""
-    if not can_chain or target is None:
-        raise StepsError(
-            "E-CHAIN-STEP",
-            f"--until-done chains NeMo-RL training on a cluster; {step_id} "
-            + ("is not a NeMo-RL step" if not can_chain else "has no cluster profile"),
-            fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
-            "rl/nemo_rl step",
-            exit_code=2,
-        )
-    from runners.nemo_rl.schema.store import cached_schema_for
-
-    algorithm = manifest.run.algorithm or ""
-    found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
-    wandb_id = f"steps-{step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
-    doc = found.doc if found else None
-    return apply_chain(compiled, options, algorithm, target.profile, wandb_id, doc)

@@ -1,19 +1,13 @@
 """`run`: resolve a step, compile its config, bind artifacts, preflight, then hand it over.
 
-`plan_run` decides everything and writes nothing, the same pipeline for every runner kind
-(`runners.kinds`: what compiles, the command, here or in a job); `write_run_dir_for` writes the
-run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
-kind does (exec, or in-process; an in-process run's outputs are then registered by name,
-`runners.artifacts`); a cluster launch goes through `cluster` (the profile, the
-submit, a Ray chain driven); `execute` decides, after the plan, what is written when and how it
-is handed over, as typed events. The CLI (`steps/cli/run_cmd.py` and the job commands) parses
-arguments and renders; nothing here prints.
+`plan_run` decides everything and writes nothing, the same pipeline for every runner kind;
+`write_run_dir_for` writes the run dir; `launch_local` hands over as the kind does (exec, or
+in-process). Nothing here prints: the CLI (`steps/cli/run_cmd.py`) renders.
 
 Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `outputs` (what it registers: the artifact registry and W&B), `cluster` (a run
-handed to a cluster), `execute` (the plan carried out, as events), `job_view` (a launched run as
-`jobs`, `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress),
-`judge` (the upstream judge's CPU job before a cluster's GPU job, and its verdict).
+run dir's files), `outputs` (registry and W&B), `cluster` (a run handed to a cluster), `execute`
+(the plan carried out, as events), `job_view` (a launched run as the job commands see it),
+`judge` (the upstream judge's CPU job before a cluster's GPU job).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
 `runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
 `runners.rundir`, `runners.secrets`, catalog.
@@ -50,7 +44,6 @@ __all__ = [
 if TYPE_CHECKING:
     from catalog.discovery import StepEntry
     from runners.bind import Binding
-    from runners.chain.settings import ChainConfig
     from runners.kinds.base import Command, Prepared, RunnerKind, Setting
     from runners.launch.target import ClusterTarget
     from runners.preflight import PreflightContext
@@ -65,6 +58,7 @@ def plan_run(
     target: ClusterTarget | None = None,
 ) -> RunPlan:
     """Resolve, compile, bind and preflight; write nothing, launch nothing."""
+    from runners.chain.settings import plan_chain
     from runners.kinds import kind_for
     from runners.kinds.base import Setting
     from runners.preflight import preflight
@@ -82,7 +76,7 @@ def plan_run(
     prepared, typos = _prepare(kind, s)
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
-    chain, chain_findings = _chain(req, s, kind.can_chain, prepared, run_dir)
+    chain, chain_findings = plan_chain(req.chain, s, kind.can_chain, prepared, run_dir)
     binding = _bind(req, s, prepared, job_dir)
     resolved = prepared.compiled.resolved()
     ctx = _context(req, s, prepared, binding, resolved, job_dir, kind.ray_program)
@@ -124,8 +118,7 @@ def plan_run(
 def _job_command(
     kind: RunnerKind, s: Setting, prepared: Prepared, resolved: dict, config: str
 ) -> Command:
-    """The cluster job's command; what the profile lacks for it (E-PROFILE: no nemo_rl_dir) is
-    a finding among the run's others."""
+    """The cluster job's command; E-PROFILE (no nemo_rl_dir) as one finding among the others."""
     from runners.kinds.base import Command
 
     try:
@@ -135,8 +128,8 @@ def _job_command(
 
 
 def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
-    """The kind's compile, and each override it cannot take as a finding (first) with the config
-    judged without it: one typo does not hide the run's other findings."""
+    """The kind's compile; an override it cannot take is a finding and dropped, so one typo
+    does not hide the run's other findings."""
     from dataclasses import replace
 
     from runners.config.overrides import OverrideError
@@ -157,18 +150,6 @@ def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
 
 def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (not f.is_error,))
-
-
-def _chain(
-    req: RunRequest, s: Setting, can_chain: bool, prepared: Prepared, run_dir: Path
-) -> tuple[ChainConfig | None, list[Finding]]:
-    """--until-done: the chain's keys set in the config, and its findings."""
-    if req.chain is None:
-        return None, []
-    from runners.chain.settings import plan_chain
-
-    return plan_chain(req.chain, s.step_id, can_chain, s.manifest, prepared.compiled,
-                      prepared.nrl, s.target, run_dir)  # fmt: skip
 
 
 def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
@@ -214,8 +195,8 @@ def _context(
     job_dir: str,
     ray_program: bool,
 ) -> PreflightContext:
-    """What the rules see: the config, the artifacts, and where it will run (one probe of the
-    cluster, or the launcher that starts NeMo-RL here)."""
+    """What the rules see: the config, the artifacts, where it runs (a cluster probe, or the
+    local launcher)."""
     from runners.preflight import PreflightContext
 
     checkout = prepared.checkout
@@ -328,9 +309,8 @@ def write_run_dir_for(plan: RunPlan) -> Path:
 
 
 def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
-    """Exec (never returns) or run in-process (returns its summary, with what it registered
-    under "artifacts"), as the kind does; an exec's pending outputs are the caller's to record
-    first (`record_pending`): nothing comes back after it."""
+    """Exec (never returns) or run in-process (its summary, with "artifacts" registered), as
+    the kind does; the caller records an exec's pending outputs first (`record_pending`)."""
     from runners.kinds.base import LocalRun
 
     if plan.deferred is not None:

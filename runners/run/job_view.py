@@ -1,5 +1,5 @@
 """A launched run as the job commands show it: a chain's current segment, the live state, the
-training progress, and the `jobs` listing's rows (runs asked concurrently, one row each)."""
+progress, and the `jobs` listing's rows."""
 
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ def live(run_dir: Path, data: dict) -> tuple[dict, JobRecord, ChainRecord | None
 
 
 def followed_job(run_dir: Path, data: dict) -> JobRecord:
-    """The job whose log `logs` shows, with its live state: a chain's current segment; a job
-    sbatch never confirmed looked up by its name again."""
+    """The job whose log `logs` shows, with its live state (a chain's: the current segment)."""
     if _chain(data):
         from runners.chain.follow import refresh_chain
 
@@ -48,9 +47,8 @@ def followed_job(run_dir: Path, data: dict) -> JobRecord:
 
 
 def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
-    """An ended Slurm job whose driver log was never written (it died before ray.sub started
-    the driver; ray.sub writes it once the Ray head is up): its batch output instead, with
-    `log_note` saying so."""
+    """An ended ray.sub job whose driver log was never written (it died before the Ray head
+    was up): its batch output instead, with `log_note` saying so."""
     from runners.launch.backends import traits
 
     log, out = job.log_path, job.batch_output
@@ -68,8 +66,6 @@ def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
 
 def cancel(run_dir: Path, data: dict) -> str:
     """Cancel the run's job (every segment of a chain); what the cluster said."""
-    from runners.launch.records import backend_for_job
-
     if _chain(data):
         from runners.chain.follow import cancel_chain, refresh_chain
 
@@ -117,14 +113,13 @@ class JobRow:
 
 
 def listed_runs(root: Path, skipped: list[StepsError]) -> list[tuple[Path, dict]]:
-    """Every run with a job you alone could have written, newest first, a chain's with `job` =
-    the segment that runs now; the others are added to `skipped` (runners/launch/records.py)."""
+    """Every run with a job you alone could have written, newest first (a chain's `job`: its
+    current segment); the others are added to `skipped`."""
     return [_chain_view(run_dir, data) for run_dir, data in job_runs(root, skipped)]
 
 
 def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
-    """Every run's row: hosts asked concurrently, a run whose cluster cannot say is UNKNOWN with
-    `reason`; progress read concurrently too."""
+    """Every run's row, hosts and progress asked concurrently (no answer: UNKNOWN, `reason`)."""
     from runners.chain.record import ChainRecord
 
     jobs = refresh_all(runs)
@@ -136,8 +131,8 @@ def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
 
 
 def _chain_view(run_dir: Path, data: dict) -> tuple[Path, dict]:
-    """A chain's run with its record read back and `job` = the segment that runs now (a job
-    whose cluster is unknown is not asked: runners/launch/records.py)."""
+    """A chain's run with its record read back and `job` = its current segment (a job whose
+    cluster is unknown is not asked)."""
     if not _chain(data) or job_of(data).unlocated is not None:
         return run_dir, data
     from runners.chain.follow import refresh_chain
