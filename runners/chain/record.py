@@ -1,24 +1,18 @@
-"""The chain record: run.json's `chain`, written by the submitter and then by each segment.
-
-The copy in the job dir (shared storage) is the one the segments keep current; `status` reads it
-back into the local run.json. A segment is one Slurm run of the chain's batch script: a job id
-and, after `scontrol requeue`, the same id again with a higher restart count. A Ray chain's
-record is kept by the attached driver (runners/chain/ray_driver.py) in the local run.json.
-"""
+"""The chain record: run.json's `chain`, written by the submitter and then by each segment
+(Slurm: the job dir's copy; Ray: the driver's local run.json). A requeued Slurm segment keeps its
+job id with a higher restart count."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
 from catalog.record_file import read_json
-from runners.chain import rules
+from runners.chain import rules, segment_program
 from runners.chain.segment_program import CANCEL_MARK, CHAIN_SECRETS, RECORD  # noqa: F401
 
 ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
@@ -156,7 +150,7 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
 
 def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, dict, ChainRecord]]:
     """The other run dirs of this step whose chain has the same executor and checkpoint dir,
-    newest first, with their run.json and chain (run dirs without a readable chain are passed)."""
+    newest first, with their run.json and chain."""
     if not run_dir.parent.is_dir():  # the step's first run
         return
     for other in sorted(run_dir.parent.iterdir(), reverse=True):
@@ -172,5 +166,4 @@ def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, di
 
 def write_chain(run_dir: Path, data: dict, chain: ChainRecord) -> None:
     """Rewrite run.json with this chain, atomically."""
-    data = {**data, "chain": chain.model_dump(mode="json")}
-    write_atomic(run_dir / RECORD, json.dumps(data, indent=2) + "\n")
+    segment_program.write_chain(run_dir, data, chain.model_dump(mode="json"))

@@ -1,13 +1,10 @@
 """What `--until-done` changes in the one config every segment runs, decided before submitting.
 
-Each segment should end with a checkpoint, not a kill: Slurm's time limit sends SIGTERM and
-NeMo-RL saves nothing then. So `checkpointing.checkpoint_must_save_by` (DD:HH:MM:SS, counted by
-NeMo-RL after its setup) is set to the profile's `time` minus `save_margin` (start-up and one
-save; NeMo-RL's own default of 3:45 for a 4-hour job is a 15-minute margin), unless the user set
-it. Every supported NeMo-RL (0.6.0, 0.7.0, the pin) has the key; with a NeMo-RL whose schema
-lacks it the chain relies on save_period and says so. With W&B on, every segment logs into one
-W&B run: NeMo-RL passes `logger.wandb` to `wandb.init` whole in each supported version, so a
-stable `id` with `resume: allow` continues the run.
+Each segment should end with a checkpoint, not a kill (SIGTERM at Slurm's time limit saves
+nothing): `checkpointing.checkpoint_must_save_by` (DD:HH:MM:SS, counted after NeMo-RL's setup)
+is the profile's `time` minus `save_margin` (NeMo-RL's own default of 3:45 for a 4-hour job is a
+15-minute margin), unless the user set it. With W&B on, NeMo-RL passes `logger.wandb` to
+`wandb.init` whole, so a stable `id` with `resume: allow` makes every segment log into one run.
 """
 
 from __future__ import annotations
@@ -60,8 +57,7 @@ def deadline_seconds(value: str) -> int | None:
 
 
 def _late_deadline(user: str, profile: Any) -> Finding | None:
-    """W-CHAIN-DEADLINE: the user's deadline falls after the segment's time limit minus the
-    margin, so Slurm kills each segment (SIGTERM saves nothing) before NeMo-RL saves."""
+    """W-CHAIN-DEADLINE: the user's deadline is after the time limit minus the margin."""
     total = slurm_seconds(getattr(profile, "time", None) or "")
     margin = slurm_seconds(getattr(profile, "save_margin", None) or "0")
     asked = deadline_seconds(user)
