@@ -1,20 +1,12 @@
-"""`check`: the CI contract gate. Every claim the catalog makes is verified against the files.
-
-Manifests against the schema, ids and folders, the type graph, manifest keys against the compiled
-default config (NeMo-RL's own `load_config` semantics, via `runners.config.compiler`), every config
-of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
-generated docs (PREFLIGHT.md too: runners.preflight.rule_docs), the registry of codes against
-the source and the manifests. Each problem is a
-`Finding`; nothing here raises on bad input.
+"""`check`: the CI contract gate. Every claim the catalog makes is verified against the files;
+each problem is a `Finding`, nothing here raises on bad input.
 
 Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
 and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `capabilities` (what
 rules need and kinds and backends have), `generated` (PREFLIGHT.md and the kinds' codes,
 rendered from the rules); this one runs them over every root.
-May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
-runner kinds a manifest may name), `runners.launch` (the cluster backends and what they
-have), `runners.preflight` (the rule names a manifest's errors cite),
-`runners.omegaconf_internals` (unresolved config nodes), `catalog`.
+May import: `runners.config`, `runners.kinds`, `runners.launch`, `runners.preflight`,
+`runners.omegaconf_internals`, `catalog`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Checks of a step's configs with NeMo-RL's own `load_config` semantics
-(`runners.config.compiler`): every config loads, its interpolations resolve (or need only run-time
-values), and the manifest's ports, type keys and parameters name keys of the compiled default
-config."""
+"""Checks of a step's configs with NeMo-RL's own `load_config` semantics: every config loads,
+its interpolations resolve, and the manifest names keys of the compiled default config."""
 
 from __future__ import annotations
 
@@ -44,11 +42,8 @@ def configs(s: StepUnderCheck) -> list[Finding]:
 
 
 def _interpolations(compiled) -> list[Finding]:
-    """Resolve each interpolation on its own so one failure does not hide the next.
-
-    An unset `${oc.env:VAR}` or a reference to a `???` value is a warning: it is supplied at
-    run time. Anything else (a missing key, an unknown resolver) is an error.
-    """
+    """Resolve each interpolation on its own so one failure does not hide the next (an unset
+    `${oc.env:VAR}` or a `???` is a warning: supplied at run time)."""
     from omegaconf import DictConfig, ListConfig
     from omegaconf.errors import InterpolationToMissingValueError
 

@@ -1,6 +1,4 @@
-"""Checks of the artifact type graph: is_a parents exist, no is_a cycles, every `convert_to`
-names a converter step that consumes the source and produces the target, and every port's
-`type_map` names subtypes of the port's type."""
+"""Checks of the artifact type graph (types.toml) and the ports' `type_map`."""
 
 from __future__ import annotations
 
