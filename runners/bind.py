@@ -252,21 +252,23 @@ def bind(
                     value = resolved_value(cfg, t.key)
                     if not isinstance(value, str):
                         continue
-                    origin_cwd = _from_overrides(t.key, keys_overridden)
-                    base = (
-                        cwd
-                        if origin_cwd
-                        else (
-                            _declared_in(compiled, t.key, config_file) if consumed else output_base
-                        )
-                    )
+                    if origin_cwd := _from_overrides(t.key, keys_overridden):
+                        base = cwd
+                    elif consumed:  # the folder of the file that set it, else the -c file's
+                        declared, _ = compiled.locate(t.key)
+                        base = Path(declared).parent if declared else config_file.parent
+                    else:
+                        base = output_base
                     if os.path.isabs(value) and not is_interpolation(node):
                         base = cwd  # already absolute: normpath only
                     elif consumed and opens_from_workdir and not origin_cwd:
                         hf = is_a(port.type, HF_ROOT)
                         art = _opened_in(port, t.key, value, workdir, base, hf, jsonl)
-                        if art is not None:
-                            _keep_relative(binding, t, art, jsonl and agent_ref, run_dir)
+                        if art is not None:  # kept; rows lacking agent_ref get a copy
+                            binding.inputs.append(art)
+                            rows = [Path(art.value)] if jsonl and agent_ref and art.is_path else []
+                            if rows and _needs_agent_ref(rows[0]):
+                                _derive(binding, t, port.name, rows, run_dir, agent_ref)
                             continue
                 if consumed and is_a(port.type, HF_ROOT) and is_hub_id(value, base):
                     binding.inputs.append(BoundArtifact(port.name, port.type, t.key, value, False))
@@ -322,19 +324,6 @@ def _opened_in(
     if joined is None:
         return BoundArtifact(port.name, port.type, key, "", False, written=value, beside=beside)
     return BoundArtifact(port.name, port.type, key, joined, written=value, beside=beside)
-
-
-def _keep_relative(binding: Binding, t: _Target, art: BoundArtifact, fill: Any, run_dir) -> None:
-    """Bind a kept relative path; rows lacking agent_ref get a normalized copy, as others do."""
-    binding.inputs.append(art)
-    if fill and art.is_path and _needs_agent_ref(Path(art.value)):
-        _derive(binding, t, art.name, [Path(art.value)], run_dir, fill)
-
-
-def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:
-    """The folder of the file that set the key (the `-c` file's folder when unknown)."""
-    path, _ = compiled.locate(key)
-    return Path(path).parent if path else config_file.parent
 
 
 def _bind_split(binding, t, port, manifest, found, run_dir, agent_ref) -> None:

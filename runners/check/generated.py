@@ -28,20 +28,15 @@ def kind_codes(runner: str) -> dict[str, str | None]:
     }
 
 
-def render_kind_codes() -> str:
-    """catalog/kind_codes.json's text: each runner kind's codes, with the rule raising each."""
-    from runners.kinds import known
-
-    return json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
-
-
 def generated(repo: Path) -> dict[Path, str]:
     """Every file rendered from the rules: PREFLIGHT.md and the kinds' codes."""
     from catalog.step_codes import KIND_CODES
+    from runners.kinds import known
     from runners.preflight.rule_docs import preflight_doc
 
     path, text = preflight_doc(repo)
-    return {path: text, KIND_CODES: render_kind_codes()}
+    codes = json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
+    return {path: text, KIND_CODES: codes}
 
 
 def stale_generated(repo: Path, fix: str) -> list[Finding]:

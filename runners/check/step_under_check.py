@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from catalog.discovery import StepEntry
@@ -24,8 +23,3 @@ class StepUnderCheck:
 def manifest_line(entry: StepEntry, *needles: str) -> int | None:
     """The first line of the step.toml holding every needle."""
     return line_of(entry.manifest_path, *needles)
-
-
-def types_line(path: Path, name: str) -> int | None:
-    """The line of a type's `[name]` table in a types.toml."""
-    return line_of(path, f"[{name}]")

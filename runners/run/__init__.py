@@ -4,8 +4,8 @@
 `write_run_dir_for` writes the run dir; `launch_local` hands over as the kind does (exec, or
 in-process). Nothing here prints: the CLI (`steps/cli/run_cmd.py`) renders.
 
-Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `outputs` (registry and W&B), `cluster` (a run handed to a cluster), `execute`
+Owns: `plan` (`RunRequest`, `RunPlan`, the run dir's files), `step` (which step, config file,
+inputs), `outputs` (registry and W&B), `cluster` (a run handed to a cluster), `execute`
 (the plan carried out, as events), `job_view` (a launched run as the job commands see it),
 `judge` (the upstream judge's CPU job before a cluster's GPU job).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
@@ -251,7 +251,7 @@ def _plan(
     """The plan, with its secrets lifted out and its run dir's files ready to render."""
     from runners.config.env_pins import pin_env
     from runners.nemo_rl.checkout import exec_env
-    from runners.run.files import RunFiles
+    from runners.run.plan import RunFiles
     from runners.rundir import scrub_config
     from runners.secrets import redact, secret_values
 

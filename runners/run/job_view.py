@@ -115,7 +115,14 @@ class JobRow:
 def listed_runs(root: Path, skipped: list[StepsError]) -> list[tuple[Path, dict]]:
     """Every run with a job you alone could have written, newest first (a chain's `job`: its
     current segment); the others are added to `skipped`."""
-    return [_chain_view(run_dir, data) for run_dir, data in job_runs(root, skipped)]
+    from runners.chain.follow import refresh_chain
+
+    return [
+        (run_dir, refresh_chain(run_dir, data))
+        if _chain(data) and job_of(data).unlocated is None  # an unknown cluster is not asked
+        else (run_dir, data)
+        for run_dir, data in job_runs(root, skipped)
+    ]
 
 
 def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
@@ -128,13 +135,3 @@ def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
         chain = ChainRecord.model_validate(data["chain"]).summary() if _chain(data) else None
         rows.append(JobRow(run_dir, data.get("step"), job, progress, chain))
     return rows
-
-
-def _chain_view(run_dir: Path, data: dict) -> tuple[Path, dict]:
-    """A chain's run with its record read back and `job` = its current segment (a job whose
-    cluster is unknown is not asked)."""
-    if not _chain(data) or job_of(data).unlocated is not None:
-        return run_dir, data
-    from runners.chain.follow import refresh_chain
-
-    return run_dir, refresh_chain(run_dir, data)

@@ -168,11 +168,6 @@ class Verdict:
         return {**self.job.dump(), "findings": [f.to_dict() for f in self.findings]}
 
 
-def _finding(d: dict) -> Finding:
-    names = ("code", "message", "path", "line", "fix", "severity", "key")
-    return Finding(**{k: d[k] for k in names if k in d})
-
-
 def verdict(run_dir: Path, data: dict) -> Verdict | None:
     """The run's judge, if any: refreshed while it runs, its report read once it ended."""
     doc = data.get("judge")
@@ -191,5 +186,7 @@ def verdict(run_dir: Path, data: dict) -> Verdict | None:
                 doc = job.dump()
     report = doc.get("report")
     report = report if isinstance(report, dict) else {}
-    findings = [_finding(f) for f in report.get("findings") or [] if isinstance(f, dict)]
+    names = ("code", "message", "path", "line", "fix", "severity", "key")
+    found = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    findings = [Finding(**{k: f[k] for k in names if k in f}) for f in found]
     return Verdict(job, findings, judged=report.get("ok") is not None)

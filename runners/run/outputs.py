@@ -73,7 +73,7 @@ def _finished(plan: RunPlan) -> FinishedRun:
     """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
     from catalog.types import load_catalog_types
     from runners.artifacts.record import FinishedRun
-    from runners.run.files import RunFiles
+    from runners.run.plan import RunFiles
 
     files = plan.files
     assert isinstance(files, RunFiles)  # set by the plan
