@@ -47,11 +47,6 @@ def target_for(
     return Where(target, path)
 
 
-def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
-    """A Ray chain: this process submits each segment (`drive_chain`), not a batch script."""
-    return plan.chain is not None and target.traits.chain == "attached"
-
-
 def submit(
     plan: RunPlan, target: ClusterTarget, after: list[str] | None = None, gate: str | None = None
 ) -> tuple[JobRecord, dict]:
@@ -103,15 +98,6 @@ def judged_first(plan: RunPlan, target: ClusterTarget, after: list[str]) -> list
         f"{plan.run_dir}` shows it again (--no-upstream-judge skips the judge)",
         exit_code=1,
     )
-
-
-def start_chain(plan: RunPlan, target: ClusterTarget) -> dict:
-    """The judge, then a Ray chain's record written and its outputs registered pending."""
-    from runners.chain.submit import prepare_chain
-
-    judged_first(plan, target, [])
-    prepare_chain(plan, target)
-    return record_pending(plan)
 
 
 def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:

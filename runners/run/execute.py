@@ -135,11 +135,15 @@ def execute(
 
 def _on_cluster(plan: RunPlan, target: ClusterTarget, out: TextIO | None) -> Iterator[Event]:
     """Record, submit, and follow when attached (a Ray chain: driven until done or stopped)."""
+    from runners.chain.submit import prepare_chain
     from runners.launch.submit import follow, recorded_job
-    from runners.run.cluster import drive_chain, drives_chain, start_chain, submit
+    from runners.run import record_pending
+    from runners.run.cluster import drive_chain, judged_first, submit
 
-    if drives_chain(plan, target):
-        yield Registered(start_chain(plan, target))
+    if plan.chain is not None and target.traits.chain == "attached":  # a Ray chain: driven here
+        judged_first(plan, target, [])
+        prepare_chain(plan, target)
+        yield Registered(record_pending(plan))
         done = drive_chain(plan, target, out or sys.stdout)
         yield Ended(plan.run_dir, done.job, done, chain=True)
         yield Done(done.code, plan, "chain", job=recorded_job(plan.run_dir))
