@@ -77,7 +77,7 @@ def plan_run(
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
     chain, chain_findings = plan_chain(req.chain, s, kind.can_chain, prepared, run_dir)
-    binding = _bind(req, s, prepared, job_dir)
+    binding = _bind(req, s, kind, prepared, job_dir)
     resolved = prepared.compiled.resolved()
     ctx = _context(req, s, prepared, binding, resolved, job_dir, kind.ray_program)
     ctx.has = frozenset(getattr(kind, "has", ()))  # a kind that says nothing: `check` fails it
@@ -152,24 +152,26 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (not f.is_error,))
 
 
-def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
-    """Every port bound (paths as the job sees them; derived files planned)."""
+def _bind(
+    req: RunRequest, s: Setting, kind: RunnerKind, prepared: Prepared, job_dir: str
+) -> Binding:
+    """Every port bound (paths as the job sees them; derived files planned); `--input
+    PORT=NAME[:ALIAS|:vN]` resolved to a registered (or W&B) artifact's path."""
+    from catalog.types import load_catalog_types
+    from runners.artifacts.resolve import resolve_inputs
     from runners.bind import bind
-    from runners.kinds import kind_for
-    from runners.run.step import parse_inputs, resolve_refs
+    from runners.run.step import parse_inputs
     from runners.rundir import registry_root
 
-    graph = None
     try:
-        from catalog.types import load_catalog_types
-
         graph = load_catalog_types(req.catalog)
     except StepsError:
         graph = None  # `check` reports a broken types file; binding falls back to exact names
     remote_checkout = s.target.nemo_rl_dir() if s.target is not None else None
     root = registry_root(req.runs_dir, s.env, s.cwd)
     wandb = lambda: wandb_settings(prepared.compiled.resolved(), None, s.env, s.cwd)  # noqa: E731
-    inputs = resolve_refs(parse_inputs(req.input), s.manifest, graph, root, s.cwd, wandb)
+    types = {p.name: p.type for p in [*s.manifest.consumes, *s.manifest.produces]}
+    inputs = resolve_inputs(parse_inputs(req.input), types, root, s.cwd, graph, wandb)[0]
     workdir = remote_checkout if s.target is not None else prepared.checkout  # NeMo-RL's cwd
     return bind(
         prepared.compiled,
@@ -181,7 +183,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
         output_base=remote_checkout or prepared.checkout or s.cwd,
         graph=graph,
         workdir=str(workdir) if workdir else None,
-        opens_from_workdir=kind_for(s.manifest.run.runner).compiles_with_nemo_rl,
+        opens_from_workdir=kind.compiles_with_nemo_rl,
         pending=frozenset(req.pending),
     )
 
