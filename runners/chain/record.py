@@ -113,12 +113,6 @@ class ChainRecord(BaseModel):
     def gpu_hours_used(self) -> float:
         return sum((s.seconds or 0.0) for s in self.segments) * self.gpus / 3600.0
 
-    def segment(self, job_id: str, restart: int) -> Segment | None:
-        for seg in self.segments:
-            if seg.job_id == job_id and seg.restart == restart:
-                return seg
-        return None
-
     def summary(self) -> str:
         """One line: state, segment k of N, the last known global step, GPU-hours."""
         step = next((s.steps_after for s in reversed(self.segments) if s.steps_after), None)

@@ -92,8 +92,7 @@ def plan_run(
                 *registry_findings(registry_root(req.runs_dir, env, cwd), manifest),
                 *(wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     findings = list(dict.fromkeys(findings))  # one input bound to two ports: one finding
-    plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
-                 argv)  # fmt: skip
+    plan = _plan(s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir, argv)
     plan.chain = chain
     plan.refusal_code = 2 if typos or unreached else 1  # an override not taken, no host: setup
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
@@ -238,7 +237,6 @@ def _context(
 
 
 def _plan(
-    req: RunRequest,
     s: Setting,
     kind: RunnerKind,
     prepared: Prepared,

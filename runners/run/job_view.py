@@ -35,13 +35,8 @@ def live(run_dir: Path, data: dict) -> tuple[dict, JobRecord, ChainRecord | None
 
 def followed_job(run_dir: Path, data: dict) -> JobRecord:
     """The job whose log `logs` shows, with its live state (a chain's: the current segment)."""
-    if _chain(data):
-        from runners.chain.follow import refresh_chain
-
-        data = refresh_chain(run_dir, data)
-        job = job_of(data, run_dir)
-        job = job if job.job_id else refresh(run_dir, data)
-    else:
+    data, job, chain = live(run_dir, data)
+    if chain is not None and not job.job_id:  # sbatch never confirmed it: looked up by name
         job = refresh(run_dir, data)
     return _batch_output_if_no_driver_log(job)
 
