@@ -14,7 +14,7 @@ from catalog.did_you_mean import with_suggestion
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding
 from catalog.manifest import StepManifest
-from runners.check.step_under_check import manifest_line
+from runners.check.manifests import manifest_line
 
 SOURCE_DIRS = ("runners", "catalog", "steps")
 # A whole quoted string that is a code (never a prefix such as E-PIPELINE-* in prose).

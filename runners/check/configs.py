@@ -8,7 +8,7 @@ from typing import Any
 from catalog.did_you_mean import close_keys, phrase
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding, StepsError
-from runners.check.step_under_check import StepUnderCheck, manifest_line
+from runners.check.manifests import StepUnderCheck, manifest_line
 from runners.config.compiler import load_config, register_resolvers
 from runners.config.override_apply import all_keys, has_key
 

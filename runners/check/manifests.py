@@ -1,17 +1,34 @@
-"""Checks of a step folder and its manifest: the required files, the id and category against
-the folder, port types against the type graph, error checks against the preflight rules, and
-local references that must exist."""
+"""One step as the `check` gate sees it, and the checks of its folder and manifest: the required
+files, the id and category against the folder, port types, error checks, local references."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from catalog.did_you_mean import with_suggestion
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding
 from catalog.manifest import StepManifest
+from catalog.tomlfile import line_of
 from catalog.types import TypeGraph
-from runners.check.step_under_check import manifest_line
 
 REQUIRED_FILES = ("README.md", "step.py", "config/default.yaml", "config/tiny.yaml")
+
+
+@dataclass
+class StepUnderCheck:
+    """One step under check: its entry, validated manifest and compiled default config."""
+
+    entry: StepEntry
+    manifest: StepManifest | None = None
+    default: Any = None  # runners.config.compiler.CompiledConfig
+    keys: list[str] = field(default_factory=list)
+
+
+def manifest_line(entry: StepEntry, *needles: str) -> int | None:
+    """The first line of the step.toml holding every needle."""
+    return line_of(entry.manifest_path, *needles)
 
 
 def layout(e: StepEntry) -> list[Finding]:

@@ -6,7 +6,7 @@ from catalog.did_you_mean import with_suggestion
 from catalog.errors import Finding
 from catalog.tomlfile import line_of
 from catalog.types import TypeGraph
-from runners.check.step_under_check import StepUnderCheck
+from runners.check.manifests import StepUnderCheck
 
 
 def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Finding]:
