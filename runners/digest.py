@@ -82,8 +82,7 @@ class DigestMemo:
 
 
 def content_digest(path: Path, memo: DigestMemo) -> tuple[str, int, int]:
-    """(digest, files, bytes) of a file or folder: the one content identity; unchanged files
-    cost one stat."""
+    """(digest, files, bytes) of a file or folder; unchanged files cost one stat."""
     if path.is_file():
         return f"{DIGEST}:{memo.digest(path)}", 1, path.stat().st_size
     h = hashlib.sha256()

@@ -39,8 +39,7 @@ REGISTRY_DIR_VAR = "STEPS_REGISTRY_DIR"  # a pipeline's stages register where it
 
 
 def registry_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) -> Path:
-    """`$STEPS_REGISTRY_DIR` (a pipeline's stages register where it was started), else the
-    runs root."""
+    """`$STEPS_REGISTRY_DIR` (set by `pipeline run` for its stages), else the runs root."""
     shared = env.get(REGISTRY_DIR_VAR)
     return Path(shared).resolve() if shared else runs_root(explicit, env, cwd)
 
@@ -208,8 +207,7 @@ class LaunchRecord(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """run.json: who ran what, where, with which inputs and findings (`chain`: the model of
-    runners/chain/record.py, a floor above)."""
+    """run.json: who ran what, where, with which inputs and findings."""
 
     model_config = ConfigDict(extra="allow")
 

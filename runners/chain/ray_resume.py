@@ -77,8 +77,7 @@ def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainReco
 
 
 def carry_on(run_dir: Path, chain: ChainRecord, backend: Backend, out: TextIO) -> JobRecord | None:
-    """Take over an unfinished earlier chain (its open segment followed to its end first); the
-    job record of its last segment, or None."""
+    """Take over an unfinished earlier chain (its open segment followed to its end first)."""
     found = unfinished(run_dir, chain)
     if found is None:
         return None

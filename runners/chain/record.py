@@ -143,8 +143,7 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
 
 
 def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, dict, ChainRecord]]:
-    """The other run dirs of this step whose chain has the same executor and checkpoint dir,
-    newest first, with their run.json and chain."""
+    """Other run dirs of this step on the same executor and checkpoint dir, newest first."""
     if not run_dir.parent.is_dir():  # the step's first run
         return
     for other in sorted(run_dir.parent.iterdir(), reverse=True):

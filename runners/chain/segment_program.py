@@ -84,8 +84,7 @@ def write_chain(job_dir: str | Path, data: dict, chain: dict) -> None:
 
 
 def controller_view(job_id: str) -> tuple[str | None, int]:
-    """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller,
-    or when it does not answer within the Slurm-call bound)."""
+    """(JobState, Restarts) as slurmctld sees a job now ((None, 0): gone, or no answer)."""
     record = slurm_queries.show_job(job_id)[0] or {}
     restarts = record.get("Restarts", "")
     return record.get("JobState") or None, int(restarts) if restarts.isdigit() else 0

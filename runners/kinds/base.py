@@ -141,8 +141,7 @@ def not_found(s: Setting, script: str) -> Command:
 
 
 def cluster_checkout(s: Setting) -> tuple[str, str]:
-    """The profile's NeMo-RL checkout as the job sees it (a NeMo-RL program needs one), and the
-    launcher that starts its script there (--launcher, else the profile's)."""
+    """The profile's NeMo-RL checkout as the job sees it, and the launcher to start its script."""
     target = s.target
     assert target is not None
     if not target.profile.nemo_rl_dir:

@@ -127,8 +127,7 @@ def _job_command(
 
 
 def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
-    """The kind's compile; an override it cannot take is a finding and dropped, so one typo
-    does not hide the run's other findings."""
+    """The kind's compile; an override it cannot take becomes a finding (one typo hides none)."""
     from dataclasses import replace
 
     from runners.config.overrides import OverrideError
@@ -196,8 +195,7 @@ def _context(
     job_dir: str,
     ray_program: bool,
 ) -> PreflightContext:
-    """What the rules see: the config, the artifacts, where it runs (a cluster probe, or the
-    local launcher)."""
+    """What the rules see: the config, the artifacts, where it runs (probe or local launcher)."""
     from runners.preflight import PreflightContext
 
     checkout = prepared.checkout

@@ -27,8 +27,7 @@ def target_for(
     req: RunRequest, profile: str | None, env_file: str | None, env: dict[str, str], cwd: Path,
     attached: bool,
 ) -> Where:  # fmt: skip
-    """The cluster target of PROFILE; a `local` profile's checkout, launcher and env go into
-    `req` and `env` (the command line first)."""
+    """The cluster target of PROFILE; a `local` profile's settings go into `req` and `env`."""
     if not profile:
         return Where()
     from runners.launch.target import cluster_target

@@ -58,8 +58,7 @@ class HandingOver:
 
 @dataclass
 class Registered:
-    """The artifact registry's report: pending versions before a run that ends elsewhere,
-    settled ones after an in-process run."""
+    """The artifact registry's report (pending versions, or settled after an in-process run)."""
 
     report: dict
 

@@ -108,8 +108,7 @@ class JobRow:
 
 
 def listed_runs(root: Path, skipped: list[StepsError]) -> list[tuple[Path, dict]]:
-    """Every run with a job you alone could have written, newest first (a chain's `job`: its
-    current segment); the others are added to `skipped`."""
+    """Every run with a job you alone could have written, newest first; others to `skipped`."""
     from runners.chain.follow import refresh_chain
 
     return [
