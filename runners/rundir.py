@@ -66,12 +66,7 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
     """
     from omegaconf import DictConfig, ListConfig
 
-    from runners.omegaconf_internals import (
-        child_node,
-        is_interpolation,
-        is_opaque,
-        raw_value,
-    )
+    from runners.omegaconf_internals import child_node, is_interpolation, is_opaque, raw_value
 
     extra: dict[str, str] = {}
 
@@ -104,8 +99,7 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
             elif isinstance(raw, str):
                 new = raw
                 for value in sorted(values, key=len, reverse=True):
-                    if value in new:
-                        new = new.replace(value, "${oc.env:" + values[value] + "}")
+                    new = new.replace(value, "${oc.env:" + values[value] + "}")
                 if new != raw:
                     node[k] = new
 

@@ -50,8 +50,7 @@ def plan_judge(
         return None, None
     if not wanted:
         return None, "skipped (--no-upstream-judge)"
-    where = target.backend.judge_image
-    if where is None:
+    if target.backend.judge_image is None:
         return None, "none: the profile names no container_image to judge in"
     from runners.preflight.upstream_judge import judge_seconds
 
