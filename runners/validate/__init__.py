@@ -150,8 +150,16 @@ def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
     refused at once (reading it would not end); `<(command)` is left to the scan to read."""
     import errno
     import os
+    import stat
 
-    from catalog.contracts.input_access import ENDLESS_FIX, denied, endless_kind, endless_message
+    from catalog.contracts import ROW_CONTRACTS
+    from catalog.contracts.input_access import (
+        ENDLESS_FIX,
+        denied,
+        endless_kind,
+        endless_message,
+        folder_problem,
+    )
     from catalog.errors import StepsError
 
     try:
@@ -178,41 +186,29 @@ def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             fix=ENDLESS_FIX,
             exit_code=2,
         )
-    try:
-        _require_readable(path, contract)
+    try:  # each file it stands for opens (regular files only: see above)
+        if path.is_dir() and folder_problem(path):
+            raise denied(path, path)
+        files = [path]
+        if contract in ROW_CONTRACTS and path.is_dir():
+            from catalog.contracts.jsonl import resolve_sources
+
+            files = [s.path for s in resolve_sources(path)[0]]
+        for f in files:
+            try:
+                if f.is_dir():
+                    with os.scandir(f):
+                        pass
+                elif stat.S_ISREG(os.stat(f).st_mode):
+                    with open(f, "rb"):
+                        pass
+            except OSError as exc:
+                raise StepsError(
+                    "E-INPUT-UNREADABLE",
+                    f"cannot read the input ({exc.strerror})",
+                    path=str(f),
+                    fix="check the path and its permissions",
+                    exit_code=2,
+                ) from None
     except PermissionError as exc:  # a folder on the way that this user may not search
         raise denied(Path(exc.filename or path)) from None
-
-
-def _require_readable(path: Path, contract: str) -> None:
-    """Each file the input stands for can be opened (regular files only: see above)."""
-    import os
-    import stat
-
-    from catalog.contracts import ROW_CONTRACTS
-    from catalog.contracts.input_access import denied, folder_problem
-    from catalog.errors import StepsError
-
-    if path.is_dir() and folder_problem(path):
-        raise denied(path, path)
-    files = [path]
-    if contract in ROW_CONTRACTS and path.is_dir():
-        from catalog.contracts.jsonl import resolve_sources
-
-        files = [s.path for s in resolve_sources(path)[0]]
-    for f in files:
-        try:
-            if f.is_dir():
-                with os.scandir(f):
-                    pass
-            elif stat.S_ISREG(os.stat(f).st_mode):
-                with open(f, "rb"):
-                    pass
-        except OSError as exc:
-            raise StepsError(
-                "E-INPUT-UNREADABLE",
-                f"cannot read the input ({exc.strerror})",
-                path=str(f),
-                fix="check the path and its permissions",
-                exit_code=2,
-            ) from None
