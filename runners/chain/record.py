@@ -95,8 +95,7 @@ class ChainRecord(BaseModel):
     submit_cwd: str = ""
     log_dir: str = ""  # Slurm: where ray.sub writes `<job id>[-<restart>]-logs/`
     next_job_id: str | None = None
-    # A pipeline's held job the stages after this chain wait for: released when the chain is
-    # done, cancelled (and they with it) when it stops otherwise (segment_program.stopped).
+    # A pipeline's held job the next stages wait for: released when done, else cancelled.
     gate_job_id: str | None = None
     driver: str = ""  # Ray: `host:pid` of the attached process that drives the chain
     continues: str = ""  # Ray: the earlier run dir whose unfinished chain this one carries on

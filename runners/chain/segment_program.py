@@ -222,9 +222,8 @@ def end(job_dir: str | Path, exit_code: int, env: Mapping[str, str] | None = Non
         if restarts > restart or now in REQUEUING:
             return exit_code  # it runs again: its next `begin` closes this segment as REQUEUED
         if now in (None, "COMPLETING") and chain.get("next_job_id") not in (None, me):
-            # Slurm is killing the job (or did not answer in time, as under load): its state is
-            # not final yet, and reading it as FAILED could stop the chain on a time limit. The
-            # queued successor's `begin` closes this segment with Slurm's final state.
+            # Slurm is killing the job (or did not answer in time): FAILED could stop the chain
+            # on a time limit, so the successor's `begin` closes it with Slurm's final state.
             return exit_code
         if now in KILLED:
             state = now

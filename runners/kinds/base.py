@@ -63,9 +63,8 @@ class Command:
     deferred: StepsError | None = None  # raised at launch (NeMo-RL not found here)
 
 
-# What a preflight rule may need of a step's kind (`runners.preflight.rule(needs=...)`). A rule
-# that needs nothing applies to every kind, a new one included; `check` fails on a kind that does
-# not say what it has (`has`) or names a capability missing here.
+# What a preflight rule may need of a step's kind (`rule(needs=...)`); a rule that needs nothing
+# applies to every kind, a new one included.
 CAPABILITIES: dict[str, str] = {
     "nemo_rl_config": "its config is NeMo-RL's MasterConfig, run by a NeMo-RL example script",
     "rl_prep_blend": "its config is an rl_prep blend with rl_prep's options",
