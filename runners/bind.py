@@ -215,13 +215,12 @@ def bind(
 
     register_resolvers()
     cfg: DictConfig = compiled.config
-    unknown = sorted(set(inputs) - {p.name for p in [*manifest.consumes, *manifest.produces]})
-    if unknown:
-        names = ", ".join(p.name for p in [*manifest.consumes, *manifest.produces])
+    names = [p.name for p in [*manifest.consumes, *manifest.produces]]
+    if unknown := sorted(set(inputs) - set(names)):
         raise StepsError(
             "E-INPUT-NAME",
             f"--input {unknown[0]}: the step has no port of that name",
-            fix=f"use one of: {names}",
+            fix=f"use one of: {', '.join(names)}",
             exit_code=2,
         )
     is_a = (lambda t, root: graph.is_a(t, root)) if graph is not None else (lambda t, r: t == r)

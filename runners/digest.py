@@ -47,12 +47,10 @@ class DigestMemo:
         self.path = path if path is not None else memo_file()
         self.entries: dict[str, str] = {}
         self.changed = False
-        try:
+        with contextlib.suppress(OSError, ValueError):  # no memo yet, or a damaged one: slower
             data = read_json(self.path)
             if isinstance(data, dict):
                 self.entries = {k: v for k, v in data.items() if isinstance(v, str)}
-        except (OSError, ValueError):
-            pass
 
     def digest(self, path: str | os.PathLike[str]) -> str:
         """The file's xxh3_128: from the memo while its stat is unchanged, else read."""

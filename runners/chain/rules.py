@@ -9,6 +9,7 @@ segments without progress, or a limit. Never a clock.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import re
@@ -162,12 +163,9 @@ def classify(state: str, exit_code: int | None, logs: list[str], scheduler: str 
 
     classifier = LogClassifier()
     for path in logs:
-        try:
-            with open(path, "rb") as fh:
-                for number, line in python_prefilter(fh):
-                    classifier.feed(path, number, line)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError), open(path, "rb") as fh:  # a log never written
+            for number, line in python_prefilter(fh):
+                classifier.feed(path, number, line)
     found = diagnose(classifier, state, exit_code, scheduler)
     if found.kind is None:  # exit code not 0 and no error found: nothing says a retry helps
         return {"kind": "unknown", "retryable": False, "evidence": f"{scheduler} state {state}"}
