@@ -1,6 +1,7 @@
 """The chain record: run.json's `chain`, written by the submitter and then by each segment
 (Slurm: the job dir's copy; Ray: the driver's local run.json). A requeued Slurm segment keeps its
-job id with a higher restart count."""
+job id with a higher restart count. Keys this version does not know are ignored (pydantic's
+default)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from catalog.errors import StepsError
 from catalog.record_file import read_json
@@ -21,8 +22,6 @@ ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
 class Failure(BaseModel):
     """Why a segment ended badly: a failure kind, whether a retry can help, the evidence."""
 
-    model_config = ConfigDict(extra="ignore")
-
     kind: str
     retryable: bool
     evidence: str = ""
@@ -30,8 +29,6 @@ class Failure(BaseModel):
 
 class Segment(BaseModel):
     """One run of the segment script: what it found, what it trained, how it ended."""
-
-    model_config = ConfigDict(extra="ignore")
 
     n: int
     job_id: str
@@ -75,8 +72,6 @@ class Segment(BaseModel):
 
 class ChainRecord(BaseModel):
     """What a chain needs to decide inside its jobs, and what it decided so far."""
-
-    model_config = ConfigDict(extra="ignore")
 
     executor: str = "slurm"  # a backend of runners/launch/backends/
     state: ChainState = "queued"
