@@ -1,15 +1,11 @@
 """Bind the artifacts a manifest declares to the config keys that hold their paths.
 
-A config file's relative input path for NeMo-RL stays as written and is bound where NeMo-RL
-opens it, its checkout root (v0.7.0 nemogym_dataset.py:35), beside the same path read from the
-file's folder (runners.preflight.data_paths); other programs' are read from that folder. Paths
-from overrides or `--input` are read from the current directory; these, outputs, rl_prep
-manifests' shards and other programs' paths are written back absolute; nothing else changes.
-An rl_prep `manifest.json` given for a JSONL port binds its train and val splits, and Gym rows
-without `agent_ref` get `run.default_agent_ref` in a normalized copy inside the run dir. An
-input an earlier pipeline stage will write (`pending`) is bound to what the job derives when it
-starts (`runners.pipeline.materialize`, from `inputs/deferred.json`): rows into
-`inputs/PORT.jsonl`, a NeMo-RL checkpoint_dir as a link `inputs/PORT` to its step_N.
+A config file's relative input for NeMo-RL stays as written: NeMo-RL opens it from its checkout
+root (v0.7.0 nemogym_dataset.py:35). Other relative paths are read from the file's folder
+(overrides and `--input`: the current directory) and written back absolute. An rl_prep
+`manifest.json` binds its train and val splits; Gym rows without `agent_ref` get
+`run.default_agent_ref` in a copy in the run dir. A `pending` input (an earlier pipeline stage
+writes it) is derived when the job starts (`runners.pipeline.materialize`, `inputs/deferred.json`).
 """
 
 from __future__ import annotations
@@ -41,7 +37,7 @@ DEFERRED = "inputs/deferred.json"
 
 @dataclass
 class Derived:
-    """A file the runner writes into the run dir before exec (concatenated or normalized rows)."""
+    """Rows the runner writes into the run dir before exec (concatenated or normalized)."""
 
     relpath: str
     sources: list[Path]
@@ -187,8 +183,7 @@ def _needs_agent_ref(path: Path) -> bool:
 
 
 def _narrowed(port: Any, cfg: DictConfig, graph: Any) -> str:
-    """An output's type narrowed by its `type_key` (rl_prep's output_type: GRPO rows or DPO
-    pairs), so it is registered as what it is; the port's own type when not a known subtype."""
+    """An output's type narrowed by its `type_key` (rl_prep's output_type), else the port's."""
     if not port.type_key or graph is None:
         return str(port.type)
     from catalog.types import mapped_type
@@ -213,21 +208,19 @@ def bind(
     opens_from_workdir: bool = False,
     pending: frozenset[str] = frozenset(),
 ) -> Binding:
-    """Bind every port; mutates `compiled.config` in place (paths absolute, derived files).
-    `opens_from_workdir`: the program opens the config's relative input paths from `workdir`
-    (NeMo-RL's checkout here or on the cluster; None when not known here). `pending`: ports
-    given an output an earlier pipeline stage has not written yet."""
+    """Bind every port, mutating `compiled.config` (paths absolute, derived files).
+    `opens_from_workdir`: the program opens relative inputs from `workdir` (None: not known
+    here). `pending`: ports given an output an earlier pipeline stage has not written yet."""
     from runners.config.compiler import register_resolvers
 
     register_resolvers()
     cfg: DictConfig = compiled.config
-    unknown = sorted(set(inputs) - {p.name for p in [*manifest.consumes, *manifest.produces]})
-    if unknown:
-        names = ", ".join(p.name for p in [*manifest.consumes, *manifest.produces])
+    names = [p.name for p in [*manifest.consumes, *manifest.produces]]
+    if unknown := sorted(set(inputs) - set(names)):
         raise StepsError(
             "E-INPUT-NAME",
             f"--input {unknown[0]}: the step has no port of that name",
-            fix=f"use one of: {names}",
+            fix=f"use one of: {', '.join(names)}",
             exit_code=2,
         )
     is_a = (lambda t, root: graph.is_a(t, root)) if graph is not None else (lambda t, r: t == r)
@@ -258,21 +251,23 @@ def bind(
                     value = resolved_value(cfg, t.key)
                     if not isinstance(value, str):
                         continue
-                    origin_cwd = _from_overrides(t.key, keys_overridden)
-                    base = (
-                        cwd
-                        if origin_cwd
-                        else (
-                            _declared_in(compiled, t.key, config_file) if consumed else output_base
-                        )
-                    )
+                    if origin_cwd := _from_overrides(t.key, keys_overridden):
+                        base = cwd
+                    elif consumed:  # the folder of the file that set it, else the -c file's
+                        declared, _ = compiled.locate(t.key)
+                        base = Path(declared).parent if declared else config_file.parent
+                    else:
+                        base = output_base
                     if os.path.isabs(value) and not is_interpolation(node):
                         base = cwd  # already absolute: normpath only
                     elif consumed and opens_from_workdir and not origin_cwd:
                         hf = is_a(port.type, HF_ROOT)
                         art = _opened_in(port, t.key, value, workdir, base, hf, jsonl)
-                        if art is not None:
-                            _keep_relative(binding, t, art, jsonl and agent_ref, run_dir)
+                        if art is not None:  # kept; rows lacking agent_ref get a copy
+                            binding.inputs.append(art)
+                            rows = [Path(art.value)] if jsonl and agent_ref and art.is_path else []
+                            if rows and _needs_agent_ref(rows[0]):
+                                _derive(binding, t, port.name, rows, run_dir, agent_ref)
                             continue
                 if consumed and is_a(port.type, HF_ROOT) and is_hub_id(value, base):
                     binding.inputs.append(BoundArtifact(port.name, port.type, t.key, value, False))
@@ -283,9 +278,10 @@ def bind(
                 found = _read_manifest(Path(path)) if jsonl else None
                 if found is not None:
                     manifests[port.name] = found
-                    _bind_split(binding, t, port, manifest, found, port.name, run_dir, agent_ref)
+                    _bind_split(binding, t, port, manifest, found, run_dir, agent_ref)
                     continue
-                _set_path(t, path, value, given is not None)
+                if given is not None or value != path:  # an interpolation yielding it stays
+                    t.parent[t.leaf] = path
                 kind = port.type if consumed else _narrowed(port, cfg, graph)
                 art = BoundArtifact(port.name, kind, t.key, path)
                 (binding.inputs if consumed else binding.outputs).append(art)
@@ -308,17 +304,14 @@ def bind(
                 for t in _targets(cfg, dotted):
                     node = child_node(t.parent, t.leaf)
                     if node is not None and not _from_overrides(t.key, keys_overridden):
-                        _bind_split(
-                            binding, t, port, manifest, found, port.name, run_dir, agent_ref
-                        )
+                        _bind_split(binding, t, port, manifest, found, run_dir, agent_ref)
     return binding
 
 
 def _opened_in(
     port: Any, key: str, value: str, workdir: str | None, declared: Path, hf: bool, jsonl: bool
 ) -> BoundArtifact | None:
-    """A relative path NeMo-RL opens from `workdir`, kept as written (None: absolute, a hub id,
-    or an rl_prep manifest: bound as before)."""
+    """A relative path NeMo-RL opens from `workdir`, kept as written (None: bind it as usual)."""
     if os.path.isabs(value):
         return None
     beside = absolute(value, declared)
@@ -332,30 +325,8 @@ def _opened_in(
     return BoundArtifact(port.name, port.type, key, joined, written=value, beside=beside)
 
 
-def _keep_relative(binding: Binding, t: _Target, art: BoundArtifact, fill: Any, run_dir) -> None:
-    """Bind a kept relative path; rows lacking agent_ref get a normalized copy, as others do."""
-    binding.inputs.append(art)
-    if fill and art.is_path and _needs_agent_ref(Path(art.value)):
-        _derive(binding, t, art.name, [Path(art.value)], run_dir, fill)
-
-
-def _declared_in(compiled: Any, key: str, config_file: Path) -> Path:
-    """The folder of the file that set the key (the `-c` file's folder when unknown)."""
-    path, _ = compiled.locate(key)
-    return Path(path).parent if path else config_file.parent
-
-
-def _set_path(t: _Target, path: str, raw: str, given: bool) -> None:
-    """Write the absolute path back, leaving an interpolation that already yields it alone."""
-    node = child_node(t.parent, t.leaf)
-    if not given and node is not None and is_interpolation(node) and raw == path:
-        return
-    if given or raw != path:
-        t.parent[t.leaf] = path
-
-
-def _bind_split(binding, t, port, manifest, found, name, run_dir, agent_ref) -> None:
-    mpath, data = found
+def _bind_split(binding, t, port, manifest, found, run_dir, agent_ref) -> None:
+    mpath, data, name = *found, port.name
     split = SPLIT_OF_PORT.get(name, name)
     listed = _split_shards(mpath, data, split, name)
     shards = [path for path, _ in listed]

@@ -1,10 +1,8 @@
 """The `megatron_to_hf` runner: export a Megatron checkpoint to Hugging Face with Megatron-Bridge.
 
-Runs Megatron-Bridge's conversion worker (`scripts/conversion/run_conversion.py export`, the
-script its `convert.sh` launcher runs in the job) from the Megatron-Bridge root: one CPU process,
-or `torchrun --nproc_per_node N` with `--device gpu` when `distributed.enabled`.
-Both converters run locally as a child that steps waits for (`run_to_end`), not an exec: their
-output is registered (and logged to W&B) only once the child exits 0.
+Runs Megatron-Bridge's `scripts/conversion/run_conversion.py export` from its root: one CPU
+process, or under torchrun on GPUs when `distributed.enabled`. Both converters run locally as a
+child (`run_to_end`), not an exec: their output is registered only once it exits 0.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from catalog.errors import Finding, StepsError, cannot_start
 
 
 def latest_iteration(path: Path) -> Path | None:
-    """The iter_* folder to export (a checkpoint_dir's latest step_N/policy/weights, a weights
-    folder's latest or tracked iter_*, or one iter_*), per the Megatron checkpoint contract."""
+    """The iter_* folder to export, per the Megatron checkpoint contract."""
     from catalog.contracts.checkpoints import check_megatron
 
     return check_megatron(path).resolved if path.is_dir() else None
@@ -33,15 +30,8 @@ def plan(
     findings: list[Finding] = []
     hf_path = Path(str(config.get("hf_path")))
     if not force and (hf_path / "config.json").is_file():
-        return (
-            None,
-            None,
-            findings,
-            (
-                f"{hf_path} already holds config.json: conversion skipped (pass --force to redo it "
-                "into an empty folder)"
-            ),
-        )
+        skip = "conversion skipped (pass --force to redo it into an empty folder)"
+        return None, None, findings, f"{hf_path} already holds config.json: {skip}"
     src = Path(str(config.get("megatron_path")))
     it = latest_iteration(src)  # when None, artifact_contracts reports E-MEGATRON-CHECKPOINT
     mb = config.get("megatron_bridge") or {}
@@ -65,20 +55,10 @@ def build_command(config: Mapping[str, Any], iteration: Path, script: str) -> li
     dist = config.get("distributed") or {}
     par = config.get("parallel") or {}
     gpu = bool(dist.get("enabled"))
-    args = [
-        script,
-        "export",
-        "--device",
-        "gpu" if gpu else "cpu",
-        "--hf-model",
-        str(config.get("hf_model_id")),
-        "--megatron-path",
-        str(iteration),
-        "--hf-path",
-        str(config.get("hf_path")),
-        "--torch-dtype",
-        str(config.get("torch_dtype", "bfloat16")),
-    ]
+    args = [script, "export", "--device", "gpu" if gpu else "cpu"]
+    args += ["--hf-model", str(config.get("hf_model_id")), "--megatron-path", str(iteration)]
+    args += ["--hf-path", str(config.get("hf_path"))]
+    args += ["--torch-dtype", str(config.get("torch_dtype", "bfloat16"))]
     for k in ("tp", "pp", "ep", "etp"):
         args += [f"--{k}", str(int(par.get(k, 1)))]
     if config.get("trust_remote_code"):
@@ -100,8 +80,7 @@ def require_bridge(findings: list[Finding]) -> None:
 
 
 def run_to_end(argv: list[str], cwd: Path, env: Mapping[str, str], what: str) -> dict:
-    """Run a converter as a child (its output is ours to register once it exits 0); its exit
-    code, when not 0, is this run's (E-CONVERT-FAILED: nothing registered)."""
+    """Run a converter as a child; an exit code not 0 is this run's (E-CONVERT-FAILED)."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:

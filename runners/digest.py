@@ -1,10 +1,9 @@
 """File digests, and a memo that makes a file's content digest cost one `stat` while unchanged.
 
-The memo maps (device, inode, size, mtime_ns, ctime_ns) to the file's xxh3_128. The kernel sets
-ctime to now on every write, rename onto or chmod of the file, and nothing (`touch -d`, `cp -p`,
-`rsync -a`, `tar x`) can set it back: an edit that restores size and mtime still misses the
-memo and the content is read again. It lives in the user's cache folder (never in an output,
-which stays byte-identical run to run); a memo that cannot be read or written is only slower.
+The memo maps (device, inode, size, mtime_ns, ctime_ns) to the file's xxh3_128: the kernel sets
+ctime on every write and nothing (`touch -d`, `cp -p`, `rsync -a`) can set it back, so an edit
+always misses the memo. It lives in the user's cache folder; one that cannot be read or written
+is only slower.
 """
 
 from __future__ import annotations
@@ -48,12 +47,10 @@ class DigestMemo:
         self.path = path if path is not None else memo_file()
         self.entries: dict[str, str] = {}
         self.changed = False
-        try:
+        with contextlib.suppress(OSError, ValueError):  # no memo yet, or a damaged one: slower
             data = read_json(self.path)
             if isinstance(data, dict):
                 self.entries = {k: v for k, v in data.items() if isinstance(v, str)}
-        except (OSError, ValueError):
-            pass
 
     def digest(self, path: str | os.PathLike[str]) -> str:
         """The file's xxh3_128: from the memo while its stat is unchanged, else read."""
@@ -83,8 +80,7 @@ class DigestMemo:
 
 
 def content_digest(path: Path, memo: DigestMemo) -> tuple[str, int, int]:
-    """(digest, files, bytes) of a file or folder: the one content identity (the artifact
-    registry, pipeline stage inputs, the upstream judge); unchanged files cost one stat."""
+    """(digest, files, bytes) of a file or folder; unchanged files cost one stat."""
     if path.is_file():
         return f"{DIGEST}:{memo.digest(path)}", 1, path.stat().st_size
     h = hashlib.sha256()

@@ -1,15 +1,14 @@
 """The run directory: what was compiled, resolved and launched, written whole or not at all.
 
-`<root>/<step-id>/<UTC time>-<short hash>/` holds `config.yaml` (what NeMo-RL is given:
-interpolations kept except plain `${oc.env:...}`, pinned to the values preflight checked and
-listed in run.json's `config_env`; bound paths absolute), `resolved.yaml` (the resolved view)
-and `run.json` (who ran what, where, with which inputs and findings: `RunRecord`; a cluster run's
-`job`: `JobRecord`). Secrets never reach any of them: a literal secret in the config is replaced
-by an `${oc.env:...}` reference and passed in the environment.
+`<root>/<step-id>/<UTC time>-<short hash>/` holds `config.yaml` (what NeMo-RL is given: plain
+`${oc.env:...}` pinned to the values preflight checked, bound paths absolute), `resolved.yaml`
+and `run.json` (`RunRecord`). Secrets never reach any of them: a literal secret in the config
+becomes an `${oc.env:...}` reference, passed in the environment.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -40,8 +39,7 @@ REGISTRY_DIR_VAR = "STEPS_REGISTRY_DIR"  # a pipeline's stages register where it
 
 
 def registry_root(explicit: str | Path | None, env: Mapping[str, str], cwd: Path) -> Path:
-    """Where the artifact registry is: `$STEPS_REGISTRY_DIR` (set by `pipeline run` for its
-    stages, so their outputs are seen from the project folder), else the runs root."""
+    """`$STEPS_REGISTRY_DIR` (set by `pipeline run` for its stages), else the runs root."""
     shared = env.get(REGISTRY_DIR_VAR)
     return Path(shared).resolve() if shared else runs_root(explicit, env, cwd)
 
@@ -62,20 +60,13 @@ def plan_run_dir(root: Path, step_id: str) -> Path:
 def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
     """Replace literal secrets in a DictConfig by env references; returns the env to pass.
 
-    Every literal scalar at or under a secret-named key (a string, a number, the items of a list
-    or mapping; not a bool, null or switch value) and every token-shaped string becomes
-    `${oc.env:STEPS_SECRET_<DOTTED_KEY>}` (a number `${oc.decode:${oc.env:...}}`, so it keeps
-    its type); a secret variable's value anywhere becomes `${oc.env:<its variable>}`.
-    NeMo-RL resolves them all as before.
+    A literal scalar at or under a secret key (not a bool, null or switch) or a token-shaped
+    string becomes `${oc.env:STEPS_SECRET_<DOTTED_KEY>}` (a number wrapped in `oc.decode`, so it
+    keeps its type); a secret variable's value becomes `${oc.env:<its variable>}`.
     """
     from omegaconf import DictConfig, ListConfig
 
-    from runners.omegaconf_internals import (
-        child_node,
-        is_interpolation,
-        is_opaque,
-        raw_value,
-    )
+    from runners.omegaconf_internals import child_node, is_interpolation, is_opaque, raw_value
 
     extra: dict[str, str] = {}
 
@@ -108,8 +99,7 @@ def scrub_config(cfg: Any, values: Mapping[str, str]) -> dict[str, str]:
             elif isinstance(raw, str):
                 new = raw
                 for value in sorted(values, key=len, reverse=True):
-                    if value in new:
-                        new = new.replace(value, "${oc.env:" + values[value] + "}")
+                    new = new.replace(value, "${oc.env:" + values[value] + "}")
                 if new != raw:
                     node[k] = new
 
@@ -122,10 +112,8 @@ def write_run_dir(
     files: Mapping[str, str],
     materialize: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write every file (and derived data) into a hidden temp folder, then rename it into place.
-
-    A full disk or a folder that cannot be written is E-RUN-DIR (exit 2), and the folders this
-    call created (`runs/<step>/`) are removed again."""
+    """Write every file (and derived data) into a hidden temp folder, then rename it into place;
+    E-RUN-DIR (exit 2) when it cannot, the folders this call created removed again."""
     with writing(existing_folder(run_dir), "E-RUN-DIR", "the run dir", RUNS_ELSEWHERE) as made:
         made += make_folders(run_dir.parent)
         staging = run_dir.parent / f".{run_dir.name}.tmp-{os.getpid()}"
@@ -150,12 +138,9 @@ class Unlocated(BaseModel):
 
 
 class JobRecord(BaseModel):
-    """run.json's `job`: written by a backend (runners/launch/slurm/, ray/) before it
-    submits and completed after; read through runners/launch/records.py, which takes where the
-    job runs (host, ssh options, remote dir, address) from its profile, never from the record.
-
-    Keys this version does not know are kept (`extra="allow"`); `dump()` writes back what was
-    read or set, so a record round-trips unchanged."""
+    """run.json's `job`, written by a backend before it submits and completed after. Read
+    through runners/launch/records.py, which takes where the job runs from its profile, never
+    from the record. Unknown keys are kept, so a record round-trips unchanged."""
 
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
 
@@ -216,8 +201,7 @@ class LaunchRecord(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """run.json: who ran what, where, with which inputs and findings; `job` and `chain` once
-    launched on a cluster (the chain's model is runners/chain/record.py's, a floor above)."""
+    """run.json: who ran what, where, with which inputs and findings."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -261,13 +245,9 @@ def run_record(
     nemo_rl_version: dict | None = None,
     config_env: dict | None = None,
 ) -> str:
-    """`run.json`: names of environment variables only, never their values (`config_env` holds
-    the values of the plain, non-secret ones the config read, as pinned into config.yaml)."""
-
-    def art(a: Any) -> ArtifactRecord:
-        return ArtifactRecord(
-            name=a.name, type=a.type, config_key=a.config_key, value=a.value, is_path=a.is_path
-        )
+    """`run.json`: environment variable names, never values (`config_env`: the plain,
+    non-secret ones the config read, as pinned into config.yaml)."""
+    art = functools.partial(ArtifactRecord.model_validate, from_attributes=True)
 
     record = RunRecord(
         step=step_id,

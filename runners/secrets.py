@@ -1,25 +1,13 @@
 """Keep secrets out of everything we print or save (run dir, dry-run output, run.json, errors).
 
-Environment variables: a name is secret when any of its WORDS (split at `_`, `-`, `.` and
-camelCase) is TOKEN, KEY, SECRET, PASSWORD, PASS... (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`); words,
-not substrings, so NCCL_IB_PKEY, TOKENIZERS_PARALLELISM and KEYTAB_PATH are settings.
-
-Config keys are stricter, since NeMo-RL's configs are full of `*_key` and `*_token` data fields
-(`input_key`, `pad_token`, `num_keys`, `key_prefix`): a key is secret when its name ENDS in a
-credential name: `token`, `apikey`, `secret(s)`, `password`, `passwd`, `passphrase`,
-`credential(s)`, `auth`, or `<kind>_key` for the kinds api/access/secret/private/ssh/signing/
-encryption/license/client/account/service/master/auth. So `hf_token`, `wandb_api_key`,
-`client_secret`, `db.password`, `apiKey` are secret; `key`, `cache_key`, `my_new_key`,
-`stop_token_ids`, `http_refit_api_key_env_var` are not, nor `<word>_token` when the word names a
-tokenizer's special token (`pad_token`, `eos_token`). No key of any upstream NeMo-RL config is.
-Every key under a secret key is secret too (`credentials.aws`), and a secret key's value is
-redacted whatever its type: every string and number in it, in lists and mappings too, becomes
-`***` (bools and nulls stay). A secret key whose whole value is a switch (`0`, `1`, `true`,
-`no`..., a bool) holds no credential (`HF_HUB_DISABLE_TOKEN=1`, `use_auth_token: true`).
-
-Values: a string shaped like a real credential (`hf_` + 30 or more letters and digits, `ghp_`,
-`github_pat_`, `sk-`, `nvapi-`, `AKIA`, `xoxb-`, `glpat-`) is redacted under any name, and any
-string equal to a secret environment variable's value too.
+Environment variables: a name is secret when any of its words (split at `_`, `-`, `.` and
+camelCase) is a secret word (`HF_TOKEN`); words, not substrings, so NCCL_IB_PKEY and
+TOKENIZERS_PARALLELISM are settings. Config keys are stricter, since NeMo-RL's configs are full
+of `*_key` and `*_token` data fields (`input_key`, `pad_token`): a key is secret when its name
+ends in a credential word or is `<kind>_key` for a key kind (`wandb_api_key`, not `cache_key`);
+no key of any upstream NeMo-RL config is. Everything under a secret key is redacted, bools and
+nulls and a whole-value switch (`HF_HUB_DISABLE_TOKEN=1`) excepted. A token-shaped string and a
+secret variable's value are redacted under any name.
 """
 
 from __future__ import annotations
@@ -142,8 +130,7 @@ _OPAQUE = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
 
 
 def looks_like_secret(value: str) -> bool:
-    """A value shaped like a credential: a known token prefix, or a long opaque string
-    (a W&B key is 40 hex characters); paths, URLs and words are not."""
+    """A known token prefix, or a long opaque string (a W&B key is 40 hex characters)."""
     v = value.strip()
     if has_token(v):
         return True
@@ -160,8 +147,7 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def mask(value: Any, top: bool = True) -> Any:
-    """A secret key's value with every scalar replaced by `***`, but bools and nulls (and a
-    switch value such as `1` when it is the whole value: `HF_HUB_DISABLE_TOKEN=1`)."""
+    """A secret key's value with every scalar `***`, but bools, nulls and a whole-value switch."""
     if isinstance(value, dict):
         return {k: mask(v, False) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -191,9 +177,8 @@ def redact_text(text: str, values: Mapping[str, str]) -> str:
 
 
 def redact_override(token: str, values: Mapping[str, str] | None = None) -> str:
-    """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***`, whatever the value's form
-    (`[..]`, `{..}`, a number, broken syntax); also for keys under a secret key and for a
-    mapping that holds one (`logger.wandb={api_key: abc}`)."""
+    """`++logger.wandb.api_key=abc` -> `++logger.wandb.api_key=***`, whatever the value's form;
+    also under a secret key and for a mapping holding one (`logger.wandb={api_key: abc}`)."""
     head, sep, value = token.partition("=")
     secret = is_secret_path(head.lstrip("+~").strip()) or names_secret_key(value)
     if sep and secret and value.strip() not in ("", "null"):

@@ -1,10 +1,5 @@
-"""The chain's rules asked from this side: go on or stop, the latest complete checkpoint, a
-failed segment's kind.
-
-The rules are `rules` (plain JSON, the standard library only), which a Slurm segment applies on
-its node itself; here they are asked with the pydantic record (the Ray driver, and whoever reads
-a chain on this side), never a clock.
-"""
+"""The chain's `rules` (plain JSON, which a Slurm segment applies on its node) asked from this
+side with the pydantic record: go on or stop, the latest checkpoint, a failed segment's kind."""
 
 from __future__ import annotations
 
@@ -43,8 +38,7 @@ def latest_checkpoint(checkpoint_dir: str | Path) -> Checkpoint | None:
 def judge(
     chain: ChainRecord, ckpt: Checkpoint | None, cancelled: bool, exit_code: int = 0
 ) -> Verdict | None:
-    """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
-    and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
+    """`rules.judge` on the record."""
     info = ckpt.info if ckpt is not None else None
     found = rules.judge(chain.model_dump(mode="json"), info, cancelled, exit_code)
     return Verdict(cast(ChainState, found[0]), found[1]) if found else None

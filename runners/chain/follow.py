@@ -1,10 +1,8 @@
 """A chain seen from the submitting machine: its record read back, its current job, cancel.
 
-The segments keep the chain record in the job dir's run.json (shared storage); `refresh_chain`
-reads it (here or over ssh, one `bash -s`) into the local run.json and points `job` at the
-segment that runs or waits now, so `status`, `logs` and `jobs` follow the chain. `cancel_chain`
-leaves a mark no segment starts past, then cancels every job of the chain by its name. A Ray
-chain's record is already local (its driver is the attached `run`): only `job` is refreshed.
+`refresh_chain` reads the job dir's record (over ssh, one `bash -s`) into the local run.json and
+points `job` at the current segment; a Ray chain's record is already local. `cancel_chain`
+leaves a mark no segment starts past, then cancels every job of the chain by its name.
 """
 
 from __future__ import annotations
@@ -96,10 +94,8 @@ def refresh_chain(run_dir: Path, data: dict, env: dict[str, str] | None = None) 
 
 
 def died_undecided(chain: ChainRecord, now: JobRecord) -> None:
-    """The chain's queued job (its first, or the next) ended before its own decision step
-    (`begin`) ran: it recorded nothing and no later job decides for it, so the chain stopped
-    there. Shown as that segment, failed, with why (in the local run.json; the job dir's record
-    stays as the jobs left it)."""
+    """The chain's queued job ended before its `begin` ran, so nothing decides for it: the chain
+    stopped there, shown as that segment failed (in the local run.json only)."""
     if chain.state not in ("queued", "running") or now.state not in UNDECIDED_END:
         return
     if any(seg.job_id == str(now.job_id) for seg in chain.segments):  # it decided: recorded
@@ -120,8 +116,7 @@ def died_undecided(chain: ChainRecord, now: JobRecord) -> None:
 
 
 def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -> str:
-    """Mark the chain cancelled (no segment starts past the mark), then scancel all its jobs
-    (Ray: the mark is in the local run dir its driver reads, and the running segment stops)."""
+    """Mark the chain cancelled (no segment starts past the mark), then cancel its jobs."""
     job = job_of(data, run_dir)
     chain = ChainRecord.model_validate(data["chain"])
     if chain.attached:
@@ -143,8 +138,7 @@ def cancel_chain(data: dict, run_dir: Path, env: dict[str, str] | None = None) -
 
 
 def _host(data: dict) -> str | None:
-    """Where another run's job ran, as its record says (only compared, never used to ask):
-    None when it has no job record that fits the format."""
+    """Where another run's job ran, as its record says (only compared, never used to ask)."""
     try:
         return job_of(data).host if data.get("job") is not None else None
     except StepsError:
@@ -152,10 +146,8 @@ def _host(data: dict) -> str | None:
 
 
 def refuse_if_live(run_dir: Path, chain: ChainRecord, profile: Any, env=None) -> None:
-    """E-CHAIN-BUSY when an earlier Slurm chain of this step trains the same checkpoint dir and
-    still has a job in the queue (one `squeue` by the chain names, asked where `profile` says):
-    a second chain would train the same checkpoints beside it. A queue that cannot be read does
-    not stop the submit."""
+    """E-CHAIN-BUSY when an earlier Slurm chain of this step on the same checkpoint dir still has
+    a job in the queue (one `squeue`; a queue that cannot be read does not stop the submit)."""
     host = getattr(profile, "host", None)
     names: dict[str, Path] = {}
     for other, data, earlier in sibling_chains(run_dir, chain):

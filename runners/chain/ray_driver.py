@@ -1,18 +1,13 @@
 """A Ray chain's driver: the attached `run ... --run RAY_PROFILE --until-done` process.
 
-A Ray cluster has no queue that would start the next segment when one ends, so this process
-does it, and the chain advances only while it runs. Before each segment it reads the latest
-complete checkpoint (a finished run is never relaunched); it submits the segment as a Ray job
-(the same command, run dir and config, under the chain's submission id and the segment's
-number: NeMo-RL resumes from its latest complete step_N by itself), follows its log into the
-run dir (`segment-K.log`, streamed), and after it ends asks the questions a Slurm segment asks
-(runners/chain/decide.py). Every segment is recorded in the local run.json's chain record. Run
-again after a detach, it first carries on the chain it left (runners/chain/ray_resume.py).
+A Ray cluster has no queue to start the next segment, so this process does, deciding as a Slurm
+segment does (`decide`): each segment is a Ray job on the same run dir and config (NeMo-RL
+resumes from its latest complete step_N), its log streamed into `segment-K.log`.
 """
 
 from __future__ import annotations
 
-import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -62,17 +57,13 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Backend, out:
         _save(run_dir, chain, job)
     print(f"segment {n}: Ray job {job.job_id} (from step {seg.steps_before})", file=out)
     log = run_dir / f"segment-{n}.log"
-    stdout = sys.stdout
     try:
-        with log.open("w", encoding="utf-8") as fh:
-            sys.stdout = Tee(out, fh)  # type: ignore[assignment]
+        with log.open("w", encoding="utf-8") as fh, redirect_stdout(Tee(out, fh)):  # type: ignore[type-var]
             code = backend.follow(job, until_done=True)
     except KeyboardInterrupt:
         chain.state, chain.reason = "stopped", DETACHED
         _save(run_dir, chain, job)
         raise
-    finally:
-        sys.stdout = stdout
     code = 1 if code is None else int(code)
     after = latest_checkpoint(Path(chain.checkpoint_dir))
     state = str(job.state)
@@ -84,9 +75,7 @@ def _segment(run_dir: Path, chain: ChainRecord, req: Any, backend: Backend, out:
 
 def drive(run_dir: Path, req: Any, backend: Backend, out: TextIO) -> int:
     """Run segments until the chain is done or must stop: 0 done, else the last exit code or 1.
-
-    KeyboardInterrupt and LostContact pass through (the caller says how to go on), after the
-    record says the chain is detached."""
+    KeyboardInterrupt and LostContact pass through, the record saying the chain is detached."""
     _, chain = read_chain(run_dir)
     chain.driver = this_driver()
     _save(run_dir, chain, carry_on(run_dir, chain, backend, out))

@@ -1,21 +1,17 @@
 """A Ray chain run again carries on the chain its earlier driver left.
 
-Ctrl-C (or a lost connection, or a closed laptop) leaves a Ray chain's segment training on the
-cluster with no driver. Running the same command again makes a new run dir on the same
-checkpoint dir; before its first segment this module finds the newest earlier run dir of the
-step whose Ray chain trains that checkpoint dir and did not end (`running`, or `stopped` as
-detached), waits for its open segment to end (two segments never train one checkpoint dir at
-once), records how it ended, and takes its segments over: segment numbers, `--max-segments`,
-`--gpu-hours` and the same-failure and no-progress rules then see the whole history. The earlier
-record says which run continued it. A chain whose driver still runs on this host is not taken
-over (E-CHAIN-BUSY).
+Ctrl-C (or a lost connection) leaves a segment training with no driver. Run again, before its
+first segment the new driver finds the newest earlier chain of the step on the same checkpoint
+dir that did not end, waits for its open segment (two never train one checkpoint dir at once),
+and takes its segments over, so the limits and rules see the whole history. A chain whose driver
+still runs on this host is not taken over (E-CHAIN-BUSY).
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -81,9 +77,7 @@ def unfinished(run_dir: Path, chain: ChainRecord) -> tuple[Path, dict, ChainReco
 
 
 def carry_on(run_dir: Path, chain: ChainRecord, backend: Backend, out: TextIO) -> JobRecord | None:
-    """Take over an unfinished earlier chain (its open segment followed to its end first);
-    the job record of its last segment, or None when there was nothing to carry on (or the
-    earlier run recorded no job)."""
+    """Take over an unfinished earlier chain (its open segment followed to its end first)."""
     found = unfinished(run_dir, chain)
     if found is None:
         return None
@@ -114,17 +108,11 @@ def carry_on(run_dir: Path, chain: ChainRecord, backend: Backend, out: TextIO) -
 
 
 def _wait(backend: Backend, job: JobRecord, log: Path, out: TextIO) -> JobRecord:
-    """Follow a segment still running on the cluster (its log appended to its file) until it
-    ends; its final record."""
+    """Follow a segment still running (its log appended to its file) to its end; its record."""
     job = backend.refresh(job)
     if job.state not in TERMINAL:
-        stdout = sys.stdout
-        try:
-            with log.open("a", encoding="utf-8") as fh:
-                sys.stdout = Tee(out, fh)  # type: ignore[assignment]
-                backend.follow(job, until_done=True)
-        finally:
-            sys.stdout = stdout
+        with log.open("a", encoding="utf-8") as fh, redirect_stdout(Tee(out, fh)):  # type: ignore[type-var]
+            backend.follow(job, until_done=True)
         job = backend.refresh(job)
     return job
 

@@ -1,24 +1,19 @@
-"""The chain record: run.json's `chain`, written by the submitter and then by each segment.
-
-The copy in the job dir (shared storage) is the one the segments keep current; `status` reads it
-back into the local run.json. A segment is one Slurm run of the chain's batch script: a job id
-and, after `scontrol requeue`, the same id again with a higher restart count. A Ray chain's
-record is kept by the attached driver (runners/chain/ray_driver.py) in the local run.json.
-"""
+"""The chain record: run.json's `chain`, written by the submitter and then by each segment
+(Slurm: the job dir's copy; Ray: the driver's local run.json). A requeued Slurm segment keeps its
+job id with a higher restart count. Keys this version does not know are ignored (pydantic's
+default)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
 from catalog.record_file import read_json
-from runners.chain import rules
+from runners.chain import rules, segment_program
 from runners.chain.segment_program import CANCEL_MARK, CHAIN_SECRETS, RECORD  # noqa: F401
 
 ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
@@ -27,8 +22,6 @@ ChainState = Literal["queued", "running", "done", "stopped", "cancelled"]
 class Failure(BaseModel):
     """Why a segment ended badly: a failure kind, whether a retry can help, the evidence."""
 
-    model_config = ConfigDict(extra="ignore")
-
     kind: str
     retryable: bool
     evidence: str = ""
@@ -36,8 +29,6 @@ class Failure(BaseModel):
 
 class Segment(BaseModel):
     """One run of the segment script: what it found, what it trained, how it ended."""
-
-    model_config = ConfigDict(extra="ignore")
 
     n: int
     job_id: str
@@ -82,8 +73,6 @@ class Segment(BaseModel):
 class ChainRecord(BaseModel):
     """What a chain needs to decide inside its jobs, and what it decided so far."""
 
-    model_config = ConfigDict(extra="ignore")
-
     executor: str = "slurm"  # a backend of runners/launch/backends/
     state: ChainState = "queued"
     reason: str = ""
@@ -101,8 +90,7 @@ class ChainRecord(BaseModel):
     submit_cwd: str = ""
     log_dir: str = ""  # Slurm: where ray.sub writes `<job id>[-<restart>]-logs/`
     next_job_id: str | None = None
-    # A pipeline's held job the stages after this chain wait for: released when the chain is
-    # done, cancelled (and they with it) when it stops otherwise (segment_program.stopped).
+    # A pipeline's held job the next stages wait for: released when done, else cancelled.
     gate_job_id: str | None = None
     driver: str = ""  # Ray: `host:pid` of the attached process that drives the chain
     continues: str = ""  # Ray: the earlier run dir whose unfinished chain this one carries on
@@ -118,12 +106,6 @@ class ChainRecord(BaseModel):
     @property
     def gpu_hours_used(self) -> float:
         return sum((s.seconds or 0.0) for s in self.segments) * self.gpus / 3600.0
-
-    def segment(self, job_id: str, restart: int) -> Segment | None:
-        for seg in self.segments:
-            if seg.job_id == job_id and seg.restart == restart:
-                return seg
-        return None
 
     def summary(self) -> str:
         """One line: state, segment k of N, the last known global step, GPU-hours."""
@@ -155,8 +137,7 @@ def read_chain(run_dir: Path) -> tuple[dict, ChainRecord]:
 
 
 def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, dict, ChainRecord]]:
-    """The other run dirs of this step whose chain has the same executor and checkpoint dir,
-    newest first, with their run.json and chain (run dirs without a readable chain are passed)."""
+    """Other run dirs of this step on the same executor and checkpoint dir, newest first."""
     if not run_dir.parent.is_dir():  # the step's first run
         return
     for other in sorted(run_dir.parent.iterdir(), reverse=True):
@@ -172,5 +153,4 @@ def sibling_chains(run_dir: Path, chain: ChainRecord) -> Iterator[tuple[Path, di
 
 def write_chain(run_dir: Path, data: dict, chain: ChainRecord) -> None:
     """Rewrite run.json with this chain, atomically."""
-    data = {**data, "chain": chain.model_dump(mode="json")}
-    write_atomic(run_dir / RECORD, json.dumps(data, indent=2) + "\n")
+    segment_program.write_chain(run_dir, data, chain.model_dump(mode="json"))

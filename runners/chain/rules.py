@@ -1,20 +1,15 @@
 """The chain's rules on plain JSON data: the one engine both sides of a chain decide with.
 
-A Slurm chain decides on the allocation's first node, outside the container, with whatever
-`python3` is there (`segment_program`), so this module is the standard library only and Python
-3.8+: no pydantic, nothing of ours but the failure classifier (also standard library only). Our
-side (`record.ChainRecord`, `decide`, the Ray driver) reads the same
-run.json with pydantic and asks these functions with `model_dump(mode="json")` of it.
-
-The rules: training state is the latest complete `step_N` (NeMo-RL saves into `tmp_step_N` and
-renames it when whole) and its training_info.json's `total_steps`; a chain goes on unless
-training reached NeMo-RL's own end, the chain was cancelled, the last failure is of a kind a
-retry cannot help, the same failure came twice at the same step, two segments in a row trained
-nothing, the segment limit is used up, or the GPU-hour budget is spent. Never a clock.
+A Slurm chain decides on its node with whatever `python3` is there, so this module is the
+standard library only, Python 3.8+. Training state is the latest complete `step_N` (NeMo-RL
+saves into `tmp_step_N` and renames it when whole); a chain goes on unless training reached its
+end, it was cancelled, a failure a retry cannot help, the same failure twice at one step, two
+segments without progress, or a limit. Never a clock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import re
@@ -145,7 +140,7 @@ def judge(
     chain: dict, info: dict | None, cancelled: bool, exit_code: int = 0
 ) -> tuple[str, str] | None:
     """Before a segment (exit_code 0) or after one: done only when NeMo-RL reached its own end
-    and the segment exited 0 (a deadline stop exits 0 too). Both executors ask this."""
+    and the segment exited 0 (a deadline stop exits 0 too)."""
     done = exit_code == 0 and reached_end(info, chain.get("max_steps"), chain.get("max_epochs"))
     return verdict(chain, done, cancelled)
 
@@ -160,8 +155,7 @@ def segment_logs(log_dir: str, job_dir: str, job_id: str, restart: int) -> list[
 
 def classify(state: str, exit_code: int | None, logs: list[str], scheduler: str = "Slurm") -> dict:
     """The failure that ended a segment, {kind, retryable, evidence}: the logs streamed through
-    the kinds' prefilter (never read whole), the first error in time weighed against the
-    scheduler's state (runners/monitor, catalog/failures.py: whether a retry can help)."""
+    the prefilter, the first error weighed against the scheduler's state (runners/monitor)."""
     if state == "REQUEUED":  # Slurm put the job back itself (a requeue, a node failure): it reruns
         return {"kind": "requeued", "retryable": True, "evidence": "Slurm requeued the job"}
     from runners.monitor.classify import LogClassifier, diagnose
@@ -169,12 +163,9 @@ def classify(state: str, exit_code: int | None, logs: list[str], scheduler: str 
 
     classifier = LogClassifier()
     for path in logs:
-        try:
-            with open(path, "rb") as fh:
-                for number, line in python_prefilter(fh):
-                    classifier.feed(path, number, line)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError), open(path, "rb") as fh:  # a log never written
+            for number, line in python_prefilter(fh):
+                classifier.feed(path, number, line)
     found = diagnose(classifier, state, exit_code, scheduler)
     if found.kind is None:  # exit code not 0 and no error found: nothing says a retry helps
         return {"kind": "unknown", "retryable": False, "evidence": f"{scheduler} state {state}"}

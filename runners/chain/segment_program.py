@@ -1,18 +1,11 @@
 """A chain segment's decisions, run by the segment script on the allocation's first node.
 
-`python3 -I JOB_DIR/code/runners/chain/segment_program.py begin|end JOB_DIR [EXIT_CODE]`: outside
-the container, next to sbatch and scancel, with whatever `python3` the node has (3.8+, the
-standard library only; nothing of ours is installed there). Submit stages our code with the run
-dir (`runners.launch.job_code`); this file puts that copy first on sys.path and imports from it
-only standard-library modules: the chain's rules (`rules`), the Slurm questions
-(`runners.launch.slurm_queries`) and the failure classifier (`runners.monitor`).
-
-`begin` runs first in every segment: it closes the record of a segment that was killed before
-its own `end` ran (time limit, preemption, requeue), reads the latest complete checkpoint, and
-either stops the chain (nothing of NeMo-RL starts; it prints `skip`) or records this segment and
-queues its successor behind it (`--dependency=afterany:<this job>`, so the chain goes on when
-this job is killed) and prints `run`. `end` runs after ray.sub exits: it records what was
-trained and how it ended, and cancels the queued successor when the chain must not go on.
+`python3 -I JOB_DIR/code/runners/chain/segment_program.py begin|end JOB_DIR [EXIT_CODE]`, outside
+the container with the node's `python3` (3.8+); it imports only stdlib-only modules from the
+copy of our code staged with the run dir. `begin` closes a segment killed before its `end`,
+then stops the chain (prints `skip`) or records this segment, queues its successor
+(`afterany`, so the chain goes on when this job is killed) and prints `run`. `end` records how
+the segment ended and cancels the successor when the chain must not go on.
 """
 
 from __future__ import annotations
@@ -91,8 +84,7 @@ def write_chain(job_dir: str | Path, data: dict, chain: dict) -> None:
 
 
 def controller_view(job_id: str) -> tuple[str | None, int]:
-    """(JobState, Restarts) as slurmctld sees a job now (None, 0 once it left the controller,
-    or when it does not answer within the Slurm-call bound)."""
+    """(JobState, Restarts) as slurmctld sees a job now ((None, 0): gone, or no answer)."""
     record = slurm_queries.show_job(job_id)[0] or {}
     restarts = record.get("Restarts", "")
     return record.get("JobState") or None, int(restarts) if restarts.isdigit() else 0
@@ -230,9 +222,8 @@ def end(job_dir: str | Path, exit_code: int, env: Mapping[str, str] | None = Non
         if restarts > restart or now in REQUEUING:
             return exit_code  # it runs again: its next `begin` closes this segment as REQUEUED
         if now in (None, "COMPLETING") and chain.get("next_job_id") not in (None, me):
-            # Slurm is killing the job (or did not answer in time, as under load): its state is
-            # not final yet, and reading it as FAILED could stop the chain on a time limit. The
-            # queued successor's `begin` closes this segment with Slurm's final state.
+            # Slurm is killing the job (or did not answer in time): FAILED could stop the chain
+            # on a time limit, so the successor's `begin` closes it with Slurm's final state.
             return exit_code
         if now in KILLED:
             state = now

@@ -1,18 +1,16 @@
 """What `--until-done` changes in the one config every segment runs, decided before submitting.
 
-Each segment should end with a checkpoint, not a kill: Slurm's time limit sends SIGTERM and
-NeMo-RL saves nothing then. So `checkpointing.checkpoint_must_save_by` (DD:HH:MM:SS, counted by
-NeMo-RL after its setup) is set to the profile's `time` minus `save_margin` (start-up and one
-save; NeMo-RL's own default of 3:45 for a 4-hour job is a 15-minute margin), unless the user set
-it. Every supported NeMo-RL (0.6.0, 0.7.0, the pin) has the key; with a NeMo-RL whose schema
-lacks it the chain relies on save_period and says so. With W&B on, every segment logs into one
-W&B run: NeMo-RL passes `logger.wandb` to `wandb.init` whole in each supported version, so a
-stable `id` with `resume: allow` continues the run.
+Each segment should end with a checkpoint, not a kill (SIGTERM at Slurm's time limit saves
+nothing): `checkpointing.checkpoint_must_save_by` (DD:HH:MM:SS, counted after NeMo-RL's setup)
+is the profile's `time` minus `save_margin` (NeMo-RL's own default of 3:45 for a 4-hour job is a
+15-minute margin), unless the user set it. With W&B on, NeMo-RL passes `logger.wandb` to
+`wandb.init` whole, so a stable `id` with `resume: allow` makes every segment log into one run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from catalog.config_values import as_int, dotted_get
@@ -59,8 +57,7 @@ def deadline_seconds(value: str) -> int | None:
 
 
 def _late_deadline(user: str, profile: Any) -> Finding | None:
-    """W-CHAIN-DEADLINE: the user's deadline falls after the segment's time limit minus the
-    margin, so Slurm kills each segment (SIGTERM saves nothing) before NeMo-RL saves."""
+    """W-CHAIN-DEADLINE: the user's deadline is after the time limit minus the margin."""
     total = slurm_seconds(getattr(profile, "time", None) or "")
     margin = slurm_seconds(getattr(profile, "save_margin", None) or "0")
     asked = deadline_seconds(user)
@@ -151,22 +148,37 @@ def has_deadline_key(schema_doc: dict | None) -> bool:
     return any("checkpoint_must_save_by" in (c.get("fields") or {}) for c in classes.values())
 
 
-def apply_chain(
-    compiled: Any,
-    options: ChainOptions,
-    algorithm: str,
-    profile: Any,
-    wandb_id: str,
-    schema_doc: dict | None,
-) -> tuple[ChainConfig, list[Finding]]:
-    """Set the chain's keys in the compiled config (as overrides, so findings name them)."""
+def plan_chain(
+    options: ChainOptions | None, s: Any, can_chain: bool, prepared: Any, run_dir: Path
+) -> tuple[ChainConfig | None, list[Finding]]:
+    """--until-done (`options`): the chain's keys set in the compiled config (as overrides, so
+    findings name them: deadline, W&B id) and its findings. `s`, `prepared`: runners.kinds'."""
     from dataclasses import replace
 
     from runners.config.compiler import apply_overrides
+    from runners.nemo_rl.schema.store import cached_schema_for
 
+    if options is None:
+        return None, []
+    if not can_chain or s.target is None:
+        raise StepsError(
+            "E-CHAIN-STEP",
+            f"--until-done chains NeMo-RL training on a cluster; {s.step_id} "
+            + ("is not a NeMo-RL step" if not can_chain else "has no cluster profile"),
+            fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
+            "rl/nemo_rl step",
+            exit_code=2,
+        )
+    algorithm, nrl, compiled = s.manifest.run.algorithm or "", prepared.nrl, prepared.compiled
+    found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
+    wandb_id = f"steps-{s.step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
     resolved = compiled.resolved()
     tokens, findings, deadline, source = chain_overrides(
-        resolved, algorithm, profile, wandb_id, has_deadline_key(schema_doc)
+        resolved,
+        algorithm,
+        s.target.profile,
+        wandb_id,
+        has_deadline_key(found.doc if found else None),
     )
     if tokens:
         apply_overrides(compiled.config, tokens)
@@ -187,32 +199,3 @@ def apply_chain(
         checkpoint_dir=dotted_get(resolved, "checkpointing.checkpoint_dir"),
     )
     return chain, located
-
-
-def plan_chain(
-    options: ChainOptions,
-    step_id: str,
-    can_chain: bool,
-    manifest: Any,
-    compiled: Any,
-    nrl: Any,
-    target: Any,
-    run_dir: Any,
-) -> tuple[ChainConfig | None, list[Finding]]:
-    """--until-done: the chain's keys set in the config (deadline, W&B id) and its findings."""
-    if not can_chain or target is None:
-        raise StepsError(
-            "E-CHAIN-STEP",
-            f"--until-done chains NeMo-RL training on a cluster; {step_id} "
-            + ("is not a NeMo-RL step" if not can_chain else "has no cluster profile"),
-            fix="use --until-done with --batch SLURM_PROFILE or --run RAY_PROFILE on an "
-            "rl/nemo_rl step",
-            exit_code=2,
-        )
-    from runners.nemo_rl.schema.store import cached_schema_for
-
-    algorithm = manifest.run.algorithm or ""
-    found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
-    wandb_id = f"steps-{step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
-    doc = found.doc if found else None
-    return apply_chain(compiled, options, algorithm, target.profile, wandb_id, doc)

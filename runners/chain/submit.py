@@ -1,12 +1,9 @@
 """Submitting a chain: the segment script, the chain record, and the first segment's sbatch.
 
-Every segment is the same batch script (`chain.sbatch` in the run dir): the decision program's
-`begin`, then NeMo-RL's own ray.sub run inside the allocation (unchanged, from the checkout, with
-the same COMMAND/CONTAINER/MOUNTS/... variables a single job gets), then its `end`. The
-decisions run on the allocation's first node, outside the container, where sbatch and scancel
-are: `segment_program`, staged with the run dir and run by the node's python3 (3.8+). ray.sub's
-header options are given on the command line (`--exclusive`; `--dependency` becomes the chain's
-own), and the batch output is appended across a requeue.
+Every segment is the same batch script (`chain.sbatch`): `segment_program begin`, NeMo-RL's own
+ray.sub (unchanged, with the variables a single job gets), then `end`. ray.sub's header options
+are given on the command line (`--exclusive`; `--dependency` is the chain's own), and the batch
+output is appended across a requeue.
 """
 
 from __future__ import annotations
@@ -31,13 +28,9 @@ END_MARK = "@@steps-segment-end"
 
 
 def segment_script(job_dir: str, ray_sub: str) -> str:
-    """The batch script of every segment (bash; ray.sub runs as a child of it).
-
-    The decisions are the program staged with the run dir (`job_code`), run by the node's
-    `python3` isolated from anything installed there. Each segment's driver reads and removes
-    the run dir's secrets file (launch/job_secrets.py): the first segment keeps a 0600 copy for
-    the chain (`CHAIN_SECRETS`) and every segment puts the file back from it; the program
-    removes both once the chain ends."""
+    """The batch script of every segment (ray.sub runs as a child of it). Each segment's driver
+    reads and removes the secrets file: the first segment keeps a 0600 copy for the chain
+    (`CHAIN_SECRETS`) and every segment puts the file back from it."""
     decide = ["python3", "-I", job_code.segment_program(job_dir)]
     begin = shlex.join([*decide, "begin", job_dir])
     end = shlex.join([*decide, "end", job_dir])
@@ -74,10 +67,8 @@ def host_path(path: str, mounts: list[str]) -> str:
 
 
 def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
-    """The record segments decide from: paths as the batch host sees them, the sbatch argv.
-
-    On Ray the driver is this process: the checkpoint dir is read here, on the shared storage
-    the profile names (mounted here at the same path, as remote_dir is)."""
+    """The record segments decide from: paths as the batch host sees them, the sbatch argv (on
+    Ray this process reads the checkpoint dir, on the profile's shared storage)."""
     req = plan.request
     profile = target.profile
     ckpt = str(dotted_get(plan.resolved, "checkpointing.checkpoint_dir") or "")
@@ -116,10 +107,8 @@ def chain_record(plan: Any, target: Any, chain: ChainConfig) -> ChainRecord:
 
 
 def configure(req: Any, target: Any) -> None:
-    """Point the launch request at the segment script (a dry run shows this sbatch too).
-
-    A Slurm chain runs without this process (`--batch`); a Ray cluster has no queue to keep the
-    next segment in, so a Ray chain is driven by the attached process (`--run`)."""
+    """Point the launch request at the segment script (a dry run shows this sbatch too); a
+    Slurm chain goes with `--batch`, a Ray chain (driven by this process) with `--run`."""
     executor, attached, mode = target.profile.executor, target.attached, target.traits.chain
     if mode == "attached" and attached:
         return
@@ -137,10 +126,8 @@ def configure(req: Any, target: Any) -> None:
 
 
 def refuse_busy(plan: Any, target: Any) -> None:
-    """While planning (a dry run says it too): E-CHAIN-BUSY when an earlier chain of this step
-    still trains the same checkpoint dir (Slurm: a job of it in the queue; Ray: its driver still
-    runs here), the record's own refusals (a Ray checkpoint dir the driver cannot read), and
-    E-CHAIN-PYTHON when the probe found no python3 (3.8+) to decide with (Slurm)."""
+    """While planning: E-CHAIN-BUSY when an earlier chain of this step still trains the same
+    checkpoint dir, the record's own refusals, and (Slurm) E-CHAIN-PYTHON."""
     record = chain_record(plan, target, plan.chain)
     if record.attached:
         from runners.chain.ray_resume import unfinished
@@ -152,8 +139,7 @@ def refuse_busy(plan: Any, target: Any) -> None:
 
 
 def refuse_node_python(found: list[str] | None, target: Any) -> None:
-    """E-CHAIN-PYTHON (exit 2): the jobs' `python3` where the probe ran is missing or older
-    than 3.8 (None: not probed)."""
+    """E-CHAIN-PYTHON (exit 2): the jobs' `python3` is missing or older than 3.8."""
     if not found:
         return
     version, said = [*found, "", ""][:2]
@@ -178,8 +164,7 @@ def refuse_node_python(found: list[str] | None, target: Any) -> None:
 
 
 def prepare_chain(plan: Any, target: Any) -> None:
-    """Write the segment script, the chain record and (Slurm) the copy of our code the segments
-    decide with into the run dir (staged with it)."""
+    """Write the chain record and (Slurm) the segment script and our code into the run dir."""
     from runners.rundir import update_record
 
     req = plan.request

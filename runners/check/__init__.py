@@ -1,20 +1,12 @@
-"""`check`: the CI contract gate. Every claim the catalog makes is verified against the files.
+"""`check`: the CI contract gate. Every claim the catalog makes is verified against the files;
+each problem is a `Finding`, nothing here raises on bad input.
 
-Manifests against the schema, ids and folders, the type graph, manifest keys against the compiled
-default config (NeMo-RL's own `load_config` semantics, via `runners.config.compiler`), every config
-of every step, READMEs, local references, preflight rule names, pattern frontmatter, and the
-generated docs (PREFLIGHT.md too: runners.preflight.rule_docs), the registry of codes against
-the source and the manifests. Each problem is a
-`Finding`; nothing here raises on bad input.
-
-Owns: `manifests` (folder, ids, port types, error checks, references), `configs` (configs
+Owns: `manifests` (a step under check: folder, ids, port types, references), `configs` (configs
 and their keys), `type_graph` (types.toml), `codes` (catalog/codes.toml), `capabilities` (what
 rules need and kinds and backends have), `generated` (PREFLIGHT.md and the kinds' codes,
 rendered from the rules); this one runs them over every root.
-May import: `runners.config` (a config is compiled as `run` compiles it), `runners.kinds` (the
-runner kinds a manifest may name), `runners.launch` (the cluster backends and what they
-have), `runners.preflight` (the rule names a manifest's errors cite),
-`runners.omegaconf_internals` (unresolved config nodes), `catalog`.
+May import: `runners.config`, `runners.kinds`, `runners.launch`, `runners.preflight`,
+`runners.omegaconf_internals`, `catalog`.
 """
 
 from __future__ import annotations
@@ -27,11 +19,10 @@ from catalog.discovery import BUILTIN_ROOT, StepEntry, catalog_roots, discover_r
 from catalog.errors import WARNING, Finding, StepsError
 from catalog.manifest import parse_manifest
 from catalog.types import TypeGraph, load_catalog_types
+from runners.check import manifests
 from runners.check.capabilities import capabilities
 from runners.check.codes import manifest_codes, registry_against_source
 from runners.check.configs import config_keys, configs
-from runners.check.manifests import error_checks, identity, layout, local_references, port_types
-from runners.check.step_under_check import StepUnderCheck, manifest_line
 from runners.check.type_graph import type_graph
 
 
@@ -71,7 +62,7 @@ def check_catalog(extra_roots=(), include_builtin: bool = True) -> CheckReport:
     findings: list[Finding] = list(graph.findings)
     ids = [e.id for e in entries]
     findings += _duplicate_ids(entries)
-    steps = [StepUnderCheck(e) for e in entries]
+    steps = [manifests.StepUnderCheck(e) for e in entries]
     rules = _preflight_rules(findings)
     codes = _codes(findings)
     for s in steps:
@@ -104,7 +95,7 @@ def _duplicate_ids(entries: list[StepEntry]) -> list[Finding]:
                     "E-STEP-DUPLICATE",
                     f"step id '{e.id}' is also defined by {first.manifest_path}",
                     str(e.manifest_path),
-                    manifest_line(e, "id"),
+                    manifests.manifest_line(e, "id"),
                     fix="step ids must be unique across catalog roots: rename one folder",
                 )
             )
@@ -140,10 +131,10 @@ def _codes(findings: list[Finding]) -> Registry | None:
 
 
 def _check_step(
-    s: StepUnderCheck, graph: TypeGraph, rules: set[str] | None, codes: Registry | None
+    s: manifests.StepUnderCheck, graph: TypeGraph, rules: set[str] | None, codes: Registry | None
 ) -> list[Finding]:
     e = s.entry
-    out = layout(e)
+    out = manifests.layout(e)
     if e.load_error is not None:
         return [*out, e.load_error]
     manifest, found = parse_manifest(e.data, e.manifest_path)
@@ -151,13 +142,13 @@ def _check_step(
     if manifest is None:
         return out
     s.manifest = manifest
-    out += identity(e, manifest)
-    out += port_types(e, manifest, graph)
+    out += manifests.identity(e, manifest)
+    out += manifests.port_types(e, manifest, graph)
     out += [*configs(s), *(config_keys(s) if s.default else [])]
-    out += error_checks(e, manifest, rules)
+    out += manifests.error_checks(e, manifest, rules)
     if codes is not None:
         out += manifest_codes(e, manifest, codes)
-    out += local_references(e, manifest)
+    out += manifests.local_references(e, manifest)
     return out
 
 

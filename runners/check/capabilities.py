@@ -1,12 +1,9 @@
 """Rules, kinds and backends agree on what each has: no rule left undecided for any of them.
 
-A preflight rule says what it `needs` of a step's kind and a kind says what it `has`
-(runners.kinds.base.CAPABILITIES), so a new kind gets every rule that needs nothing (inputs,
-artifact contracts, remote mounts, secrets) without being named anywhere. This gate fails when a
-kind does not say what it has, or a rule or kind names a capability the vocabulary lacks (that
-rule would never run, or run where it should not). The same holds for cluster backends: a
-remote rule says what its backend must have (`on`), a backend says what it has and decides every
-other way executors differ (runners.launch.backends.base.DECISIONS).
+A rule says what it `needs` of a kind and a kind what it `has` (runners.kinds.base.CAPABILITIES);
+a remote rule says what its backend must have (`on`), and a backend decides every way executors
+differ (runners.launch.backends.base.DECISIONS). A capability outside the vocabulary would make
+a rule never run, or run where it should not.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from catalog.errors import Finding
 
 
 def capabilities() -> list[Finding]:
-    """Every kind declares `has` within the vocabulary; every rule's and code's `needs` is
-    within it."""
+    """Every kind declares `has`; it and every rule's and code's `needs` are in the vocabulary."""
     from runners.kinds import kind_for, known
     from runners.kinds.base import CAPABILITIES, RunnerKind
     from runners.preflight import load_rules
@@ -25,14 +21,8 @@ def capabilities() -> list[Finding]:
     out: list[Finding] = []
     for name in known():
         kind = kind_for(name)
-        declared = next(
-            (
-                c.__dict__["has"]
-                for c in type(kind).__mro__
-                if c is not RunnerKind and "has" in c.__dict__
-            ),
-            None,
-        )
+        own = [c for c in type(kind).__mro__ if c is not RunnerKind and "has" in vars(c)]
+        declared = vars(own[0])["has"] if own else None
         where = f"runners/kinds/{name}.py"
         if declared is None:
             out.append(
@@ -63,8 +53,8 @@ def capabilities() -> list[Finding]:
 
 
 def backend_capabilities() -> list[Finding]:
-    """Every backend decides each of DECISIONS on its own class, `has` within the vocabulary;
-    every remote rule says what its backend needs (`on`), within the vocabulary."""
+    """Every backend decides each of DECISIONS itself; every remote rule says its `on`; both
+    within the vocabulary."""
     from runners.launch.backends import find, known
     from runners.launch.backends.base import BACKEND_CAPABILITIES, DECISIONS, BackendTraits
     from runners.preflight import load_rules

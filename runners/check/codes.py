@@ -1,9 +1,7 @@
 """The registry of codes (catalog/codes.toml) against the source and the manifests.
 
-Every code a finding can carry is a string literal in runners/, catalog/ or steps/ (none is
-built at run time), so a scan of the literals finds them all: each must be registered, each
-registered code must be raised somewhere or say why it is kept (`documentation_only`), and a
-manifest may only name registered codes.
+Every code is a string literal in runners/, catalog/ or steps/ (none is built at run time), so a
+scan of the literals finds them all.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from catalog.did_you_mean import with_suggestion
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding
 from catalog.manifest import StepManifest
-from runners.check.step_under_check import manifest_line
+from runners.check.manifests import manifest_line
 
 SOURCE_DIRS = ("runners", "catalog", "steps")
 # A whole quoted string that is a code (never a prefix such as E-PIPELINE-* in prose).
@@ -97,8 +95,8 @@ def registry_against_source(reg: Registry, repo: Path, rules: set[str] | None) -
 
 
 def manifest_codes(e: StepEntry, m: StepManifest, reg: Registry) -> list[Finding]:
-    """A manifest's [errors] name only registered codes (`explain` knows no other), and a bare
-    `CODE = {}` only for a code its kind's rules do not already raise (those are derived)."""
+    """A manifest's [errors] name only registered codes, and a bare `CODE = {}` only for a code
+    its kind does not already get."""
     from runners.check.generated import kind_codes
 
     out = [

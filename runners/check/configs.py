@@ -1,7 +1,5 @@
-"""Checks of a step's configs with NeMo-RL's own `load_config` semantics
-(`runners.config.compiler`): every config loads, its interpolations resolve (or need only run-time
-values), and the manifest's ports, type keys and parameters name keys of the compiled default
-config."""
+"""Checks of a step's configs with NeMo-RL's own `load_config` semantics: every config loads,
+its interpolations resolve, and the manifest names keys of the compiled default config."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from typing import Any
 from catalog.did_you_mean import close_keys, phrase
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding, StepsError
-from runners.check.step_under_check import StepUnderCheck, manifest_line
+from runners.check.manifests import StepUnderCheck, manifest_line
 from runners.config.compiler import load_config, register_resolvers
 from runners.config.override_apply import all_keys, has_key
 
@@ -44,11 +42,8 @@ def configs(s: StepUnderCheck) -> list[Finding]:
 
 
 def _interpolations(compiled) -> list[Finding]:
-    """Resolve each interpolation on its own so one failure does not hide the next.
-
-    An unset `${oc.env:VAR}` or a reference to a `???` value is a warning: it is supplied at
-    run time. Anything else (a missing key, an unknown resolver) is an error.
-    """
+    """Resolve each interpolation on its own so one failure does not hide the next (an unset
+    `${oc.env:VAR}` or a `???` is a warning: supplied at run time)."""
     from omegaconf import DictConfig, ListConfig
     from omegaconf.errors import InterpolationToMissingValueError
 

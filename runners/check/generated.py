@@ -1,7 +1,5 @@
-"""The files rendered from the preflight rules: PREFLIGHT.md (runners.preflight.rule_docs) and
-each runner kind's codes (catalog/kind_codes.json, read by catalog.step_codes: the codes of
-every rule the kind gets, and the codes no rule raises whose `needs` the kind has). `docs`
-writes them; `check` fails when one is missing or differs (E-DOCS-STALE).
+"""The files rendered from the preflight rules: PREFLIGHT.md and catalog/kind_codes.json.
+`docs` writes them; `check` fails when one is missing or differs (E-DOCS-STALE).
 """
 
 from __future__ import annotations
@@ -13,8 +11,8 @@ from catalog.errors import Finding
 
 
 def kind_codes(runner: str) -> dict[str, str | None]:
-    """Each code a run of this runner kind can meet: the codes of the rules it gets (code ->
-    rule), and the codes no rule raises whose `needs` it has (code -> None)."""
+    """Each code a run of this kind can meet: code -> the rule raising it (None: no rule
+    raises it, the kind `has` what it `needs`)."""
     from catalog.codes import registry
     from runners.kinds import kind_for, known
     from runners.preflight import load_rules
@@ -30,25 +28,19 @@ def kind_codes(runner: str) -> dict[str, str | None]:
     }
 
 
-def render_kind_codes() -> str:
-    """catalog/kind_codes.json's text: each runner kind's codes, with the rule raising each."""
-    from runners.kinds import known
-
-    return json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
-
-
 def generated(repo: Path) -> dict[Path, str]:
     """Every file rendered from the rules: PREFLIGHT.md and the kinds' codes."""
     from catalog.step_codes import KIND_CODES
+    from runners.kinds import known
     from runners.preflight.rule_docs import preflight_doc
 
     path, text = preflight_doc(repo)
-    return {path: text, KIND_CODES: render_kind_codes()}
+    codes = json.dumps({k: kind_codes(k) for k in sorted(known())}, indent=1) + "\n"
+    return {path: text, KIND_CODES: codes}
 
 
 def stale_generated(repo: Path, fix: str) -> list[Finding]:
-    """E-DOCS-STALE for each file rendered from the rules that is missing or differs from what
-    `docs` writes."""
+    """E-DOCS-STALE for each rendered file that is missing or differs from what `docs` writes."""
     from catalog.docs import stale
 
     return stale(generated(repo), fix)

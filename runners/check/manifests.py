@@ -1,33 +1,48 @@
-"""Checks of a step folder and its manifest: the required files, the id and category against
-the folder, port types against the type graph, error checks against the preflight rules, and
-local references that must exist."""
+"""One step as the `check` gate sees it, and the checks of its folder and manifest: the required
+files, the id and category against the folder, port types, error checks, local references."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from catalog.did_you_mean import with_suggestion
 from catalog.discovery import StepEntry
 from catalog.errors import WARNING, Finding
 from catalog.manifest import StepManifest
+from catalog.tomlfile import line_of
 from catalog.types import TypeGraph
-from runners.check.step_under_check import manifest_line
 
 REQUIRED_FILES = ("README.md", "step.py", "config/default.yaml", "config/tiny.yaml")
 
 
+@dataclass
+class StepUnderCheck:
+    """One step under check: its entry, validated manifest and compiled default config."""
+
+    entry: StepEntry
+    manifest: StepManifest | None = None
+    default: Any = None  # runners.config.compiler.CompiledConfig
+    keys: list[str] = field(default_factory=list)
+
+
+def manifest_line(entry: StepEntry, *needles: str) -> int | None:
+    """The first line of the step.toml holding every needle."""
+    return line_of(entry.manifest_path, *needles)
+
+
 def layout(e: StepEntry) -> list[Finding]:
     """The files every step folder has, and a README that names the step."""
-    out = []
-    for rel in REQUIRED_FILES:
-        if not (e.dir / rel).is_file():
-            out.append(
-                Finding(
-                    "E-STEP-FILES",
-                    f"step folder lacks {rel}",
-                    str(e.dir / rel),
-                    fix="every step has README.md, step.py, config/default.yaml and "
-                    "config/tiny.yaml",
-                )
-            )
+    out = [
+        Finding(
+            "E-STEP-FILES",
+            f"step folder lacks {rel}",
+            str(e.dir / rel),
+            fix="every step has README.md, step.py, config/default.yaml and config/tiny.yaml",
+        )
+        for rel in REQUIRED_FILES
+        if not (e.dir / rel).is_file()
+    ]
     readme = e.dir / "README.md"
     if readme.is_file() and e.id not in readme.read_text(encoding="utf-8", errors="replace"):
         out.append(
@@ -72,23 +87,21 @@ def identity(e: StepEntry, m: StepManifest) -> list[Finding]:
 
 
 def port_types(e: StepEntry, m: StepManifest, graph: TypeGraph) -> list[Finding]:
-    out = []
-    for kind, ports in (("consumes", m.consumes), ("produces", m.produces)):
-        for p in ports:
-            if p.type not in graph:
-                out.append(
-                    Finding(
-                        "E-TYPE-UNKNOWN",
-                        f"{kind} '{p.name}': unknown artifact type '{p.type}'",
-                        str(e.manifest_path),
-                        manifest_line(e, "type", f'"{p.type}"'),
-                        key=f"{kind}.{p.name}.type",
-                        fix=with_suggestion(
-                            p.type, sorted(graph.types), f"types are declared in {graph.path.name}"
-                        ),
-                    )
-                )
-    return out
+    return [
+        Finding(
+            "E-TYPE-UNKNOWN",
+            f"{kind} '{p.name}': unknown artifact type '{p.type}'",
+            str(e.manifest_path),
+            manifest_line(e, "type", f'"{p.type}"'),
+            key=f"{kind}.{p.name}.type",
+            fix=with_suggestion(
+                p.type, sorted(graph.types), f"types are declared in {graph.path.name}"
+            ),
+        )
+        for kind, ports in (("consumes", m.consumes), ("produces", m.produces))
+        for p in ports
+        if p.type not in graph
+    ]
 
 
 def error_checks(e: StepEntry, m: StepManifest, rules: set[str] | None) -> list[Finding]:
@@ -96,40 +109,36 @@ def error_checks(e: StepEntry, m: StepManifest, rules: set[str] | None) -> list[
     rules land)."""
     if rules is None:
         return []
-    out = []
-    for err in m.error_specs:
-        if err.check and err.check not in rules:
-            out.append(
-                Finding(
-                    "W-ERRORS-CHECK",
-                    f"error {err.name}: check '{err.check}' is not a registered preflight rule",
-                    str(e.manifest_path),
-                    manifest_line(e, "check", f'"{err.check}"'),
-                    severity=WARNING,
-                    key=f"errors.{err.name}.check",
-                    fix=with_suggestion(
-                        err.check, sorted(rules), "name a rule from runners.preflight.load_rules()"
-                    ),
-                )
-            )
-    return out
+    return [
+        Finding(
+            "W-ERRORS-CHECK",
+            f"error {err.name}: check '{err.check}' is not a registered preflight rule",
+            str(e.manifest_path),
+            manifest_line(e, "check", f'"{err.check}"'),
+            severity=WARNING,
+            key=f"errors.{err.name}.check",
+            fix=with_suggestion(
+                err.check, sorted(rules), "name a rule from runners.preflight.load_rules()"
+            ),
+        )
+        for err in m.error_specs
+        if err.check and err.check not in rules
+    ]
 
 
 def local_references(e: StepEntry, m: StepManifest) -> list[Finding]:
-    out = []
-    for rel in m.reference.local:
-        if not (e.dir / rel).exists():
-            out.append(
-                Finding(
-                    "E-REFERENCE-LOCAL",
-                    f"local reference '{rel}' does not exist",
-                    str(e.manifest_path),
-                    manifest_line(e, f'"{rel}"'),
-                    key="reference.local",
-                    fix="paths are relative to the step folder: fix or remove the entry",
-                )
-            )
-    return out
+    return [
+        Finding(
+            "E-REFERENCE-LOCAL",
+            f"local reference '{rel}' does not exist",
+            str(e.manifest_path),
+            manifest_line(e, f'"{rel}"'),
+            key="reference.local",
+            fix="paths are relative to the step folder: fix or remove the entry",
+        )
+        for rel in m.reference.local
+        if not (e.dir / rel).exists()
+    ]
 
 
 def _runner_kind(e: StepEntry, m: StepManifest) -> list[Finding]:

@@ -1,13 +1,12 @@
-"""Checks of the artifact type graph: is_a parents exist, no is_a cycles, every `convert_to`
-names a converter step that consumes the source and produces the target, and every port's
-`type_map` names subtypes of the port's type."""
+"""Checks of the artifact type graph (types.toml) and the ports' `type_map`."""
 
 from __future__ import annotations
 
 from catalog.did_you_mean import with_suggestion
 from catalog.errors import Finding
+from catalog.tomlfile import line_of
 from catalog.types import TypeGraph
-from runners.check.step_under_check import StepUnderCheck, types_line
+from runners.check.manifests import StepUnderCheck
 
 
 def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Finding]:
@@ -16,7 +15,7 @@ def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Findi
     path = str(graph.path)
     names = sorted(graph.types)
     for name, t in sorted(graph.types.items()):
-        at = types_line(graph.path, name)
+        at = line_of(graph.path, f"[{name}]")
         for parent in t.is_a:
             if parent not in graph:
                 out.append(
@@ -40,7 +39,7 @@ def type_graph(graph: TypeGraph, steps: dict[str, StepUnderCheck]) -> list[Findi
                 "E-TYPES-CYCLE",
                 f"is_a cycle: {' -> '.join([*cyc, cyc[0]])}",
                 path,
-                types_line(graph.path, cyc[0]),
+                line_of(graph.path, f"[{cyc[0]}]"),
                 fix="is_a must form a hierarchy: remove one edge of the cycle",
             )
         )

@@ -1,9 +1,7 @@
 """Runner kinds: what a step's `run.runner` (step.toml) means, one module per kind.
 
-A kind answers what differs between steps that run differently: how its config compiles (against
-a NeMo-RL checkout or alone), the command it runs here and in a cluster job, the resources that
-job needs, and whether it runs in this process. `runners.run.plan_run` is the same pipeline for
-every kind. A new kind is a new module here (exporting `KIND`) plus its step folder.
+A kind answers how its config compiles, the command it runs here and in a cluster job, the
+resources that job needs; a new kind is a new module here (exporting `KIND`) plus its step folder.
 
 Owns: `base` (what a kind answers) and one module per kind (`nemo_rl`, `dcp_to_hf`,
 `megatron_to_hf`, `rl_prep`).

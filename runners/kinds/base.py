@@ -63,9 +63,8 @@ class Command:
     deferred: StepsError | None = None  # raised at launch (NeMo-RL not found here)
 
 
-# What a preflight rule may need of a step's kind (`runners.preflight.rule(needs=...)`). A rule
-# that needs nothing applies to every kind, a new one included; `check` fails on a kind that does
-# not say what it has (`has`) or names a capability missing here.
+# What a preflight rule may need of a step's kind (`rule(needs=...)`); a rule that needs nothing
+# applies to every kind, a new one included.
 CAPABILITIES: dict[str, str] = {
     "nemo_rl_config": "its config is NeMo-RL's MasterConfig, run by a NeMo-RL example script",
     "rl_prep_blend": "its config is an rl_prep blend with rl_prep's options",
@@ -141,8 +140,7 @@ def not_found(s: Setting, script: str) -> Command:
 
 
 def cluster_checkout(s: Setting) -> tuple[str, str]:
-    """The profile's NeMo-RL checkout as the job sees it (a NeMo-RL program needs one), and the
-    launcher that starts its script there (--launcher, else the profile's)."""
+    """The profile's NeMo-RL checkout as the job sees it, and the launcher to start its script."""
     target = s.target
     assert target is not None
     if not target.profile.nemo_rl_dir:

@@ -1,8 +1,5 @@
-"""`dcp_to_hf`: NeMo-RL's own DCP-to-Hugging-Face converter, run from its checkout.
-
-The config compiles alone (the converter reads the checkpoint's own config.yaml); the script is
-the manifest's; a plain job on Slurm (no Ray). Locally a child that steps waits for, so its
-output is registered when it exits 0.
+"""`dcp_to_hf`: NeMo-RL's own DCP-to-Hugging-Face converter, run from its checkout (the config
+compiles alone); a plain job on a cluster, locally a child whose output is registered on exit 0.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""`megatron_to_hf`: Megatron-Bridge's conversion worker exports a Megatron checkpoint
-(`runners.convert` builds its command); a plain job on Slurm (no Ray). Locally a child that
-steps waits for, so its output is registered when it exits 0."""
+"""`megatron_to_hf`: Megatron-Bridge exports a Megatron checkpoint (`runners.convert`); a plain
+job on a cluster, locally a child whose output is registered on exit 0."""
 
 from __future__ import annotations
 

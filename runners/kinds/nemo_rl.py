@@ -1,9 +1,5 @@
-"""`nemo_rl`: one of NeMo-RL's example scripts (GRPO, DPO...) on the compiled config.
-
-The config compiles against the NeMo-RL that will run (its defaults, overlays and schema); the
-script is chosen by algorithm, version and NeMo-Gym use; on Slurm the job goes through NeMo-RL's
-own ray.sub, on as many nodes as the cluster section (plus Gym's GPU nodes) asks.
-"""
+"""`nemo_rl`: one of NeMo-RL's example scripts (GRPO, DPO...) on a config compiled against the
+NeMo-RL that will run; on Slurm through NeMo-RL's own ray.sub."""
 
 from __future__ import annotations
 
@@ -47,11 +43,7 @@ class NemoRL(RunnerKind):
         self, s: Setting, p: Prepared, resolved: dict, local: LocalLaunch | None, config: str
     ) -> Command:
         located = p.nrl.checkout if p.nrl is not None else None
-        if (
-            p.checkout is None
-            and located is not None
-            and gym_script_missing(located, str(p.script))
-        ):
+        if p.checkout is None and located and gym_script_missing(located, str(p.script)):
             return Command(deferred=not_found(s, str(p.script)).deferred)  # E-GYM-SCRIPT
         if p.checkout is None or local is None:
             return not_found(s, str(p.script))

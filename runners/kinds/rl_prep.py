@@ -1,7 +1,5 @@
-"""`rl_prep`: a blend prepared into NeMo-Gym JSONL shards on the CPU, in this process locally
-and as `steps run` in a plain job on a cluster (no Ray, no GPUs). Nothing of ours is installed
-there: the job runs the copy of our code staged with its run dir, with the container's python3
-(`runners.launch.job_code`), unless the profile names a `steps_launcher`."""
+"""`rl_prep`: a blend prepared into NeMo-Gym JSONL shards on the CPU, in this process locally;
+on a cluster `steps run` from the copy of our code staged with the run dir (no GPUs)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,13 @@
 """`run`: resolve a step, compile its config, bind artifacts, preflight, then hand it over.
 
-`plan_run` decides everything and writes nothing, the same pipeline for every runner kind
-(`runners.kinds`: what compiles, the command, here or in a job); `write_run_dir_for` writes the
-run dir that would be handed over (a dry run only with --keep); `launch_local` hands over as the
-kind does (exec, or in-process; an in-process run's outputs are then registered by name,
-`runners.artifacts`); a cluster launch goes through `cluster` (the profile, the
-submit, a Ray chain driven); `execute` decides, after the plan, what is written when and how it
-is handed over, as typed events. The CLI (`steps/cli/run_cmd.py` and the job commands) parses
-arguments and renders; nothing here prints.
+`plan_run` decides everything and writes nothing, the same pipeline for every runner kind;
+`write_run_dir_for` writes the run dir; `launch_local` hands over as the kind does (exec, or
+in-process). Nothing here prints: the CLI (`steps/cli/run_cmd.py`) renders.
 
-Owns: the plan (`RunRequest`, `RunPlan`), `step` (which step, config file, inputs), `files` (the
-run dir's files), `outputs` (what it registers: the artifact registry and W&B), `cluster` (a run
-handed to a cluster), `execute` (the plan carried out, as events), `job_view` (a launched run as
-`jobs`, `status`, `logs` and `cancel` see it: a chain's current segment, live state, progress),
-`judge` (the upstream judge's CPU job before a cluster's GPU job, and its verdict).
+Owns: `plan` (`RunRequest`, `RunPlan`, the run dir's files), `step` (which step, config file,
+inputs), `outputs` (registry and W&B), `cluster` (a run handed to a cluster), `execute`
+(the plan carried out, as events), `job_view` (a launched run as the job commands see it),
+`judge` (the upstream judge's CPU job before a cluster's GPU job).
 May import: `runners.kinds`, `runners.bind`, `runners.chain`, `runners.preflight`,
 `runners.launch`, `runners.monitor`, `runners.nemo_rl`, `runners.config`, `runners.artifacts`,
 `runners.rundir`, `runners.secrets`, catalog.
@@ -50,7 +44,6 @@ __all__ = [
 if TYPE_CHECKING:
     from catalog.discovery import StepEntry
     from runners.bind import Binding
-    from runners.chain.settings import ChainConfig
     from runners.kinds.base import Command, Prepared, RunnerKind, Setting
     from runners.launch.target import ClusterTarget
     from runners.preflight import PreflightContext
@@ -65,6 +58,7 @@ def plan_run(
     target: ClusterTarget | None = None,
 ) -> RunPlan:
     """Resolve, compile, bind and preflight; write nothing, launch nothing."""
+    from runners.chain.settings import plan_chain
     from runners.kinds import kind_for
     from runners.kinds.base import Setting
     from runners.preflight import preflight
@@ -82,8 +76,8 @@ def plan_run(
     prepared, typos = _prepare(kind, s)
     run_dir = plan_run_dir(runs_root(req.runs_dir, env, cwd), entry.id)
     job_dir = target.job_dir(entry.id, run_dir) if target is not None else str(run_dir)
-    chain, chain_findings = _chain(req, s, kind.can_chain, prepared, run_dir)
-    binding = _bind(req, s, prepared, job_dir)
+    chain, chain_findings = plan_chain(req.chain, s, kind.can_chain, prepared, run_dir)
+    binding = _bind(req, s, kind, prepared, job_dir)
     resolved = prepared.compiled.resolved()
     ctx = _context(req, s, prepared, binding, resolved, job_dir, kind.ray_program)
     ctx.has = frozenset(getattr(kind, "has", ()))  # a kind that says nothing: `check` fails it
@@ -98,8 +92,7 @@ def plan_run(
                 *registry_findings(registry_root(req.runs_dir, env, cwd), manifest),
                 *(wandb_findings(env_file, env, cwd) if manifest.produces else [])]  # fmt: skip
     findings = list(dict.fromkeys(findings))  # one input bound to two ports: one finding
-    plan = _plan(req, s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir,
-                 argv)  # fmt: skip
+    plan = _plan(s, kind, prepared, binding, resolved, command, findings, run_dir, job_dir, argv)
     plan.chain = chain
     plan.refusal_code = 2 if typos or unreached else 1  # an override not taken, no host: setup
     if target is not None:  # what the submit would refuse is a finding now, dry run or not
@@ -124,8 +117,7 @@ def plan_run(
 def _job_command(
     kind: RunnerKind, s: Setting, prepared: Prepared, resolved: dict, config: str
 ) -> Command:
-    """The cluster job's command; what the profile lacks for it (E-PROFILE: no nemo_rl_dir) is
-    a finding among the run's others."""
+    """The cluster job's command; E-PROFILE (no nemo_rl_dir) as one finding among the others."""
     from runners.kinds.base import Command
 
     try:
@@ -135,8 +127,7 @@ def _job_command(
 
 
 def _prepare(kind: RunnerKind, s: Setting) -> tuple[Prepared, list[Finding]]:
-    """The kind's compile, and each override it cannot take as a finding (first) with the config
-    judged without it: one typo does not hide the run's other findings."""
+    """The kind's compile; an override it cannot take becomes a finding (one typo hides none)."""
     from dataclasses import replace
 
     from runners.config.overrides import OverrideError
@@ -159,36 +150,26 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (not f.is_error,))
 
 
-def _chain(
-    req: RunRequest, s: Setting, can_chain: bool, prepared: Prepared, run_dir: Path
-) -> tuple[ChainConfig | None, list[Finding]]:
-    """--until-done: the chain's keys set in the config, and its findings."""
-    if req.chain is None:
-        return None, []
-    from runners.chain.settings import plan_chain
-
-    return plan_chain(req.chain, s.step_id, can_chain, s.manifest, prepared.compiled,
-                      prepared.nrl, s.target, run_dir)  # fmt: skip
-
-
-def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Binding:
-    """Every port bound (paths as the job sees them; derived files planned)."""
+def _bind(
+    req: RunRequest, s: Setting, kind: RunnerKind, prepared: Prepared, job_dir: str
+) -> Binding:
+    """Every port bound (paths as the job sees them; derived files planned); `--input
+    PORT=NAME[:ALIAS|:vN]` resolved to a registered (or W&B) artifact's path."""
+    from catalog.types import load_catalog_types
+    from runners.artifacts.resolve import resolve_inputs
     from runners.bind import bind
-    from runners.kinds import kind_for
-    from runners.run.step import parse_inputs, resolve_refs
+    from runners.run.step import parse_inputs
     from runners.rundir import registry_root
 
-    graph = None
     try:
-        from catalog.types import load_catalog_types
-
         graph = load_catalog_types(req.catalog)
     except StepsError:
         graph = None  # `check` reports a broken types file; binding falls back to exact names
     remote_checkout = s.target.nemo_rl_dir() if s.target is not None else None
     root = registry_root(req.runs_dir, s.env, s.cwd)
     wandb = lambda: wandb_settings(prepared.compiled.resolved(), None, s.env, s.cwd)  # noqa: E731
-    inputs = resolve_refs(parse_inputs(req.input), s.manifest, graph, root, s.cwd, wandb)
+    types = {p.name: p.type for p in [*s.manifest.consumes, *s.manifest.produces]}
+    inputs = resolve_inputs(parse_inputs(req.input), types, root, s.cwd, graph, wandb)[0]
     workdir = remote_checkout if s.target is not None else prepared.checkout  # NeMo-RL's cwd
     return bind(
         prepared.compiled,
@@ -200,7 +181,7 @@ def _bind(req: RunRequest, s: Setting, prepared: Prepared, job_dir: str) -> Bind
         output_base=remote_checkout or prepared.checkout or s.cwd,
         graph=graph,
         workdir=str(workdir) if workdir else None,
-        opens_from_workdir=kind_for(s.manifest.run.runner).compiles_with_nemo_rl,
+        opens_from_workdir=kind.compiles_with_nemo_rl,
         pending=frozenset(req.pending),
     )
 
@@ -214,8 +195,7 @@ def _context(
     job_dir: str,
     ray_program: bool,
 ) -> PreflightContext:
-    """What the rules see: the config, the artifacts, and where it will run (one probe of the
-    cluster, or the launcher that starts NeMo-RL here)."""
+    """What the rules see: the config, the artifacts, where it runs (probe or local launcher)."""
     from runners.preflight import PreflightContext
 
     checkout = prepared.checkout
@@ -255,7 +235,6 @@ def _context(
 
 
 def _plan(
-    req: RunRequest,
     s: Setting,
     kind: RunnerKind,
     prepared: Prepared,
@@ -270,7 +249,7 @@ def _plan(
     """The plan, with its secrets lifted out and its run dir's files ready to render."""
     from runners.config.env_pins import pin_env
     from runners.nemo_rl.checkout import exec_env
-    from runners.run.files import RunFiles
+    from runners.run.plan import RunFiles
     from runners.rundir import scrub_config
     from runners.secrets import redact, secret_values
 
@@ -328,9 +307,8 @@ def write_run_dir_for(plan: RunPlan) -> Path:
 
 
 def launch_local(plan: RunPlan, force: bool = False) -> dict | None:
-    """Exec (never returns) or run in-process (returns its summary, with what it registered
-    under "artifacts"), as the kind does; an exec's pending outputs are the caller's to record
-    first (`record_pending`): nothing comes back after it."""
+    """Exec (never returns) or run in-process (its summary, with "artifacts" registered), as
+    the kind does; the caller records an exec's pending outputs first (`record_pending`)."""
     from runners.kinds.base import LocalRun
 
     if plan.deferred is not None:

@@ -1,11 +1,4 @@
-"""A run handed to a cluster: the profile `--run/--batch` names, the submit, a Ray chain driven.
-
-`target_for` resolves the profile before planning (a `local` profile only sets this machine's
-checkout, launcher and env); `submit` records and submits the planned job (a Slurm chain's
-segment script and record first); `start_chain` then `drive_chain` is this process driving a
-Ray chain. The CLI renders what they return (the job's record, `runners.launch.submit.Followed`,
-and from `submit` and `start_chain` the outputs registered pending).
-"""
+"""A run handed to a cluster: the profile `--run/--batch` names, the submit, a Ray chain driven."""
 
 from __future__ import annotations
 
@@ -34,8 +27,7 @@ def target_for(
     req: RunRequest, profile: str | None, env_file: str | None, env: dict[str, str], cwd: Path,
     attached: bool,
 ) -> Where:  # fmt: skip
-    """The cluster target of PROFILE; a `local` profile's checkout, launcher and env are applied
-    to `req` and `env` (what the command line says first)."""
+    """The cluster target of PROFILE; a `local` profile's settings go into `req` and `env`."""
     if not profile:
         return Where()
     from runners.launch.target import cluster_target
@@ -43,8 +35,7 @@ def target_for(
     target, chosen, path = cluster_target(profile, env_file, env, cwd, attached=attached)
     here = req.nemo_rl or env.get("NEMO_RL_HOME")
     if target is not None and not target.profile.nemo_rl_dir and here:
-        # The checkout compiled against, at the same path on the cluster's shared storage (a
-        # Nemotron env.toml names none); the dry run's probe checks it is there.
+        # The checkout compiled against, at the same path on the cluster (the probe checks).
         at = str((cwd / here).resolve())
         target = replace(target, profile=target.profile.model_copy(update={"nemo_rl_dir": at}))
     if target is None:  # executor = "local": this machine, with the profile's settings
@@ -55,19 +46,12 @@ def target_for(
     return Where(target, path)
 
 
-def drives_chain(plan: RunPlan, target: ClusterTarget) -> bool:
-    """A Ray chain: this process submits each segment (`drive_chain`), not a batch script."""
-    return plan.chain is not None and target.traits.chain == "attached"
-
-
 def submit(
     plan: RunPlan, target: ClusterTarget, after: list[str] | None = None, gate: str | None = None
 ) -> tuple[JobRecord, dict]:
-    """Submit the planned job (a Slurm chain's segment script and record written first); the
-    job's record, as run.json keeps it, and the report of its outputs registered pending
-    (`runners.run.record_pending`, for the caller to show). `after`: jobs it starts after, each
-    ended well (a pipeline's earlier stages); `gate`: a chain's held job, released at the
-    chain's end."""
+    """Submit the planned job (a Slurm chain's script and record first): its record, and the
+    report of its outputs registered pending. `after`: jobs it starts after (a pipeline's
+    earlier stages); `gate`: a chain's held job, released at the chain's end."""
     if plan.chain is not None:
         from runners.chain.submit import prepare_chain
         from runners.rundir import read_record, update_record
@@ -89,9 +73,8 @@ def submit(
 
 
 def judged_first(plan: RunPlan, target: ClusterTarget, after: list[str]) -> list[str]:
-    """The upstream judge submitted before the GPU job (runners/run/judge.py); the jobs the
-    GPU job starts after. A judge that already refused (on Ray, waited for here) is the run's
-    job in run.json, and E-UPSTREAM-JOB (exit 1) says why: no GPU job goes out."""
+    """Submit the upstream judge; the jobs the GPU job starts after. A judge that already
+    refused becomes the run's job and E-UPSTREAM-JOB (exit 1) says why."""
     from runners.run.judge import gate, refused, submit_judge, verdict
 
     judge = submit_judge(plan, target, after)
@@ -116,22 +99,9 @@ def judged_first(plan: RunPlan, target: ClusterTarget, after: list[str]) -> list
     )
 
 
-def start_chain(plan: RunPlan, target: ClusterTarget) -> dict:
-    """A Ray chain's record written and its outputs registered pending; the registry's report
-    (for the caller to show before `drive_chain`). The upstream judge goes first."""
-    from runners.chain.submit import prepare_chain
-
-    judged_first(plan, target, [])
-    prepare_chain(plan, target)
-    return record_pending(plan)
-
-
 def drive_chain(plan: RunPlan, target: ClusterTarget, out: TextIO) -> Followed:
-    """Drive a Ray chain started by `start_chain` (runners/chain/ray_driver.py) until it is done
-    or stops.
-
-    Ctrl-C detaches: the running segment goes on to its end and no further segment starts;
-    running the same command again carries the chain on (runners/chain/ray_resume.py)."""
+    """Drive a Ray chain until it is done or stops. Ctrl-C detaches: the running segment goes
+    on, no further one starts; the same command again carries the chain on."""
     from catalog.errors import StepsError
     from runners.chain.ray_driver import drive
     from runners.launch.shell import LostContact

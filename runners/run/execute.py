@@ -1,18 +1,9 @@
 """After the plan: what `run` writes, and when, and the hand-over here or to a cluster.
 
-`execute` makes every decision and yields typed events as they happen; the CLI
-(`steps/cli/run_cmd.py`) renders each one as it comes (the plan before anything is handed over,
-the queued job before its log streams) and exits with the last one's `Done.code`. The rules:
-
-- a dry run hands over nothing and writes the run dir only with `keep`: 0 clean, 1 findings;
-- preflight errors hand over nothing (1): a local run's run dir is written (what was refused,
-  to read), a refused cluster launch leaves nothing, here or there;
-- a cluster launch records the job in run.json, then submits (`runners.launch.submit`);
-  attached, it follows the job to its end (the job's code); a Ray chain is driven from here;
-- a local run raises what its kind deferred, else hands over as the kind does (an exec never
-  comes back);
-- what the run registers is `Registered`: an exec's pending outputs before `HandingOver`, an
-  in-process run's outputs after it returned, a job's pending outputs before `Submitted`.
+`execute` yields typed events as they happen; the CLI renders each and exits with `Done.code`.
+A dry run writes the run dir only with `keep`. Preflight errors hand over nothing (1): a local
+run's run dir is still written, a refused cluster launch leaves nothing. A cluster launch records
+the job, submits, and follows it when attached; a local run hands over as its kind does.
 """
 
 from __future__ import annotations
@@ -41,8 +32,7 @@ class Settled:
 
 @dataclass
 class Submitted:
-    """The job is queued and run.json holds its record (and the upstream judge's, when one went
-    first: runners/run/judge.py)."""
+    """The job is queued and run.json holds its record (and the upstream judge's)."""
 
     job: JobRecord
     attached: bool
@@ -68,9 +58,7 @@ class HandingOver:
 
 @dataclass
 class Registered:
-    """What the run put in the artifact registry (`runners.artifacts.record`'s report): pending
-    versions before a run that ends elsewhere (an exec, a cluster job, a Ray chain), settled
-    ones after an in-process run."""
+    """The artifact registry's report (pending versions, or settled after an in-process run)."""
 
     report: dict
 
@@ -146,11 +134,15 @@ def execute(
 
 def _on_cluster(plan: RunPlan, target: ClusterTarget, out: TextIO | None) -> Iterator[Event]:
     """Record, submit, and follow when attached (a Ray chain: driven until done or stopped)."""
+    from runners.chain.submit import prepare_chain
     from runners.launch.submit import follow, recorded_job
-    from runners.run.cluster import drive_chain, drives_chain, start_chain, submit
+    from runners.run import record_pending
+    from runners.run.cluster import drive_chain, judged_first, submit
 
-    if drives_chain(plan, target):
-        yield Registered(start_chain(plan, target))
+    if plan.chain is not None and target.traits.chain == "attached":  # a Ray chain: driven here
+        judged_first(plan, target, [])
+        prepare_chain(plan, target)
+        yield Registered(record_pending(plan))
         done = drive_chain(plan, target, out or sys.stdout)
         yield Ended(plan.run_dir, done.job, done, chain=True)
         yield Done(done.code, plan, "chain", job=recorded_job(plan.run_dir))

@@ -1,5 +1,5 @@
 """A launched run as the job commands show it: a chain's current segment, the live state, the
-training progress, and the `jobs` listing's rows (runs asked concurrently, one row each)."""
+progress, and the `jobs` listing's rows."""
 
 from __future__ import annotations
 
@@ -34,23 +34,16 @@ def live(run_dir: Path, data: dict) -> tuple[dict, JobRecord, ChainRecord | None
 
 
 def followed_job(run_dir: Path, data: dict) -> JobRecord:
-    """The job whose log `logs` shows, with its live state: a chain's current segment; a job
-    sbatch never confirmed looked up by its name again."""
-    if _chain(data):
-        from runners.chain.follow import refresh_chain
-
-        data = refresh_chain(run_dir, data)
-        job = job_of(data, run_dir)
-        job = job if job.job_id else refresh(run_dir, data)
-    else:
+    """The job whose log `logs` shows, with its live state (a chain's: the current segment)."""
+    data, job, chain = live(run_dir, data)
+    if chain is not None and not job.job_id:  # sbatch never confirmed it: looked up by name
         job = refresh(run_dir, data)
     return _batch_output_if_no_driver_log(job)
 
 
 def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
-    """An ended Slurm job whose driver log was never written (it died before ray.sub started
-    the driver; ray.sub writes it once the Ray head is up): its batch output instead, with
-    `log_note` saying so."""
+    """An ended ray.sub job whose driver log was never written (it died before the Ray head
+    was up): its batch output instead, with `log_note` saying so."""
     from runners.launch.backends import traits
 
     log, out = job.log_path, job.batch_output
@@ -68,8 +61,6 @@ def _batch_output_if_no_driver_log(job: JobRecord) -> JobRecord:
 
 def cancel(run_dir: Path, data: dict) -> str:
     """Cancel the run's job (every segment of a chain); what the cluster said."""
-    from runners.launch.records import backend_for_job
-
     if _chain(data):
         from runners.chain.follow import cancel_chain, refresh_chain
 
@@ -117,14 +108,19 @@ class JobRow:
 
 
 def listed_runs(root: Path, skipped: list[StepsError]) -> list[tuple[Path, dict]]:
-    """Every run with a job you alone could have written, newest first, a chain's with `job` =
-    the segment that runs now; the others are added to `skipped` (runners/launch/records.py)."""
-    return [_chain_view(run_dir, data) for run_dir, data in job_runs(root, skipped)]
+    """Every run with a job you alone could have written, newest first; others to `skipped`."""
+    from runners.chain.follow import refresh_chain
+
+    return [
+        (run_dir, refresh_chain(run_dir, data))
+        if _chain(data) and job_of(data).unlocated is None  # an unknown cluster is not asked
+        else (run_dir, data)
+        for run_dir, data in job_runs(root, skipped)
+    ]
 
 
 def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
-    """Every run's row: hosts asked concurrently, a run whose cluster cannot say is UNKNOWN with
-    `reason`; progress read concurrently too."""
+    """Every run's row, hosts and progress asked concurrently (no answer: UNKNOWN, `reason`)."""
     from runners.chain.record import ChainRecord
 
     jobs = refresh_all(runs)
@@ -133,13 +129,3 @@ def job_rows(runs: list[tuple[Path, dict]]) -> list[JobRow]:
         chain = ChainRecord.model_validate(data["chain"]).summary() if _chain(data) else None
         rows.append(JobRow(run_dir, data.get("step"), job, progress, chain))
     return rows
-
-
-def _chain_view(run_dir: Path, data: dict) -> tuple[Path, dict]:
-    """A chain's run with its record read back and `job` = the segment that runs now (a job
-    whose cluster is unknown is not asked: runners/launch/records.py)."""
-    if not _chain(data) or job_of(data).unlocated is not None:
-        return run_dir, data
-    from runners.chain.follow import refresh_chain
-
-    return run_dir, refresh_chain(run_dir, data)

@@ -1,19 +1,11 @@
 """NeMo-RL's own judge as a short CPU job in the user's image, before the GPU job (issue 38).
 
-A NeMo-RL step sent to a cluster with a container (`--batch/--run`) first submits a CPU-only job
-of the same run (`-judge`): in the image, from the checkout, the copy of our code staged with
-the run dir runs `upstream-judge` (runners/preflight/judge_in_job.py), which asks the launcher
-and NeMo-RL the GPU job will use. So a container that lacks a package, or a config that image's
-NeMo-RL refuses, fails in minutes on a CPU node instead of after the GPU queue. How the GPU job
-waits is the backend's (`after_judge`): Slurm holds it with afterok and cancels it when the judge
-failed; on Ray, which knows no dependency between jobs, this process waits for the judge and
-submits the GPU job only when it passed (else run.json's job is the judge's, which failed).
-
-The judge's verdict is its exit code: 1 when it found an error, 0 otherwise: a judge that could
-not finish (our code's packages missing there, a crash, its own timeout) lets the GPU job go
-ahead, as a local judge that cannot finish is a warning. run.json's `judge` holds its record and,
-once it ended, its `report` ({ok, findings}) read from its log, for `status` and `diagnose`.
-`--no-upstream-judge` (or STEPS_UPSTREAM_JUDGE_SECONDS=0 in the profile's env) skips it.
+A NeMo-RL step sent to a cluster with a container first submits a CPU-only job (`-judge`) that
+runs `upstream-judge` (runners/preflight/judge_in_job.py) in the image, so a missing package or
+a config that NeMo-RL refuses fails in minutes instead of after the GPU queue. The backend says
+how the GPU job waits (`after_judge`): Slurm holds it with afterok; on Ray this process waits.
+Exit 1 (an error found) holds the GPU job back; a judge that could not finish lets it go ahead.
+run.json's `judge` holds its record and, once it ended, its `report` read from its log.
 """
 
 from __future__ import annotations
@@ -35,8 +27,6 @@ if TYPE_CHECKING:
 SUFFIX = "-judge"
 MARGIN_S = 600  # on top of the judge's own bound: the image started, our code imported
 LOG_TAIL = 256 << 10  # the end of its log holds the verdict line
-# The job's exit code is the verdict: 1 (an error found) holds the GPU job back; any other end
-# of ours (a crash, packages our code needs missing in the image) is said and lets it go ahead.
 VERDICT = (
     '"$@"; code=$?; if [ "$code" -ne 0 ] && [ "$code" -ne 1 ]; then echo "steps: the upstream '
     'judge did not finish (exit $code); the GPU job goes ahead" >&2; fi; [ "$code" -ne 1 ]'
@@ -60,8 +50,7 @@ def plan_judge(
         return None, None
     if not wanted:
         return None, "skipped (--no-upstream-judge)"
-    where = target.backend.judge_image
-    if where is None:
+    if target.backend.judge_image is None:
         return None, "none: the profile names no container_image to judge in"
     from runners.preflight.upstream_judge import judge_seconds
 
@@ -95,8 +84,7 @@ def plan_judge(
 
 
 def describe(judge: LaunchRequest | None, note: str | None, target: ClusterTarget) -> dict:
-    """What a dry run says of the judge: its submission, where it runs, how the GPU job waits
-    (or why there is none; nothing for a step that runs no NeMo-RL)."""
+    """What a dry run says of the judge: its submission, image and gate (or why there is none)."""
     if judge is None:
         return {"skipped": note} if note else {}
     backend = target.backend
@@ -104,9 +92,8 @@ def describe(judge: LaunchRequest | None, note: str | None, target: ClusterTarge
 
 
 def submit_judge(plan: RunPlan, target: ClusterTarget, after: list[str]) -> JobRecord | None:
-    """Submit the judge (after `after`, a pipeline's earlier stages) and wait for it as the
-    backend does; its record, as run.json's `judge` keeps it. A judge sbatch refused for
-    certain leaves no run dir (as a refused GPU job does) and raises E-SUBMIT."""
+    """Submit the judge after `after` (a pipeline's earlier stages), wait as the backend does;
+    its record. A judge refused for certain leaves no run dir and raises E-SUBMIT."""
     if plan.judge is None:
         return None
     from runners.launch.job_code import stage
@@ -127,8 +114,7 @@ def submit_judge(plan: RunPlan, target: ClusterTarget, after: list[str]) -> JobR
 
 
 def gate(plan: RunPlan, target: ClusterTarget, judge: JobRecord, after: list[str]) -> list[str]:
-    """The jobs the GPU job starts after: `after` and what the backend holds it on (Slurm: the
-    judge; Ray: nothing, the judge has ended by now, its report recorded)."""
+    """The jobs the GPU job starts after: `after` and what the backend holds it on."""
     held = target.backend.after_judge(judge, limit_s(plan.judge.env if plan.judge else {}))
     if judge.state in TERMINAL:
         settled(plan.run_dir, judge, target.backend)
@@ -181,14 +167,8 @@ class Verdict:
         return {**self.job.dump(), "findings": [f.to_dict() for f in self.findings]}
 
 
-def _finding(d: dict) -> Finding:
-    names = ("code", "message", "path", "line", "fix", "severity", "key")
-    return Finding(**{k: d[k] for k in names if k in d})
-
-
 def verdict(run_dir: Path, data: dict) -> Verdict | None:
-    """The run's judge (None when it had none): asked once more while it runs, its report read
-    from its log once it ended (then kept in run.json)."""
+    """The run's judge, if any: refreshed while it runs, its report read once it ended."""
     doc = data.get("judge")
     if not isinstance(doc, dict):
         return None
@@ -205,5 +185,7 @@ def verdict(run_dir: Path, data: dict) -> Verdict | None:
                 doc = job.dump()
     report = doc.get("report")
     report = report if isinstance(report, dict) else {}
-    findings = [_finding(f) for f in report.get("findings") or [] if isinstance(f, dict)]
+    names = ("code", "message", "path", "line", "fix", "severity", "key")
+    found = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    findings = [Finding(**{k: f[k] for k in names if k in f}) for f in found]
     return Verdict(job, findings, judged=report.get("ok") is not None)

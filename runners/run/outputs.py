@@ -1,6 +1,5 @@
-"""What a run registers, checked before any work and written after: its outputs in the runs
-root's artifact registry (runners.artifacts) and, when configured, in W&B (env.toml `[wandb]` or
-the config's logger)."""
+"""What a run registers, checked before any work and written after: its outputs in the artifact
+registry and, when configured, W&B."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ if TYPE_CHECKING:
 
 
 def registry_findings(root: Path, manifest: Any) -> list[Finding]:
-    """A run that registers outputs reads the artifact registry when it ends: one it could not
-    use (not yours alone, damaged) is a finding now, before any work, not an error after it."""
+    """A registry the run could not use when it ends (not yours alone, damaged): a finding now."""
     if not manifest.produces:
         return []
     from runners.artifacts.registry import load
@@ -29,8 +27,7 @@ def registry_findings(root: Path, manifest: Any) -> list[Finding]:
 
 
 def wandb_table(env_file: str | None, env: dict, cwd: Path) -> tuple[Path | None, Any]:
-    """(env.toml, its `[wandb]` table) of this run; (None, None) without an env.toml `run`
-    would use."""
+    """(env.toml, its `[wandb]` table) of this run, or (None, None)."""
     from catalog.tomlfile import load_toml
     from runners.launch.profiles.env_file import find_env_file
 
@@ -50,8 +47,7 @@ def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
 
 
 def wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Finding]:
-    """The `[wandb]` table as W&B will take it when this run's outputs are logged: the dry run
-    and the run say the same, before any work (runners.artifacts.wandb_check)."""
+    """The `[wandb]` table's findings, before any work (runners.artifacts.wandb_check)."""
     from catalog.tomlfile import key_lines
     from runners.artifacts.wandb_check import table_findings
 
@@ -66,8 +62,7 @@ def wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Find
 
 
 def _registry_of(plan: RunPlan) -> Path:
-    """The registry root: a pipeline's (`$STEPS_REGISTRY_DIR`, runners.rundir.registry_root),
-    else the run's own runs root (<root>/<step id>/<run>)."""
+    """A pipeline's registry (`$STEPS_REGISTRY_DIR`), else the run's runs root."""
     from runners.rundir import REGISTRY_DIR_VAR
 
     shared = plan.env.get(REGISTRY_DIR_VAR)
@@ -78,7 +73,7 @@ def _finished(plan: RunPlan) -> FinishedRun:
     """What the artifact registry records of the run (runners.artifacts.record.FinishedRun)."""
     from catalog.types import load_catalog_types
     from runners.artifacts.record import FinishedRun
-    from runners.run.files import RunFiles
+    from runners.run.plan import RunFiles
 
     files = plan.files
     assert isinstance(files, RunFiles)  # set by the plan
@@ -96,17 +91,15 @@ def _finished(plan: RunPlan) -> FinishedRun:
 
 
 def record_outputs(plan: RunPlan) -> dict:
-    """After a run that returned here: its outputs in the runs root's artifact registry (and in
-    W&B when configured), with the inputs and config that made them."""
+    """After a run that returned here: its outputs registered (and logged to W&B)."""
     from runners.artifacts.record import record_run
 
     return record_run(_finished(plan))
 
 
 def record_pending(plan: RunPlan) -> dict:
-    """Before a run that ends elsewhere (an exec into NeMo-RL, a cluster job): its outputs as
-    pending versions, settled (and logged to W&B when configured) once it ended
-    (runners.artifacts.pending). Returns the report."""
+    """Before a run that ends elsewhere (an exec, a cluster job): its outputs as pending
+    versions, settled once it ended (runners.artifacts.pending). Returns the report."""
     from runners.artifacts.pending import this_process, training_end
     from runners.artifacts.record import record_launch
 

@@ -4,16 +4,14 @@ references: `NAME[:ALIAS|:vN]`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from catalog.errors import StepsError
 
 if TYPE_CHECKING:
     from catalog.discovery import StepEntry
     from catalog.manifest import StepManifest
-    from runners.artifacts.wandb_log import WandbSettings
     from runners.run.plan import RunRequest
 
 
@@ -60,22 +58,6 @@ def parse_inputs(pairs: list[str]) -> dict[str, str]:
             )
         out[name.strip()] = path
     return out
-
-
-def resolve_refs(
-    inputs: dict[str, str],
-    manifest: StepManifest,
-    graph: Any,
-    root: Path,
-    cwd: Path,
-    wandb: Callable[[], WandbSettings | None],
-) -> dict[str, str]:
-    """`--input PORT=NAME[:ALIAS|:vN]`: registered (or W&B) artifacts as their paths, each
-    checked against its port's type (runners.artifacts.resolve)."""
-    from runners.artifacts.resolve import resolve_inputs
-
-    types = {p.name: p.type for p in [*manifest.consumes, *manifest.produces]}
-    return resolve_inputs(inputs, types, root, cwd, graph, wandb)[0]
 
 
 def manifest_of(entry: StepEntry) -> StepManifest:

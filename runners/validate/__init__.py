@@ -1,15 +1,11 @@
 """`validate`: a real artifact judged by its type's contract, before any GPU starts.
 
-`prepare` decides what the artifact is judged by: the contract's options from a step's config,
-taken as its dry run takes them (`catalog.contracts.options.step_contract`), the options given,
-the Gym version rows are judged by; and checks the input can be read (missing or unreadable is a
-setup error, exit 2, never a finding in the data). `judge` runs the contract
-(`catalog.contracts.validate_artifact`). The CLI (`steps/cli/validate_cmd.py`) parses, shows
-the progress bar and prints the report. Imports stay inside the functions: validating rows
-starts without the type graph's pydantic models.
+`prepare` decides the contract and options (a step's config taken as its dry run takes it) and
+checks the input can be read (if not: a setup error, exit 2); `judge` runs the contract. Imports
+stay inside the functions: validating rows starts without the type graph's pydantic models.
 
 Owns: `prepare` and `judge` (one module).
-May import: `runners.config` (a step's config compiled as `run` compiles it), `catalog`.
+May import: `runners.config`, `catalog`.
 """
 
 from __future__ import annotations
@@ -101,9 +97,8 @@ def _step_options(
     step: str, config: str | None, overrides: list[str], gym_version: str | None,
     type_name: str, contract: str,
 ) -> tuple[str, str, dict, list]:  # fmt: skip
-    """The type, contract and options --step's config judges the rows by: the same function
-    as the dry run's (catalog.contracts.options.step_contract), with --gym-version DIR as the
-    Gym tree the run would use; and the notes the dry run gives once (gym_agents_defined)."""
+    """The type, contract, options and notes --step's config judges the rows by, as the dry run
+    does (`step_contract`), with --gym-version DIR as the Gym tree."""
     from catalog.contracts.options import step_contract
 
     cfg = _step_config(step, config, overrides)
@@ -151,13 +146,20 @@ def _gym_notes(cfg: dict, gym_root: Path | None) -> list:
 
 
 def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
-    """A missing or unreadable input is a setup error (exit 2), not a finding in the data. A
-    device (/dev/zero, a terminal) or a named pipe is refused at once: reading it would not end,
-    or wait for a writer. `<(command)` (/dev/fd/N) is not opened here: the scan is its reader."""
+    """A missing or unreadable input is a setup error (exit 2). A device or a named pipe is
+    refused at once (reading it would not end); `<(command)` is left to the scan to read."""
     import errno
     import os
+    import stat
 
-    from catalog.contracts.input_access import ENDLESS_FIX, denied, endless_kind, endless_message
+    from catalog.contracts import ROW_CONTRACTS
+    from catalog.contracts.input_access import (
+        ENDLESS_FIX,
+        denied,
+        endless_kind,
+        endless_message,
+        folder_problem,
+    )
     from catalog.errors import StepsError
 
     try:
@@ -184,41 +186,29 @@ def require_input(path: Path, contract: str, allow_hub_id: bool) -> None:
             fix=ENDLESS_FIX,
             exit_code=2,
         )
-    try:
-        _require_readable(path, contract)
+    try:  # each file it stands for opens (regular files only: see above)
+        if path.is_dir() and folder_problem(path):
+            raise denied(path, path)
+        files = [path]
+        if contract in ROW_CONTRACTS and path.is_dir():
+            from catalog.contracts.jsonl import resolve_sources
+
+            files = [s.path for s in resolve_sources(path)[0]]
+        for f in files:
+            try:
+                if f.is_dir():
+                    with os.scandir(f):
+                        pass
+                elif stat.S_ISREG(os.stat(f).st_mode):
+                    with open(f, "rb"):
+                        pass
+            except OSError as exc:
+                raise StepsError(
+                    "E-INPUT-UNREADABLE",
+                    f"cannot read the input ({exc.strerror})",
+                    path=str(f),
+                    fix="check the path and its permissions",
+                    exit_code=2,
+                ) from None
     except PermissionError as exc:  # a folder on the way that this user may not search
         raise denied(Path(exc.filename or path)) from None
-
-
-def _require_readable(path: Path, contract: str) -> None:
-    """Each file the input stands for can be opened (regular files only: see above)."""
-    import os
-    import stat
-
-    from catalog.contracts import ROW_CONTRACTS
-    from catalog.contracts.input_access import denied, folder_problem
-    from catalog.errors import StepsError
-
-    if path.is_dir() and folder_problem(path):
-        raise denied(path, path)
-    files = [path]
-    if contract in ROW_CONTRACTS and path.is_dir():
-        from catalog.contracts.jsonl import resolve_sources
-
-        files = [s.path for s in resolve_sources(path)[0]]
-    for f in files:
-        try:
-            if f.is_dir():
-                with os.scandir(f):
-                    pass
-            elif stat.S_ISREG(os.stat(f).st_mode):
-                with open(f, "rb"):
-                    pass
-        except OSError as exc:
-            raise StepsError(
-                "E-INPUT-UNREADABLE",
-                f"cannot read the input ({exc.strerror})",
-                path=str(f),
-                fix="check the path and its permissions",
-                exit_code=2,
-            ) from None
