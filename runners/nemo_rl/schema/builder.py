@@ -28,6 +28,7 @@ EXTERNAL = {
 LIST_NAMES = {"list", "List", "Sequence", "tuple", "Tuple", "set", "Set", "frozenset", "Iterable"}
 DICT_NAMES = {"dict", "Dict", "Mapping", "MutableMapping"}
 WRAPPERS = {"NotRequired", "Required", "Annotated", "Final", "ReadOnly"}
+RECORDS = {"typeddict", "model"}  # the kinds of class whose fields are config keys
 
 
 class SchemaBuilder:
@@ -214,7 +215,7 @@ class SchemaBuilder:
                     if (modname, cname) in known:
                         continue
                     parent = self.classes[known[(where[1], where[2])]]
-                    if parent["kind"] not in {"typeddict", "model"}:
+                    if parent["kind"] not in RECORDS:
                         continue
                     sub = self.class_key(modname, cname)
                     parent.setdefault("subclasses", []).append(sub)
@@ -236,10 +237,25 @@ class SchemaBuilder:
         return out
 
 
-def union(options: list[dict]) -> dict:
+def options(t: dict) -> list[dict]:
+    """A type's alternatives: a union's options, else the type itself."""
+    return t["options"] if t["t"] == "union" else [t]
+
+
+def fields_of(classes: dict, name: str) -> dict:
+    """A class's fields and those its subclasses add (VllmConfig's under GenerationConfig)."""
+    cls = classes.get(name, {})
+    out = dict(cls.get("fields", {}))
+    for sub in cls.get("subclasses", []):
+        for key, spec in classes.get(sub, {}).get("fields", {}).items():
+            out.setdefault(key, spec)
+    return out
+
+
+def union(alternatives: list[dict]) -> dict:
     flat: list[dict] = []
-    for opt in options:
-        for o in opt["options"] if opt["t"] == "union" else [opt]:
+    for opt in alternatives:
+        for o in options(opt):
             if o not in flat:
                 flat.append(o)
     if any(o["t"] == "any" for o in flat):

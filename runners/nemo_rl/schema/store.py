@@ -1,11 +1,9 @@
 """Which schema a run is checked against, and the per-commit cache of derived schemas.
 
-In order: a clean checkout at exactly a shipped version's commit uses the shipped schema; any other
-checkout with NeMo-RL's source gets a schema derived from it once and cached under
-`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/nemo_rl_schema/<key>/`,
-keyed by its git commit (plus a fingerprint of the files read when the tree is dirty, or when it
-is not a git checkout). A version given by name (a cluster profile's `nemo_rl_version`) uses
-its shipped schema even beside a local checkout; with neither, the pin's.
+A clean checkout at a shipped version's commit, or a version given by name (a profile's
+`nemo_rl_version`), uses the shipped schema; another checkout's is derived once and cached under
+`<cache home>/nemo_rl_schema/<commit>[-<fingerprint of the files read, if dirty>]/`; with
+neither, the pin's.
 """
 
 from __future__ import annotations
@@ -94,8 +92,7 @@ def cache_key(checkout: Path, version: NemoRLVersion | None) -> str:
 def derived_schema(
     checkout: Path, algorithm: str, version: NemoRLVersion | None, env: dict | None = None
 ) -> Schema:
-    """From the cache, else derived now (every algorithm at once) and cached; a cache that
-    cannot be written only costs the derivation again next time."""
+    """From the cache, else derived now (every algorithm at once) and cached."""
     folder = cache_root(env) / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
     path = folder / f"{algorithm}.json"
     try:
