@@ -239,9 +239,8 @@ def _defaults_line(path: Path) -> int | None:
 def _load_with_inheritance(
     path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
 ) -> Any:
-    """The merged chain of `path` as NeMo-RL's `load_config` merges it: as plain data
-    (`plain_merge`, raising NotPlain where OmegaConf must decide) or as a DictConfig merged by
-    OmegaConf; same files, same findings. The chain's files are appended to `sources`."""
+    """The merged chain of `path` as NeMo-RL's `load_config` merges it, as plain data (NotPlain
+    where OmegaConf must decide) or a DictConfig; its files are appended to `sources`."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -283,7 +282,9 @@ def _load_with_inheritance(
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
             if not parent.exists():
-                parent = _step_config(entry, path, home) or parent
+                from runners.config.step_configs import step_config
+
+                parent = step_config(entry, home, path, _defaults_line(path)) or parent
             parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain, home)
             base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
         cfg = omegaconf_merge.merged(merge, base, cfg, path)
@@ -291,54 +292,28 @@ def _load_with_inheritance(
     return cfg
 
 
-def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
-    """A shipped step config named by `entry` (`runners.config.step_refs`), found at the line
-    of the declaring file's `defaults:`."""
-    from runners.config.step_refs import step_config
-
-    try:
-        return step_config(entry, home)
-    except StepsError as exc:
-        f = exc.finding
-        raise StepsError(
-            f.code,
-            f.message,
-            path=str(declaring),
-            line=_defaults_line(declaring),
-            fix=f.fix,
-            exit_code=2,
-        ) from None
-
-
 # Chains plain data could not merge (OmegaConf merged them file by file), per config file: for
 # stats and tests (upstream's own recipes all take the plain path, tests/test_config_merge.py).
 MERGED_BY_OMEGACONF: Counter[str] = Counter()
-# Merged trees and their mappings (those that pickle to SUBTREE_BYTES or more: a few keys)
-# kept pickled by their data, unpickled per hit: a fresh copy ~8x cheaper than building its
-# nodes again (~60 us each): recipes of one parent (the upstream corpus) build ~45% fewer
-# nodes. A one-shot compile keeps nothing (`seen_twice`).
+# Merged trees and their mappings of SUBTREE_BYTES or more, pickled by their data: a copy is ~8x
+# cheaper than building its nodes (~60 us each); recipes of one parent (the upstream corpus)
+# build ~45% fewer nodes. A one-shot compile keeps nothing (`seen_twice`).
 _TREES = ContentMemo(max_entries=2048, max_bytes=64 << 20, seen_twice=True)
 SUBTREE_BYTES = 64
 
 
 def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
-    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides); `home` is the
-    config folder of the step being run, where a bare `defaults: NAME` is looked up when no
-    file of that name is beside the declaring file (`runners.config.step_refs`).
-
-    A chain merged again in the same process (check, plan, tests), from this path or another,
-    is a copy of the kept tree, and a section merged before from another chain a copy of the
-    kept section (`_tree`); its files are read (and their parses memoized) again.
-    """
+    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides); a bare
+    `defaults: NAME` not beside the declaring file is the config NAME in `home`, the step's
+    config folder (`runners.config.step_configs`)."""
     parse_interpolations_once()
     cfg, sources = _load_chain(Path(path), home)
     return CompiledConfig(cfg, sources)
 
 
 def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
-    """The merged chain and its files (parents first): merged as plain data and built once by
-    `OmegaConf.create` when `plain_merge` can, else by OmegaConf file by file (the same nodes:
-    tests/test_config_merge.py holds both to upstream's own code)."""
+    """The merged chain and its files (parents first): merged as plain data when `plain_merge`
+    can, else by OmegaConf file by file (tests/test_config_merge.py: the same nodes)."""
     sources: list[Path] = []
     try:
         data = _load_with_inheritance(path, [], sources, True, home)
@@ -350,10 +325,8 @@ def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
 
 
 def _tree(data: dict) -> DictConfig:
-    """`OmegaConf.create(data)`, node for node, its mappings kept by their data (`_TREES`): a
-    merged chain read again under another path or cwd (a copied catalog, a pipeline's stages)
-    is a copy of the kept tree, and recipes that share a parent share copies of the sections
-    and subsections they leave as the parent has them."""
+    """`OmegaConf.create(data)`, node for node, its mappings kept by their data (`_TREES`), so
+    a chain read again elsewhere, and recipes sharing a parent's sections, get copies."""
     blob = pickle.dumps(data, pickle.HIGHEST_PROTOCOL)
     return _kept(data, blob)
 

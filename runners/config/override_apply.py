@@ -1,11 +1,8 @@
-"""Hydra-style overrides applied to a compiled config as NeMo-RL's `parse_hydra_overrides`
-applies them (Hydra's own `_apply_overrides_to_config`, one token at a time to name it in an
-error), in time linear in the tokens.
-
-OmegaConf.update with force_add (`+k=v`, `++k=v`) lifts the struct flag of the key's parent
-around every set, and each lift clears the flag caches of all the parent's children: n keys
-added under one parent cost n^2 (50k `++unk.kN=v` took minutes). A run of such tokens that set a
-plain value under the same existing section is applied as update does it, under one lift.
+"""Hydra-style overrides applied as NeMo-RL's `parse_hydra_overrides` does (Hydra's own
+`_apply_overrides_to_config`, a token at a time to name it in an error), in linear time:
+OmegaConf.update's force-add lifts the parent's struct flag per set, clearing every child's
+flag cache (n adds under one parent cost n^2: 50k `++unk.kN=v` took minutes), so a run of plain
+adds under one section is applied as update does it, under one lift.
 """
 
 from __future__ import annotations

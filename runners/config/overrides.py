@@ -93,19 +93,17 @@ def _parse_one(token: str) -> Any:
     try:
         return _hydra_parse(token)
     except HydraException as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        shown, first = redacted(token, first)
+        from runners.config.override_apply import first_line
+
+        shown, first = redacted(token, first_line(exc))
         raise OverrideError(
             token, "E-OVERRIDE-SYNTAX", f"cannot parse override '{shown}': {first}", fix=SYNTAX_FIX
         ) from None
 
 
 def parse_overrides(tokens: Iterable[str]) -> list[Any]:
-    """Hydra `Override` objects, one per token; E-OVERRIDE-SYNTAX names a token Hydra rejects.
-
-    The objects are shared between calls: read them, do not change them. The last list of
-    tokens is kept whole, so the compiler, binding and planning parse 50k overrides once.
-    """
+    """Hydra `Override` objects, one per token (shared: read only; the last lists are kept,
+    so 50k overrides are parsed once); E-OVERRIDE-SYNTAX names a token Hydra rejects."""
     return list(_parse_all(tuple(tokens)))
 
 

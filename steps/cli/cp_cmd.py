@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from runners.config.step_copy import copy_config
+    from runners.config.step_configs import copy_config
 
     path = copy_config(args.ref, args.dest, Path.cwd(), force=args.force)
     return report(args, path, "copied to")

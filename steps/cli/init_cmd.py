@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from runners.config.step_copy import init_config
+    from runners.config.step_configs import init_config
     from steps.cli.cp_cmd import report
 
     path = init_config(args.ref, args.dest, Path.cwd(), force=args.force)
