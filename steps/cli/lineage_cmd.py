@@ -1,7 +1,5 @@
-"""`lineage NAME[:ALIAS|:vN]`: how an artifact was made; `lineage RUN_DIR`: what a run produced.
-
-Both read the artifact registry under the runs root (runners/artifacts) and the run's run.json.
-"""
+"""`lineage NAME[:ALIAS|:vN]`: how an artifact was made; `lineage RUN_DIR`: what a run produced
+(from the artifact registry under the runs root and run.json)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The job commands on a pipeline queued on a cluster (`pipeline run --batch`): RUN may be the
-pipeline's root (the whole) or a stage's folder `<root>/<stage>` (that stage's run).
-
-`status ROOT` shows every stage and names the one that failed; `cancel ROOT` cancels every job
-still queued or running; `logs ROOT` and `diagnose ROOT` go to the stage that failed, else the
-one running, else the last (`runners.pipeline.jobs`). `jobs --runs-dir ROOT` lists the stages'
-jobs as it lists any runs.
+"""The job commands on a pipeline queued by `pipeline run --batch`: RUN may be its root or a
+stage's folder. `status`/`cancel` ROOT act on every stage; `logs`/`diagnose` ROOT on the one
+that failed, else is running, else the last (`runners.pipeline.jobs.focus`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from steps.cli.common import add_catalog_arguments, add_run_arguments
+
 HELP = "compile, check and launch a step (NeMo-RL, data prep or conversion)"
 EPILOG = """examples:
   python -m steps run rl/nemo_rl/dpo -c tiny --dry-run
@@ -20,8 +22,14 @@ EPILOG = """examples:
 """
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The options `run` and every `step.py` share (the step id is added by the caller)."""
+def add_arguments(parser: argparse.ArgumentParser, with_step: bool = True) -> None:
+    """`run`'s arguments (a step folder's `step.py` takes them without the step id); options may
+    come before, between or after the overrides (one intermixed parse)."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.intermixed = True  # steps.cli's Parser: one parse, options anywhere
+    if with_step:
+        parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
     parser.add_argument(
         "-c",
         "--config",
@@ -57,18 +65,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(else a profile's `launcher`; locally: `uv run python` with uv.lock and uv, else this "
         "Python); checked before launch",
     )
-    parser.add_argument(
-        "--runs-dir",
-        metavar="DIR",
-        help="root of run directories (else $STEPS_RUNS_DIR, else ./runs)",
-    )
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra catalog root with step folders (repeatable)",
-    )
+    add_run_arguments(parser, ref=False)
+    add_catalog_arguments(parser)
     parser.add_argument(
         "--force", action="store_true", help="redo work whose output already exists"
     )
@@ -116,27 +114,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "else ~/.config/steps/env.toml)",
     )
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options may come before, between or after the overrides (one intermixed parse)."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.intermixed = True  # steps.cli's Parser: one parse, options anywhere
-    parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
-    add_options(parser)
     parser.add_argument("overrides", nargs="*", help="Hydra-style overrides: key=v, +key=v, ~key")
 
 
 def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
-    """Options may come before, between or after the overrides."""
     from steps.cli import _parser_class
 
     parser = _parser_class()(prog="python -m steps run" if with_step else "step.py")
-    if with_step:
-        parser.add_argument("step")
-    add_options(parser)
-    parser.add_argument("overrides", nargs="*", help="key=v, +key=v, ++key=v, ~key")
-    return parser.parse_intermixed_args(argv)
+    add_arguments(parser, with_step)
+    return parser.parse_args(argv)
 
 
 def request_of(args: argparse.Namespace):
@@ -145,7 +131,10 @@ def request_of(args: argparse.Namespace):
     return RunRequest(
         step=getattr(args, "step", None),
         config=args.config,
-        overrides=[*args.overrides, *sample_override(args)],
+        overrides=[  # `--sample N` is `sample=N`, after the typed ones so the flag wins
+            *args.overrides,
+            *([f"sample={args.sample}"] if args.sample is not None else []),
+        ],
         input=list(args.input),
         nemo_rl=args.nemo_rl,
         runs_dir=args.runs_dir,
@@ -155,12 +144,6 @@ def request_of(args: argparse.Namespace):
         chain=_chain_options(args),
         upstream_judge=not getattr(args, "no_upstream_judge", False),
     )
-
-
-def sample_override(args: argparse.Namespace) -> list[str]:
-    """`--sample N` is the override `sample=N` (after the typed ones, so the flag wins)."""
-    n = getattr(args, "sample", None)
-    return [] if n is None else [f"sample={n}"]
 
 
 def _chain_options(args: argparse.Namespace):
