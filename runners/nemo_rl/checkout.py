@@ -1,9 +1,5 @@
-"""Hand the process over to NeMo-RL: find the checkout, pick the script, build argv, exec.
-
-What runs is what was validated: the upstream script gets `--config <run dir>/config.yaml` and
-no further overrides, from the checkout root, started by the launcher `runners.launch.local`
-chooses (and probes before the launch).
-"""
+"""Hand the process over to NeMo-RL: find the checkout, read its version, pick the script, exec.
+What runs is what was validated: the script gets `--config <run dir>/config.yaml` only."""
 
 from __future__ import annotations
 
@@ -90,8 +86,7 @@ def not_found(script: str, explicit: str | Path | None, env: Mapping[str, str]) 
 
 def exec_env(checkout: Path, env: Mapping[str, str], extra: Mapping[str, str] = {}) -> dict:
     """The environment NeMo-RL gets: ours plus `PYTHONPATH=<checkout>` in front."""
-    out = dict(env)
-    out.update(extra)
+    out = {**env, **extra}
     old = out.get("PYTHONPATH")
     out["PYTHONPATH"] = str(checkout) + (os.pathsep + old if old else "")
     return out
@@ -189,10 +184,9 @@ def _version_from_files(checkout: Path) -> tuple[str, str] | None:
 
 
 def detect_version(checkout: Path | None, explicit: str | None = None) -> NemoRLVersion | None:
-    """The NeMo-RL version that will run, read without importing it. `explicit` (a cluster
-    profile's `nemo_rl_version`) wins; else the checkout's git tag, else (main) whether it
-    descends from the pin, else the version its files declare (on main, package_info.py lags
-    the releases: the pin's says 0.6.0). None when nothing says."""
+    """The NeMo-RL version that will run, read without importing it: `explicit` (a profile's
+    `nemo_rl_version`), else the git tag, else descent from the pin, else what its files
+    declare (on main package_info.py lags: the pin's says 0.6.0); None when nothing says."""
     if explicit:
         return parse_version(str(explicit), source="nemo_rl_version given", named=True)
     if checkout is None:

@@ -42,12 +42,6 @@ REPORT_HINT = (
 )
 
 
-def _available() -> dict[str, str]:
-    from importlib.util import find_spec
-
-    return {name: mod for name, mod in COMMANDS.items() if find_spec(mod) is not None}
-
-
 def _formatter(prog: str):
     """argparse's formatter at the terminal width (argparse's own default imports shutil)."""
     import argparse
@@ -99,8 +93,7 @@ def build_parser(only: str | None = None):
     )
     parser.add_argument(DEBUG_FLAG, action="store_true", help="print tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = [only] if only else list(_available())
-    for name in names:
+    for name in [only] if only else COMMANDS:
         mod = import_module(COMMANDS[name])
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP, formatter_class=_formatter)
         mod.add_arguments(p)
