@@ -45,7 +45,7 @@ def derive(
     (commit, version) and is recorded as given. Raises E-SCHEMA-DERIVE when a root is absent."""
     checkout = checkout.resolve()
     index = SourceIndex(checkout)
-    docs, _skipped = load_examples(checkout)
+    docs = load_examples(checkout)
     generated = dt.datetime.now(dt.timezone.utc).date().isoformat()
     out = {}
     for algorithm in algorithms:

@@ -242,6 +242,11 @@ def options(t: dict) -> list[dict]:
     return t["options"] if t["t"] == "union" else [t]
 
 
+def takes_none(t: dict) -> bool:
+    """Whether a type accepts None (`none` or `any` among its alternatives)."""
+    return any(o["t"] in {"none", "any"} for o in options(t))
+
+
 def fields_of(classes: dict, name: str) -> dict:
     """A class's fields and those its subclasses add (VllmConfig's under GenerationConfig)."""
     cls = classes.get(name, {})

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from runners.nemo_rl.schema.builder import SchemaBuilder, fields_of, options
-from runners.nemo_rl.schema.source import Module, SourceIndex
+from runners.nemo_rl.schema.source import Module, SourceIndex, absolute
 
 DOTTED = re.compile(r"^nemo_rl(\.\w+)+$")
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -345,11 +345,8 @@ def _references(mod: Module, name: str) -> list[str]:
     text = mod.path.read_text(encoding="utf-8")
     package = name if mod.path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[str] = []
-    for dots, module, names in IMPORT.findall(text):
-        if dots:
-            base = package.split(".")
-            base = base[: len(base) - (len(dots) - 1)] if len(dots) > 1 else base
-            module = ".".join([*base, module] if module else base)
+    for dots, written, names in IMPORT.findall(text):
+        module = absolute(len(dots), written, package)
         if module.startswith("nemo_rl"):
             out.append(module)
             out += [f"{module}.{n}" for n in re.findall(r"\w+", names) if n != "as"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.config_values import dotted_get
-from runners.nemo_rl.schema.builder import RECORDS, options
+from runners.nemo_rl.schema.builder import RECORDS, options, takes_none
 from runners.nemo_rl.schema.code_reads import CodeReads
 
 MEGATRON = {"policy.megatron_cfg.enabled": True}
@@ -178,8 +178,7 @@ def key_tables(
     none_ok: dict[str, dict[str, str]] = {}
     for (name, key), at in sorted(facts.none_checked.items()):
         spec = facts.fields(name).get(key)
-        options = spec["type"].get("options", [spec["type"]]) if spec else []
-        if spec and not any(o["t"] in {"none", "any"} for o in options):
+        if spec and not takes_none(spec["type"]):
             none_ok.setdefault(name, {})[key] = at
     return {p: dict(sorted(k.items())) for p, k in sorted(reads.items())}, none_ok
 

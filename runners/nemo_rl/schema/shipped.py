@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from catalog.yamlfile import Lines, compose, key_lines
-from runners.nemo_rl.schema.builder import RECORDS, fields_of, options
+from runners.nemo_rl.schema.builder import RECORDS, fields_of, options, takes_none
 
 EXAMPLES = "examples"  # upstream's shipped configs, recipes and Gym examples live below this
 LOADER_KEY = "defaults"  # consumed by NeMo-RL's config loader, never part of MasterConfig
@@ -43,20 +43,18 @@ def _load(text: str) -> Any:
     return doc
 
 
-def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
-    """Every YAML mapping under examples/ by path, and notes on the files that were skipped."""
+def load_examples(checkout: Path) -> dict[Path, dict]:
+    """Every YAML mapping under examples/ by path (a file that does not load proves nothing)."""
     out: dict[Path, dict] = {}
-    skipped: list[str] = []
     root = checkout / EXAMPLES
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
         try:
             doc = _load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            skipped.append(f"{path.relative_to(checkout)}: {str(exc).splitlines()[0]}")
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if isinstance(doc, dict):
             out[path.resolve()] = doc
-    return out, skipped
+    return out
 
 
 def resolved_example(path: Path, docs: dict[Path, dict], seen: frozenset = frozenset()) -> dict:
@@ -86,10 +84,6 @@ def _merged(base: dict, over: dict) -> dict:
         elif value != "???" or key not in out:
             out[key] = value
     return out
-
-
-def _takes_none(t: dict) -> bool:
-    return any(o["t"] in {"none", "any"} for o in options(t))
 
 
 class ShippedWalker:
@@ -131,7 +125,7 @@ class ShippedWalker:
             where = f"{self.source}:{line}" if line else self.source
             if not declared:
                 self.found.setdefault(path, {}).setdefault(str(key), where)
-            elif v is None and not any(_takes_none(t) for t in declared):
+            elif v is None and not any(takes_none(t) for t in declared):
                 self.nulls.setdefault(path, {}).setdefault(str(key), where)
 
 
