@@ -10,21 +10,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from catalog.config_values import dotted_get
 from catalog.errors import Finding
 
 OVERRIDE_PREFIX = "override '"
 _REF = re.compile(r"\$\{([^${}:,\s]+)\}")
 SHOWN = 3
-
-
-def _raw(config: Any, key: str) -> Any:
-    """The unresolved value of a dotted key in a container (None when absent)."""
-    node = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def _refs(value: Any, key: str) -> set[str]:
@@ -46,7 +37,7 @@ def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | Non
     """The overridden key `key`'s value comes from through interpolations, if any."""
     if depth > 16:
         return None
-    for ref in _refs(_raw(config, key), key):
+    for ref in _refs(dotted_get(config, key), key):
         hit = next((t for t in typed if ref == t or ref.startswith(t + ".")), None)
         if hit is not None:
             return hit
@@ -75,7 +66,10 @@ def fold_override_findings(
     written = {
         f.key: f
         for f in findings
-        if f.key and f.is_error and f.key not in typed and not _refs(_raw(config, f.key), f.key)
+        if f.key
+        and f.is_error
+        and f.key not in typed
+        and not _refs(dotted_get(config, f.key), f.key)
     }
     own = {**typed, **written}
     if not own:

@@ -134,10 +134,8 @@ def _emit(plan, secrets: dict[str, str], code: int, dry_run: bool = False) -> No
     """The one document: the plan's findings, the exit code and (after a run) pipeline.json."""
     from steps.cli.output import document, emit_json
 
-    summary = None
     path = plan.root / "pipeline.json"
-    if not dry_run and path.is_file():
-        summary = read_json(path)
+    summary = read_json(path) if not dry_run and path.is_file() else None
     doc = document(
         plan.findings,
         ok=code == 0,

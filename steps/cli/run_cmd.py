@@ -198,23 +198,16 @@ def run(
 
 
 def main_for_step(step_dir: Path, argv: list[str]) -> int:
-    """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
+    """Entry point of a step folder's `step.py`: the `run` flags without the step id, failures
+    printed as `main` prints them."""
     from catalog.errors import StepsError
-    from steps.cli import UsageError
+    from steps.cli import UsageError, _fail, _interrupted, _usage_finding
 
     try:
-        args = parse(list(argv), with_step=False)
-        return run(args, step_dir=Path(step_dir), argv=list(argv))
+        return run(parse(list(argv), with_step=False), step_dir=Path(step_dir), argv=list(argv))
     except UsageError as exc:
-        exc.parser.print_usage(sys.stderr)
-        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(_usage_finding(exc), 2, None, False, 0, exc.parser)
     except StepsError as exc:
-        print(exc.finding.render(), file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc.finding, exc.exit_code, None, False, 0)
     except KeyboardInterrupt:
-        from steps.cli import clear_interrupt_mark
-
-        print("interrupted", file=sys.stderr)
-        clear_interrupt_mark()
-        return 130
+        return _interrupted(None, False, 0)
