@@ -194,8 +194,16 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
             else "name a regular YAML file of at most 16 MiB",
             exit_code=2,
         ) from None
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+    except UnicodeDecodeError as exc:  # raised by our decode of the whole file's bytes
+        raw, at = exc.object, exc.start
+        raise StepsError(
+            "E-CONFIG-READ",
+            f"the config file is not UTF-8 text (byte 0x{raw[at]:02x})",
+            path=str(path),
+            line=raw[:at].count(b"\n") + 1,
+            fix="save the file as UTF-8",
+            exit_code=2,
+        ) from None
     except yaml.YAMLError as exc:
         raise yaml_error(exc, path, "E-CONFIG-YAML") from None
     except OmegaConfBaseException as exc:
@@ -211,25 +219,6 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
             exit_code=2,
         )
     return cfg
-
-
-def _not_utf8(path: Path) -> StepsError:
-    """Where a config file stops being UTF-8 (PyYAML's error counts from its read buffer)."""
-    raw = path.read_bytes()
-    try:
-        raw.decode("utf-8")
-        at = None
-    except UnicodeDecodeError as exc:
-        at = exc.start
-    return StepsError(
-        "E-CONFIG-READ",
-        "the config file is not UTF-8 text"
-        + (f" (byte 0x{raw[at]:02x})" if at is not None else ""),
-        path=str(path),
-        line=raw[:at].count(b"\n") + 1 if at is not None else None,
-        fix="save the file as UTF-8",
-        exit_code=2,
-    )
 
 
 def _defaults_line(path: Path) -> int | None:

@@ -61,10 +61,10 @@ def script_for_version(script: str, version: NemoRLVersion | None) -> str:
 
 
 def candidates(explicit: str | Path | None, env: Mapping[str, str]) -> list[tuple[str, Path]]:
-    """Where to look, in order: `--nemo-rl DIR`, `$NEMO_RL_HOME`, the container path."""
-    out: list[tuple[str, Path]] = []
+    """Where to look: `--nemo-rl DIR` alone when given, else `$NEMO_RL_HOME`, the container path."""
     if explicit:
-        out.append(("--nemo-rl", Path(explicit).expanduser()))
+        return [("--nemo-rl", Path(explicit).expanduser())]
+    out: list[tuple[str, Path]] = []
     if env.get(NEMO_RL_HOME_VAR):
         out.append((f"${NEMO_RL_HOME_VAR}", Path(env[NEMO_RL_HOME_VAR]).expanduser()))
     out.append(("container path", Path(NEMO_RL_CONTAINER_PATH)))
@@ -72,10 +72,7 @@ def candidates(explicit: str | Path | None, env: Mapping[str, str]) -> list[tupl
 
 
 def not_found(script: str, explicit: str | Path | None, env: Mapping[str, str]) -> StepsError:
-    tried = candidates(explicit, env)
-    if explicit:
-        tried = tried[:1]
-    where = "; ".join(f"{label} {p} (no {script})" for label, p in tried)
+    where = "; ".join(f"{label} {p} (no {script})" for label, p in candidates(explicit, env))
     return StepsError(
         "E-NEMO-RL-NOT-FOUND",
         f"no NeMo-RL checkout found to run {script}: tried {where}",
@@ -110,10 +107,8 @@ def is_checkout(path: Path) -> bool:
 
 
 def locate_checkout(explicit: str | Path | None, env: Mapping[str, str]) -> Path | None:
-    """The first candidate that is a NeMo-RL checkout; an explicit `--nemo-rl` is the only one
-    tried. Unlike `locate`, the script need not exist: an old checkout is still recognised."""
-    found = candidates(explicit, env)
-    for _, path in found[:1] if explicit else found:
+    """The first candidate that is a NeMo-RL checkout (it need not hold the step's script)."""
+    for _, path in candidates(explicit, env):
         if path.is_dir() and is_checkout(path):
             return path.resolve()
     return None
