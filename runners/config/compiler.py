@@ -228,8 +228,7 @@ def _defaults_line(path: Path) -> int | None:
 def _load_with_inheritance(
     path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
 ) -> Any:
-    """The merged chain of `path` as NeMo-RL's `load_config` merges it, as plain data (NotPlain
-    where OmegaConf must decide) or a DictConfig; its files are appended to `sources`."""
+    """The merged chain of `path`, as plain data or a DictConfig; its files go into `sources`."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -301,8 +300,7 @@ def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
 
 
 def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
-    """The merged chain and its files (parents first): merged as plain data when `plain_merge`
-    can, else by OmegaConf file by file (tests/test_config_merge.py: the same nodes)."""
+    """The merged chain and its files: as plain data when `plain_merge` can, else by OmegaConf."""
     sources: list[Path] = []
     try:
         data = _load_with_inheritance(path, [], sources, True, home)

@@ -35,8 +35,7 @@ def _build(content: bytes) -> DictConfig | ListConfig:
 
 
 def load_yaml_data(path: Path) -> Any:
-    """What `load_yaml_file` builds from, as plain data, read-only (kept as it is); NotPlain
-    for data `plain_merge` does not take."""
+    """What `load_yaml_file` builds from, as plain data, read-only; NotPlain if not plain."""
     content = read_capped(path)
     data = _DATA.get(content, lambda: _plain_data(content), size=len(content))
     if data is NotPlain:

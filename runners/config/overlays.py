@@ -51,8 +51,7 @@ def _fill(node: DictConfig, overlay: dict, prefix: str, doc: dict, added: list[s
 
 
 def apply_overlays(compiled: CompiledConfig, doc: dict | None) -> list[str]:
-    """Add the overlay keys the schema `doc` knows; the dotted keys added, in file order.
-    The overlay files go first in `compiled.sources` so findings can point at their lines."""
+    """Add the overlay keys the schema `doc` knows (their files first in sources); those added."""
     if doc is None:
         return []
     added: list[str] = []

@@ -29,8 +29,7 @@ def is_unsure(value: Any) -> bool:
 
 
 def merge_with_override(base: dict, child: dict) -> dict:
-    """Upstream `merge_with_override`: a top-level section of the child marked
-    `_override_: true` replaces the parent's (the marker dropped); the rest merges."""
+    """Upstream `merge_with_override`: a child's top-level `_override_: true` section replaces."""
     marked = {}
     for key, section in child.items():
         if isinstance(section, dict) and "_override_" in section:

@@ -223,8 +223,7 @@ def unsupported(version: NemoRLVersion, checkout: Path | None) -> StepsError:
 
 @dataclass(frozen=True)
 class Target:
-    """The NeMo-RL a run is checked against: the located checkout (it may lack the step's
-    script) and its version; both None when neither a checkout nor a version is known."""
+    """The NeMo-RL a run is checked against: the located checkout (or None) and its version."""
 
     checkout: Path | None
     version: NemoRLVersion | None
@@ -264,8 +263,7 @@ def compile_for(
     overrides: list[str],
     home: Path | None = None,
 ) -> Any:
-    """The step config compiled for this NeMo-RL: version overlays (`runners.config.overlays`) for
-    its schema, then the overrides."""
+    """The step config compiled for this NeMo-RL: its schema's overlays, then the overrides."""
     from runners.config.compile_once import compiled_once
     from runners.config.overlays import compile_with_overlays, overlay_candidates
     from runners.nemo_rl.schema.store import cached_schema_for

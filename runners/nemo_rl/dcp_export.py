@@ -70,8 +70,7 @@ def launch_argv(launcher: str, script: str, config: Mapping[str, Any]) -> list[s
 def plan(
     config: Mapping[str, Any], command: Callable[[str, str], list[str]], script: str, force: bool
 ) -> tuple[list[str] | None, list[Finding], str | None]:
-    """(argv, findings, skip message) for a local export; `command(script, config)` is the
-    chosen launcher's argv for a NeMo-RL script (runners.launch.local)."""
+    """(argv, findings, skip message) of a local export; `command` builds the launcher's argv."""
     hf_path = Path(str(config.get("hf_path")))
     if (hf_path / "config.json").is_file():
         if not force:

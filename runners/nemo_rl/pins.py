@@ -77,8 +77,7 @@ class Pin:
 
 
 def read_pyproject(checkout: Path) -> tuple[PyProject, Path, list[str]] | None:
-    """The checkout's pyproject.toml, its path and lines (None without one), read once while
-    the file is unchanged."""
+    """The checkout's pyproject.toml, its path and lines (None without one), read once."""
     path = checkout / "pyproject.toml"
     try:
         st = path.stat()

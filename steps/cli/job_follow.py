@@ -62,8 +62,7 @@ def _judge_refused(run_dir: Path) -> None:
 def follow(
     run_dir: Path, job: JobRecord, until_done: bool, out: Any = None, tail: bool = True
 ) -> int:
-    """Stream the driver log; with until_done, the job's exit code (runners.launch.submit).
-    Ctrl-C detaches (130) and says how to follow, check and cancel."""
+    """Stream the driver log; with until_done, the job's exit code (Ctrl-C detaches: 130)."""
     from runners.launch.submit import follow as follow_job
 
     followed = follow_job(run_dir, job, until_done, out, tail)

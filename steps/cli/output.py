@@ -67,8 +67,7 @@ def terminal_width(stream: Any = None) -> int:
 
 
 def wrap(text: str, indent: str = "", first: str | None = None, width: int | None = None) -> str:
-    """`text` filled to the terminal width; `first` prefixes line one (default: `indent`).
-    Words (ids, paths) are never split."""
+    """`text` filled to the terminal width, `first` before line one; words are never split."""
     import textwrap
 
     return textwrap.fill(

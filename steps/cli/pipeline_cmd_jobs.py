@@ -49,8 +49,7 @@ def pipeline_hook(command: str, args: argparse.Namespace) -> int | None:
 
 
 def _status(record: dict, states: list, as_json: bool) -> int:
-    """Every stage's state; the pipeline's (failed names its stage). 2 when a stage's cluster
-    could not say."""
+    """Every stage's state and the pipeline's; 2 when a stage's cluster could not say."""
     from runners.pipeline.jobs import verdict
 
     state, named = verdict(states)

@@ -46,8 +46,7 @@ def make_plan(args, for_run: bool = False):
 
 
 def plan_secrets(plan) -> dict[str, str]:
-    """Secret values the plan's output must not show: secret environment variables and the
-    literal values of secret-named stage overrides."""
+    """Secret values the plan's output must not show (environment and stage overrides)."""
     from runners.config.secret_overrides import known_secrets
 
     return known_secrets(os.environ, [t for s in plan.stages for t in s.overrides])

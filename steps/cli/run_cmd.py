@@ -174,8 +174,7 @@ def _chain_options(args: argparse.Namespace):
 def run(
     args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
 ) -> int:
-    """Plan, print, then write + launch unless `--dry-run` (runners.run.execute decides what
-    and when); exit 0/1/2 (or the job's code)."""
+    """Plan, print, then write and launch unless `--dry-run`; exit 0/1/2 or the job's code."""
     from runners.run.cluster import target_for
     from runners.run.execute import execute, plan_for
     from steps.cli.run_render import render_event
@@ -198,8 +197,7 @@ def run(
 
 
 def main_for_step(step_dir: Path, argv: list[str]) -> int:
-    """Entry point of a step folder's `step.py`: the `run` flags without the step id, failures
-    printed as `main` prints them."""
+    """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
     from catalog.errors import StepsError
     from steps.cli import UsageError, _fail, _interrupted, _usage_finding
 

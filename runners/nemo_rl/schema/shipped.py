@@ -58,8 +58,7 @@ def load_examples(checkout: Path) -> dict[Path, dict]:
 
 
 def resolved_example(path: Path, docs: dict[Path, dict], seen: frozenset = frozenset()) -> dict:
-    """An example config merged over its `defaults:` chain (lists replace, top-level
-    `_override_` drops the parent's section), as NeMo-RL's loader does."""
+    """An example config merged over its `defaults:` chain, as NeMo-RL's loader does."""
     doc = docs.get(path)
     if doc is None or path in seen:
         return {}

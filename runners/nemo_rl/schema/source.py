@@ -64,8 +64,7 @@ class SourceIndex:
         return mod
 
     def modules_with_bases(self, names: set[str]) -> list[str]:
-        """Modules defining a class whose bases mention one of `names` (a text pre-filter,
-        so the few hundred other files are never parsed)."""
+        """Modules defining a class whose bases mention one of `names` (others are never parsed)."""
         out = []
         for path in sorted((self.root / "nemo_rl").rglob("*.py")):
             rel = path.relative_to(self.root).with_suffix("")
