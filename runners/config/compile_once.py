@@ -12,7 +12,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from catalog.content_memo import ContentMemo
 
@@ -54,16 +54,13 @@ def compiled_once(
     if memo is None:
         COMPILES[str(path)] += 1
         return build()
-    kept = memo.get((str(Path.cwd()), *key), make, size=weight, valid=unchanged)
+    kept = memo.get(
+        (str(Path.cwd()), *key),
+        make,
+        size=lambda kept: sum(len(data or b"") for _, data in kept[0]),
+        valid=lambda kept: all(read_content(p) == data for p, data in kept[0]),
+    )
     return kept[1]
-
-
-def weight(kept: tuple[list[tuple[Path, bytes | None]], Any]) -> int:
-    return sum(len(data or b"") for _, data in kept[0])
-
-
-def unchanged(kept: tuple[list[tuple[Path, bytes | None]], Any]) -> bool:
-    return all(read_content(p) == data for p, data in kept[0])
 
 
 def read_content(path: Path) -> bytes | None:
