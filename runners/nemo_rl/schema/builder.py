@@ -149,20 +149,13 @@ class SchemaBuilder:
             k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in node.keywords
         )
-        extra = next(
-            (
-                k.value.value
-                for k in node.keywords
-                if k.arg == "extra" and isinstance(k.value, ast.Constant)
-            ),
-            None,
-        )
+        extra = _extra(node.keywords)  # class C(BaseModel, extra="forbid")
         values = []
         for stmt in node.body:
             if kind == "enum" and isinstance(stmt, ast.Assign):
                 values.extend([stmt.value.value] if isinstance(stmt.value, ast.Constant) else [])
             if isinstance(stmt, ast.Assign) and _is_config_dict(stmt):
-                extra = _config_dict_extra(stmt.value) or extra
+                extra = _extra(getattr(stmt.value, "keywords", [])) or extra
             if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
                 continue
             fname = stmt.target.id
@@ -301,9 +294,9 @@ def _is_config_dict(stmt: ast.Assign) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "model_config" for t in stmt.targets)
 
 
-def _config_dict_extra(value: ast.expr) -> str | None:
-    if isinstance(value, ast.Call):
-        for k in value.keywords:
-            if k.arg == "extra" and isinstance(k.value, ast.Constant):
-                return str(k.value.value)
-    return None
+def _extra(keywords: list[ast.keyword]) -> str | None:
+    """The constant `extra=` among a class's or a `ConfigDict(...)` call's keywords."""
+    found = [
+        k.value.value for k in keywords if k.arg == "extra" and isinstance(k.value, ast.Constant)
+    ]
+    return str(found[0]) if found else None
