@@ -43,7 +43,7 @@ def say(text: str, err: bool = False) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
-    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+    from steps.cli.pipeline_cmd import pipeline_hook
 
     if (done := pipeline_hook("status", args)) is not None:  # a pipeline's root or stage
         return done
