@@ -192,14 +192,12 @@ def pins(
     overrides = _pins_in(
         doc.tool.uv.override_dependencies, "override-dependencies", wanted, path, lines, markers
     )
-    out: dict[str, list[Pin]] = {}
-    for pin in overrides:
-        out.setdefault(pin.package, []).append(pin)
     rest = _pins_in(doc.project.dependencies, "dependencies", wanted, path, lines, markers)
     for extra in extras:
         entries = doc.project.optional_dependencies.get(extra, [])
         rest += _pins_in(entries, extra, wanted, path, lines, markers)
-    for pin in rest:
-        if pin.package not in {p.package for p in overrides}:
-            out.setdefault(pin.package, []).append(pin)
+    overridden = {p.package for p in overrides}
+    out: dict[str, list[Pin]] = {}
+    for pin in [*overrides, *(p for p in rest if p.package not in overridden)]:
+        out.setdefault(pin.package, []).append(pin)
     return out

@@ -89,11 +89,9 @@ def cache_key(checkout: Path, version: NemoRLVersion | None) -> str:
     return f"{commit or (version.number if version else 'unknown')}-{fingerprint(checkout)}"
 
 
-def derived_schema(
-    checkout: Path, algorithm: str, version: NemoRLVersion | None, env: dict | None = None
-) -> Schema:
+def derived_schema(checkout: Path, algorithm: str, version: NemoRLVersion | None) -> Schema:
     """From the cache, else derived now (every algorithm at once) and cached."""
-    folder = cache_root(env) / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
+    folder = cache_root() / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
     path = folder / f"{algorithm}.json"
     try:
         return Schema(read_json(path), f"derived, cached at {path}")
@@ -115,10 +113,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def schema_for(
-    algorithm: str,
-    checkout: Path | None = None,
-    version: NemoRLVersion | None = None,
-    env: dict | None = None,
+    algorithm: str, checkout: Path | None = None, version: NemoRLVersion | None = None
 ) -> Schema | None:
     """The schema a config for `algorithm` is checked against; None for an unknown algorithm."""
     if algorithm not in ROOTS:
@@ -130,7 +125,7 @@ def schema_for(
         if doc is not None:
             return Schema(doc, f"shipped for {version.label}")
     if source is not None:
-        return derived_schema(source, algorithm, version, env)
+        return derived_schema(source, algorithm, version)
     doc = shipped_schema(NEMO_RL_PIN_LABEL, algorithm)
     named = f"no schema ships for {version.label}; " if version is not None else ""
     return Schema(doc, f"{named}shipped for {pin_version().label}") if doc else None
