@@ -1,11 +1,9 @@
 """Compile a step config exactly as NeMo-RL does (pinned in `catalog.upstream`).
 
-Mirrors `nemo_rl/utils/config.py`: `load_config` (YAML `defaults:` inheritance, a string or a
-list, paths relative to the declaring file, merged in order with the child last, lists replaced,
-top-level `_override_: true` replaces the parent's section, nested `_override_` is NOT honoured,
-`???` in a child keeps the parent's value), then `parse_hydra_overrides` (hydra-core's grammar
-applied in struct mode), then resolution with the scripts' resolvers (add, mul, div, max) and
-OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what NeMo-RL will run.
+Mirrors `nemo_rl/utils/config.py`: `load_config` (`defaults:`, a path or a list of paths relative
+to the declaring file, merged in order, child last; nested `_override_` is NOT honoured), then
+`parse_hydra_overrides` (hydra-core's grammar in struct mode), then the scripts' resolvers and
+`oc.env`. Upstream's quirks are kept on purpose: we validate what NeMo-RL will run.
 
 A worked example, two files beside each other:
 
@@ -27,7 +25,6 @@ A worked example, two files beside each other:
     ([.../base.yaml, .../child.yaml], ('.../base.yaml', 4), ("override 'policy.lr=3e-6'", None))
 
 `policy.seed=7` without the `+` is E-OVERRIDE-KEY (struct mode: no new keys), as in NeMo-RL.
-A pipeline run compiles each stage once (`runners.config.compile_once`).
 """
 
 from __future__ import annotations
