@@ -50,7 +50,8 @@ from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
 from runners.config.compile_once import compiled_once
 from runners.config.files import load_yaml_data, load_yaml_file
-from runners.config.override_apply import apply_overrides, first_line
+from runners.config.override_apply import apply_overrides
+from runners.config.overrides import first_line
 from runners.omegaconf_internals import parse_interpolations_once, register_resolver
 
 RESOLVERS = {

@@ -14,12 +14,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
+from runners.config.overrides import OverrideError, first_line, parse_overrides, redacted
 from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception's first line (its type's name when it says nothing): one line per finding."""
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def all_keys(node: Any, prefix: str = "") -> list[str]:
@@ -54,8 +50,6 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """Apply Hydra-style overrides the way `parse_hydra_overrides` does, with clear errors."""
     if not overrides:
         return cfg
-    from runners.config.overrides import OverrideError, parse_overrides, redacted
-
     parsed = parse_overrides(overrides)
     for ov in parsed:
         key = ov.key_or_group
@@ -90,8 +84,6 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 
 def _apply_error(ov: Any, exc: BaseException) -> StepsError:
-    from runners.config.overrides import OverrideError, redacted
-
     fix = (
         f"Hydra cannot delete a key whose value is null; set it instead ({ov.key_or_group}=...)"
         if ov.is_delete()

@@ -77,6 +77,11 @@ def _hydra_parse(token: str) -> Any:
     return parsed
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (its type's name when it says nothing): one line per finding."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 class OverrideError(StepsError):
     """One override token that cannot be parsed or applied (exit 2); `token` is it as typed, so
     a run can report it and go on judging the config without it (runners.run.plan_run)."""
@@ -93,8 +98,6 @@ def _parse_one(token: str) -> Any:
     try:
         return _hydra_parse(token)
     except HydraException as exc:
-        from runners.config.override_apply import first_line
-
         shown, first = redacted(token, first_line(exc))
         raise OverrideError(
             token, "E-OVERRIDE-SYNTAX", f"cannot parse override '{shown}': {first}", fix=SYNTAX_FIX
