@@ -1,8 +1,7 @@
 """Override tokens read with Hydra's own grammar, as NeMo-RL's scripts read their argv.
 
-`a.b=v` changes a key, `+a.b=v` adds one, `++a.b=v` adds or changes, `~a.b` deletes; values
-are Hydra values (quoted strings, lists, dicts, interpolations). The compiler, binding and
-planning all ask here which key a token touches, so `a.b='x=y'` means one thing everywhere.
+`a.b=v` changes a key, `+a.b=v` adds one, `++a.b=v` adds or changes, `~a.b` deletes. The
+compiler, binding and planning all ask here which key a token touches (`a.b='x=y'`: `a.b`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ project (`cp` copies one whole, as torchtune's `tune cp`; `init` starts a file i
 NeMo-RL reads a `defaults:` entry as a path relative to the declaring file, and that meaning
 always wins; only when no such file exists is it read as `STEP:CONFIG` (`rlvr:nemo_gym`,
 `dpo:default.yaml`) or as a bare `CONFIG` of the step being run. The run dir's config.yaml holds
-the merged result, so NeMo-RL never sees these names. Writes are atomic and replace a file only
-when asked to.
+the merged result, so NeMo-RL never sees these names.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""`run`: compile a step's config, bind its artifacts, preflight, then launch it.
-
-Here (exec into NeMo-RL, rl_prep in-process), or on a cluster with `--run PROFILE` (attached:
-stream the driver log, exit with the job's code) or `--batch PROFILE` (detached) from env.toml.
-`--dry-run` checks everything, remote rules included, and writes and submits nothing.
-"""
+"""`run`: compile a step's config, bind its artifacts, preflight, then launch it here (exec into
+NeMo-RL, rl_prep in-process) or on a cluster (`--run`/`--batch PROFILE` from env.toml)."""
 
 from __future__ import annotations
 
