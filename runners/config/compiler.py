@@ -242,9 +242,8 @@ def _load_with_inheritance(
     if "defaults" in cfg:
         if plain:
             defaults = cfg["defaults"]
-            if plain_merge.is_unsure(defaults) or (
-                isinstance(defaults, list) and any(plain_merge.is_unsure(d) for d in defaults)
-            ):
+            entries = defaults if isinstance(defaults, list) else [defaults]
+            if any(plain_merge.is_unsure(d) for d in entries):
                 raise plain_merge.NotPlain  # a DictConfig reads `???` as absent, resolves `${}`
             cfg = {k: v for k, v in cfg.items() if k != "defaults"}
         else:
