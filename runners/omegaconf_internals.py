@@ -1,15 +1,8 @@
-"""Everything we use of OmegaConf beyond its public API, in one place, for each version we
-support (`SUPPORTED`: 2.2, 2.3 and 2.4).
-
-Two things OmegaConf has no public API for: its YAML loader (the rules `OmegaConf.load` reads
-with: YAML 1.2 floats, no timestamps, repeated keys refused, and from 2.4 bounded alias
-expansion), which moved from `omegaconf._utils` (2.2, 2.3) to `omegaconf._yaml` (2.4); and a
-container's child as a node, unresolved (`_get_node`: `???` and `${...}` as written, where
-`cfg[key]` resolves or raises), with the node's own predicates. Also the one public call that
-moved: 2.4 deprecates `register_new_resolver` (a UserWarning on every use) for
-`register_resolver`, the same call. And one speed-up: each interpolation string parsed once a
-process (`parse_interpolations_once`), not at every read. Every other module uses OmegaConf's
-public API and these; `tests/test_omegaconf_versions.py` runs them under each supported version.
+"""Everything we use of OmegaConf beyond its public API, for each supported version (2.2-2.4;
+`tests/test_omegaconf_versions.py` runs them under each): its YAML loader (moved from
+`omegaconf._utils` to `omegaconf._yaml` in 2.4), a child as an unresolved node (`_get_node`)
+with its predicates, `register_resolver` (2.4 deprecates `register_new_resolver`), and each
+interpolation string parsed once a process (`parse_interpolations_once`).
 """
 
 from __future__ import annotations
@@ -104,13 +97,10 @@ _KEPT_TEXT = 2048
 
 @functools.cache
 def parse_interpolations_once() -> None:
-    """Keep OmegaConf's parse of each interpolation string: it parses a `${...}` with its ANTLR
-    grammar (~0.3 ms) when a node is made and again at every resolution, the same few dozen
-    strings over and over (the upstream corpus: 27k parses of 34 strings, a third of a compile
-    and resolve). The parse is a function of its arguments alone and OmegaConf only reads the
-    tree (its nested resolution already keeps a tree across later parses), so a kept tree gives
-    what a fresh parse gives. Installed in every OmegaConf module that imported `parse` (2.2 and
-    2.3: base, _utils; 2.4 also omegaconf); errors are not kept. Idempotent."""
+    """Keep OmegaConf's ANTLR parse of each interpolation string (~0.3 ms, at every node made and
+    every resolution: the upstream corpus parsed 34 strings 27k times, a third of a compile). The
+    parse depends on its arguments alone and OmegaConf only reads the tree, so a kept one is
+    what a fresh parse gives. Installed in every OmegaConf module that imported `parse`."""
     import sys
 
     from omegaconf import grammar_parser

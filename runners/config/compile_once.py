@@ -1,13 +1,9 @@
 """One compile per stage config in a pipeline run, and the count of compiles a process made.
 
-A pipeline reads each stage's config three times (its planner, its cache key, its checks); on
-this machine all three ask for the same compile (file, overrides, config folder, NeMo-RL
-target). On a cluster (--batch/--run) a NeMo-RL stage's checks compile it for the profile's
-NeMo-RL, its plan and cluster key without one: two compiles. Under `compile_once()` the first
-compile is kept and each later request gets a fresh copy of it, while every file it read still
-has the same content (tests/test_pipeline_run.py counts them). A one-shot `run` compiles once
-anyway and keeps nothing. Imports nothing heavy: `pipeline run` enters it before its pipeline
-file loads.
+A pipeline reads each stage's config three times (planner, cache key, checks; on a cluster
+the checks compile for the profile's NeMo-RL, so two compiles). Under `compile_once()` the first
+compile is kept and later requests get a copy while the files it read are unchanged
+(tests/test_pipeline_run.py counts them). Imports nothing heavy: `pipeline run` enters it first.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from catalog.content_memo import ContentMemo
 
@@ -45,9 +41,8 @@ def compiled_once(
     build: Callable[[], T],
     watch: Callable[[T], list[Path]] = lambda c: [],
 ) -> T:
-    """`build()`, a compile of `path` (a `CompiledConfig`; `key` names all else it depends on),
-    counted in COMPILES; under `compile_once` a copy of the kept one while its sources and the
-    files `watch` names (read by the compile even where they added nothing) are unchanged."""
+    """`build()`, a compile of `path` (`key` names all else it depends on), counted; under
+    `compile_once` a copy of the kept one while its sources and `watch`'s files are unchanged."""
 
     def make() -> tuple[list[tuple[Path, bytes | None]], T]:
         COMPILES[str(path)] += 1
@@ -59,16 +54,13 @@ def compiled_once(
     if memo is None:
         COMPILES[str(path)] += 1
         return build()
-    kept = memo.get((str(Path.cwd()), *key), make, size=weight, valid=unchanged)
+    kept = memo.get(
+        (str(Path.cwd()), *key),
+        make,
+        size=lambda kept: sum(len(data or b"") for _, data in kept[0]),
+        valid=lambda kept: all(read_content(p) == data for p, data in kept[0]),
+    )
     return kept[1]
-
-
-def weight(kept: tuple[list[tuple[Path, bytes | None]], Any]) -> int:
-    return sum(len(data or b"") for _, data in kept[0])
-
-
-def unchanged(kept: tuple[list[tuple[Path, bytes | None]], Any]) -> bool:
-    return all(read_content(p) == data for p, data in kept[0])
 
 
 def read_content(path: Path) -> bytes | None:

@@ -1,11 +1,9 @@
 """Compile a step config exactly as NeMo-RL does (pinned in `catalog.upstream`).
 
-Mirrors `nemo_rl/utils/config.py`: `load_config` (YAML `defaults:` inheritance, a string or a
-list, paths relative to the declaring file, merged in order with the child last, lists replaced,
-top-level `_override_: true` replaces the parent's section, nested `_override_` is NOT honoured,
-`???` in a child keeps the parent's value), then `parse_hydra_overrides` (hydra-core's grammar
-applied in struct mode), then resolution with the scripts' resolvers (add, mul, div, max) and
-OmegaConf's `oc.env`. Upstream's quirks are kept on purpose: we validate what NeMo-RL will run.
+Mirrors `nemo_rl/utils/config.py`: `load_config` (`defaults:`, a path or a list of paths relative
+to the declaring file, merged in order, child last; nested `_override_` is NOT honoured), then
+`parse_hydra_overrides` (hydra-core's grammar in struct mode), then the scripts' resolvers and
+`oc.env`. Upstream's quirks are kept on purpose: we validate what NeMo-RL will run.
 
 A worked example, two files beside each other:
 
@@ -27,7 +25,6 @@ A worked example, two files beside each other:
     ([.../base.yaml, .../child.yaml], ('.../base.yaml', 4), ("override 'policy.lr=3e-6'", None))
 
 `policy.seed=7` without the `+` is E-OVERRIDE-KEY (struct mode: no new keys), as in NeMo-RL.
-A pipeline run compiles each stage once (`runners.config.compile_once`).
 """
 
 from __future__ import annotations
@@ -53,7 +50,8 @@ from catalog.yamlfile import file_key
 from runners.config import omegaconf_merge, plain_merge
 from runners.config.compile_once import compiled_once
 from runners.config.files import load_yaml_data, load_yaml_file
-from runners.config.override_apply import apply_overrides, first_line
+from runners.config.override_apply import apply_overrides
+from runners.config.overrides import first_line
 from runners.omegaconf_internals import parse_interpolations_once, register_resolver
 
 RESOLVERS = {
@@ -194,8 +192,16 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
             else "name a regular YAML file of at most 16 MiB",
             exit_code=2,
         ) from None
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+    except UnicodeDecodeError as exc:  # raised by our decode of the whole file's bytes
+        raw, at = exc.object, exc.start
+        raise StepsError(
+            "E-CONFIG-READ",
+            f"the config file is not UTF-8 text (byte 0x{raw[at]:02x})",
+            path=str(path),
+            line=raw[:at].count(b"\n") + 1,
+            fix="save the file as UTF-8",
+            exit_code=2,
+        ) from None
     except yaml.YAMLError as exc:
         raise yaml_error(exc, path, "E-CONFIG-YAML") from None
     except OmegaConfBaseException as exc:
@@ -213,25 +219,6 @@ def _load_yaml(path: Path, chain: list[Path], plain: bool) -> Any:
     return cfg
 
 
-def _not_utf8(path: Path) -> StepsError:
-    """Where a config file stops being UTF-8 (PyYAML's error counts from its read buffer)."""
-    raw = path.read_bytes()
-    try:
-        raw.decode("utf-8")
-        at = None
-    except UnicodeDecodeError as exc:
-        at = exc.start
-    return StepsError(
-        "E-CONFIG-READ",
-        "the config file is not UTF-8 text"
-        + (f" (byte 0x{raw[at]:02x})" if at is not None else ""),
-        path=str(path),
-        line=raw[:at].count(b"\n") + 1 if at is not None else None,
-        fix="save the file as UTF-8",
-        exit_code=2,
-    )
-
-
 def _defaults_line(path: Path) -> int | None:
     return file_key(path, ["defaults"])[0]
 
@@ -239,9 +226,7 @@ def _defaults_line(path: Path) -> int | None:
 def _load_with_inheritance(
     path: Path, chain: list[Path], sources: list[Path], plain: bool, home: Path | None = None
 ) -> Any:
-    """The merged chain of `path` as NeMo-RL's `load_config` merges it: as plain data
-    (`plain_merge`, raising NotPlain where OmegaConf must decide) or as a DictConfig merged by
-    OmegaConf; same files, same findings. The chain's files are appended to `sources`."""
+    """The merged chain of `path`, as plain data or a DictConfig; its files go into `sources`."""
     real = path.resolve()
     if real in [p.resolve() for p in chain]:
         cycle = " -> ".join(str(p) for p in [*chain, path])
@@ -257,9 +242,8 @@ def _load_with_inheritance(
     if "defaults" in cfg:
         if plain:
             defaults = cfg["defaults"]
-            if plain_merge.is_unsure(defaults) or (
-                isinstance(defaults, list) and any(plain_merge.is_unsure(d) for d in defaults)
-            ):
+            entries = defaults if isinstance(defaults, list) else [defaults]
+            if any(plain_merge.is_unsure(d) for d in entries):
                 raise plain_merge.NotPlain  # a DictConfig reads `???` as absent, resolves `${}`
             cfg = {k: v for k, v in cfg.items() if k != "defaults"}
         else:
@@ -283,7 +267,9 @@ def _load_with_inheritance(
         for entry in defaults:
             parent = Path(entry) if entry.startswith("/") else path.parent / entry
             if not parent.exists():
-                parent = _step_config(entry, path, home) or parent
+                from runners.config.step_configs import step_config
+
+                parent = step_config(entry, home, path, _defaults_line(path)) or parent
             parent_cfg = _load_with_inheritance(parent, [*chain, path], sources, plain, home)
             base = omegaconf_merge.merged(merge, base, parent_cfg, parent)
         cfg = omegaconf_merge.merged(merge, base, cfg, path)
@@ -291,54 +277,27 @@ def _load_with_inheritance(
     return cfg
 
 
-def _step_config(entry: str, declaring: Path, home: Path | None) -> Path | None:
-    """A shipped step config named by `entry` (`runners.config.step_refs`), found at the line
-    of the declaring file's `defaults:`."""
-    from runners.config.step_refs import step_config
-
-    try:
-        return step_config(entry, home)
-    except StepsError as exc:
-        f = exc.finding
-        raise StepsError(
-            f.code,
-            f.message,
-            path=str(declaring),
-            line=_defaults_line(declaring),
-            fix=f.fix,
-            exit_code=2,
-        ) from None
-
-
 # Chains plain data could not merge (OmegaConf merged them file by file), per config file: for
 # stats and tests (upstream's own recipes all take the plain path, tests/test_config_merge.py).
 MERGED_BY_OMEGACONF: Counter[str] = Counter()
-# Merged trees and their mappings (those that pickle to SUBTREE_BYTES or more: a few keys)
-# kept pickled by their data, unpickled per hit: a fresh copy ~8x cheaper than building its
-# nodes again (~60 us each): recipes of one parent (the upstream corpus) build ~45% fewer
-# nodes. A one-shot compile keeps nothing (`seen_twice`).
+# Merged trees and their mappings of SUBTREE_BYTES or more, pickled by their data: a copy is ~8x
+# cheaper than building its nodes (~60 us each); recipes of one parent (the upstream corpus)
+# build ~45% fewer nodes. A one-shot compile keeps nothing (`seen_twice`).
 _TREES = ContentMemo(max_entries=2048, max_bytes=64 << 20, seen_twice=True)
 SUBTREE_BYTES = 64
 
 
 def load_config(path: str | Path, home: Path | None = None) -> CompiledConfig:
-    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides); `home` is the
-    config folder of the step being run, where a bare `defaults: NAME` is looked up when no
-    file of that name is beside the declaring file (`runners.config.step_refs`).
-
-    A chain merged again in the same process (check, plan, tests), from this path or another,
-    is a copy of the kept tree, and a section merged before from another chain a copy of the
-    kept section (`_tree`); its files are read (and their parses memoized) again.
-    """
+    """Load a YAML config with NeMo-RL's `defaults:` inheritance (no overrides); a bare
+    `defaults: NAME` not beside the declaring file is the config NAME in `home`, the step's
+    config folder (`runners.config.step_configs`)."""
     parse_interpolations_once()
     cfg, sources = _load_chain(Path(path), home)
     return CompiledConfig(cfg, sources)
 
 
 def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
-    """The merged chain and its files (parents first): merged as plain data and built once by
-    `OmegaConf.create` when `plain_merge` can, else by OmegaConf file by file (the same nodes:
-    tests/test_config_merge.py holds both to upstream's own code)."""
+    """The merged chain and its files: as plain data when `plain_merge` can, else by OmegaConf."""
     sources: list[Path] = []
     try:
         data = _load_with_inheritance(path, [], sources, True, home)
@@ -350,10 +309,8 @@ def _load_chain(path: Path, home: Path | None) -> tuple[DictConfig, list[Path]]:
 
 
 def _tree(data: dict) -> DictConfig:
-    """`OmegaConf.create(data)`, node for node, its mappings kept by their data (`_TREES`): a
-    merged chain read again under another path or cwd (a copied catalog, a pipeline's stages)
-    is a copy of the kept tree, and recipes that share a parent share copies of the sections
-    and subsections they leave as the parent has them."""
+    """`OmegaConf.create(data)`, node for node, its mappings kept by their data (`_TREES`), so
+    a chain read again elsewhere, and recipes sharing a parent's sections, get copies."""
     blob = pickle.dumps(data, pickle.HIGHEST_PROTOCOL)
     return _kept(data, blob)
 

@@ -1,12 +1,10 @@
 """Pin `${oc.env:VAR,default}` into the config: what runs is what preflight checked.
 
-A config that keeps `${oc.env:STEPS_OUTPUT,/tmp/steps-output}/dpo/checkpoints` is resolved
-again wherever the job starts; on a cluster, or in a shell with another environment, it writes
-elsewhere than preflight checked. So at compile time each plain (non-secret) env interpolation
-is replaced by the value it resolves to in the launching environment, and the values used are
-returned for run.json. OmegaConf's own grammar parses each default (quotes, numbers, `null`).
-A secret variable (`runners.secrets.is_secret_env`), a value shaped like a credential, an unset
-variable without a default, and a default that refers to other keys stay references.
+Kept, `${oc.env:STEPS_OUTPUT,/tmp/out}/dpo` resolves again wherever the job starts (another
+environment writes elsewhere), so each plain env interpolation is replaced by its value in the
+launching environment (defaults parsed by OmegaConf's grammar) and the values are returned for
+run.json. A secret variable or credential-shaped value, an unset variable without a default and
+a default that refers to other keys stay references.
 """
 
 from __future__ import annotations
@@ -135,11 +133,9 @@ def pin_env(cfg: DictConfig, env: Mapping[str, str]) -> dict[str, dict]:
 
 
 def with_steps_home(env: MutableMapping[str, str]) -> str:
-    """Set `STEPS_HOME` (the folder holding the built-in `steps/` catalog) in `env` and in this
-    process, where `oc.env` resolves, unless already set; returns it. Shipped configs name their
-    data from it (`${oc.env:STEPS_HOME}/steps/rl/nemo_rl/dpo/data/tiny_train.jsonl`): NeMo-RL
-    opens relative paths from its checkout root, and `pin_env` writes the value into config.yaml.
-    """
+    """Set `STEPS_HOME` (the folder holding the built-in `steps/` catalog) in `env` and this
+    process unless set; returns it. Shipped configs name their data from it, since NeMo-RL opens
+    relative paths from its checkout root (`pin_env` writes the value into config.yaml)."""
     from catalog.discovery import BUILTIN_ROOT
 
     home = env.get(HOME_VAR) or os.environ.get(HOME_VAR) or str(BUILTIN_ROOT.parent)

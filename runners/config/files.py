@@ -1,11 +1,5 @@
-"""Config files read as `OmegaConf.load` reads them, faster, and kept for reuse.
-
-libyaml does the parsing under OmegaConf's own loader rules (its float syntax, no timestamps,
-duplicate keys rejected), so the data is the same. A process that reads the same content
-again (check, plan, the tests) gets a copy instead of a rebuild; a one-shot command copies
-nothing, because a pristine copy is kept only when a content comes back a second time (a
-`catalog.content_memo.ContentMemo`, bounded in entries and bytes).
-"""
+"""Config files read as `OmegaConf.load` reads them (libyaml under its loader's rules), and a
+content read a second time in a process a copy instead of a rebuild (`ContentMemo`)."""
 
 from __future__ import annotations
 
@@ -27,9 +21,8 @@ _DATA = ContentMemo(max_entries=256, copy=SHARED)
 
 
 def load_yaml_file(path: Path) -> DictConfig | ListConfig:
-    """`OmegaConf.load(path)`; raises what it raises (OSError, yaml.YAMLError, decode errors),
-    except that a top-level scalar comes back as an empty list for the caller to reject, and
-    that the read and the aliases are bounded (`catalog.yamlfile.read_capped`, `check_tree`)."""
+    """`OmegaConf.load(path)`, raising what it raises, but the read and aliases bounded
+    (`catalog.yamlfile`) and a top-level scalar an empty list for the caller to reject."""
     content = read_capped(path)
     return _FILES.get(content, lambda: _build(content), size=len(content))
 
@@ -42,9 +35,7 @@ def _build(content: bytes) -> DictConfig | ListConfig:
 
 
 def load_yaml_data(path: Path) -> Any:
-    """What `load_yaml_file` would build from, as plain data: a mapping, else a list (an empty
-    one for a top-level scalar), read-only for the caller (kept for reuse as it is). Raises
-    what `load_yaml_file` raises, and NotPlain for data `plain_merge` does not take."""
+    """What `load_yaml_file` builds from, as plain data, read-only; NotPlain if not plain."""
     content = read_capped(path)
     data = _DATA.get(content, lambda: _plain_data(content), size=len(content))
     if data is NotPlain:

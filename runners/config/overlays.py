@@ -1,12 +1,9 @@
 """Version overlays: config keys only newer NeMo-RL versions read, added where they apply.
 
-A step config must be valid on every supported NeMo-RL. Keys that only newer versions declare
-live beside the config file that would set them, in `overlays/<same name>.yaml` (same shape as
-a config). When a config's `defaults:` chain includes such a file, each overlay key is added to
-the compiled config, before the command-line overrides, if: the config does not set it, its
-parent section exists, and the NeMo-RL that will run knows the key at that path (its schema
-declares it or its example configs set it). A mapping is added whole only if it holds every key
-its class requires, so an overlay never leaves a half section. Older versions get none of it.
+A step config must be valid on every supported NeMo-RL, so keys only newer versions declare live
+in `overlays/<config name>.yaml` beside the config. Each is added before the overrides where the
+config does not set it, its parent exists and the NeMo-RL that will run knows it (its schema);
+a mapping only whole (every key its class requires), so no half section is ever left.
 """
 
 from __future__ import annotations
@@ -54,8 +51,7 @@ def _fill(node: DictConfig, overlay: dict, prefix: str, doc: dict, added: list[s
 
 
 def apply_overlays(compiled: CompiledConfig, doc: dict | None) -> list[str]:
-    """Add the overlay keys the schema `doc` knows; the dotted keys added, in file order.
-    The overlay files go first in `compiled.sources` so findings can point at their lines."""
+    """Add the overlay keys the schema `doc` knows (their files first in sources); those added."""
     if doc is None:
         return []
     added: list[str] = []

@@ -1,11 +1,8 @@
-"""Hydra-style overrides applied to a compiled config as NeMo-RL's `parse_hydra_overrides`
-applies them (Hydra's own `_apply_overrides_to_config`, one token at a time to name it in an
-error), in time linear in the tokens.
-
-OmegaConf.update with force_add (`+k=v`, `++k=v`) lifts the struct flag of the key's parent
-around every set, and each lift clears the flag caches of all the parent's children: n keys
-added under one parent cost n^2 (50k `++unk.kN=v` took minutes). A run of such tokens that set a
-plain value under the same existing section is applied as update does it, under one lift.
+"""Hydra-style overrides applied as NeMo-RL's `parse_hydra_overrides` does (Hydra's own
+`_apply_overrides_to_config`, a token at a time to name it in an error), in linear time:
+OmegaConf.update's force-add lifts the parent's struct flag per set, clearing every child's
+flag cache (n adds under one parent cost n^2: 50k `++unk.kN=v` took minutes), so a run of plain
+adds under one section is applied as update does it, under one lift.
 """
 
 from __future__ import annotations
@@ -17,12 +14,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from catalog.did_you_mean import close_keys
 from catalog.errors import StepsError
+from runners.config.overrides import OverrideError, first_line, parse_overrides, redacted
 from runners.omegaconf_internals import child_node, is_interpolation, is_missing, is_none
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception's first line (its type's name when it says nothing): one line per finding."""
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def all_keys(node: Any, prefix: str = "") -> list[str]:
@@ -57,8 +50,6 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """Apply Hydra-style overrides the way `parse_hydra_overrides` does, with clear errors."""
     if not overrides:
         return cfg
-    from runners.config.overrides import OverrideError, parse_overrides, redacted
-
     parsed = parse_overrides(overrides)
     for ov in parsed:
         key = ov.key_or_group
@@ -93,8 +84,6 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 
 def _apply_error(ov: Any, exc: BaseException) -> StepsError:
-    from runners.config.overrides import OverrideError, redacted
-
     fix = (
         f"Hydra cannot delete a key whose value is null; set it instead ({ov.key_or_group}=...)"
         if ov.is_delete()

@@ -1,9 +1,7 @@
 """A wrong override is one finding: the key the user typed, first, with the value as typed.
 
-`policy.max_total_sequence_length=abc` also reaches every key that interpolates it
-(`max_new_tokens: ${policy.max_total_sequence_length}`, `${mul:...,2}` giving 'abcabc'), and
-each of those fails the same type check. Those are the override's finding, not causes of their
-own: they are folded into it (named, counted), and the user's own findings come first.
+`policy.max_total_sequence_length=abc` also fails at every key interpolating it
+(`max_new_tokens: ${policy.max_total_sequence_length}`); those are folded into its finding.
 """
 
 from __future__ import annotations
@@ -12,21 +10,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from catalog.config_values import dotted_get
 from catalog.errors import Finding
 
 OVERRIDE_PREFIX = "override '"
 _REF = re.compile(r"\$\{([^${}:,\s]+)\}")
 SHOWN = 3
-
-
-def _raw(config: Any, key: str) -> Any:
-    """The unresolved value of a dotted key in a container (None when absent)."""
-    node = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def _refs(value: Any, key: str) -> set[str]:
@@ -48,7 +37,7 @@ def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | Non
     """The overridden key `key`'s value comes from through interpolations, if any."""
     if depth > 16:
         return None
-    for ref in _refs(_raw(config, key), key):
+    for ref in _refs(dotted_get(config, key), key):
         hit = next((t for t in typed if ref == t or ref.startswith(t + ".")), None)
         if hit is not None:
             return hit
@@ -61,10 +50,8 @@ def _source(config: Any, key: str, typed: set[str], depth: int = 0) -> str | Non
 def fold_override_findings(
     findings: list[Finding], compiled: Any, raw: Callable[[], Any] | None = None
 ) -> list[Finding]:
-    """Findings with those that repeat an error at keys that interpolate its key folded into
-    it. The source is a typed override, or a key whose own value is written out (a YAML line):
-    an override's finding comes first, and a written key's that folded others comes before them,
-    so the user's own line leads (`max_total_sequence_length: 4k` is one finding, not six)."""
+    """Findings with those repeating an error at keys interpolating its key folded into it;
+    the source (a typed override, else a key written out in YAML) leads, overrides first."""
     if compiled is None or not any(f.key and f.is_error for f in findings):
         return findings
     from omegaconf import OmegaConf
@@ -79,7 +66,10 @@ def fold_override_findings(
     written = {
         f.key: f
         for f in findings
-        if f.key and f.is_error and f.key not in typed and not _refs(_raw(config, f.key), f.key)
+        if f.key
+        and f.is_error
+        and f.key not in typed
+        and not _refs(dotted_get(config, f.key), f.key)
     }
     own = {**typed, **written}
     if not own:

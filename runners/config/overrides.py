@@ -1,8 +1,7 @@
 """Override tokens read with Hydra's own grammar, as NeMo-RL's scripts read their argv.
 
-`a.b=v` changes a key, `+a.b=v` adds one, `++a.b=v` adds or changes, `~a.b` deletes; values
-are Hydra values (quoted strings, lists, dicts, interpolations). The compiler, binding and
-planning all ask here which key a token touches, so `a.b='x=y'` means one thing everywhere.
+`a.b=v` changes a key, `+a.b=v` adds one, `++a.b=v` adds or changes, `~a.b` deletes. The
+compiler, binding and planning all ask here which key a token touches (`a.b='x=y'`: `a.b`).
 """
 
 from __future__ import annotations
@@ -77,6 +76,11 @@ def _hydra_parse(token: str) -> Any:
     return parsed
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (its type's name when it says nothing): one line per finding."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 class OverrideError(StepsError):
     """One override token that cannot be parsed or applied (exit 2); `token` is it as typed, so
     a run can report it and go on judging the config without it (runners.run.plan_run)."""
@@ -93,19 +97,15 @@ def _parse_one(token: str) -> Any:
     try:
         return _hydra_parse(token)
     except HydraException as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        shown, first = redacted(token, first)
+        shown, first = redacted(token, first_line(exc))
         raise OverrideError(
             token, "E-OVERRIDE-SYNTAX", f"cannot parse override '{shown}': {first}", fix=SYNTAX_FIX
         ) from None
 
 
 def parse_overrides(tokens: Iterable[str]) -> list[Any]:
-    """Hydra `Override` objects, one per token; E-OVERRIDE-SYNTAX names a token Hydra rejects.
-
-    The objects are shared between calls: read them, do not change them. The last list of
-    tokens is kept whole, so the compiler, binding and planning parse 50k overrides once.
-    """
+    """Hydra `Override` objects, one per token (shared: read only; the last lists are kept,
+    so 50k overrides are parsed once); E-OVERRIDE-SYNTAX names a token Hydra rejects."""
     return list(_parse_all(tuple(tokens)))
 
 

@@ -1,17 +1,11 @@
 """NeMo-RL's `merge_with_override` on plain YAML data, as OmegaConf's merge would do it.
 
-Merging DictConfigs file by file is most of a compile. Kept because it pays against the
-dry-run target (< 0.5 s on real recipes; `bench/bench_config_engine.py`, 2026-12-07, 2 cores
-at load ~5, CPU): the largest pin GRPO recipe (38 KB of YAML in its chain) compiles in 32 ms
-vs 114 ms merged by OmegaConf alone, and its `run --dry-run` takes 0.52 s vs 0.59 s (the
-tiny Gym config: 0.55 vs 0.56 s; imports are most of the rest). On the
-data a YAML file gives (str keys; mappings, lists, str, int, float, bool, None) OmegaConf's
-merge reduces to: a mapping merges into a mapping key by key, anything else replaces (a list
-whole), `???` keeps what the parent set, a new key goes last, a replaced one keeps its place.
-Where OmegaConf would do more (resolve an interpolation the child overrides; refuse a list
-merged with a mapping; read a `???` or an interpolation as "not there", a marker that is not a
-bool) this raises NotPlain and the caller merges with OmegaConf itself. Only public data is
-read; inputs are never changed (they are kept for reuse).
+Kept for the dry-run target (< 0.5 s; `bench/bench_config_engine.py`, 2026-12-07): the largest
+pin GRPO recipe compiles in 32 ms vs 114 ms merged by OmegaConf alone, its dry run 0.52 vs
+0.59 s. On YAML data OmegaConf's merge reduces to: mappings merge key by key, anything else
+replaces (a list whole), `???` keeps the parent's value, a new key goes last. Where OmegaConf
+would do more (an interpolation the child overrides, a list over a mapping, a non-bool marker)
+this raises NotPlain and the caller merges with OmegaConf. Inputs are never changed.
 """
 
 from __future__ import annotations
@@ -35,8 +29,7 @@ def is_unsure(value: Any) -> bool:
 
 
 def merge_with_override(base: dict, child: dict) -> dict:
-    """Upstream `merge_with_override`: a top-level section of the child marked
-    `_override_: true` replaces the parent's (the marker dropped); the rest merges."""
+    """Upstream `merge_with_override`: a child's top-level `_override_: true` section replaces."""
     marked = {}
     for key, section in child.items():
         if isinstance(section, dict) and "_override_" in section:
@@ -80,10 +73,9 @@ def merge(dest: dict, src: dict) -> dict:
 
 
 def _replaces_interpolation(old: str, value: Any, missing: bool) -> bool:
-    """Whether a child's value simply replaces the parent's interpolation `old`. OmegaConf
-    resolves `old` first (failures ignored) and merges into the target if it is a mapping or a
-    list; a value that is neither, nor `???`, replaces whatever it resolved to, once `old`
-    parses (a grammar error is the one failure OmegaConf does not ignore there)."""
+    """Whether a child's value simply replaces the parent's interpolation `old`: OmegaConf
+    resolves `old` first (ignoring failures but a grammar error), and a value that is no
+    mapping, list or `???` replaces what it resolved to."""
     return not missing and not isinstance(value, (dict, list)) and parses(old)
 
 

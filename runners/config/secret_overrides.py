@@ -1,13 +1,10 @@
 """Secrets in Hydra overrides (`++hf_token=...` in a pipeline stage): kept off command lines.
 
-`runners.secrets` decides what is secret and redacts what we print or save; this module applies
-it to override tokens that must reach a child process. The literal value of a key at or under a
-secret-named key (`hf_token`, `credentials.aws`), or a token-shaped value under any key, is
-moved into the child's environment: `key=${oc.env:STEPS_SECRET_<KEY>}` on the command line for
-a string, `key='${oc.decode:${oc.env:...}}'` (quoted for Hydra's parser) for a list, mapping
-or number, which keeps its type. The value of a secret environment variable inside an override
-becomes `${oc.env:<VAR>}`. So `ps`, logs and records only ever show the reference; NeMo-RL
-resolves them all as before.
+The literal value at or under a secret-named key (`hf_token`, `credentials.aws`), or a
+token-shaped value under any key, moves into the child's environment: the command line says
+`key=${oc.env:STEPS_SECRET_<KEY>}` (a string) or `key='${oc.decode:${oc.env:...}}'` (a list,
+mapping or number, keeping its type); a secret environment variable's value inside an override
+becomes `${oc.env:<VAR>}`. So `ps`, logs and records only show references NeMo-RL resolves.
 """
 
 from __future__ import annotations
@@ -79,9 +76,8 @@ def secret_var(key: str) -> str:
 
 
 def override_secrets(overrides: Iterable[str]) -> dict[str, str]:
-    """Secret value -> a name for it, for every value a secret override holds (the items of a
-    list or mapping too, and a secret key's inside a mapping: `logger.wandb={api_key: ..}`):
-    what `redact_text` needs to find them wherever else they appear."""
+    """Secret value -> a name for it, for every value a secret override holds (a list's or
+    mapping's items too, `logger.wandb={api_key: ..}`), for `redact_text`."""
     from catalog.errors import StepsError
     from runners.config.overrides import parse_overrides
 

@@ -60,8 +60,7 @@ class CompiledValues:
 
 
 def read_config(path: Path, overrides: Sequence[str] = (), entry: Any = None) -> CompiledValues:
-    """Compile `path` with `overrides` (StepsError as `run` would raise it) for planning; a
-    bare `defaults: NAME` is looked up in `entry`'s config folder, as `run` does."""
+    """Compile `path` with `overrides` for planning, as `run` would (`entry`: its config folder)."""
     home = entry.config_dir if entry is not None else None
     return CompiledValues(compile_config(path, list(overrides), home))
 

@@ -1,9 +1,5 @@
-"""Hand the process over to NeMo-RL: find the checkout, pick the script, build argv, exec.
-
-What runs is what was validated: the upstream script gets `--config <run dir>/config.yaml` and
-no further overrides, from the checkout root, started by the launcher `runners.launch.local`
-chooses (and probes before the launch).
-"""
+"""Hand the process over to NeMo-RL: find the checkout, read its version, pick the script, exec.
+What runs is what was validated: the script gets `--config <run dir>/config.yaml` only."""
 
 from __future__ import annotations
 
@@ -65,10 +61,10 @@ def script_for_version(script: str, version: NemoRLVersion | None) -> str:
 
 
 def candidates(explicit: str | Path | None, env: Mapping[str, str]) -> list[tuple[str, Path]]:
-    """Where to look, in order: `--nemo-rl DIR`, `$NEMO_RL_HOME`, the container path."""
-    out: list[tuple[str, Path]] = []
+    """Where to look: `--nemo-rl DIR` alone when given, else `$NEMO_RL_HOME`, the container path."""
     if explicit:
-        out.append(("--nemo-rl", Path(explicit).expanduser()))
+        return [("--nemo-rl", Path(explicit).expanduser())]
+    out: list[tuple[str, Path]] = []
     if env.get(NEMO_RL_HOME_VAR):
         out.append((f"${NEMO_RL_HOME_VAR}", Path(env[NEMO_RL_HOME_VAR]).expanduser()))
     out.append(("container path", Path(NEMO_RL_CONTAINER_PATH)))
@@ -76,10 +72,7 @@ def candidates(explicit: str | Path | None, env: Mapping[str, str]) -> list[tupl
 
 
 def not_found(script: str, explicit: str | Path | None, env: Mapping[str, str]) -> StepsError:
-    tried = candidates(explicit, env)
-    if explicit:
-        tried = tried[:1]
-    where = "; ".join(f"{label} {p} (no {script})" for label, p in tried)
+    where = "; ".join(f"{label} {p} (no {script})" for label, p in candidates(explicit, env))
     return StepsError(
         "E-NEMO-RL-NOT-FOUND",
         f"no NeMo-RL checkout found to run {script}: tried {where}",
@@ -90,8 +83,7 @@ def not_found(script: str, explicit: str | Path | None, env: Mapping[str, str]) 
 
 def exec_env(checkout: Path, env: Mapping[str, str], extra: Mapping[str, str] = {}) -> dict:
     """The environment NeMo-RL gets: ours plus `PYTHONPATH=<checkout>` in front."""
-    out = dict(env)
-    out.update(extra)
+    out = {**env, **extra}
     old = out.get("PYTHONPATH")
     out["PYTHONPATH"] = str(checkout) + (os.pathsep + old if old else "")
     return out
@@ -115,10 +107,8 @@ def is_checkout(path: Path) -> bool:
 
 
 def locate_checkout(explicit: str | Path | None, env: Mapping[str, str]) -> Path | None:
-    """The first candidate that is a NeMo-RL checkout; an explicit `--nemo-rl` is the only one
-    tried. Unlike `locate`, the script need not exist: an old checkout is still recognised."""
-    found = candidates(explicit, env)
-    for _, path in found[:1] if explicit else found:
+    """The first candidate that is a NeMo-RL checkout (it need not hold the step's script)."""
+    for _, path in candidates(explicit, env):
         if path.is_dir() and is_checkout(path):
             return path.resolve()
     return None
@@ -189,10 +179,9 @@ def _version_from_files(checkout: Path) -> tuple[str, str] | None:
 
 
 def detect_version(checkout: Path | None, explicit: str | None = None) -> NemoRLVersion | None:
-    """The NeMo-RL version that will run, read without importing it. `explicit` (a cluster
-    profile's `nemo_rl_version`) wins; else the checkout's git tag, else (main) whether it
-    descends from the pin, else the version its files declare (on main, package_info.py lags
-    the releases: the pin's says 0.6.0). None when nothing says."""
+    """The NeMo-RL version that will run, read without importing it: `explicit` (a profile's
+    `nemo_rl_version`), else the git tag, else descent from the pin, else what its files
+    declare (on main package_info.py lags: the pin's says 0.6.0); None when nothing says."""
     if explicit:
         return parse_version(str(explicit), source="nemo_rl_version given", named=True)
     if checkout is None:
@@ -234,8 +223,7 @@ def unsupported(version: NemoRLVersion, checkout: Path | None) -> StepsError:
 
 @dataclass(frozen=True)
 class Target:
-    """The NeMo-RL a run is checked against: the located checkout (it may lack the step's
-    script) and its version; both None when neither a checkout nor a version is known."""
+    """The NeMo-RL a run is checked against: the located checkout (or None) and its version."""
 
     checkout: Path | None
     version: NemoRLVersion | None
@@ -275,8 +263,7 @@ def compile_for(
     overrides: list[str],
     home: Path | None = None,
 ) -> Any:
-    """The step config compiled for this NeMo-RL: version overlays (`runners.config.overlays`) for
-    its schema, then the overrides."""
+    """The step config compiled for this NeMo-RL: its schema's overlays, then the overrides."""
     from runners.config.compile_once import compiled_once
     from runners.config.overlays import compile_with_overlays, overlay_candidates
     from runners.nemo_rl.schema.store import cached_schema_for

@@ -1,12 +1,10 @@
-"""The `dcp_to_hf` runner: export a NeMo-RL DTensor (torch DCP) checkpoint with NeMo-RL's own
-`examples/converters/convert_dcp_to_hf.py`, run from the NeMo-RL checkout like a NeMo-RL step.
+"""The `dcp_to_hf` runner: a DTensor (torch DCP) checkpoint exported by NeMo-RL's own
+`examples/converters/convert_dcp_to_hf.py`, run from the checkout like a NeMo-RL step.
 
-The converter takes exactly `--config <step_N>/config.yaml --dcp-ckpt-path <step_N>/policy/weights
---hf-ckpt-path OUT` (v0.6.0, v0.7.0 and the pin alike); it finds a v2 worker's `weights/model/`
-itself and the tokenizer in `policy/tokenizer` beside the weights. It loads the base model's
-config from `policy.model_name` of that config.yaml, refuses an existing OUT and, when the base
-model is unreachable, fails after writing the weights: both are checked before launch
-(`runners.preflight.dcp_export`).
+It takes `--config <step_N>/config.yaml --dcp-ckpt-path <step_N>/policy/weights --hf-ckpt-path
+OUT` (v0.6.0 to the pin), refuses an existing OUT and fails after writing the weights when
+the base model (`policy.model_name` of that config) is unreachable: both are checked before
+launch (`runners.preflight.dcp_export`).
 """
 
 from __future__ import annotations
@@ -72,8 +70,7 @@ def launch_argv(launcher: str, script: str, config: Mapping[str, Any]) -> list[s
 def plan(
     config: Mapping[str, Any], command: Callable[[str, str], list[str]], script: str, force: bool
 ) -> tuple[list[str] | None, list[Finding], str | None]:
-    """(argv, findings, skip message) for a local export; `command(script, config)` is the
-    chosen launcher's argv for a NeMo-RL script (runners.launch.local)."""
+    """(argv, findings, skip message) of a local export; `command` builds the launcher's argv."""
     hf_path = Path(str(config.get("hf_path")))
     if (hf_path / "config.json").is_file():
         if not force:

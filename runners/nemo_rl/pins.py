@@ -1,12 +1,10 @@
 """What a NeMo-RL checkout pins for the packages it refuses or breaks on, from its pyproject.toml.
 
 NeMo-RL asserts some versions at import (0.7.0 refuses transformers >= 5.12 at
-`nemo_rl/models/policy/__init__.py:52`) and breaks on others, so the interpreter that runs it
-must hold what the checkout pins: v0.6.0 pins `transformers==5.3.0`, v0.7.0 and the pin
-`>=5.5.0,<5.9.0`. The pins are read from the checkout that will run, never from a table of
-ours. As uv does: an entry of `[tool.uv] override-dependencies` replaces every other
-requirement on that package; else `[project] dependencies` plus the named extras apply (the
-`vllm` extra when generation uses vLLM). A direct wheel URL pins the version in its file name.
+`nemo_rl/models/policy/__init__.py:52`), so the interpreter must hold what the checkout that
+will run pins (v0.6.0 `transformers==5.3.0`, v0.7.0 `>=5.5.0,<5.9.0`). As uv does: a
+`[tool.uv] override-dependencies` entry replaces every other requirement on its package, else
+`[project] dependencies` plus the named extras apply; a wheel URL pins its file name's version.
 """
 
 from __future__ import annotations
@@ -79,8 +77,7 @@ class Pin:
 
 
 def read_pyproject(checkout: Path) -> tuple[PyProject, Path, list[str]] | None:
-    """The checkout's pyproject.toml, its path and lines (None when it has none): read once
-    while the file is unchanged, for the package pins and requires-python alike."""
+    """The checkout's pyproject.toml, its path and lines (None without one), read once."""
     path = checkout / "pyproject.toml"
     try:
         st = path.stat()
@@ -195,14 +192,12 @@ def pins(
     overrides = _pins_in(
         doc.tool.uv.override_dependencies, "override-dependencies", wanted, path, lines, markers
     )
-    out: dict[str, list[Pin]] = {}
-    for pin in overrides:
-        out.setdefault(pin.package, []).append(pin)
     rest = _pins_in(doc.project.dependencies, "dependencies", wanted, path, lines, markers)
     for extra in extras:
         entries = doc.project.optional_dependencies.get(extra, [])
         rest += _pins_in(entries, extra, wanted, path, lines, markers)
-    for pin in rest:
-        if pin.package not in {p.package for p in overrides}:
-            out.setdefault(pin.package, []).append(pin)
+    overridden = {p.package for p in overrides}
+    out: dict[str, list[Pin]] = {}
+    for pin in [*overrides, *(p for p in rest if p.package not in overridden)]:
+        out.setdefault(pin.package, []).append(pin)
     return out

@@ -1,9 +1,6 @@
-"""The CLI: one module per subcommand, each with `HELP`, `add_arguments(parser)`, `run(args)`.
-
-Only the chosen subcommand's module is imported, so `list` pays for nothing else. `main` owns
-the exit codes (catalog.errors: 0 ok, 1 findings, 2 usage/setup, 70 internal error, 130
-interrupted) and turns every failure into a finding: text on stderr, or the one JSON document
-on stdout when the command line has `--json` (see steps/cli/output.py).
+"""The CLI: one module per subcommand (`HELP`, `add_arguments(parser)`, `run(args)`), only the
+chosen one imported. `main` owns the exit codes (catalog.errors) and turns every failure into a
+finding: text on stderr, or the one JSON document with `--json` (steps/cli/output.py).
 """
 
 from __future__ import annotations
@@ -45,12 +42,6 @@ REPORT_HINT = (
 )
 
 
-def _available() -> dict[str, str]:
-    from importlib.util import find_spec
-
-    return {name: mod for name, mod in COMMANDS.items() if find_spec(mod) is not None}
-
-
 def _formatter(prog: str):
     """argparse's formatter at the terminal width (argparse's own default imports shutil)."""
     import argparse
@@ -72,10 +63,8 @@ def _parser_class():
     import argparse
 
     class Parser(argparse.ArgumentParser):
-        """argparse that raises instead of exiting, so `--json` can carry usage errors too.
-
-        A subcommand's parser with `intermixed` set takes its options before, between or after
-        its positionals (`run STEP key=v --dry-run`), in the one parse of the command line."""
+        """argparse that raises instead of exiting (`--json` carries usage errors too); with
+        `intermixed` set, options may come between positionals (`run STEP k=v --dry-run`)."""
 
         intermixed = False
 
@@ -104,8 +93,7 @@ def build_parser(only: str | None = None):
     )
     parser.add_argument(DEBUG_FLAG, action="store_true", help="print tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = [only] if only else list(_available())
-    for name in names:
+    for name in [only] if only else COMMANDS:
         mod = import_module(COMMANDS[name])
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP, formatter_class=_formatter)
         mod.add_arguments(p)
@@ -204,11 +192,10 @@ def _interrupted(command, as_json: bool, before: int) -> int:
 
 
 def clear_interrupt_mark() -> None:
-    """After a handled Ctrl-C: a KeyboardInterrupt that passed through code CPython compiled
-    from a string (dataclasses and namedtuple build their methods so, e.g. in an import under
-    way) leaves CPython's "unhandled KeyboardInterrupt" mark set, and at the exit of `python
-    -m` CPython then kills itself with SIGINT instead of exiting 130. Running a string clears
-    the mark (pythonrun.c, run_eval_code_obj)."""
+    """After a handled Ctrl-C: one that passed through code compiled from a string (dataclass
+    methods) leaves CPython's "unhandled KeyboardInterrupt" mark set, and `python -m` then dies
+    by SIGINT instead of exiting 130; running a string clears it (pythonrun.c,
+    run_eval_code_obj)."""
     exec("pass")
 
 

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+    from steps.cli.pipeline_cmd import pipeline_hook
 
     if (done := pipeline_hook("cancel", args)) is not None:  # a pipeline's root or stage
         return done

@@ -1,9 +1,5 @@
-"""`chain-step begin|end JOB_DIR`: a chain segment's decisions, by hand.
-
-A Slurm chain's segment script runs the decision program staged with its run dir
-(runners/chain/segment_program.py) with the node's python3; this command runs the same program
-from this installation, inside a segment's Slurm job (SLURM_JOB_ID set), for whoever debugs one.
-"""
+"""`chain-step begin|end JOB_DIR`: a chain segment's decisions by hand, inside its Slurm job: the
+program its script runs (runners/chain/segment_program.py), from this installation."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ def add_json_argument(parser, what: str = "the result") -> None:
     )
 
 
-def print_findings(findings, stream=None) -> None:
-    """Findings as text, on stderr unless told otherwise (stdout is for results)."""
-    stream = stream or sys.stderr
+def print_findings(findings) -> None:
+    """Findings as text, on stderr (stdout is for results)."""
     for f in findings:
-        print(f.render(), file=stream)
+        print(f.render(), file=sys.stderr)

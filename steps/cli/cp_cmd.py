@@ -9,15 +9,15 @@ from steps.cli.common import add_json_argument
 HELP = "copy a step's config into your project to edit (STEP[:CONFIG] [DEST] [--force])"
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("ref", metavar="STEP[:CONFIG]", help="e.g. rl/nemo_rl/dpo:tiny or rlvr")
-    parser.add_argument("dest", nargs="?", help="a file or folder (default: the current folder)")
+def add_arguments(parser, example="rl/nemo_rl/dpo:tiny or rlvr", dest="the current folder") -> None:
+    parser.add_argument("ref", metavar="STEP[:CONFIG]", help=f"e.g. {example}")
+    parser.add_argument("dest", nargs="?", help=f"a file or folder (default: {dest})")
     parser.add_argument("--force", action="store_true", help="replace DEST if it exists")
     add_json_argument(parser, "the written path")
 
 
 def run(args) -> int:
-    from runners.config.step_copy import copy_config
+    from runners.config.step_configs import copy_config
 
     path = copy_config(args.ref, args.dest, Path.cwd(), force=args.force)
     return report(args, path, "copied to")

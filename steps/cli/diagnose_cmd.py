@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+    from steps.cli.pipeline_cmd import pipeline_hook
 
     if (done := pipeline_hook("diagnose", args)) is not None:  # a pipeline's root or stage
         return done
@@ -44,12 +44,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     retry = "yes" if result.retryable else "no"
     say(f"failure: {result.kind} ({result.title}); a retry can help: {retry}")
-    if result.step is not None:
-        say(f"training step reached: {result.step}")
-    if result.method:
-        say(f"in: {result.method}")
-    if result.message:
-        say(f"message: {result.message}")
+    facts = {"training step reached": result.step, "in": result.method, "message": result.message}
+    for label, value in facts.items():
+        if value not in (None, ""):
+            say(f"{label}: {value}")
     if result.evidence:
         say("evidence:")
         for ev in result.evidence:

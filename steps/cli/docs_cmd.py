@@ -1,10 +1,5 @@
-"""`docs`: regenerate ARTIFACTS.md, PATTERNS.md, the step.toml JSON Schema and, for the
-built-in root, PREFLIGHT.md and catalog/kind_codes.json (from the rules,
-runners.check.generated).
-
-The built-in catalog's docs live in a source checkout: an installed copy (a wheel) is refused
-with E-DOCS-INSTALLED before anything is written, so site-packages is never touched.
-"""
+"""`docs`: regenerate each root's generated docs, and for the built-in root those rendered from
+the rules (runners.check.generated); an installed copy is refused (E-DOCS-INSTALLED) first."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ def add_arguments(parser) -> None:
 
 
 def _steps_listing(code: str, catalog) -> list[dict]:
-    """Each step that can meet the code (its kind's rules raise it, or its manifest names it),
-    with what the manifest says of it for that step."""
+    """Each step that can meet the code, with what its manifest says of it."""
     from catalog.discovery import discover
     from catalog.step_codes import step_codes
 

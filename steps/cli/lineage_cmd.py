@@ -1,7 +1,5 @@
-"""`lineage NAME[:ALIAS|:vN]`: how an artifact was made; `lineage RUN_DIR`: what a run produced.
-
-Both read the artifact registry under the runs root (runners/artifacts) and the run's run.json.
-"""
+"""`lineage NAME[:ALIAS|:vN]`: how an artifact was made; `lineage RUN_DIR`: what a run produced
+(from the artifact registry under the runs root and run.json)."""
 
 from __future__ import annotations
 
@@ -97,12 +95,11 @@ def _artifact_text(doc: dict) -> str:
 
 
 def _run_text(doc: dict) -> str:
-    lines = [f"{doc['run_dir']}  {doc['step']}", "  produced:" if doc["produced"] else ""]
+    none = "  produced: nothing registered (a dry run, a failed run, or one not finished)"
+    lines = [f"{doc['run_dir']}  {doc['step']}", "  produced:" if doc["produced"] else none]
     for p in doc["produced"]:
         state = "" if p["state"] == "ready" else f"  {p['state'].upper()}"
         lines.append(f"    {p['artifact']}  {p['type']}  {p['digest']}  {p['path']}{state}")
-    if not doc["produced"]:
-        lines[-1] = "  produced: nothing registered (a dry run, a failed run, or one not finished)"
     for i in doc["inputs"]:
         lines.append(f"  input {i.get('name')}: {i.get('value')}")
     return "\n".join(lines)

@@ -20,8 +20,8 @@ def run(args: argparse.Namespace) -> int:
     from runners.launch.jobs import find_run
     from runners.run.job_view import followed_job
     from runners.run.judge import verdict
-    from steps.cli.job_follow import follow
-    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+    from steps.cli.pipeline_cmd import pipeline_hook
+    from steps.cli.run_render import follow
 
     if (done := pipeline_hook("logs", args)) is not None:  # a pipeline's root or stage
         return done

@@ -1,9 +1,6 @@
-"""`materialize-inputs JOB_DIR -- PROGRAM...`: inside a pipeline stage's job, before its program.
-
-A stage queued with `pipeline run --batch` reads what an earlier stage writes after it was
-planned; its job runs this first (from the copy of steps staged with its run dir) to derive
-those inputs (rows from an rl_prep manifest, a checkpoint's latest step_N) and judge them by the
-stage's contract, then execs the program (runners/pipeline/materialize.py).
+"""`materialize-inputs JOB_DIR -- PROGRAM...`: in a stage's job under `pipeline run --batch`,
+derive the inputs an earlier stage wrote after planning, judge them, then exec the program
+(runners/pipeline/materialize.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """How commands print: exactly one JSON document with `--json`, text at the terminal width else.
 
-The `--json` contract, for every command:
-
-    from steps.cli.output import document, emit_json
-    emit_json(document(findings, steps=[...]))   # {"ok": ..., "findings": [...], "steps": [...]}
-
-- `document(findings=(), ok=None, **payload)`: the envelope. `findings` are `Finding`s (or
-  their dicts); `ok` defaults to "no finding is an error". Put the command's data in `payload`.
-- `emit_json(doc, secrets=None)`: the only writer of `--json` output; call it once, last.
-  `secrets` (name -> value) are written as `***` (`runners.secrets.redact_text`).
-- Errors need no code in the command: a `StepsError` raised at any point, or a usage error,
-  reaches `steps.cli.main`, which prints `error_document(...)` as the one document when the
-  command line has `--json`. So build the whole document first and never print before raising.
-
-Text output: `terminal_width()` ($COLUMNS, else the TTY's width, else 80) and `wrap()`.
+`emit_json(document(findings, steps=[...]))` prints `{"ok", "findings", "steps"}`, once, last.
+A `StepsError` or usage error needs no code in the command: `steps.cli.main` prints it as the
+one document (`error_document`), so build the whole document first and never print before
+raising.
 """
 
 from __future__ import annotations
@@ -43,8 +33,7 @@ def error_document(finding: Any, exit_code: int, command: str | None = None) -> 
 
 
 def emit_json(doc: Any, secrets: dict[str, str] | None = None) -> None:
-    """Print one JSON document on stdout (paths and other objects as strings), `secrets`
-    redacted."""
+    """Print one JSON document on stdout (other objects as strings), `secrets` as `***`."""
     import json
 
     global _emitted
@@ -78,8 +67,7 @@ def terminal_width(stream: Any = None) -> int:
 
 
 def wrap(text: str, indent: str = "", first: str | None = None, width: int | None = None) -> str:
-    """`text` filled to the terminal width; `first` prefixes line one (default: `indent`).
-    Words (ids, paths) are never split."""
+    """`text` filled to the terminal width, `first` before line one; words are never split."""
     import textwrap
 
     return textwrap.fill(

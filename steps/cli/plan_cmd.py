@@ -37,10 +37,8 @@ def make_plan(args, for_run: bool = False):
     from runners.rundir import runs_root
 
     cwd = Path.cwd()
-    if args.root:
-        root = (cwd / args.root).resolve()
-    else:
-        root = default_root(pf, runs_root(args.runs_dir, os.environ, cwd))
+    runs = runs_root(args.runs_dir, os.environ, cwd)
+    root = (cwd / args.root).resolve() if args.root else default_root(pf, runs)
     graph = load_catalog_types(args.catalog)
     reader = stage_reader(args.nemo_rl, dict(os.environ)) if for_run else read_config
     plan = plan_pipeline(pf, discover(args.catalog), graph, root, reader)
@@ -48,8 +46,7 @@ def make_plan(args, for_run: bool = False):
 
 
 def plan_secrets(plan) -> dict[str, str]:
-    """Secret values the plan's output must not show: secret environment variables and the
-    literal values of secret-named stage overrides."""
+    """Secret values the plan's output must not show (environment and stage overrides)."""
     from runners.config.secret_overrides import known_secrets
 
     return known_secrets(os.environ, [t for s in plan.stages for t in s.overrides])

@@ -1,9 +1,5 @@
-"""`run`: compile a step's config, bind its artifacts, preflight, then launch it.
-
-Here (exec into NeMo-RL, rl_prep in-process), or on a cluster with `--run PROFILE` (attached:
-stream the driver log, exit with the job's code) or `--batch PROFILE` (detached) from env.toml.
-`--dry-run` checks everything, remote rules included, and writes and submits nothing.
-"""
+"""`run`: compile a step's config, bind its artifacts, preflight, then launch it here (exec into
+NeMo-RL, rl_prep in-process) or on a cluster (`--run`/`--batch PROFILE` from env.toml)."""
 
 from __future__ import annotations
 
@@ -11,6 +7,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+from steps.cli.common import add_catalog_arguments, add_run_arguments
 
 HELP = "compile, check and launch a step (NeMo-RL, data prep or conversion)"
 EPILOG = """examples:
@@ -20,8 +18,14 @@ EPILOG = """examples:
 """
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The options `run` and every `step.py` share (the step id is added by the caller)."""
+def add_arguments(parser: argparse.ArgumentParser, with_step: bool = True) -> None:
+    """`run`'s arguments (a step folder's `step.py` takes them without the step id); options may
+    come before, between or after the overrides (one intermixed parse)."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.intermixed = True  # steps.cli's Parser: one parse, options anywhere
+    if with_step:
+        parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
     parser.add_argument(
         "-c",
         "--config",
@@ -57,18 +61,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(else a profile's `launcher`; locally: `uv run python` with uv.lock and uv, else this "
         "Python); checked before launch",
     )
-    parser.add_argument(
-        "--runs-dir",
-        metavar="DIR",
-        help="root of run directories (else $STEPS_RUNS_DIR, else ./runs)",
-    )
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra catalog root with step folders (repeatable)",
-    )
+    add_run_arguments(parser, ref=False)
+    add_catalog_arguments(parser)
     parser.add_argument(
         "--force", action="store_true", help="redo work whose output already exists"
     )
@@ -116,27 +110,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "else ~/.config/steps/env.toml)",
     )
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options may come before, between or after the overrides (one intermixed parse)."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.intermixed = True  # steps.cli's Parser: one parse, options anywhere
-    parser.add_argument("step", help="step id or unique tail (e.g. rl/nemo_rl/dpo, dpo)")
-    add_options(parser)
     parser.add_argument("overrides", nargs="*", help="Hydra-style overrides: key=v, +key=v, ~key")
 
 
 def parse(argv: list[str], with_step: bool) -> argparse.Namespace:
-    """Options may come before, between or after the overrides."""
     from steps.cli import _parser_class
 
     parser = _parser_class()(prog="python -m steps run" if with_step else "step.py")
-    if with_step:
-        parser.add_argument("step")
-    add_options(parser)
-    parser.add_argument("overrides", nargs="*", help="key=v, +key=v, ++key=v, ~key")
-    return parser.parse_intermixed_args(argv)
+    add_arguments(parser, with_step)
+    return parser.parse_args(argv)
 
 
 def request_of(args: argparse.Namespace):
@@ -145,7 +127,10 @@ def request_of(args: argparse.Namespace):
     return RunRequest(
         step=getattr(args, "step", None),
         config=args.config,
-        overrides=[*args.overrides, *sample_override(args)],
+        overrides=[  # `--sample N` is `sample=N`, after the typed ones so the flag wins
+            *args.overrides,
+            *([f"sample={args.sample}"] if args.sample is not None else []),
+        ],
         input=list(args.input),
         nemo_rl=args.nemo_rl,
         runs_dir=args.runs_dir,
@@ -155,12 +140,6 @@ def request_of(args: argparse.Namespace):
         chain=_chain_options(args),
         upstream_judge=not getattr(args, "no_upstream_judge", False),
     )
-
-
-def sample_override(args: argparse.Namespace) -> list[str]:
-    """`--sample N` is the override `sample=N` (after the typed ones, so the flag wins)."""
-    n = getattr(args, "sample", None)
-    return [] if n is None else [f"sample={n}"]
 
 
 def _chain_options(args: argparse.Namespace):
@@ -191,8 +170,7 @@ def _chain_options(args: argparse.Namespace):
 def run(
     args: argparse.Namespace, step_dir: Path | None = None, argv: list[str] | None = None
 ) -> int:
-    """Plan, print, then write + launch unless `--dry-run` (runners.run.execute decides what
-    and when); exit 0/1/2 (or the job's code)."""
+    """Plan, print, then write and launch unless `--dry-run`; exit 0/1/2 or the job's code."""
     from runners.run.cluster import target_for
     from runners.run.execute import execute, plan_for
     from steps.cli.run_render import render_event
@@ -217,21 +195,13 @@ def run(
 def main_for_step(step_dir: Path, argv: list[str]) -> int:
     """Entry point of a step folder's `step.py`: the `run` flags without the step id."""
     from catalog.errors import StepsError
-    from steps.cli import UsageError
+    from steps.cli import UsageError, _fail, _interrupted, _usage_finding
 
     try:
-        args = parse(list(argv), with_step=False)
-        return run(args, step_dir=Path(step_dir), argv=list(argv))
+        return run(parse(list(argv), with_step=False), step_dir=Path(step_dir), argv=list(argv))
     except UsageError as exc:
-        exc.parser.print_usage(sys.stderr)
-        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(_usage_finding(exc), 2, None, False, 0, exc.parser)
     except StepsError as exc:
-        print(exc.finding.render(), file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc.finding, exc.exit_code, None, False, 0)
     except KeyboardInterrupt:
-        from steps.cli import clear_interrupt_mark
-
-        print("interrupted", file=sys.stderr)
-        clear_interrupt_mark()
-        return 130
+        return _interrupted(None, False, 0)

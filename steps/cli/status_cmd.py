@@ -43,7 +43,7 @@ def say(text: str, err: bool = False) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when the state shown is what the cluster says now; 2 when it could not say."""
-    from steps.cli.pipeline_cmd_jobs import pipeline_hook
+    from steps.cli.pipeline_cmd import pipeline_hook
 
     if (done := pipeline_hook("status", args)) is not None:  # a pipeline's root or stage
         return done
@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
             doc["upstream_judge"] = judge.to_dict()
         emit_json({**doc, "chain": data["chain"]} if chain else doc)
         return code
-    exit_code = shown.exit_code
     say(f"run dir: {run_dir}")
     say(f"step: {data.get('step')}")
     say(f"job: {shown.executor} {shown.job_id or '-'} (profile {shown.profile})")
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         state += f" (last known {shown.last_known_state}): {shown.reason}"
     elif shown.reason:
         state += f": {shown.reason}"
-    say(state + ("" if exit_code is None else f", exit code {exit_code}"))
+    say(state + ("" if shown.exit_code is None else f", exit code {shown.exit_code}"))
     say(f"log: {shown.log_path}")
     if judge is not None:
         say(judge.line())

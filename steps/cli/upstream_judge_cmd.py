@@ -1,9 +1,5 @@
-"""`upstream-judge JOB_DIR --launcher CMD`: inside the upstream judge's CPU job, before the GPU job.
-
-`run --batch/--run` with a container submits it first (runners/run/judge.py): the image's own
-launcher and NeMo-RL judge the run dir's config (runners/preflight/judge_in_job.py). Exit 1 when
-an error was found (the GPU job then never starts), else 0.
-"""
+"""`upstream-judge JOB_DIR --launcher CMD`: in the CPU job before the GPU job
+(runners/run/judge.py), the image's NeMo-RL judges the run dir's config; exit 1 on an error."""
 
 from __future__ import annotations
 

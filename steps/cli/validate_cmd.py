@@ -87,8 +87,7 @@ def _parse_options(items: list[str]) -> dict:
 
 
 class _LazyBar:
-    """A tqdm byte counter made at its first update: tqdm's import then overlaps the scan's
-    workers instead of delaying their start."""
+    """A tqdm byte counter made at its first update: tqdm's import overlaps the scan's start."""
 
     def __init__(self, **kw: Any) -> None:
         self.kw = kw

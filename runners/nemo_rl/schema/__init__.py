@@ -1,13 +1,8 @@
-"""NeMo-RL's config schema, derived from a checkout's own source without importing it.
-
-NeMo-RL's schema is its `MasterConfig` (a pydantic model from v0.7.0, a TypedDict before) and the
-TypedDicts it nests. Importing them pulls in torch, ray and transformers, so `derive` reads the
-source with `ast`, follows `from nemo_rl... import` statements, and adds what upstream's example
-configs prove (`shipped`), and what its code reads (`key_reads`: optional keys it indexes
-unconditionally, nulls it handles, required keys it reads only on a branch an example skips),
-and what the NeMo-Gym script reads (`gym_script`). `runners.nemo_rl.schema.store` caches the
-result per commit and ships one per supported release; `runners.preflight.schema` checks
-configs against it.
+"""NeMo-RL's config schema (its `MasterConfig`, a pydantic model from v0.7.0, a TypedDict before,
+and the classes it nests), derived from a checkout's source with `ast`: importing it pulls in
+torch, ray and transformers. Added: what upstream's examples prove (`shipped`), what its code
+reads (`key_reads`) and what the NeMo-Gym script reads (`gym_script`). `store` caches it per
+commit; `runners.preflight.schema` checks configs against it.
 """
 
 from __future__ import annotations
@@ -50,7 +45,7 @@ def derive(
     (commit, version) and is recorded as given. Raises E-SCHEMA-DERIVE when a root is absent."""
     checkout = checkout.resolve()
     index = SourceIndex(checkout)
-    docs, _skipped = load_examples(checkout)
+    docs = load_examples(checkout)
     generated = dt.datetime.now(dt.timezone.utc).date().isoformat()
     out = {}
     for algorithm in algorithms:

@@ -28,6 +28,7 @@ EXTERNAL = {
 LIST_NAMES = {"list", "List", "Sequence", "tuple", "Tuple", "set", "Set", "frozenset", "Iterable"}
 DICT_NAMES = {"dict", "Dict", "Mapping", "MutableMapping"}
 WRAPPERS = {"NotRequired", "Required", "Annotated", "Final", "ReadOnly"}
+RECORDS = {"typeddict", "model"}  # the kinds of class whose fields are config keys
 
 
 class SchemaBuilder:
@@ -148,20 +149,13 @@ class SchemaBuilder:
             k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in node.keywords
         )
-        extra = next(
-            (
-                k.value.value
-                for k in node.keywords
-                if k.arg == "extra" and isinstance(k.value, ast.Constant)
-            ),
-            None,
-        )
+        extra = _extra(node.keywords)  # class C(BaseModel, extra="forbid")
         values = []
         for stmt in node.body:
             if kind == "enum" and isinstance(stmt, ast.Assign):
                 values.extend([stmt.value.value] if isinstance(stmt.value, ast.Constant) else [])
             if isinstance(stmt, ast.Assign) and _is_config_dict(stmt):
-                extra = _config_dict_extra(stmt.value) or extra
+                extra = _extra(getattr(stmt.value, "keywords", [])) or extra
             if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
                 continue
             fname = stmt.target.id
@@ -214,7 +208,7 @@ class SchemaBuilder:
                     if (modname, cname) in known:
                         continue
                     parent = self.classes[known[(where[1], where[2])]]
-                    if parent["kind"] not in {"typeddict", "model"}:
+                    if parent["kind"] not in RECORDS:
                         continue
                     sub = self.class_key(modname, cname)
                     parent.setdefault("subclasses", []).append(sub)
@@ -236,10 +230,30 @@ class SchemaBuilder:
         return out
 
 
-def union(options: list[dict]) -> dict:
+def options(t: dict) -> list[dict]:
+    """A type's alternatives: a union's options, else the type itself."""
+    return t["options"] if t["t"] == "union" else [t]
+
+
+def takes_none(t: dict) -> bool:
+    """Whether a type accepts None (`none` or `any` among its alternatives)."""
+    return any(o["t"] in {"none", "any"} for o in options(t))
+
+
+def fields_of(classes: dict, name: str) -> dict:
+    """A class's fields and those its subclasses add (VllmConfig's under GenerationConfig)."""
+    cls = classes.get(name, {})
+    out = dict(cls.get("fields", {}))
+    for sub in cls.get("subclasses", []):
+        for key, spec in classes.get(sub, {}).get("fields", {}).items():
+            out.setdefault(key, spec)
+    return out
+
+
+def union(alternatives: list[dict]) -> dict:
     flat: list[dict] = []
-    for opt in options:
-        for o in opt["options"] if opt["t"] == "union" else [opt]:
+    for opt in alternatives:
+        for o in options(opt):
             if o not in flat:
                 flat.append(o)
     if any(o["t"] == "any" for o in flat):
@@ -280,9 +294,9 @@ def _is_config_dict(stmt: ast.Assign) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "model_config" for t in stmt.targets)
 
 
-def _config_dict_extra(value: ast.expr) -> str | None:
-    if isinstance(value, ast.Call):
-        for k in value.keywords:
-            if k.arg == "extra" and isinstance(k.value, ast.Constant):
-                return str(k.value.value)
-    return None
+def _extra(keywords: list[ast.keyword]) -> str | None:
+    """The constant `extra=` among a class's or a `ConfigDict(...)` call's keywords."""
+    found = [
+        k.value.value for k in keywords if k.arg == "extra" and isinstance(k.value, ast.Constant)
+    ]
+    return str(found[0]) if found else None

@@ -1,21 +1,13 @@
 """How NeMo-RL's code reads its config, from the source with `ast` (nothing is imported).
 
-The TypedDicts say which keys are optional; the code decides what happens. Two facts are
-collected per (config class, key), each with the first `file:line` that shows it:
-- `reads`: a subscript read `cfg["key"]` that runs whenever its function does: not under an
-  `if`/loop/`try`/comprehension/short-circuit, not after a conditional `return`, and with no
-  `.get("key")` / `"key" in` / `hasattr` / `getattr(.., "key", default)` in the same function,
-  nor a store or `setdefault` of that key on a config of that class anywhere (code that fills
-  it). An absent key there is a KeyError.
-- `gated` / `looped`: the other reads, under a test of some value (`if`, a conditional
-  expression, a short-circuit, after a conditional `return`, a soft lookup in the function) or
-  only in a loop, comprehension or `try` (which run whenever there is anything to go through).
-- `none_checked`: a read compared with `is None` / `is not None` (directly, through a local, or
-  through `self.attr` in any method of the class): the code has a meaning for None.
-An expression's class comes from annotations (`config: PolicyConfig`), `self.x = config`,
-locals assigned from typed expressions, `cfg["section"]`, `cfg.get("section")` and attribute
-access on pydantic models (`master_config.policy`). Names are resolved with the schema builder,
-so only classes of the derived schema are followed.
+Per (config class, key), with the first `file:line` that shows it:
+- `reads`: `cfg["key"]` run whenever its function is (not under an `if`, loop, `try`,
+  comprehension or short-circuit, nor after a conditional `return`; no soft lookup of the key
+  in the function, no store or `setdefault` of it anywhere): an absent key is a KeyError.
+- `gated` (under a test of some value) / `looped` (only in a loop, comprehension or `try`).
+- `none_checked`: a read compared with None (directly, via a local or `self.attr`).
+An expression's class comes from annotations, `self.x = config`, typed locals, `cfg["section"]`,
+`cfg.get("section")` and pydantic attributes, resolved by the schema builder.
 """
 
 from __future__ import annotations
@@ -24,8 +16,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from runners.nemo_rl.schema.builder import SchemaBuilder
-from runners.nemo_rl.schema.source import Module, SourceIndex
+from runners.nemo_rl.schema.builder import SchemaBuilder, fields_of, options
+from runners.nemo_rl.schema.source import Module, SourceIndex, absolute
 
 DOTTED = re.compile(r"^nemo_rl(\.\w+)+$")
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -41,9 +33,7 @@ SWITCHED = {
 
 
 def _refs(t: dict | None) -> list[str]:
-    if t is None:
-        return []
-    return [o["name"] for o in (t["options"] if t["t"] == "union" else [t]) if o["t"] == "ref"]
+    return [o["name"] for o in options(t) if o["t"] == "ref"] if t is not None else []
 
 
 def _str_key(node: ast.expr) -> str | None:
@@ -139,12 +129,7 @@ class CodeReads:
         self._modname = ""  # the module being read, for constructor calls' names
 
     def fields(self, name: str) -> dict:
-        cls = self.classes.get(name, {})
-        out = dict(cls.get("fields", {}))
-        for sub in cls.get("subclasses", []):
-            for key, spec in self.classes.get(sub, {}).get("fields", {}).items():
-                out.setdefault(key, spec)
-        return out
+        return fields_of(self.classes, name)
 
     def annotation(self, ann: ast.expr | None, modname: str) -> dict | None:
         """A class type of the schema named by an annotation, else None (never adds classes)."""
@@ -360,11 +345,8 @@ def _references(mod: Module, name: str) -> list[str]:
     text = mod.path.read_text(encoding="utf-8")
     package = name if mod.path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[str] = []
-    for dots, module, names in IMPORT.findall(text):
-        if dots:
-            base = package.split(".")
-            base = base[: len(base) - (len(dots) - 1)] if len(dots) > 1 else base
-            module = ".".join([*base, module] if module else base)
+    for dots, written, names in IMPORT.findall(text):
+        module = absolute(len(dots), written, package)
         if module.startswith("nemo_rl"):
             out.append(module)
             out += [f"{module}.{n}" for n in re.findall(r"\w+", names) if n != "as"]

@@ -1,15 +1,11 @@
 """What NeMo-RL's NeMo-Gym script reads of `data:` itself, from its source (nothing is imported).
 
-A Gym config runs `examples/nemo_gym/run_grpo_nemo_gym.py`, not `examples/run_grpo.py`. From
-0.6.0 that script hands the whole `data` section to the data setup `run_grpo.py` uses too, so
-both are judged by the same schema. In 0.5.0 it opens `data.train_jsonl_fpath` and
-`data.validation_jsonl_fpath` itself (:205-211) and never builds the dataset `data:` names for
-`run_grpo.py` (`dataset_name`, `max_input_seq_length`): a Gym config there is judged by the keys
-the script reads, plus the required ones the shared code (`grpo.py`'s setup) reads. 0.4.0 has
-no Gym script at all. The result is the schema's `gym` entry:
-`{"script": path or None, "data": {key: "file:line"}, "data_required": [key, ...],
-"data_read": [key, ...]}` (the last three only where the script reads its own keys; a key of
-the data class the Gym path never reads is not checked there, its type no more than presence).
+From 0.6.0 `examples/nemo_gym/run_grpo_nemo_gym.py` hands the whole `data` section to the setup
+`run_grpo.py` uses, so one schema judges both. In 0.5.0 it opens `data.train_jsonl_fpath` and
+`data.validation_jsonl_fpath` itself (:205-211): a Gym config there is judged by the keys the
+script reads plus the required ones `grpo.py`'s setup reads; 0.4.0 has no Gym script. The
+schema's `gym` entry: `{"script", "data": {key: "file:line"}, "data_required", "data_read"}`
+(the last three only where the script reads its own keys).
 """
 
 from __future__ import annotations
@@ -88,10 +84,8 @@ def gym_entry(checkout: Path, facts: CodeReads, classes: dict, root: str) -> dic
 
 
 def gym_data_classes(classes: dict, root: str, gym: dict) -> tuple[dict, str]:
-    """The schema's classes with `data` replaced by what the NeMo-Gym script reads (0.5.0):
-    its own keys required (a KeyError without them), of the data class's keys those the shared
-    setup reads keep their types (`gym.data_read`, the required ones in `gym.data_required`),
-    the others are accepted as they are (nothing on the Gym path reads them)."""
+    """The classes with `data` as the 0.5.0 Gym script reads it: its own keys required, the
+    data class's keys the shared setup reads (`gym.data_read`) typed, the rest accepted."""
     data_ref = classes[root]["fields"]["data"]["type"]
     base = classes.get(data_ref.get("name", ""), {"fields": {}})
     read = set(gym.get("data_read", []))

@@ -1,21 +1,15 @@
-"""What a NeMo-RL version's code needs beyond its types: the schema's `reads` and `none_ok`.
+"""What a NeMo-RL version's code needs beyond its types: the schema's `reads`, `none_ok`, `gated`.
 
-`reads` is `{parent path: {key: [{"at": "file:line", "when": {dotted key: value}}]}}`: keys the
-TypedDicts mark NotRequired that the code indexes unconditionally (`code_reads`), placed at
-every dotted path their class appears at, with the condition under which that code runs: the
-`enabled: true` branch of an enabled union, the generation backend a backend subclass serves,
-and for the workers and backend packages the policy backend that loads them (`FILE_WHEN`, how
-`models/policy/lm_policy.py` picks the worker class). An entry is kept only when every upstream
-example config of the algorithm in which it applies sets the key (upstream's examples run;
-a read they omit is reached only on paths the analysis cannot see), and never for a pydantic
-model's field (its default is filled in) or a `_private` key (filled by the code).
-
-`none_ok` is `{class: {key: "file:line"}}`: fields whose type has no None but whose reading
-code compares the value with None (`keep_top_k`: None keeps every checkpoint).
-
-`gated` is `{parent path: {key: "file:line"}}`: required TypedDict keys the code reads only
-under a test of some value, which an upstream example omits where the read applies
-(`moe_per_layer_logging`); the checker does not require them where nothing validates the config.
+- `reads` `{parent path: {key: [{"at": "file:line", "when": {dotted key: value}}]}}`: NotRequired
+  keys the code indexes unconditionally (`code_reads`), at every path their class appears, with
+  the condition that code runs under (an enabled union's `enabled: true`, a backend subclass's
+  backend, `FILE_WHEN`: which policy backend loads a worker file). Kept only when every upstream
+  example where it applies sets the key (a read they omit is on a path the analysis cannot
+  see), never for a pydantic field (defaulted) or a `_private` key (filled by the code).
+- `none_ok` `{class: {key: "file:line"}}`: fields typed without None whose code compares the
+  value with None (`keep_top_k`: None keeps every checkpoint).
+- `gated` `{parent path: {key: "file:line"}}`: required TypedDict keys read only under a test,
+  which an upstream example omits where the read applies (`moe_per_layer_logging`).
 """
 
 from __future__ import annotations
@@ -24,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.config_values import dotted_get
+from runners.nemo_rl.schema.builder import RECORDS, options, takes_none
 from runners.nemo_rl.schema.code_reads import CodeReads
 
 MEGATRON = {"policy.megatron_cfg.enabled": True}
@@ -37,7 +32,6 @@ BACKEND_CLASSES = {  # generation config subclass -> the backend it serves (grpo
     "MCoreGenerationConfig": "megatron",
     "TrtllmConfig": "trtllm",
 }
-RECORDS = {"typeddict", "model"}
 ALGORITHM_MODULES = ("sft", "dpo", "grpo", "rm", "ppo", "distillation", "on_policy_distillation")
 # Where code runs only for one backend: first matching prefix wins; None = never for our steps.
 FILE_WHEN: tuple[tuple[str, dict | None], ...] = (
@@ -78,13 +72,10 @@ def class_paths(classes: dict, root: str) -> dict[str, list[str]]:
     def walk(t: dict, path: str, depth: int) -> None:
         if depth > 12:
             return
-        for o in t["options"] if t["t"] == "union" else [t]:
+        for o in options(t):
             if o["t"] == "list":
                 walk(o["item"], f"{path}[]", depth + 1)
-            elif o["t"] == "ref" and classes.get(o["name"], {}).get("kind") in {
-                "typeddict",
-                "model",
-            }:
+            elif o["t"] == "ref" and classes.get(o["name"], {}).get("kind") in RECORDS:
                 name = o["name"]
                 if path in out.setdefault(name, []):
                     continue
@@ -187,8 +178,7 @@ def key_tables(
     none_ok: dict[str, dict[str, str]] = {}
     for (name, key), at in sorted(facts.none_checked.items()):
         spec = facts.fields(name).get(key)
-        options = spec["type"].get("options", [spec["type"]]) if spec else []
-        if spec and not any(o["t"] in {"none", "any"} for o in options):
+        if spec and not takes_none(spec["type"]):
             none_ok.setdefault(name, {})[key] = at
     return {p: dict(sorted(k.items())) for p, k in sorted(reads.items())}, none_ok
 
@@ -207,11 +197,8 @@ def _confirmed(examples: list[dict], path: str, key: str, when: dict) -> bool:
 def gated_required(
     facts: CodeReads, classes: dict, root: str, algorithm: str, examples: list[dict]
 ) -> dict:
-    """`{parent path: {key: "file:line"}}`: required keys of a TypedDict that the code reads only
-    under a test of some value (`moe_per_layer_logging`, read only for a model with experts)
-    and that an upstream example config omits where the read applies. Where nothing validates
-    the config (before 0.7.0) such a key is a KeyError only on that branch, which upstream's own
-    example shows a config can skip; where pydantic validates it, it is required all the same."""
+    """The schema's `gated` table: before 0.7.0 nothing validates the config, so such a key is
+    a KeyError only on a branch upstream's own example skips; pydantic requires it anyway."""
     paths = class_paths(classes, root)
     out: dict[str, dict[str, str]] = {}
     for (name, key), at in sorted(facts.gated.items()):

@@ -1,14 +1,11 @@
 """What upstream's example configs prove beyond the types: keys read with `.get`, and nulls.
 
-NeMo-RL reads keys its TypedDicts never declare (`cfg.get("use_deep_gemm")`). Every YAML under
-`examples/` whose resolved config (after its `defaults:` chain) has a top-level section named
-for the algorithm is walked along the schema: each key the schema does not declare at that
-dotted path is recorded under `shipped` as `{parent path: {key: "examples/...yaml:line"}}` (list
-items as `[]`), the first file in path order naming it. Their type is unknown (examples write
-null placeholders and ints where floats are meant), and nothing below them is checked. A null an
-example sets where the declared type has no None (v0.6.0's `grpo.val_batch_size: int`, which
-its own NeMo-Gym example sets to null and nothing validates) is recorded the same way under
-`shipped_null`, so such a null is accepted at that path.
+NeMo-RL reads keys its TypedDicts never declare (`cfg.get("use_deep_gemm")`). Each YAML under
+`examples/` whose resolved config has the algorithm's section is walked along the schema: an
+undeclared key goes under `shipped` as `{parent path: {key: "examples/...yaml:line"}}` (list
+items as `[]`, the first file in path order), its type unknown and nothing below it checked.
+A null where the declared type has none (v0.6.0's `grpo.val_batch_size: int`, null in its own
+NeMo-Gym example) goes under `shipped_null`, so it is accepted at that path.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from typing import Any
 import yaml
 
 from catalog.yamlfile import Lines, compose, key_lines
+from runners.nemo_rl.schema.builder import RECORDS, fields_of, options, takes_none
 
 EXAMPLES = "examples"  # upstream's shipped configs, recipes and Gym examples live below this
 LOADER_KEY = "defaults"  # consumed by NeMo-RL's config loader, never part of MasterConfig
@@ -32,11 +30,8 @@ class _Example(dict):
 
 
 def _load(text: str) -> Any:
-    """The document's data, as a safe loader builds it, with the key lines of its mappings.
-
-    One parse: the node tree is constructed, which folds `<<` merges into their mappings, then
-    walked for lines, so a merged key sits at the line of the value the loader kept.
-    """
+    """The document's data, as a safe loader builds it, with its key lines from the same node
+    tree (so a `<<`-merged key sits at the line of the value the loader kept)."""
     node = compose(text)
     if node is None:
         return None
@@ -48,25 +43,22 @@ def _load(text: str) -> Any:
     return doc
 
 
-def load_examples(checkout: Path) -> tuple[dict[Path, dict], list[str]]:
-    """Every YAML mapping under examples/ by path, and notes on the files that were skipped."""
+def load_examples(checkout: Path) -> dict[Path, dict]:
+    """Every YAML mapping under examples/ by path (a file that does not load proves nothing)."""
     out: dict[Path, dict] = {}
-    skipped: list[str] = []
     root = checkout / EXAMPLES
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
         try:
             doc = _load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            skipped.append(f"{path.relative_to(checkout)}: {str(exc).splitlines()[0]}")
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if isinstance(doc, dict):
             out[path.resolve()] = doc
-    return out, skipped
+    return out
 
 
 def resolved_example(path: Path, docs: dict[Path, dict], seen: frozenset = frozenset()) -> dict:
-    """An example config merged over its `defaults:` chain (lists replace, top-level
-    `_override_` drops the parent's section), as NeMo-RL's loader does."""
+    """An example config merged over its `defaults:` chain, as NeMo-RL's loader does."""
     doc = docs.get(path)
     if doc is None or path in seen:
         return {}
@@ -93,11 +85,6 @@ def _merged(base: dict, over: dict) -> dict:
     return out
 
 
-def _takes_none(t: dict) -> bool:
-    options = t["options"] if t["t"] == "union" else [t]
-    return any(o["t"] in {"none", "any"} for o in options)
-
-
 class ShippedWalker:
     """Walks an example config along the schema, recording undeclared keys and nulls."""
 
@@ -108,27 +95,17 @@ class ShippedWalker:
         self.found: dict[str, dict[str, str]] = {}
         self.nulls: dict[str, dict[str, str]] = {}
 
-    def known(self, name: str) -> dict:
-        """A class's fields and those its subclasses add, as the preflight checker sees them."""
-        cls = self.classes[name]
-        fields = dict(cls["fields"])
-        for sub in cls.get("subclasses", []):
-            for fname, spec in self.classes.get(sub, {}).get("fields", {}).items():
-                fields.setdefault(fname, spec)
-        return fields
-
     def walk(self, value: Any, t: dict, path: str, at: tuple = ()) -> None:
         """Walk `value` (at key path `at` in the file, `path` in the schema) as type `t`."""
-        options = t["options"] if t["t"] == "union" else [t]
+        kinds = options(t)
         refs = [
             o["name"]
-            for o in options
-            if o["t"] == "ref"
-            and self.classes.get(o["name"], {}).get("kind") in {"typeddict", "model"}
+            for o in kinds
+            if o["t"] == "ref" and self.classes.get(o["name"], {}).get("kind") in RECORDS
         ]
         if refs and isinstance(value, dict):  # a key is undeclared only if no branch declares it
-            self.walk_class(value, [self.known(name) for name in refs], path, at)
-        for o in options:
+            self.walk_class(value, [fields_of(self.classes, name) for name in refs], path, at)
+        for o in kinds:
             if o["t"] == "list" and isinstance(value, list):
                 for i, item in enumerate(value):
                     self.walk(item, o["item"], f"{path}[]", (*at, i))
@@ -147,7 +124,7 @@ class ShippedWalker:
             where = f"{self.source}:{line}" if line else self.source
             if not declared:
                 self.found.setdefault(path, {}).setdefault(str(key), where)
-            elif v is None and not any(_takes_none(t) for t in declared):
+            elif v is None and not any(takes_none(t) for t in declared):
                 self.nulls.setdefault(path, {}).setdefault(str(key), where)
 
 

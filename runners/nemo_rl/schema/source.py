@@ -58,14 +58,13 @@ class SourceIndex:
                 if node.value is not None and is_name(node.annotation, "TypeAlias"):
                     mod.aliases[node.target.id] = node.value
             elif isinstance(node, ast.ImportFrom):
-                src = absolute(node, package)
+                src = absolute(node.level, node.module, package)
                 for alias in node.names:
                     mod.imports[alias.asname or alias.name] = (src, alias.name)
         return mod
 
     def modules_with_bases(self, names: set[str]) -> list[str]:
-        """Modules defining a class whose bases mention one of `names` (a text pre-filter,
-        so the few hundred other files are never parsed)."""
+        """Modules defining a class whose bases mention one of `names` (others are never parsed)."""
         out = []
         for path in sorted((self.root / "nemo_rl").rglob("*.py")):
             rel = path.relative_to(self.root).with_suffix("")
@@ -84,14 +83,14 @@ class SourceIndex:
         return out
 
 
-def absolute(node: ast.ImportFrom, package: str) -> str:
-    """The absolute module a `from ... import` names, relative imports resolved."""
-    if not node.level:
-        return node.module or ""
+def absolute(level: int, module: str | None, package: str) -> str:
+    """The absolute module a `from ... import` (`level` dots) names in `package`."""
+    if not level:
+        return module or ""
     base = package.split(".")
-    if node.level > 1:
-        base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
 
 
 def is_name(expr: ast.expr, name: str) -> bool:

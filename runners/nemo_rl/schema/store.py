@@ -1,11 +1,9 @@
 """Which schema a run is checked against, and the per-commit cache of derived schemas.
 
-In order: a clean checkout at exactly a shipped version's commit uses the shipped schema; any other
-checkout with NeMo-RL's source gets a schema derived from it once and cached under
-`$STEPS_CACHE_DIR` (else `$XDG_CACHE_HOME`, else ~/.cache) `/nemo-rl-steps/nemo_rl_schema/<key>/`,
-keyed by its git commit (plus a fingerprint of the files read when the tree is dirty, or when it
-is not a git checkout). A version given by name (a cluster profile's `nemo_rl_version`) uses
-its shipped schema even beside a local checkout; with neither, the pin's.
+A clean checkout at a shipped version's commit, or a version given by name (a profile's
+`nemo_rl_version`), uses the shipped schema; another checkout's is derived once and cached under
+`<cache home>/nemo_rl_schema/<commit>[-<fingerprint of the files read, if dirty>]/`; with
+neither, the pin's.
 """
 
 from __future__ import annotations
@@ -91,12 +89,9 @@ def cache_key(checkout: Path, version: NemoRLVersion | None) -> str:
     return f"{commit or (version.number if version else 'unknown')}-{fingerprint(checkout)}"
 
 
-def derived_schema(
-    checkout: Path, algorithm: str, version: NemoRLVersion | None, env: dict | None = None
-) -> Schema:
-    """From the cache, else derived now (every algorithm at once) and cached; a cache that
-    cannot be written only costs the derivation again next time."""
-    folder = cache_root(env) / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
+def derived_schema(checkout: Path, algorithm: str, version: NemoRLVersion | None) -> Schema:
+    """From the cache, else derived now (every algorithm at once) and cached."""
+    folder = cache_root() / f"v{CACHE_FORMAT}" / cache_key(checkout, version)
     path = folder / f"{algorithm}.json"
     try:
         return Schema(read_json(path), f"derived, cached at {path}")
@@ -118,10 +113,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def schema_for(
-    algorithm: str,
-    checkout: Path | None = None,
-    version: NemoRLVersion | None = None,
-    env: dict | None = None,
+    algorithm: str, checkout: Path | None = None, version: NemoRLVersion | None = None
 ) -> Schema | None:
     """The schema a config for `algorithm` is checked against; None for an unknown algorithm."""
     if algorithm not in ROOTS:
@@ -133,7 +125,7 @@ def schema_for(
         if doc is not None:
             return Schema(doc, f"shipped for {version.label}")
     if source is not None:
-        return derived_schema(source, algorithm, version, env)
+        return derived_schema(source, algorithm, version)
     doc = shipped_schema(NEMO_RL_PIN_LABEL, algorithm)
     named = f"no schema ships for {version.label}; " if version is not None else ""
     return Schema(doc, f"{named}shipped for {pin_version().label}") if doc else None

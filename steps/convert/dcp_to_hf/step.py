@@ -1,8 +1,6 @@
-"""NeMo-RL DTensor (torch DCP) to Hugging Face checkpoint conversion.
-
-Run with `python steps/convert/dcp_to_hf/step.py -c tiny [overrides]`
-or `python -m steps run convert/dcp_to_hf`.
-"""
+"""NeMo-RL DTensor (torch DCP) to Hugging Face checkpoint conversion, run with
+`python steps/convert/dcp_to_hf/step.py -c tiny [overrides]`
+or `python -m steps run convert/dcp_to_hf`."""
 
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
-"""Megatron to Hugging Face checkpoint conversion.
-
-Run with `python steps/convert/megatron_to_hf/step.py -c tiny [overrides]`
-or `python -m steps run convert/megatron_to_hf`.
-"""
+"""Megatron to Hugging Face checkpoint conversion, run with
+`python steps/convert/megatron_to_hf/step.py -c tiny [overrides]`
+or `python -m steps run convert/megatron_to_hf`."""
 
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
-"""DPO on NeMo-RL.
-
-Run with `python steps/rl/nemo_rl/dpo/step.py -c tiny [overrides]`
-or `python -m steps run rl/nemo_rl/dpo`.
-"""
+"""DPO on NeMo-RL, run with
+`python steps/rl/nemo_rl/dpo/step.py -c tiny [overrides]`
+or `python -m steps run rl/nemo_rl/dpo`."""
 
 import sys
 from pathlib import Path

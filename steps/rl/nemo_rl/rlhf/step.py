@@ -1,8 +1,6 @@
-"""GRPO with a generative reward model (RLHF) through NeMo-Gym.
-
-Run with `python steps/rl/nemo_rl/rlhf/step.py -c tiny [overrides]`
-or `python -m steps run rl/nemo_rl/rlhf`.
-"""
+"""GRPO with a generative reward model (RLHF) through NeMo-Gym, run with
+`python steps/rl/nemo_rl/rlhf/step.py -c tiny [overrides]`
+or `python -m steps run rl/nemo_rl/rlhf`."""
 
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
-"""GRPO with verifiable rewards (RLVR) on NeMo-RL.
-
-Run with `python steps/rl/nemo_rl/rlvr/step.py -c tiny [overrides]`
-or `python -m steps run rl/nemo_rl/rlvr`.
-"""
+"""GRPO with verifiable rewards (RLVR) on NeMo-RL, run with
+`python steps/rl/nemo_rl/rlvr/step.py -c tiny [overrides]`
+or `python -m steps run rl/nemo_rl/rlvr`."""
 
 import sys
 from pathlib import Path

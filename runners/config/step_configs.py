@@ -1,10 +1,10 @@
-"""A shipped step config brought into the user's project: copied whole (`cp`, as torchtune's
-`tune cp`) or started as a small file that inherits it (`init`, the NeMo-RL habit of an own YAML
-on top of a recipe).
+"""Shipped step configs named `STEP:CONFIG`: a `defaults:` parent, or brought into the user's
+project (`cp` copies one whole, as torchtune's `tune cp`; `init` starts a file inheriting it).
 
-Either way the new file names its parent as `STEP:CONFIG` (`runners.config.step_refs`), so it
-compiles from any folder, with `run`, `validate --step` and in a pipeline. The write is atomic
-and never replaces an existing file unless asked to.
+NeMo-RL reads a `defaults:` entry as a path relative to the declaring file, and that meaning
+always wins; only when no such file exists is it read as `STEP:CONFIG` (`rlvr:nemo_gym`,
+`dpo:default.yaml`) or as a bare `CONFIG` of the step being run. The run dir's config.yaml holds
+the merged result, so NeMo-RL never sees these names.
 """
 
 from __future__ import annotations
@@ -17,6 +17,37 @@ from catalog.atomic_write import write_atomic
 from catalog.errors import StepsError
 
 _DEFAULTS_LINE = re.compile(r"^defaults:[ \t]*([^\s#'\"]+)[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def step_config(entry: str, home: Path | None, declaring: Path, line: int | None) -> Path | None:
+    """The shipped config a `defaults:` entry of `declaring` names, or None when it names none
+    (the caller then reports the path as NeMo-RL would). E-CONFIG-DEFAULTS at the entry's line
+    for a `STEP:CONFIG` whose step is known but has no such config, naming those it has."""
+    step, sep, raw = entry.rpartition(":")
+    name = raw.removesuffix(".yaml")
+    if not sep:
+        path = home / f"{name}.yaml" if home is not None and "/" not in entry else None
+        return path if path is not None and path.is_file() else None
+    if not step or not raw or "/" in raw:
+        return None
+    from catalog.discovery import discover, resolve
+
+    try:
+        found = resolve(step, discover())
+    except StepsError:
+        return None
+    path = found.config_path(name)
+    if path.is_file():
+        return path
+    names = ", ".join(f"{found.id}:{n}" for n in found.config_names()) or "none"
+    raise StepsError(
+        "E-CONFIG-DEFAULTS",
+        f"step {found.id} has no config '{name}' (`defaults: {entry}`)",
+        path=str(declaring),
+        line=line,
+        fix=f"use one of: {names}",
+        exit_code=2,
+    )
 
 
 def shipped_config(ref: str) -> tuple[str, Path]:
