@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.artifact_paths import HUB_ID
-from catalog.contracts.json_text import read_json_file
 from catalog.errors import WARNING, Finding
+from catalog.record_file import read_json
 
 HF = "E-HF-CHECKPOINT"
 MEGATRON = "E-MEGATRON-CHECKPOINT"
@@ -44,7 +44,7 @@ class CheckpointResult:
         if not file.is_file():
             return self.error(code, f"{file.name} is missing", file.parent, fix=fix)
         try:
-            if not isinstance(read_json_file(file), dict):
+            if not isinstance(read_json(file), dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             self.error(code, f"{file.name} is not valid JSON ({exc})", file)
@@ -68,7 +68,7 @@ def _safetensors_ok(path: Path) -> str | None:
 
 def _check_index(res: CheckpointResult, folder: Path, index: Path, suffix: str) -> None:
     try:
-        weight_map = read_json_file(index)["weight_map"]
+        weight_map = read_json(index)["weight_map"]
         named = set(weight_map.values())
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         res.error(HF, f"{index.name} is not a valid weight index ({exc})", index)
@@ -180,7 +180,7 @@ def _check_iter(res: CheckpointResult, it: Path) -> None:
         )
         return
     try:
-        backend = read_json_file(meta).get("sharded_backend")
+        backend = read_json(meta).get("sharded_backend")
     except (OSError, ValueError, AttributeError) as exc:
         res.error(MEGATRON, f"metadata.json is not valid JSON ({exc})", meta)
         return

@@ -17,8 +17,9 @@ rl_prep manifest: `splits.<name>.shards[].path`, relative to the manifest's fold
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,14 @@ from catalog.contracts.json_text import (
     fast_decode,
     loads,
     read_head,
-    read_json_file,
     stdlib_may_accept,
     strict_loads,
     surely_not_object,
 )
 from catalog.contracts.row_causes import Causes
-from catalog.errors import WARNING, Finding
+from catalog.errors import ERROR, WARNING, Finding
 from catalog.file_digest import SHA256, XXH3
+from catalog.record_file import read_json
 
 # rl_prep and the tests read lines through these
 __all__ = ["input_problem", "loads", "strict_loads"]
@@ -79,7 +80,7 @@ class ScanResult:
     bad_rows: int = 0
     bytes: int = 0
     blank: int = 0
-    bad_by_code: dict[str, int] = field(default_factory=dict)
+    bad_by_code: Counter[str] = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
     causes: Causes = field(default_factory=Causes)  # row violations, one per cause
     errors: int = 0  # every error found, reported or not (a repeated row cause once)
@@ -89,7 +90,7 @@ class ScanResult:
         """Count one bad row of `code`; False (and the error counted) past `max_errors`, when
         no finding is to be built for it."""
         self.bad_rows += 1
-        self.bad_by_code[code] = self.bad_by_code.get(code, 0) + 1
+        self.bad_by_code[code] += 1
         if self.errors >= max_errors:
             self.errors += 1
             return False
@@ -114,16 +115,13 @@ class ScanResult:
         self.bad_rows += other.bad_rows
         self.bytes += other.bytes
         self.blank += other.blank
-        for code, n in other.bad_by_code.items():
-            self.bad_by_code[code] = self.bad_by_code.get(code, 0) + n
+        self.bad_by_code.update(other.bad_by_code)
         known_errors, known_warnings = self.causes.merge(other.causes, line_offset)
         self.errors -= known_errors
         self.warnings -= known_warnings
         for f in other.findings:
             if line_offset and f.line is not None:
-                f = Finding(
-                    f.code, f.message, f.path, f.line + line_offset, f.fix, f.severity, f.key
-                )
+                f = replace(f, line=f.line + line_offset)
             self.add(f, max_errors)
         kept = sum(1 for f in other.findings if f.is_error)
         self.errors += other.errors - kept
@@ -132,6 +130,15 @@ class ScanResult:
 
 def _finding(code: str, message: str, path: Any, line: int | None = None, **kw: Any) -> Finding:
     return Finding(code, message, str(path), line, **kw)
+
+
+def _shard_problem(path: Path) -> tuple[str, str | None] | None:
+    """Why a shard cannot be read as a regular file (and the fix for an endless one), or None."""
+    problem = stat_problem(path)
+    if problem:
+        return problem, None
+    kind = endless_kind(path)
+    return (endless_message(kind, "a regular file"), ENDLESS_FIX) if kind else None
 
 
 def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
@@ -148,20 +155,16 @@ def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
             if name.startswith(".") or not name.endswith(".jsonl"):
                 continue
             path = Path(dirpath) / name
-            problem = stat_problem(path)
-            kind = None if problem else endless_kind(path)
-            if problem:
-                findings.append(_finding(CODE, f"shard {problem}", path))
-            elif kind is not None:
-                message = f"shard {endless_message(kind, 'a regular file')}"
-                findings.append(_finding(CODE, message, path, fix=ENDLESS_FIX))
-            else:
+            problem = _shard_problem(path)
+            if problem is None:
                 out.append(Source(path))
+            else:
+                findings.append(_finding(CODE, f"shard {problem[0]}", path, fix=problem[1]))
 
 
 def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
     try:
-        data = read_json_file(manifest)
+        data = read_json(manifest)
         splits = data["splits"]
         items = [(name, s) for name, split in splits.items() for s in split["shards"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -181,14 +184,12 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
             findings.append(_finding(CODE, f"split {split!r}: a shard has no path", manifest))
             continue
         path = manifest.parent / rel
-        problem = stat_problem(path)
-        kind = None if problem else endless_kind(path)
-        problem = problem or (endless_message(kind, "a regular file") if kind else None)
+        problem = _shard_problem(path)
         if problem:
             findings.append(
                 _finding(
                     CODE,
-                    f"split {split!r}: shard {rel} {problem}",
+                    f"split {split!r}: shard {rel} {problem[0]}",
                     manifest,
                     fix="re-run rl_prep to rebuild the output folder",
                 )
@@ -350,9 +351,7 @@ def _count(res: ScanResult, violations: list, where: str, lineno: int) -> None:
     codes = {v.code for v in violations if v.is_error}
     if codes:
         res.bad_rows += 1
-        bad = res.bad_by_code
-        for code in codes:
-            bad[code] = bad.get(code, 0) + 1
+        res.bad_by_code.update(codes)
     for v in violations:
         if res.causes.add(v, where, lineno):
             if v.is_error:
@@ -363,22 +362,15 @@ def _count(res: ScanResult, violations: list, where: str, lineno: int) -> None:
 
 def _blank_line(where: str, lineno: int, is_error: bool) -> Finding:
     if is_error:
-        return _finding(
-            "E-JSONL-BLANK",
+        code, severity = "E-JSONL-BLANK", ERROR
+        message = (
             "blank line: the reader of these rows fails on it (NeMo-Gym aborts the rollout "
-            "collection with 'Malformed JSON')",
-            where,
-            lineno,
-            fix="remove blank lines",
+            "collection with 'Malformed JSON')"
         )
-    return _finding(
-        "W-JSONL-BLANK",
-        "blank line (not a JSON row; line-by-line readers fail on it)",
-        where,
-        lineno,
-        severity=WARNING,
-        fix="remove blank lines",
-    )
+    else:
+        code, severity = "W-JSONL-BLANK", WARNING
+        message = "blank line (not a JSON row; line-by-line readers fail on it)"
+    return _finding(code, message, where, lineno, severity=severity, fix="remove blank lines")
 
 
 def _skip_line(f: Any, block: int) -> int:

@@ -72,33 +72,38 @@ class ValidationReport:
 # Work unit: (file, start, end, contract, options, max_errors); top-level so it pickles.
 def _scan_unit(unit: tuple) -> ScanResult:
     path, start, end, contract, options, max_errors = unit
-    check, accept, blank_is_error = _bind(contract, options)
+    return _scan_file(Path(path), _bind(contract, options), max_errors, start, end)
+
+
+def _scan_file(
+    path: Path,
+    bound: tuple[Any, Any, bool],
+    max_errors: int,
+    start: int = 0,
+    end: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ScanResult:
+    """`scan_range` of one file or range with the contract `_bind` gave; unreadable, one error."""
+    check, accept, blank_is_error = bound
     try:
         return scan_range(
-            Path(path),
+            path,
             check,
             start,
             end,
             max_errors=max_errors,
+            progress=progress,
             accept=accept,
             blank_is_error=blank_is_error,
         )
     except OSError as exc:
-        return _unreadable(Path(path), exc, max_errors)
-
-
-def _unreadable(path: Path, exc: OSError, max_errors: int) -> ScanResult:
-    res = ScanResult()
-    res.add(
-        Finding(
-            "E-JSONL",
-            f"cannot read ({exc.strerror or exc})",
-            str(path),
-            fix="check that this user may read the file",
-        ),
-        max_errors,
-    )
-    return res
+        res = ScanResult()
+        fix = "check that this user may read the file"
+        res.add(
+            Finding("E-JSONL", f"cannot read ({exc.strerror or exc})", str(path), fix=fix),
+            max_errors,
+        )
+        return res
 
 
 def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any, bool]:
@@ -157,7 +162,7 @@ def scan_jsonl(
     """Scan every source through the row contract; large inputs in worker processes. The
     findings: the first `max_errors` errors in input order, a row violation repeated over
     rows as one finding per cause (row_causes.py)."""
-    check, accept, blank_is_error = _bind(contract, options)
+    bound = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
         workers = os.cpu_count() or 1 if total >= PARALLEL_MIN_BYTES else 1
@@ -172,18 +177,7 @@ def scan_jsonl(
 
     if workers <= 1:
         for s in sources:
-            try:
-                part = scan_range(
-                    s.path,
-                    check,
-                    max_errors=max_errors,
-                    progress=progress,
-                    accept=accept,
-                    blank_is_error=blank_is_error,
-                )
-            except OSError as exc:
-                part = _unreadable(s.path, exc, max_errors)
-            take(s.path, part)
+            take(s.path, _scan_file(s.path, bound, max_errors, progress=progress))
     else:
         from concurrent.futures import ProcessPoolExecutor
 

@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from catalog.contracts.json_text import read_json_file
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
+from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, cite, enabled, finding, warning
 
@@ -112,7 +112,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         )
         return
     try:
-        state = read_json_file(info, INFO_MAX_BYTES)
+        state = read_json(info, INFO_MAX_BYTES)
     except (OSError, ValueError) as exc:
         yield finding(
             ctx,
