@@ -17,11 +17,11 @@ from catalog.contracts.gym_facts import GymFacts, gym_facts
 from catalog.contracts.gym_items import ItemRules, check_input
 from catalog.contracts.gym_items import violation as _v
 from catalog.contracts.gym_task_fields import PY_TYPES, TaskFields
-from catalog.contracts.rows import RowCheck, RowViolation, type_name
+from catalog.contracts.rows import RowCheck, RowViolation, add, type_name
 from catalog.did_you_mean import close_matches
 
 AGENT = "E-GYM-AGENT-REF"
-_agent = partial(RowViolation, AGENT)  # a fault of the row's agent_ref
+_agent = partial(add, AGENT)  # a fault of the row's agent_ref, appended
 NOT_LOADED = "E-GYM-AGENT"
 AGENT_TYPE = "responses_api_agents"
 FUNCTION_TOOL_KEYS = ("type", "name", "parameters", "strict")
@@ -42,54 +42,51 @@ def scalar_types(facts: GymFacts) -> dict[str, tuple[type, ...] | None]:
 
 def _check_tool(tool: Any, field: str, label: str, out: list[RowViolation]) -> None:
     if type(tool) is not dict:
-        out.append(_v(field, f"a tool must be an object, got {type_name(tool)}"))
+        _v(out, field, f"a tool must be an object, got {type_name(tool)}")
         return
     kind = tool.get("type")
     if kind == "function":
         if "function" in tool:
-            out.append(
-                _v(
-                    f"{field}.function",
-                    f"Chat Completions tool form; {label} needs the flat Responses form",
-                    'write {"type": "function", "name", "description", "parameters", '
-                    '"strict"} without the nested "function"',
-                )
+            _v(
+                out,
+                f"{field}.function",
+                f"Chat Completions tool form; {label} needs the flat Responses form",
+                'write {"type": "function", "name", "description", "parameters", '
+                '"strict"} without the nested "function"',
             )
             return
         missing = [k for k in FUNCTION_TOOL_KEYS if k not in tool]
         if missing:
-            out.append(
-                _v(
-                    field,
-                    f"function tool lacks {', '.join(missing)}",
-                    "a flat function tool needs type, name, parameters and strict "
-                    "(parameters and strict may be null)",
-                )
+            _v(
+                out,
+                field,
+                f"function tool lacks {', '.join(missing)}",
+                "a flat function tool needs type, name, parameters and strict "
+                "(parameters and strict may be null)",
             )
         name = tool.get("name")
         if "name" in tool and (type(name) is not str or not name):
-            out.append(_v(f"{field}.name", "tool name must be a non-empty string"))
+            _v(out, f"{field}.name", "tool name must be a non-empty string")
         params = tool.get("parameters")
         if params is not None and type(params) is not dict:
-            out.append(_v(f"{field}.parameters", "parameters must be a JSON Schema object or null"))
+            _v(out, f"{field}.parameters", "parameters must be a JSON Schema object or null")
         strict = tool.get("strict")
         if strict is not None and type(strict) is not bool:
-            out.append(_v(f"{field}.strict", "strict must be true, false or null"))
+            _v(out, f"{field}.strict", "strict must be true, false or null")
         description = tool.get("description")
         if description is not None and type(description) is not str:
-            out.append(_v(f"{field}.description", "description must be a string or null"))
+            _v(out, f"{field}.description", "description must be a string or null")
     elif type(kind) is not str or not kind:
-        out.append(_v(f"{field}.type", "a tool needs a `type`", 'set "type": "function"'))
+        _v(out, f"{field}.type", "a tool needs a `type`", 'set "type": "function"')
 
 
 def _check_tools(tools: Any, label: str, out: list[RowViolation]) -> None:
     if type(tools) is not list:
-        out.append(
-            _v(
-                "responses_create_params.tools",
-                f"tools must be a list, got {type_name(tools)}",
-                "write tools as a list of flat function tools",
-            )
+        _v(
+            out,
+            "responses_create_params.tools",
+            f"tools must be a list, got {type_name(tools)}",
+            "write tools as a list of flat function tools",
         )
         return
     for i, tool in enumerate(tools):
@@ -124,65 +121,56 @@ class _Request:
         self.items = ItemRules.of(facts)
         self.allow_empty_input = allow_empty_input
 
-    def unknown(self, key: str) -> RowViolation:
-        close = close_matches(key, self.known, n=1)
-        fix = (
-            f"did you mean `{close[0]}`?"
-            if close
-            else "move it to the top level of the row (verifier fields ride there) or drop it"
-        )
-        return _v(
-            f"responses_create_params.{key}",
-            f"not a request field of {self.label} (it rejects unknown keys)",
-            fix,
-        )
-
     def check(self, rcp: dict, out: list[RowViolation]) -> None:
         known, scalars = self.known, self.scalars
         for key, value in rcp.items():
             if key not in known:
-                out.append(self.unknown(key))
+                close = close_matches(key, known, n=1)
+                move = "move it to the top level of the row (verifier fields ride there) or drop it"
+                fix = f"did you mean `{close[0]}`?" if close else move
+                _v(
+                    out,
+                    f"responses_create_params.{key}",
+                    f"not a request field of {self.label} (it rejects unknown keys)",
+                    fix,
+                )
                 continue
             want = scalars.get(key)
             if want is not None and type(value) not in want:
                 kinds = " or ".join(sorted(known[key] or ()))
-                out.append(
-                    _v(
-                        f"responses_create_params.{key}",
-                        f"expected {kinds}, got {type_name(value)}",
-                    )
+                _v(
+                    out,
+                    f"responses_create_params.{key}",
+                    f"expected {kinds}, got {type_name(value)}",
                 )
         if "input" in rcp:
             check_input(rcp["input"], self.items, out, self.allow_empty_input)
         else:
-            out.append(
-                _v(
-                    "responses_create_params.input",
-                    "input is missing",
-                    'add "input": [{"role": "user", "content": "..."}]',
-                )
+            _v(
+                out,
+                "responses_create_params.input",
+                "input is missing",
+                'add "input": [{"role": "user", "content": "..."}]',
             )
         if "tools" in rcp and "tools" in known:
             _check_tools(rcp["tools"], self.label, out)
         choice = rcp.get("parallel_tool_calls", False)
         if type(choice) is not bool and "parallel_tool_calls" in known:
-            out.append(_v("responses_create_params.parallel_tool_calls", "expected true or false"))
+            _v(out, "responses_create_params.parallel_tool_calls", "expected true or false")
         choice = rcp.get("tool_choice", "auto")
         if type(choice) is not str and type(choice) is not dict and "tool_choice" in known:
-            out.append(
-                _v(
-                    "responses_create_params.tool_choice",
-                    "expected auto, none, required or a tool-choice object",
-                )
+            _v(
+                out,
+                "responses_create_params.tool_choice",
+                "expected auto, none, required or a tool-choice object",
             )
         stream = rcp.get("stream")
         if stream is not None and stream is not False and "stream" in known:
-            out.append(
-                _v(
-                    "responses_create_params.stream",
-                    f"{self.label} only takes non-streaming requests",
-                    "remove stream or set it to false",
-                )
+            _v(
+                out,
+                "responses_create_params.stream",
+                f"{self.label} only takes non-streaming requests",
+                "remove stream or set it to false",
             )
 
 
@@ -227,74 +215,64 @@ def nemo_gym_rows(
             if type(default_name) is str:
                 task.check(row, default_name, out)
             if default_agent_ref is None:
-                out.append(
-                    _agent(
-                        "agent_ref",
-                        "agent_ref is missing",
-                        'add "agent_ref": {"type": "responses_api_agents", "name": "<agent>"} '
-                        "or set run.default_agent_ref in the step config",
-                    )
+                _agent(
+                    out,
+                    "agent_ref",
+                    "agent_ref is missing",
+                    'add "agent_ref": {"type": "responses_api_agents", "name": "<agent>"} '
+                    "or set run.default_agent_ref in the step config",
                 )
             return
         ref = row["agent_ref"]
         if type(ref) is not dict:
-            out.append(
-                _agent(
-                    "agent_ref",
-                    f"agent_ref must be an object, got {type_name(ref)}",
-                    '{"type": "responses_api_agents", "name": "<agent>"}',
-                )
+            _agent(
+                out,
+                "agent_ref",
+                f"agent_ref must be an object, got {type_name(ref)}",
+                '{"type": "responses_api_agents", "name": "<agent>"}',
             )
             return
         if "type" in ref and ref["type"] != AGENT_TYPE:
-            out.append(
-                _agent(
-                    "agent_ref.type",
-                    f"agent_ref.type must be {AGENT_TYPE!r}, got {ref['type']!r}",
-                    f'set "type": "{AGENT_TYPE}"',
-                )
+            _agent(
+                out,
+                "agent_ref.type",
+                f"agent_ref.type must be {AGENT_TYPE!r}, got {ref['type']!r}",
+                f'set "type": "{AGENT_TYPE}"',
             )
         name = ref.get("name")
         if type(name) is not str or not name:
-            out.append(_agent("agent_ref.name", "agent_ref.name must be non-empty", agent_fix))
+            _agent(out, "agent_ref.name", "agent_ref.name must be non-empty", agent_fix)
         elif names is not None and name not in names:
             close = close_matches(name, names, n=1)
             fix = f"did you mean `{close[0]}`?" if close else load_fix
-            out.append(
-                RowViolation(
-                    NOT_LOADED,
-                    "agent_ref.name",
-                    f"agent {name!r} is not loaded by the config (no file in "
-                    f"env.nemo_gym.config_paths defines it)",
-                    fix,
-                )
+            said = (
+                f"agent {name!r} is not loaded by the config (no file in "
+                "env.nemo_gym.config_paths defines it)"
             )
+            add(NOT_LOADED, out, "agent_ref.name", said, fix)
         else:
             task.check(row, name, out)
 
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
         if type(row) is not dict:
-            out.append(_v("", f"a row must be an object, got {type_name(row)}"))
+            _v(out, "", f"a row must be an object, got {type_name(row)}")
             return out
         rcp = row.get("responses_create_params")
         if type(rcp) is dict:
             request.check(rcp, out)
         elif rcp is None and "responses_create_params" not in row:
-            out.append(
-                _v(
-                    "responses_create_params",
-                    "responses_create_params is missing",
-                    'add "responses_create_params": {"input": [{"role": "user", "content": '
-                    '"..."}]}',
-                )
+            _v(
+                out,
+                "responses_create_params",
+                "responses_create_params is missing",
+                'add "responses_create_params": {"input": [{"role": "user", "content": "..."}]}',
             )
         else:
-            out.append(
-                _v(
-                    "responses_create_params",
-                    f"responses_create_params must be an object, got {type_name(rcp)}",
-                )
+            _v(
+                out,
+                "responses_create_params",
+                f"responses_create_params must be an object, got {type_name(rcp)}",
             )
         check_agent(row, out)
         return out

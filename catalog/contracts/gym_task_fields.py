@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from catalog.contracts.rows import RowViolation, type_name
+from catalog.contracts.rows import RowViolation, add, type_name
 
 TASK_FIELD = "E-GYM-TASK-FIELD"
 # JSON Schema type name -> the Python types a decoded JSON value of it has.
@@ -74,27 +74,25 @@ class TaskFields:
         if missing:  # one cause (the row lacks what the server reads): all of it, in one
             names = ", ".join(f"`{k}`" for k in missing)
             one = len(missing) == 1
-            out.append(
-                RowViolation(
-                    TASK_FIELD,
-                    ", ".join(missing),
-                    f"{names} {'is' if one else 'are'} missing: agent `{agent}` routes the row "
-                    f"to resource server `{server}`, whose verify request requires "
-                    f"{'it' if one else 'them'}",
-                    f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map "
-                    f"source fields onto {'it' if one else 'them'}), or route the rows to an "
-                    "agent whose server does not need "
-                    f"{'it' if one else 'them'}",
-                )
+            add(
+                TASK_FIELD,
+                out,
+                ", ".join(missing),
+                f"{names} {'is' if one else 'are'} missing: agent `{agent}` routes the row "
+                f"to resource server `{server}`, whose verify request requires "
+                f"{'it' if one else 'them'}",
+                f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map "
+                f"source fields onto {'it' if one else 'them'}), or route the rows to an "
+                "agent whose server does not need "
+                f"{'it' if one else 'them'}",
             )
         for key, _, kinds in fields:
             if key in row and kinds and not _lax_ok(row[key], kinds):
-                out.append(
-                    RowViolation(
-                        TASK_FIELD,
-                        key,
-                        f"`{key}` must be {' or '.join(kinds)}, got {type_name(row[key])} "
-                        f"(resource server `{server}` of agent `{agent}`)",
-                        f"write `{key}` as {' or '.join(kinds)}",
-                    )
+                add(
+                    TASK_FIELD,
+                    out,
+                    key,
+                    f"`{key}` must be {' or '.join(kinds)}, got {type_name(row[key])} "
+                    f"(resource server `{server}` of agent `{agent}`)",
+                    f"write `{key}` as {' or '.join(kinds)}",
                 )

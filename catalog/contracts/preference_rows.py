@@ -16,14 +16,15 @@ from typing import Any
 from catalog.contracts.rows import (
     RowCheck,
     RowViolation,
+    add,
     check_chat_messages,
     is_blank,
     type_name,
-    warning,
 )
+from catalog.errors import WARNING
 
 CODE = "E-DPO-ROW"
-_bad = partial(RowViolation, CODE)  # a violation of this contract
+_bad = partial(add, CODE)  # a violation of this contract, appended
 EMPTY = "W-DPO-EMPTY-RESPONSE"
 
 
@@ -32,42 +33,37 @@ def _check_ranked(row: dict, out: list[RowViolation]) -> None:
     comps = row.get("completions")
     if type(comps) is not list or len(comps) != 2:
         got = f"{len(comps)} completions" if type(comps) is list else type_name(comps)
-        out.append(
-            _bad(
-                "completions",
-                f"expected exactly two completions, got {got}",
-                'write "completions": [{"rank": 0, "completion": [...]}, '
-                '{"rank": 1, "completion": [...]}]',
-            )
+        _bad(
+            out,
+            "completions",
+            f"expected exactly two completions, got {got}",
+            'write "completions": [{"rank": 0, "completion": [...]}, '
+            '{"rank": 1, "completion": [...]}]',
         )
         return
     ranks = []
     for i, comp in enumerate(comps):
         field = f"completions[{i}]"
         if type(comp) is not dict:
-            out.append(
-                _bad(field, f"expected a {{rank, completion}} object, got {type_name(comp)}")
-            )
+            _bad(out, field, f"expected a {{rank, completion}} object, got {type_name(comp)}")
             continue
         rank = comp.get("rank")
         if type(rank) is not int:
-            out.append(
-                _bad(
-                    f"{field}.rank",
-                    f"rank must be an integer, got {type_name(rank)}",
-                    "rank 0 for the preferred completion, 1 for the other",
-                )
+            _bad(
+                out,
+                f"{field}.rank",
+                f"rank must be an integer, got {type_name(rank)}",
+                "rank 0 for the preferred completion, 1 for the other",
             )
         else:
             ranks.append(rank)
         check_chat_messages(comp.get("completion"), f"{field}.completion", CODE, out)
     if len(ranks) == 2 and ranks[0] == ranks[1]:
-        out.append(
-            _bad(
-                "completions[1].rank",
-                f"both completions have rank {ranks[0]}; the preferred one must rank lower",
-                "give the preferred completion rank 0 and the other rank 1",
-            )
+        _bad(
+            out,
+            "completions[1].rank",
+            f"both completions have rank {ranks[0]}; the preferred one must rank lower",
+            "give the preferred completion rank 0 and the other rank 1",
         )
 
 
@@ -80,21 +76,19 @@ def preference_rows(
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
         if type(row) is not dict:
-            out.append(_bad("", f"a row must be an object, got {type_name(row)}"))
+            _bad(out, "", f"a row must be an object, got {type_name(row)}")
             return out
         if "completions" in row or ("context" in row and chosen_key not in row):
             _check_ranked(row, out)
             return out
         missing = [k for k in keys if k not in row]
         if missing:
-            out.append(
-                _bad(
-                    missing[0],
-                    f"missing {', '.join(repr(k) for k in missing)} "
-                    f"(expected {{{', '.join(keys)}}} or {{context, completions}})",
-                    "rename the columns, or set prompt_key/chosen_key/rejected_key in the "
-                    "data config",
-                )
+            _bad(
+                out,
+                missing[0],
+                f"missing {', '.join(repr(k) for k in missing)} "
+                f"(expected {{{', '.join(keys)}}} or {{context, completions}})",
+                "rename the columns, or set prompt_key/chosen_key/rejected_key in the data config",
             )
             return out
         prompt = row[prompt_key]
@@ -102,40 +96,37 @@ def preference_rows(
             check_chat_messages(prompt, prompt_key, CODE, out)
         elif type(prompt) is not str or (not prompt or prompt.isspace()):
             what = "empty" if type(prompt) is str else f"a {type_name(prompt)}"
-            out.append(
-                _bad(
-                    prompt_key,
-                    f"prompt must be a non-empty string or a message list, got {what}",
-                    "give the prompt text",
-                )
+            _bad(
+                out,
+                prompt_key,
+                f"prompt must be a non-empty string or a message list, got {what}",
+                "give the prompt text",
             )
         chosen, rejected = row[chosen_key], row[rejected_key]
         for key, value in ((chosen_key, chosen), (rejected_key, rejected)):
             if type(value) is not str:
-                out.append(
-                    _bad(
-                        key,
-                        f"expected the response as a string, got {type_name(value)}",
-                        "give the assistant's reply text",
-                    )
+                _bad(
+                    out,
+                    key,
+                    f"expected the response as a string, got {type_name(value)}",
+                    "give the assistant's reply text",
                 )
             elif not value or value.isspace():
-                out.append(
-                    warning(
-                        EMPTY,
-                        key,
-                        f"{key!r} is empty: NeMo-RL trains on it (the response is the chat "
-                        "template's end token alone), but the pair teaches little",
-                        "give the reply text, or drop the row",
-                    )
+                add(
+                    EMPTY,
+                    out,
+                    key,
+                    f"{key!r} is empty: NeMo-RL trains on it (the response is the chat "
+                    "template's end token alone), but the pair teaches little",
+                    "give the reply text, or drop the row",
+                    WARNING,
                 )
         if type(chosen) is str and chosen == rejected and not is_blank(chosen):
-            out.append(
-                _bad(
-                    rejected_key,
-                    f"{chosen_key!r} and {rejected_key!r} are identical (no preference signal)",
-                    "drop the row or give two different responses",
-                )
+            _bad(
+                out,
+                rejected_key,
+                f"{chosen_key!r} and {rejected_key!r} are identical (no preference signal)",
+                "drop the row or give two different responses",
             )
         return out
 

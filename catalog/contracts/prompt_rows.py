@@ -22,13 +22,14 @@ from typing import Any
 from catalog.contracts.rows import (
     RowCheck,
     RowViolation,
+    add,
     check_chat_messages,
     is_blank,
     type_name,
 )
 
 CODE = "E-RLVR-ROW"
-_bad = partial(RowViolation, CODE)  # a violation of this contract
+_bad = partial(add, CODE)  # a violation of this contract, appended
 NUMERIC = "E-RLVR-NUMERIC-ANSWER"
 NUMERIC_FIX = (
     'give the answer as text ("210" in JSON); a CSV column of numbers is typed as numbers, so '
@@ -52,31 +53,29 @@ def verifiable_prompt_rows(
     def check(row: Any) -> list[RowViolation]:
         out: list[RowViolation] = []
         if type(row) is not dict:
-            out.append(_bad("", f"a row must be an object, got {type_name(row)}"))
+            _bad(out, "", f"a row must be an object, got {type_name(row)}")
             return out
         if "messages" in row and input_key not in row:
             check_chat_messages(row["messages"], "messages", CODE, out)
             return out
         value = row.get(input_key)
         if type(value) is not str or not value or value.isspace():
-            out.append(
-                _bad(
-                    input_key,
-                    f"the prompt must be a non-empty string, got {_got(row, input_key)}",
-                    f"give the prompt under {input_key!r}, or set input_key in the data config "
-                    "(or give `messages`)",
-                )
+            _bad(
+                out,
+                input_key,
+                f"the prompt must be a non-empty string, got {_got(row, input_key)}",
+                f"give the prompt under {input_key!r}, or set input_key in the data config "
+                "(or give `messages`)",
             )
         answer = row.get(output_key)
         ok = (type(answer) is str and not is_blank(answer)) or type(answer) in (int, float)
         if not ok:
             what = _got(row, output_key)
-            out.append(
-                _bad(
-                    output_key,
-                    f"the verifiable answer must be a non-empty string or a number, got {what}",
-                    f"give the answer under {output_key!r}, or set output_key in the data config",
-                )
+            _bad(
+                out,
+                output_key,
+                f"the verifiable answer must be a non-empty string or a number, got {what}",
+                f"give the answer under {output_key!r}, or set output_key in the data config",
             )
         elif text_answer and type(answer) is not str:
             kind = "an integer" if type(answer) is int else "a float"
@@ -84,7 +83,7 @@ def verifiable_prompt_rows(
                 f"the answer is {kind}, not text: NeMo-RL's math verifier builds "
                 "'\\boxed{' + answer + '}' from it, which fails on a number, and scores the row 0"
             )
-            out.append(RowViolation(NUMERIC, output_key, said, NUMERIC_FIX))
+            add(NUMERIC, out, output_key, said, NUMERIC_FIX)
         return out
 
     return check

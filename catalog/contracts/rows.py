@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from catalog.errors import ERROR, WARNING
+from catalog.errors import ERROR
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,16 @@ class RowViolation:
         return self.severity == ERROR
 
 
-def warning(code: str, field: str, message: str, fix: str | None = None) -> RowViolation:
-    """A row violation of warning severity."""
-    return RowViolation(code, field, message, fix, WARNING)
+def add(
+    code: str,
+    out: list[RowViolation],
+    field: str,
+    message: str,
+    fix: str | None = None,
+    severity: str = ERROR,
+) -> None:
+    """Append one violation to `out`; a contract binds its code once (`partial(add, CODE)`)."""
+    out.append(RowViolation(code, field, message, fix, severity))
 
 
 RowCheck = Callable[[Any], "list[RowViolation]"]
@@ -40,21 +48,20 @@ RowCheck = Callable[[Any], "list[RowViolation]"]
 CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 
 
+# Python type -> its JSON name; bool before int, as a bool is an int.
+_JSON_NAMES = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (str, "string"),
+    ((int, float), "number"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def type_name(value: Any) -> str:
     """The JSON name of a Python value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for t, name in _JSON_NAMES if isinstance(value, t)), type(value).__name__)
 
 
 def is_blank(value: Any) -> bool:
@@ -67,9 +74,7 @@ def check_chat_messages(
 ) -> None:
     """A non-empty list of `{role, content}` with a known role and non-empty content."""
 
-    def bad(at: str, message: str, fix: str | None = None) -> None:
-        out.append(RowViolation(code, at, message, fix))
-
+    bad = partial(add, code, out)
     if type(messages) is not list:
         got = f"expected a list of {{role, content}} {what}, got {type_name(messages)}"
         return bad(field, got, f'write {field} as [{{"role": "user", "content": "..."}}]')
