@@ -1,15 +1,12 @@
 """The row fields each NeMo-Gym resource server verifies, read from its source with `ast`.
 
-A Gym row is routed by `agent_ref.name` to an agent, whose resource server scores it with fields
-of the row: the server's `verify(self, body: <Model>)` takes a pydantic model that extends
-Gym's `BaseVerifyRequest` with task fields (math_with_judge: `question`, `expected_answer`). A row
-without them is not rejected before reward time, where it scores nothing. This module reads that
-model from `resources_servers/<server>/<entrypoint>` without importing Gym (which needs its whole
-stack): the fields the server declares itself, or inherits from classes of its own module, with
-whether each is required (no default) and its JSON types. Fields of Gym's own bases
-(`responses_create_params`, the rollout's `response`) are the framework's, not the row's task
-fields. A model whose bases or fields come from elsewhere is "not derived", with the reason;
-pydantic validators (code) are not modelled.
+A server's `verify(self, body: <Model>)` takes a pydantic model extending Gym's
+`BaseVerifyRequest` with task fields (math_with_judge: `question`, `expected_answer`); a row
+without them is not rejected before reward time, where it scores nothing. The model is read from
+`resources_servers/<server>/<entrypoint>` without importing Gym: the fields it declares or
+inherits from resources_servers modules, each required (no default) or not, with its JSON types.
+Gym's own bases are the framework's, not task fields; a base from elsewhere makes the server
+"not derived", with the reason. Pydantic validators (code) are not modelled.
 """
 
 from __future__ import annotations
@@ -102,9 +99,8 @@ def _required(value: ast.expr | None) -> bool:
 
 
 class _Sources:
-    """Parsed modules of one Gym tree by dotted name: a verify model may extend a model of
-    another server (`resources_servers.mcqa.app`); anything outside resources_servers is not
-    read (Gym's own bases are the framework's)."""
+    """Parsed resources_servers modules of one Gym tree by dotted name: a verify model may
+    extend another server's (`resources_servers.mcqa.app`)."""
 
     def __init__(self, root: Path | None, main: str, source: str) -> None:
         self.root = root

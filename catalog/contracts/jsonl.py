@@ -269,6 +269,13 @@ def scan_range(
         readline = f.readline
         last_tick = pos
         counting = max_errors <= 0  # past max_errors: count bad rows, build no findings
+
+        def bad(message: str, fix: str | None = None) -> bool:
+            """Count a bad row (its finding kept within max_errors); True once past them."""
+            if res.refuse(CODE, max_errors):
+                res.add(_finding(CODE, message, where, lineno, fix=fix), max_errors)
+            return res.errors >= max_errors
+
         while end is None or pos < end:
             line = readline(max_line + 1)
             if not line:
@@ -277,19 +284,8 @@ def scan_range(
             n = len(line)
             if n > max_line and not line.endswith(b"\n"):
                 n += _skip_line(f, max_line)
-                if res.refuse(CODE, max_errors):
-                    res.add(
-                        _finding(
-                            CODE,
-                            f"{too_long(max_line)}; not read",
-                            where,
-                            lineno,
-                            fix="split the record or drop it",
-                        ),
-                        max_errors,
-                    )
                 pos += n
-                counting = res.errors >= max_errors
+                counting = bad(f"{too_long(max_line)}; not read", "split the record or drop it")
                 continue
             pos += n
             if progress is not None and pos - last_tick >= 8 << 20:
@@ -315,23 +311,11 @@ def scan_range(
                 try:
                     row = strict_loads(line)
                 except ValueError as exc:
-                    if res.refuse(CODE, max_errors):
-                        res.add(_finding(CODE, f"{exc}.", where, lineno), max_errors)
-                    counting = res.errors >= max_errors
+                    counting = bad(f"{exc}.")
                     continue
             if type(row) is not dict:
-                if res.refuse(CODE, max_errors):
-                    res.add(
-                        _finding(
-                            CODE,
-                            f"a row must be a JSON object, got {type(row).__name__}.",
-                            where,
-                            lineno,
-                            fix="write one JSON object per line",
-                        ),
-                        max_errors,
-                    )
-                counting = res.errors >= max_errors
+                message = f"a row must be a JSON object, got {type(row).__name__}."
+                counting = bad(message, "write one JSON object per line")
                 continue
             if check is None:
                 continue
