@@ -361,7 +361,7 @@ def _digest_findings(sources: list[Source], path: Path) -> list[Finding]:
 
 
 def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> ValidationReport:
-    from catalog.contracts import checkpoints, nemo_rl_checkpoints
+    from catalog.contracts import checkpoints
 
     contract = report.contract
     if contract == "hf_checkpoint":
@@ -369,8 +369,7 @@ def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> Val
     elif contract == "megatron_checkpoint":
         res = checkpoints.check_megatron(path)
     else:  # nemo_rl_checkpoint (any backend), nemo_rl_{megatron,dcp}_checkpoint
-        backend = nemo_rl_checkpoints.CONTRACT_BACKENDS[contract]
-        res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
+        res = checkpoints.check_nemo_rl(path, checkpoints.CONTRACT_BACKENDS[contract])
     report.findings = res.findings
     report.errors = sum(1 for f in res.findings if f.is_error)
     report.warnings = len(res.findings) - report.errors

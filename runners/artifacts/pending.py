@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+from catalog.contracts.checkpoints import check_nemo_rl
 from catalog.errors import ERROR, StepsError
 from catalog.record_file import read_json
 from runners.artifacts.registry import (
