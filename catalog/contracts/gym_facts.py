@@ -7,6 +7,10 @@ derived from its source (gym_source.py) once per version and cached in the user 
 ($STEPS_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, under nemo-rl-steps/gym/); a bare
 version takes the set shipped in catalog/schema/rows/nemo_gym_versions.json (the pin and the
 supported releases), else one cached from an earlier derivation. Nothing here imports Gym.
+
+Without a Gym tree, the task-field check (E-GYM-TASK-FIELD) stands on the pinned Gym's routes
+(`pinned_routes`: agent -> server -> fields), which `tools/gen_gym_servers.py` derives at build
+time with the same code that reads a tree at run time (gym_routes.py, gym_servers.py).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from catalog.errors import StepsError
 from catalog.record_file import read_json
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
-SHIPPED = Path(__file__).resolve().parent.parent / "schema" / "rows" / "nemo_gym_versions.json"
+ROWS_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "rows"
+SHIPPED = ROWS_SCHEMA / "nemo_gym_versions.json"
+PINNED_SERVERS = ROWS_SCHEMA / "nemo_gym_servers.json"
 CODE = "E-GYM-VERSION"
 
 
@@ -207,3 +213,25 @@ def detect_gym(env: Mapping[str, str] | None = None) -> str | None:
         if checkout and gym_root_of(Path(checkout).expanduser() / GYM_SUBDIR) is not None:
             return str(Path(checkout).expanduser() / GYM_SUBDIR)
     return None
+
+
+@cache
+def _table() -> dict[str, Any]:
+    return read_json(PINNED_SERVERS)
+
+
+def pinned_routes(agents: Any = None) -> dict[str, dict]:
+    """The row contract's `routes` option (agent -> its server's fields) for `agents` (all when
+    None) that the pinned Gym defines with a server whose fields were derived."""
+    table = _table()
+    out: dict[str, dict] = {}
+    for agent, server in table["agents"].items():
+        spec = table["servers"].get(server)
+        if (agents is None or agent in agents) and spec is not None and spec["reason"] is None:
+            out[agent] = {"server": server, "fields": spec["fields"]}
+    return out
+
+
+def pinned_commit() -> str:
+    """The Gym commit the table was derived from, short."""
+    return str(_table()["gym_commit"])[:7]

@@ -291,11 +291,11 @@ class _AgentOnly(Struct):
 def _pinned_accept(
     default_agent_ref: Any, agent_names: Any, allow_empty_input: bool, gym_version: str | None
 ) -> Accept | None:
-    """`gym_accept` with the pinned Gym's routes (gym_pinned.py), one agent's at a time: a
+    """`gym_accept` with the pinned Gym's routes (gym_facts.pinned_routes), one agent's at a time: a
     struct of every pinned server's fields (some 180) would double the cost of each row. The
     last agent's own accept (its name the only one taken) tries first, as a file's rows mostly
     share one agent; else the row's agent is read and its accept, built once, decides."""
-    from catalog.contracts.gym_pinned import pinned_routes
+    from catalog.contracts.gym_facts import pinned_routes
 
     pinned = pinned_routes()
     default = default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else None

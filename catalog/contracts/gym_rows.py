@@ -4,7 +4,9 @@ The Gym that will run judges the request (gym_facts.py; the pin unless told othe
 `NeMoGymResponseCreateParamsNonStreaming` forbids unknown keys and requires only `input`;
 tools use the flat Responses form; the input items are gym_items.py's. Findings that depend on
 the Gym version name it. Upstream reads only `agent_ref.name` to route a row, so a missing
-`agent_ref.type` is accepted; a wrong one is not.
+`agent_ref.type` is accepted; a wrong one is not. The task fields a row's agent routes it to
+(gym_routes.py: the fields its resource server's verify model reads) are checked with pydantic's
+lax coercions, so a value pydantic would take is never refused (E-GYM-TASK-FIELD).
 """
 
 from __future__ import annotations
@@ -16,9 +18,94 @@ from typing import Any
 from catalog.contracts.gym_facts import GymFacts, gym_facts
 from catalog.contracts.gym_items import ItemRules, check_input
 from catalog.contracts.gym_items import violation as _v
-from catalog.contracts.gym_task_fields import PY_TYPES, TaskFields
 from catalog.contracts.rows import RowCheck, RowViolation, add, type_name
 from catalog.did_you_mean import close_matches
+
+TASK_FIELD = "E-GYM-TASK-FIELD"
+# JSON Schema type name -> the Python types a decoded JSON value of it has.
+PY_TYPES = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def _lax_ok(value: Any, kinds: Iterable[str]) -> bool:
+    """Whether pydantic (lax mode) takes `value` for a field of these JSON types: a number
+    or boolean may come as a string of one or as a boolean, an integer as an integral float;
+    a string field takes only a string."""
+    for kind in kinds:
+        if type(value) in PY_TYPES[kind]:
+            return True
+        if kind in ("integer", "number", "boolean"):
+            if type(value) is bool or (kind == "boolean" and value in (0, 1)):
+                return True
+            if kind == "integer" and type(value) is float and value.is_integer():
+                return True
+            if type(value) is str and _numeric_text(value.strip().lower(), kind):
+                return True
+    return False
+
+
+def _numeric_text(text: str, kind: str) -> bool:
+    if kind == "boolean":
+        return text in ("true", "false", "yes", "no", "on", "off", "1", "0")
+    digits = text.lstrip("+-")
+    return (digits.replace(".", "", 1) if kind == "number" else digits).isdigit()
+
+
+class TaskFields:
+    """The task fields each routed agent's resource server reads (gym_routes.py's `routes`)."""
+
+    def __init__(self, routes: dict[str, Any]) -> None:
+        self.routes = {
+            agent: (
+                str(route.get("server")),
+                [
+                    (key, bool(spec.get("required")), spec.get("types"))
+                    for key, spec in (route.get("fields") or {}).items()
+                ],
+            )
+            for agent, route in routes.items()
+            if isinstance(route, dict)
+        }
+
+    def check(self, row: dict, agent: str, out: list[RowViolation]) -> None:
+        route = self.routes.get(agent)
+        if route is None:
+            return
+        server, fields = route
+        missing = [key for key, required, _ in fields if required and key not in row]
+        if missing:  # one cause (the row lacks what the server reads): all of it, in one
+            names = ", ".join(f"`{k}`" for k in missing)
+            one = len(missing) == 1
+            add(
+                TASK_FIELD,
+                out,
+                ", ".join(missing),
+                f"{names} {'is' if one else 'are'} missing: agent `{agent}` routes the row "
+                f"to resource server `{server}`, whose verify request requires "
+                f"{'it' if one else 'them'}",
+                f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map "
+                f"source fields onto {'it' if one else 'them'}), or route the rows to an "
+                "agent whose server does not need "
+                f"{'it' if one else 'them'}",
+            )
+        for key, _, kinds in fields:
+            if key in row and kinds and not _lax_ok(row[key], kinds):
+                add(
+                    TASK_FIELD,
+                    out,
+                    key,
+                    f"`{key}` must be {' or '.join(kinds)}, got {type_name(row[key])} "
+                    f"(resource server `{server}` of agent `{agent}`)",
+                    f"write `{key}` as {' or '.join(kinds)}",
+                )
+
 
 AGENT = "E-GYM-AGENT-REF"
 _agent = partial(add, AGENT)  # a fault of the row's agent_ref, appended
@@ -188,12 +275,12 @@ def nemo_gym_rows(
     from the task's own fields); `allow_empty_input=false` makes it an error. `routes` maps
     an agent to the fields its resource server reads (gym_routes.GymRoutes.option): a row
     routed there lacking a required one, or with one of the wrong type, is E-GYM-TASK-FIELD;
-    None (no Gym tree decided them) means the pinned Gym's routes (gym_pinned.py).
+    None (no Gym tree decided them) means the pinned Gym's routes (gym_facts.pinned_routes).
     """
     request = _Request(gym_facts(gym_version), allow_empty_input)
     names = frozenset(agent_names) if agent_names is not None else None
-    if routes is None:  # no Gym tree decided them: the pinned Gym's (gym_pinned.py)
-        from catalog.contracts.gym_pinned import pinned_routes
+    if routes is None:  # no Gym tree decided them: the pinned Gym's (gym_facts.pinned_routes)
+        from catalog.contracts.gym_facts import pinned_routes
 
         routes = pinned_routes()
     task = TaskFields(routes)
