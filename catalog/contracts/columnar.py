@@ -48,9 +48,8 @@ def _plain(pa: Any, t: Any) -> bool:
     types = pa.types
     if types.is_struct(t):
         return all(_plain(pa, t.field(i).type) for i in range(t.num_fields))
-    if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t):
-        return _plain(pa, t.value_type)
-    if types.is_dictionary(t):
+    lists = (types.is_list, types.is_large_list, types.is_fixed_size_list, types.is_dictionary)
+    if any(f(t) for f in lists):
         return _plain(pa, t.value_type)
     if types.is_map(t):
         return _plain(pa, t.key_type) and _plain(pa, t.item_type)

@@ -54,19 +54,11 @@ SDK_TYPE_VALUES: dict[str, tuple[str, ...]] = {
     "ResponseCustomToolCall": ("custom_tool_call",),
     "ResponseCustomToolCallOutput": ("custom_tool_call_output",),
 }
-_PY_JSON = {
-    "bool": "boolean",
-    "int": "integer",
-    "float": "number",
-    "str": "string",
-    "dict": "object",
-    "Dict": "object",
-    "Mapping": "object",
-    "list": "array",
-    "List": "array",
-    "Sequence": "array",
-    "Iterable": "array",
-}
+_PY_JSON = (
+    {"bool": "boolean", "int": "integer", "float": "number", "str": "string"}
+    | dict.fromkeys(("dict", "Dict", "Mapping"), "object")
+    | dict.fromkeys(("list", "List", "Sequence", "Iterable"), "array")
+)
 _WRAPPERS = {"Optional", "Required", "NotRequired", "Annotated", "Union"}
 
 

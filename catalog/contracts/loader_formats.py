@@ -31,15 +31,8 @@ BUILDERS: dict[str, str] = {
     "arrow": "Arrow IPC (a `save_to_disk` shard or any Arrow stream/file)",
     "text": "plain text: one row {text: LINE} per line",
 }
-_FULL_TABLE = {
-    ".arrow": "arrow",
-    ".csv": "csv",
-    ".json": "json",
-    ".jsonl": "json",
-    ".parquet": "parquet",
-    ".txt": "text",
-}
 _JSON_ONLY = {".json": "json", ".jsonl": "json"}
+_FULL_TABLE = _JSON_ONLY | {".arrow": "arrow", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
 @dataclass(frozen=True)
