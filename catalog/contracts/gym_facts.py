@@ -55,6 +55,12 @@ class GymFacts:
         """How findings name this Gym: `NeMo-Gym 0.7.0`."""
         return f"NeMo-Gym {self.version}"
 
+    def has_item(self, kind: str) -> bool:
+        return self.item_types is None or kind in self.item_types
+
+    def has_part(self, kind: str) -> bool:
+        return self.content_parts is None or kind in self.content_parts
+
     @classmethod
     def from_dict(cls, version: str, data: Mapping[str, Any], source: str) -> GymFacts:
         def opt(values: Any) -> frozenset[str] | None:

@@ -9,7 +9,6 @@ drops extra keys. So this contract checks roles, content and non-empty user text
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -28,52 +27,25 @@ STATUSES = ("in_progress", "completed", "incomplete")
 violation = partial(add, ROW)  # an E-GYM-ROW violation, appended
 
 
-@dataclass(frozen=True)
-class ItemRules:
-    """What the input checks need from one Gym's facts, looked up once."""
-
-    label: str
-    roles: frozenset[str]
-    items: frozenset[str] | None  # None: any item type string
-    parts: frozenset[str] | None  # None: any part type string
-    discriminated: bool
-
-    @classmethod
-    def of(cls, facts: GymFacts) -> ItemRules:
-        return cls(
-            facts.label,
-            facts.message_roles,
-            facts.item_types,
-            facts.content_parts,
-            facts.messages_discriminated,
-        )
-
-    def has_item(self, kind: str) -> bool:
-        return self.items is None or kind in self.items
-
-    def has_part(self, kind: str) -> bool:
-        return self.parts is None or kind in self.parts
-
-
-def _text_part_hint(rules: ItemRules) -> str:
+def _text_part_hint(gym: GymFacts) -> str:
     """Why `{"type": "text"}` is wrong, in the words true for the judging Gym."""
-    if rules.discriminated:
-        said = f'{rules.label} rejects the Chat Completions form {{"type": "text"}}'
+    if gym.messages_discriminated:
+        said = f'{gym.label} rejects the Chat Completions form {{"type": "text"}}'
     else:
         said = (
-            f'{rules.label} does not reject the Chat Completions form {{"type": "text"}} '
+            f'{gym.label} does not reject the Chat Completions form {{"type": "text"}} '
             "but takes the whole item as an mcp_list_tools item, so the model never sees it"
         )
     return f'use {{"type": "input_text", "text": "..."}} ({said})'
 
 
-def _check_parts(parts: list, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_parts(parts: list, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     if not parts:
         violation(out, field, "content list is empty", "give at least one input_text part")
         return
     for j, part in enumerate(parts):
         kind = part.get("type") if type(part) is dict else None
-        key = TEXT_PARTS.get(kind) if type(kind) is str and rules.has_part(kind) else None
+        key = TEXT_PARTS.get(kind) if type(kind) is str and gym.has_part(kind) else None
         if key is not None:
             if type(part.get(key)) is not str:
                 violation(
@@ -82,32 +54,32 @@ def _check_parts(parts: list, field: str, rules: ItemRules, out: list[RowViolati
                     f"a {kind} part needs a string `{key}`",
                     f'write {{"type": "{kind}", "{key}": "..."}}',
                 )
-        elif type(kind) is not str or not rules.has_part(kind):
-            shown = ", ".join(sorted(rules.parts or TEXT_PARTS))
-            hint = _text_part_hint(rules) if kind == "text" else f"use one of: {shown}"
+        elif type(kind) is not str or not gym.has_part(kind):
+            shown = ", ".join(sorted(gym.content_parts or TEXT_PARTS))
+            hint = _text_part_hint(gym) if kind == "text" else f"use one of: {shown}"
             got = kind if type(part) is dict else type_name(part)
-            violation(out, f"{field}[{j}]", f"unknown content part {got!r} ({rules.label})", hint)
+            violation(out, f"{field}[{j}]", f"unknown content part {got!r} ({gym.label})", hint)
 
 
-def _check_message(item: dict, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_message(item: dict, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     role = item.get("role")
-    if type(role) is not str or role not in rules.roles:
+    if type(role) is not str or role not in gym.message_roles:
         if role == "tool":
             fix = 'send a tool result as {"type": "function_call_output", "call_id", "output"}'
         elif role is None:
             fix = 'add "role": "user" (or assistant, system, developer)'
         else:
-            fix = f"use role {', '.join(sorted(rules.roles))}"
-        roles = "/".join(sorted(rules.roles))
+            fix = f"use role {', '.join(sorted(gym.message_roles))}"
+        roles = "/".join(sorted(gym.message_roles))
         violation(out, f"{field}.role", f"role must be {roles}, got {role!r}", fix)
     content = item.get("content")
     if type(content) is str:
         if role == "user" and (not content or content.isspace()):
             violation(out, f"{field}.content", "user message is empty", "give the prompt")
     elif type(content) is list:
-        _check_parts(content, f"{field}.content", rules, out)
+        _check_parts(content, f"{field}.content", gym, out)
         if any(type(p) is dict and p.get("type") in OUTPUT_PARTS for p in content):
-            _check_output_message(item, content, field, rules, out)
+            _check_output_message(item, content, field, gym, out)
     else:
         got = "missing" if "content" not in item else f"a {type_name(content)}"
         violation(
@@ -120,14 +92,14 @@ def _check_message(item: dict, field: str, rules: ItemRules, out: list[RowViolat
         violation(
             out,
             f"{field}.tool_calls",
-            f"{rules.label} silently drops Chat Completions `tool_calls` on a message",
+            f"{gym.label} silently drops Chat Completions `tool_calls` on a message",
             'write each call as a {"type": "function_call", "call_id", "name", "arguments"} '
             "item after the message",
         )
 
 
 def _check_output_message(
-    item: dict, parts: list, field: str, rules: ItemRules, out: list[RowViolation]
+    item: dict, parts: list, field: str, gym: GymFacts, out: list[RowViolation]
 ) -> None:
     """A message replaying model output (output_text / refusal parts), as Gym's output message
     model takes it in every supported version."""
@@ -156,7 +128,7 @@ def _check_output_message(
                 "an output_text part needs an `annotations` list",
                 'add "annotations": []',
             )
-        elif type(kind) is str and kind not in OUTPUT_PARTS and rules.has_part(kind):
+        elif type(kind) is str and kind not in OUTPUT_PARTS and gym.has_part(kind):
             violation(
                 out,
                 f"{field}.content[{j}]",
@@ -172,20 +144,20 @@ def _require_str(item: dict, key: str, field: str, kind: str, out: list[RowViola
         )
 
 
-def _check_item(item: Any, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     if type(item) is not dict:
         violation(out, field, f"an input item must be an object, got {type_name(item)}")
         return
     kind = item.get("type")
-    if kind is not None and (type(kind) is not str or not rules.has_item(kind)):
+    if kind is not None and (type(kind) is not str or not gym.has_item(kind)):
         violation(
             out,
             f"{field}.type",
-            f"unknown input item type {kind!r} ({rules.label})",
+            f"unknown input item type {kind!r} ({gym.label})",
             "use message, function_call, function_call_output or reasoning",
         )
     elif kind is None or kind == "message":
-        _check_message(item, field, rules, out)
+        _check_message(item, field, gym, out)
     elif kind == "function_call":
         for key in ("call_id", "arguments"):
             _require_str(item, key, field, kind, out)
@@ -217,9 +189,7 @@ def _check_item(item: Any, field: str, rules: ItemRules, out: list[RowViolation]
             )
 
 
-def check_input(
-    inp: Any, rules: ItemRules, out: list[RowViolation], allow_empty_input: bool
-) -> None:
+def check_input(inp: Any, gym: GymFacts, out: list[RowViolation], allow_empty_input: bool) -> None:
     """`responses_create_params.input`: a non-blank string or a list of valid items; `[]` is
     legal unless `allow_empty_input` is false (agents such as aviary build the prompt)."""
     if type(inp) is list:
@@ -231,7 +201,7 @@ def check_input(
                 "add the prompt (or drop the option allow_empty_input=false if your agent "
                 "builds it from the task, as aviary or toolsandbox do)",
             )
-        roles = rules.roles
+        roles = gym.message_roles
         for i, item in enumerate(inp):
             # Fast path: an untyped message with string content (most items of most rows).
             if type(item) is dict and "type" not in item and "tool_calls" not in item:
@@ -244,7 +214,7 @@ def check_input(
                     and (role != "user" or (content and not content.isspace()))
                 ):
                     continue
-            _check_item(item, f"responses_create_params.input[{i}]", rules, out)
+            _check_item(item, f"responses_create_params.input[{i}]", gym, out)
     elif type(inp) is str:
         if not inp or inp.isspace():
             violation(out, "responses_create_params.input", "input is empty", "give the prompt")

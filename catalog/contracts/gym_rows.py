@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
-from catalog.contracts.gym_facts import GymFacts, gym_facts
-from catalog.contracts.gym_items import ItemRules, check_input
+from catalog.contracts.gym_facts import GymFacts, gym_facts, pinned_routes
+from catalog.contracts.gym_items import check_input
 from catalog.contracts.gym_items import violation as _v
 from catalog.contracts.rows import RowCheck, RowViolation, add, type_name
 from catalog.did_you_mean import close_matches
@@ -82,18 +82,15 @@ class TaskFields:
         missing = [key for key, required, _ in fields if required and key not in row]
         if missing:  # one cause (the row lacks what the server reads): all of it, in one
             names = ", ".join(f"`{k}`" for k in missing)
-            one = len(missing) == 1
+            is_, it = ("is", "it") if len(missing) == 1 else ("are", "them")
             add(
                 TASK_FIELD,
                 out,
                 ", ".join(missing),
-                f"{names} {'is' if one else 'are'} missing: agent `{agent}` routes the row "
-                f"to resource server `{server}`, whose verify request requires "
-                f"{'it' if one else 'them'}",
-                f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map "
-                f"source fields onto {'it' if one else 'them'}), or route the rows to an "
-                "agent whose server does not need "
-                f"{'it' if one else 'them'}",
+                f"{names} {is_} missing: agent `{agent}` routes the row to resource server "
+                f"`{server}`, whose verify request requires {it}",
+                f"give each row {names.replace(', ', ' and ')} (in an rl_prep blend, map source "
+                f"fields onto {it}), or route the rows to an agent whose server does not need {it}",
             )
         for key, _, kinds in fields:
             if key in row and kinds and not _lax_ok(row[key], kinds):
@@ -201,11 +198,10 @@ class _Request:
     """The request checks of one Gym, with its facts looked up once."""
 
     def __init__(self, facts: GymFacts, allow_empty_input: bool) -> None:
-        self.facts = facts
         self.label = facts.label
         self.known = facts.request_fields
         self.scalars = scalar_types(facts)
-        self.items = ItemRules.of(facts)
+        self.facts = facts
         self.allow_empty_input = allow_empty_input
 
     def check(self, rcp: dict, out: list[RowViolation]) -> None:
@@ -231,7 +227,7 @@ class _Request:
                     f"expected {kinds}, got {type_name(value)}",
                 )
         if "input" in rcp:
-            check_input(rcp["input"], self.items, out, self.allow_empty_input)
+            check_input(rcp["input"], self.facts, out, self.allow_empty_input)
         else:
             _v(
                 out,
@@ -279,11 +275,7 @@ def nemo_gym_rows(
     """
     request = _Request(gym_facts(gym_version), allow_empty_input)
     names = frozenset(agent_names) if agent_names is not None else None
-    if routes is None:  # no Gym tree decided them: the pinned Gym's (gym_facts.pinned_routes)
-        from catalog.contracts.gym_facts import pinned_routes
-
-        routes = pinned_routes()
-    task = TaskFields(routes)
+    task = TaskFields(pinned_routes() if routes is None else routes)
     default_name = (
         default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else default_agent_ref
     )
