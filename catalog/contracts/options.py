@@ -107,16 +107,13 @@ def contract_options(
             "gym_version": gym_version_for(config, gym_root),
             "routes": routes.option() if routes is not None else None,
         }
-    keys: tuple[str, ...]
     if contract == "preference_rows":
         keys = ("prompt_key", "chosen_key", "rejected_key")
-    elif contract == "verifiable_prompt_rows":
-        keys = ("input_key", "output_key")
-        found = {k: _data_key(config, split, k) for k in keys}
+        return {k: _data_key(config, split, k) for k in keys}
+    if contract == "verifiable_prompt_rows":
+        found = {k: _data_key(config, split, k) for k in ("input_key", "output_key")}
         return {**found, "text_answer": text_answer(config, split)}
-    else:
-        return {}
-    return {k: _data_key(config, split, k) for k in keys}
+    return {}
 
 
 # Processors that hand the answer to the environment as loaded (v0.7.0 processors.py:392, the
