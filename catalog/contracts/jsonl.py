@@ -40,7 +40,7 @@ from catalog.contracts.json_text import (
     strict_loads,
     surely_not_object,
 )
-from catalog.contracts.row_causes import Causes
+from catalog.contracts.rows import Causes
 from catalog.errors import ERROR, WARNING, Finding
 from catalog.file_digest import SHA256, XXH3
 from catalog.record_file import read_json

@@ -125,7 +125,7 @@ MATH_ENVS = frozenset({"math", "math_default", "math_multi_reward"})
 
 def text_answer(config: dict, split: str = "train") -> bool:
     """Whether the config sends a verifiable row's answer, as loaded, to a math verifier that
-    needs text (prompt_rows.py): the processor passes it raw and env_name is a math one."""
+    needs text (nemo_rl_rows.py): the processor passes it raw and env_name is a math one."""
     processor = _data_key(config, split, "processor") or "default"
     return processor in RAW_ANSWER_PROCESSORS and _data_key(config, split, "env_name") in MATH_ENVS
 

@@ -38,11 +38,11 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
         ("default_agent_ref", "agent_names", "allow_empty_input", "gym_version", "routes"),
     ),
     "preference_rows": (
-        _factory("catalog.contracts.preference_rows", "preference_rows"),
+        _factory("catalog.contracts.nemo_rl_rows", "preference_rows"),
         ("prompt_key", "chosen_key", "rejected_key"),
     ),
     "verifiable_prompt_rows": (
-        _factory("catalog.contracts.prompt_rows", "verifiable_prompt_rows"),
+        _factory("catalog.contracts.nemo_rl_rows", "verifiable_prompt_rows"),
         ("input_key", "output_key", "text_answer"),
     ),
 }

@@ -161,7 +161,7 @@ def scan_jsonl(
 ) -> ScanResult:
     """Scan every source through the row contract; large inputs in worker processes. The
     findings: the first `max_errors` errors in input order, a row violation repeated over
-    rows as one finding per cause (row_causes.py)."""
+    rows as one finding per cause (rows.py)."""
     bound = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
