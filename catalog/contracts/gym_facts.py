@@ -208,16 +208,18 @@ def installed_gym() -> Path | None:
     return root if gym_root_of(root) == root else None
 
 
-def detect_gym(env: Mapping[str, str] | None = None) -> str | None:
+def detect_gym(env: Mapping[str, str] | None = None, tree_only: bool = False) -> str | None:
     """The Gym that will run when nothing names one: an installed nemo_gym, else the Gym
-    submodule of $NEMO_RL_HOME or of the container's NeMo-RL; None (the pin) when none."""
+    submodule of $NEMO_RL_HOME or of the container's NeMo-RL; None (the pin) when none.
+    `tree_only`: a submodule without nemo_gym/ will do (its configs and servers are read)."""
     env = os.environ if env is None else env
     found = installed_gym()
     if found is not None:
         return str(found)
     for checkout in (env.get(NEMO_RL_HOME_VAR), NEMO_RL_CONTAINER_PATH):
-        if checkout and gym_root_of(Path(checkout).expanduser() / GYM_SUBDIR) is not None:
-            return str(Path(checkout).expanduser() / GYM_SUBDIR)
+        sub = Path(checkout).expanduser() / GYM_SUBDIR if checkout else None
+        if sub is not None and (sub.is_dir() if tree_only else gym_root_of(sub) is not None):
+            return str(sub)
     return None
 
 

@@ -43,10 +43,8 @@ def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
     config's run.gym_root, else an installed nemo_gym, else the Gym submodule of $NEMO_RL_HOME
     or of the container's NeMo-RL (the checkout the dry run would use); None when none is
     there. Only configs and server sources are read, so a tree without nemo_gym/ will do."""
-    import os
-
-    from catalog.contracts.gym_facts import installed_gym
-    from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
+    from catalog.contracts.gym_facts import detect_gym
+    from catalog.upstream import GYM_SUBDIR
 
     configured = dotted_get(config, "run.gym_root")
     for root in (
@@ -56,13 +54,8 @@ def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
         if root is not None and Path(root).is_dir():
             inner = Path(root) / GYM_SUBDIR
             return inner if inner.is_dir() else Path(root)
-    found = installed_gym()
-    if found is not None:
-        return found
-    for checkout in (os.environ.get(NEMO_RL_HOME_VAR), NEMO_RL_CONTAINER_PATH):
-        if checkout and (Path(checkout).expanduser() / GYM_SUBDIR).is_dir():
-            return Path(checkout).expanduser() / GYM_SUBDIR
-    return None
+    found = detect_gym(tree_only=True)
+    return Path(found) if found else None
 
 
 def gym_routes_for(config: dict, gym_root: Path | None = None) -> GymRoutes | None:

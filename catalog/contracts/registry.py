@@ -4,7 +4,7 @@ contracts, and `get_row_contract` that binds a row contract to its options."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from catalog.contracts.rows import RowCheck, RowViolation
@@ -67,16 +67,14 @@ BLANK_LINE_ERRORS = frozenset({"nemo_gym_rows"})
 
 @dataclass(frozen=True)
 class RowContract:
-    """A named row check bound to its options; call it (or `.check`) on one parsed row.
+    """A row check bound to its options; call it (or `.check`) on one parsed row.
 
     `accept`, when set, takes the raw line and returns True only for rows `check` passes; a
     False means "parse the row and ask `check`", never "the row is bad". `blank_is_error`:
     the rows' reader fails on a blank line (see BLANK_LINE_ERRORS).
     """
 
-    name: str
     check: RowCheck
-    options: dict[str, Any] = field(default_factory=dict)
     accept: Callable[[bytes], bool] | None = None
     blank_is_error: bool = False
 
@@ -104,4 +102,4 @@ def get_row_contract(name: str, **options: Any) -> RowContract:
         )
     given = {k: v for k, v in options.items() if v is not None}
     accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
-    return RowContract(name, build(**given), given, accept, name in BLANK_LINE_ERRORS)
+    return RowContract(build(**given), accept, name in BLANK_LINE_ERRORS)
