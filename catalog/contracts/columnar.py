@@ -59,13 +59,6 @@ def _plain(pa: Any, t: Any) -> bool:
     return types.is_floating(t) and not types.is_float16(t)
 
 
-def _bytes_value(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return base64.b64encode(data).decode("ascii")
-
-
 def jsonable(value: Any) -> Any:
     """`value` with every part JSON has no form for given one (see the module docstring)."""
     if value is None or isinstance(value, (str, int, float)):
@@ -75,7 +68,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return _bytes_value(bytes(value))
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
     iso = getattr(value, "isoformat", None)
     return iso() if callable(iso) else str(value)
 

@@ -33,13 +33,6 @@ FAST_ERRORS = (msgspec.DecodeError, ValueError, RecursionError)
 _raw_decode = json.JSONDecoder().raw_decode
 
 
-def too_deep() -> str:
-    return (
-        f"nested deeper than Python's json reader goes (about {sys.getrecursionlimit()} "
-        "levels; it stops with RecursionError)"
-    )
-
-
 def strict_loads(line: bytes) -> Any:
     """The standard library's reading of one line: it decides validity and words the error."""
     try:
@@ -52,7 +45,10 @@ def strict_loads(line: bytes) -> Any:
     try:
         row, end = _raw_decode(text)
     except RecursionError:
-        raise ValueError(f"invalid JSON: {too_deep()}") from None
+        raise ValueError(
+            f"invalid JSON: nested deeper than Python's json reader goes (about "
+            f"{sys.getrecursionlimit()} levels; it stops with RecursionError)"
+        ) from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
     if end != len(text):
