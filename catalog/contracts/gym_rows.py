@@ -268,10 +268,8 @@ def nemo_gym_rows(
 
     `gym_version` names the judging Gym (a version or a source folder; None: the pin).
     `input: []` is legal, as in Gym (agents such as aviary and toolsandbox build the prompt
-    from the task's own fields); `allow_empty_input=false` makes it an error. `routes` maps
-    an agent to the fields its resource server reads (gym_routes.GymRoutes.option): a row
-    routed there lacking a required one, or with one of the wrong type, is E-GYM-TASK-FIELD;
-    None (no Gym tree decided them) means the pinned Gym's routes (gym_facts.pinned_routes).
+    from the task's own fields); `allow_empty_input=false` makes it an error. `routes`: agent
+    -> its server's task fields (gym_routes.GymRoutes.option); None: the pinned Gym's.
     """
     request = _Request(gym_facts(gym_version), allow_empty_input)
     names = frozenset(agent_names) if agent_names is not None else None

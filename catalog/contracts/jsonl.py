@@ -248,7 +248,7 @@ def scan_range(
     `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks. A blank line or
     a byte order mark is a warning, or an error when the rows' reader fails on it
     (`blank_is_error`: a line-by-line `json.loads` reader). Past `max_errors` errors, bad rows
-    are only counted: no message is built for them."""
+    are only counted: no line is decoded just to word its error."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
