@@ -191,15 +191,9 @@ def scan_jsonl(
     for s in sources:
         seen = rows_seen.get(s.path)
         if s.expected_rows is not None and seen is not None and seen != s.expected_rows:
-            result.add(
-                Finding(
-                    "E-JSONL",
-                    f"manifest says {s.expected_rows} rows, the shard has {seen}",
-                    str(s.path),
-                    fix="the shard changed after rl_prep wrote it: re-run rl_prep",
-                ),
-                max_errors,
-            )
+            message = f"manifest says {s.expected_rows} rows, the shard has {seen}"
+            fix = "the shard changed after rl_prep wrote it: re-run rl_prep"
+            result.add(Finding("E-JSONL", message, str(s.path), fix=fix), max_errors)
     result.findings = _in_input_order(result, sources, max_errors)
     return result
 
