@@ -39,17 +39,14 @@ _rlvr = partial(add, RLVR)  # a violation of the RLVR contract, appended
 CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 
 
-def check_chat_messages(
-    messages: Any, field: str, code: str, out: list[RowViolation], *, what: str = "messages"
-) -> None:
+def check_chat_messages(messages: Any, field: str, code: str, out: list[RowViolation]) -> None:
     """A non-empty list of `{role, content}` with a known role and non-empty content."""
-
     bad = partial(add, code, out)
     if type(messages) is not list:
-        got = f"expected a list of {{role, content}} {what}, got {type_name(messages)}"
+        got = f"expected a list of {{role, content}} messages, got {type_name(messages)}"
         return bad(field, got, f'write {field} as [{{"role": "user", "content": "..."}}]')
     if not messages:
-        return bad(field, f"{what} list is empty", "give at least one message")
+        return bad(field, "messages list is empty", "give at least one message")
     for i, msg in enumerate(messages):
         at = f"{field}[{i}]"
         if type(msg) is not dict:
