@@ -54,6 +54,7 @@ READ_BUFFER = 1 << 20
 PARALLEL_MIN_BYTES = 64 << 20
 MANIFEST = "manifest.json"
 INPUT_FIX = "check the path, and that this user may read it"
+REBUILD_FIX = "re-run rl_prep to rebuild the output folder"
 
 
 def too_long(max_line: int) -> str:
@@ -168,14 +169,9 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
         splits = data["splits"]
         items = [(name, s) for name, split in splits.items() for s in split["shards"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        findings.append(
-            _finding(
-                CODE,
-                f"not a readable rl_prep manifest ({type(exc).__name__}: {exc})",
-                manifest,
-                fix='expected {"splits": {"<split>": {"shards": [{"path": ...}]}}}',
-            )
-        )
+        message = f"not a readable rl_prep manifest ({type(exc).__name__}: {exc})"
+        fix = 'expected {"splits": {"<split>": {"shards": [{"path": ...}]}}}'
+        findings.append(_finding(CODE, message, manifest, fix=fix))
         return []
     out: list[Source] = []
     for split, shard in items:
@@ -186,14 +182,8 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
         path = manifest.parent / rel
         problem = _shard_problem(path)
         if problem:
-            findings.append(
-                _finding(
-                    CODE,
-                    f"split {split!r}: shard {rel} {problem[0]}",
-                    manifest,
-                    fix="re-run rl_prep to rebuild the output folder",
-                )
-            )
+            message = f"split {split!r}: shard {rel} {problem[0]}"
+            findings.append(_finding(CODE, message, manifest, fix=REBUILD_FIX))
             continue
         rows = shard.get("rows")
         named = [n for n in (XXH3, SHA256) if isinstance(shard.get(n), str)]  # the fast one first
@@ -216,14 +206,8 @@ def resolve_sources(path: Path) -> tuple[list[Source], list[Finding]]:
         out: list[Source] = []
         _walk(path, out, findings)
         if not out and not findings:  # a shard refused above is the one finding
-            findings.append(
-                _finding(
-                    CODE,
-                    "folder holds no *.jsonl shards",
-                    path,
-                    fix="point at a .jsonl file, a folder of .jsonl shards or an rl_prep manifest",
-                )
-            )
+            fix = "point at a .jsonl file, a folder of .jsonl shards or an rl_prep manifest"
+            findings.append(_finding(CODE, "folder holds no *.jsonl shards", path, fix=fix))
         return out, findings
     if path.name == MANIFEST:
         return _from_manifest(path, findings), findings
