@@ -84,21 +84,13 @@ def _check_index(res: CheckpointResult, folder: Path, index: Path, suffix: str) 
         return
     present = {p.name for p in folder.glob(f"*{suffix}")}
     for name in sorted(named - present):
-        res.error(
-            HF,
-            f"{index.name} names shard {name}, which is missing",
-            folder,
-            fix="copy the missing shard (an interrupted download or save?)",
-        )
+        fix = "copy the missing shard (an interrupted download or save?)"
+        res.error(HF, f"{index.name} names shard {name}, which is missing", folder, fix=fix)
     stem = index.name.split(".")[0]  # model / pytorch_model
     sharded = re.compile(rf"^{re.escape(stem)}-\d+-of-\d+{re.escape(suffix)}$")
     for name in sorted(n for n in present - named if sharded.match(n)):
-        res.error(
-            HF,
-            f"shard {name} is not named in {index.name}",
-            folder,
-            fix="remove stale shards from an earlier save, or re-save the model",
-        )
+        fix = "remove stale shards from an earlier save, or re-save the model"
+        res.error(HF, f"shard {name} is not named in {index.name}", folder, fix=fix)
 
 
 def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
@@ -106,14 +98,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     res = CheckpointResult(resolved=path)
     if not path.exists():
         if allow_hub_id and HUB_ID.match(str(path)):
-            res.findings.append(
-                Finding(
-                    "W-HF-HUB-ID",
-                    f"{path} is not a local folder; taken as a Hugging Face hub id (not checked)",
-                    str(path),
-                    severity=WARNING,
-                )
-            )
+            said = f"{path} is not a local folder; taken as a Hugging Face hub id (not checked)"
+            res.findings.append(Finding("W-HF-HUB-ID", said, str(path), severity=WARNING))
             res.note = "hub id"
             return res
         res.error(HF, "folder does not exist", path, fix="check the path (or give a hub id)")
@@ -125,12 +111,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     st = sorted(path.glob("*.safetensors"))
     bins = sorted(path.glob("pytorch_model*.bin"))
     if not st and not bins:
-        res.error(
-            HF,
-            "no weights: expected *.safetensors or pytorch_model*.bin",
-            path,
-            fix="save the weights beside config.json",
-        )
+        fix = "save the weights beside config.json"
+        res.error(HF, "no weights: expected *.safetensors or pytorch_model*.bin", path, fix=fix)
     for f in st:
         problem = _safetensors_ok(f)
         if problem:
@@ -142,12 +124,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
         if (path / index_name).is_file():
             _check_index(res, path, path / index_name, suffix)
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        res.error(
-            HF,
-            f"no tokenizer files (one of {', '.join(TOKENIZER_FILES)})",
-            path,
-            fix="save the tokenizer too: tokenizer.save_pretrained(folder)",
-        )
+        fix = "save the tokenizer too: tokenizer.save_pretrained(folder)"
+        res.error(HF, f"no tokenizer files (one of {', '.join(TOKENIZER_FILES)})", path, fix=fix)
     return res
 
 
