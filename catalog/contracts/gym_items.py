@@ -48,12 +48,9 @@ def _check_parts(parts: list, field: str, gym: GymFacts, out: list[RowViolation]
         key = TEXT_PARTS.get(kind) if type(kind) is str and gym.has_part(kind) else None
         if key is not None:
             if type(part.get(key)) is not str:
-                violation(
-                    out,
-                    f"{field}[{j}].{key}",
-                    f"a {kind} part needs a string `{key}`",
-                    f'write {{"type": "{kind}", "{key}": "..."}}',
-                )
+                said = f"a {kind} part needs a string `{key}`"
+                fix = f'write {{"type": "{kind}", "{key}": "..."}}'
+                violation(out, f"{field}[{j}].{key}", said, fix)
         elif type(kind) is not str or not gym.has_part(kind):
             shown = ", ".join(sorted(gym.content_parts or TEXT_PARTS))
             hint = _text_part_hint(gym) if kind == "text" else f"use one of: {shown}"
@@ -82,12 +79,8 @@ def _check_message(item: dict, field: str, gym: GymFacts, out: list[RowViolation
             _check_output_message(item, content, field, gym, out)
     else:
         got = "missing" if "content" not in item else f"a {type_name(content)}"
-        violation(
-            out,
-            f"{field}.content",
-            f"content must be a string or a list of typed parts, got {got}",
-            "give the message text as a string",
-        )
+        said = f"content must be a string or a list of typed parts, got {got}"
+        violation(out, f"{field}.content", said, "give the message text as a string")
     if "tool_calls" in item:
         violation(
             out,
@@ -104,44 +97,29 @@ def _check_output_message(
     """A message replaying model output (output_text / refusal parts), as Gym's output message
     model takes it in every supported version."""
     if item.get("role") != "assistant" and item.get("role") in ("user", "system", "developer"):
-        violation(
-            out,
-            f"{field}.role",
-            "output_text and refusal parts belong to an assistant message",
-            "use input_text parts, or role assistant",
-        )
+        said = "output_text and refusal parts belong to an assistant message"
+        violation(out, f"{field}.role", said, "use input_text parts, or role assistant")
     if type(item.get("id")) is not str:
-        violation(
-            out,
-            f"{field}.id",
-            "an assistant message replaying output parts needs a string `id`",
-            'give the id of the response message, e.g. "id": "msg_1"',
-        )
+        said = "an assistant message replaying output parts needs a string `id`"
+        fix = 'give the id of the response message, e.g. "id": "msg_1"'
+        violation(out, f"{field}.id", said, fix)
     if "status" in item and item["status"] not in STATUSES:
         violation(out, f"{field}.status", "status must be in_progress, completed or incomplete")
     for j, part in enumerate(parts):
         kind = part.get("type") if type(part) is dict else None
         if kind == "output_text" and type(part.get("annotations")) is not list:
-            violation(
-                out,
-                f"{field}.content[{j}].annotations",
-                "an output_text part needs an `annotations` list",
-                'add "annotations": []',
-            )
+            said = "an output_text part needs an `annotations` list"
+            violation(out, f"{field}.content[{j}].annotations", said, 'add "annotations": []')
         elif type(kind) is str and kind not in OUTPUT_PARTS and gym.has_part(kind):
-            violation(
-                out,
-                f"{field}.content[{j}]",
-                f"an {kind} part in a message with output parts",
-                "a replayed assistant message takes only output_text and refusal parts",
-            )
+            said = f"an {kind} part in a message with output parts"
+            fix = "a replayed assistant message takes only output_text and refusal parts"
+            violation(out, f"{field}.content[{j}]", said, fix)
 
 
 def _require_str(item: dict, key: str, field: str, kind: str, out: list[RowViolation]) -> None:
     if type(item.get(key)) is not str:
-        violation(
-            out, f"{field}.{key}", f"a {kind} item needs a string `{key}`", f"set {key} on the item"
-        )
+        said = f"a {kind} item needs a string `{key}`"
+        violation(out, f"{field}.{key}", said, f"set {key} on the item")
 
 
 def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
@@ -150,12 +128,9 @@ def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -
         return
     kind = item.get("type")
     if kind is not None and (type(kind) is not str or not gym.has_item(kind)):
-        violation(
-            out,
-            f"{field}.type",
-            f"unknown input item type {kind!r} ({gym.label})",
-            "use message, function_call, function_call_output or reasoning",
-        )
+        said = f"unknown input item type {kind!r} ({gym.label})"
+        fix = "use message, function_call, function_call_output or reasoning"
+        violation(out, f"{field}.type", said, fix)
     elif kind is None or kind == "message":
         _check_message(item, field, gym, out)
     elif kind == "function_call":
@@ -168,12 +143,8 @@ def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -
         _require_str(item, "call_id", field, kind, out)
         output = item.get("output")
         if type(output) is not str and type(output) is not list:
-            violation(
-                out,
-                f"{field}.output",
-                f"function_call_output needs `output` as a string, got {type_name(output)}",
-                "serialise the tool result to a string",
-            )
+            said = f"function_call_output needs `output` as a string, got {type_name(output)}"
+            violation(out, f"{field}.output", said, "serialise the tool result to a string")
     elif kind == "reasoning":
         _require_str(item, "id", field, kind, out)
         summary = item.get("summary")
@@ -181,12 +152,9 @@ def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -
             type(s) is dict and s.get("type") == "summary_text" and type(s.get("text")) is str
             for s in summary
         ):
-            violation(
-                out,
-                f"{field}.summary",
-                "a reasoning item needs a `summary` list of summary_text parts",
-                'write "summary": [{"type": "summary_text", "text": "..."}]',
-            )
+            said = "a reasoning item needs a `summary` list of summary_text parts"
+            fix = 'write "summary": [{"type": "summary_text", "text": "..."}]'
+            violation(out, f"{field}.summary", said, fix)
 
 
 def check_input(inp: Any, gym: GymFacts, out: list[RowViolation], allow_empty_input: bool) -> None:
@@ -219,8 +187,5 @@ def check_input(inp: Any, gym: GymFacts, out: list[RowViolation], allow_empty_in
         if not inp or inp.isspace():
             violation(out, "responses_create_params.input", "input is empty", "give the prompt")
     else:
-        violation(
-            out,
-            "responses_create_params.input",
-            f"input must be a string or a list of items, got {type_name(inp)}",
-        )
+        said = f"input must be a string or a list of items, got {type_name(inp)}"
+        violation(out, "responses_create_params.input", said)

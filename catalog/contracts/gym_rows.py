@@ -166,12 +166,9 @@ def _check_tool(tool: Any, field: str, label: str, out: list[RowViolation]) -> N
 
 def _check_tools(tools: Any, label: str, out: list[RowViolation]) -> None:
     if type(tools) is not list:
-        _v(
-            out,
-            "responses_create_params.tools",
-            f"tools must be a list, got {type_name(tools)}",
-            "write tools as a list of flat function tools",
-        )
+        said = f"tools must be a list, got {type_name(tools)}"
+        fix = "write tools as a list of flat function tools"
+        _v(out, "responses_create_params.tools", said, fix)
         return
     for i, tool in enumerate(tools):
         # Fast path: a well-formed flat function tool (the common case) needs no more checks.
@@ -211,21 +208,14 @@ class _Request:
                 close = close_matches(key, known, n=1)
                 move = "move it to the top level of the row (verifier fields ride there) or drop it"
                 fix = f"did you mean `{close[0]}`?" if close else move
-                _v(
-                    out,
-                    f"responses_create_params.{key}",
-                    f"not a request field of {self.label} (it rejects unknown keys)",
-                    fix,
-                )
+                said = f"not a request field of {self.label} (it rejects unknown keys)"
+                _v(out, f"responses_create_params.{key}", said, fix)
                 continue
             want = scalars.get(key)
             if want is not None and type(value) not in want:
                 kinds = " or ".join(sorted(known[key] or ()))
-                _v(
-                    out,
-                    f"responses_create_params.{key}",
-                    f"expected {kinds}, got {type_name(value)}",
-                )
+                said = f"expected {kinds}, got {type_name(value)}"
+                _v(out, f"responses_create_params.{key}", said)
         if "input" in rcp:
             check_input(rcp["input"], self.facts, out, self.allow_empty_input)
         else:
@@ -242,19 +232,12 @@ class _Request:
             _v(out, "responses_create_params.parallel_tool_calls", "expected true or false")
         choice = rcp.get("tool_choice", "auto")
         if type(choice) is not str and type(choice) is not dict and "tool_choice" in known:
-            _v(
-                out,
-                "responses_create_params.tool_choice",
-                "expected auto, none, required or a tool-choice object",
-            )
+            said = "expected auto, none, required or a tool-choice object"
+            _v(out, "responses_create_params.tool_choice", said)
         stream = rcp.get("stream")
         if stream is not None and stream is not False and "stream" in known:
-            _v(
-                out,
-                "responses_create_params.stream",
-                f"{self.label} only takes non-streaming requests",
-                "remove stream or set it to false",
-            )
+            said = f"{self.label} only takes non-streaming requests"
+            _v(out, "responses_create_params.stream", said, "remove stream or set it to false")
 
 
 def nemo_gym_rows(
@@ -339,18 +322,12 @@ def nemo_gym_rows(
         if type(rcp) is dict:
             request.check(rcp, out)
         elif rcp is None and "responses_create_params" not in row:
-            _v(
-                out,
-                "responses_create_params",
-                "responses_create_params is missing",
-                'add "responses_create_params": {"input": [{"role": "user", "content": "..."}]}',
-            )
+            said = "responses_create_params is missing"
+            fix = 'add "responses_create_params": {"input": [{"role": "user", "content": "..."}]}'
+            _v(out, "responses_create_params", said, fix)
         else:
-            _v(
-                out,
-                "responses_create_params",
-                f"responses_create_params must be an object, got {type_name(rcp)}",
-            )
+            said = f"responses_create_params must be an object, got {type_name(rcp)}"
+            _v(out, "responses_create_params", said)
         check_agent(row, out)
         return out
 

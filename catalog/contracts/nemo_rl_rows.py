@@ -93,22 +93,15 @@ def _check_ranked(row: dict, out: list[RowViolation]) -> None:
             continue
         rank = comp.get("rank")
         if type(rank) is not int:
-            _dpo(
-                out,
-                f"{field}.rank",
-                f"rank must be an integer, got {type_name(rank)}",
-                "rank 0 for the preferred completion, 1 for the other",
-            )
+            said = f"rank must be an integer, got {type_name(rank)}"
+            _dpo(out, f"{field}.rank", said, "rank 0 for the preferred completion, 1 for the other")
         else:
             ranks.append(rank)
         check_chat_messages(comp.get("completion"), f"{field}.completion", DPO, out)
     if len(ranks) == 2 and ranks[0] == ranks[1]:
-        _dpo(
-            out,
-            "completions[1].rank",
-            f"both completions have rank {ranks[0]}; the preferred one must rank lower",
-            "give the preferred completion rank 0 and the other rank 1",
-        )
+        said = f"both completions have rank {ranks[0]}; the preferred one must rank lower"
+        fix = "give the preferred completion rank 0 and the other rank 1"
+        _dpo(out, "completions[1].rank", said, fix)
 
 
 def preference_rows(
@@ -140,21 +133,13 @@ def preference_rows(
             check_chat_messages(prompt, prompt_key, DPO, out)
         elif type(prompt) is not str or (not prompt or prompt.isspace()):
             what = "empty" if type(prompt) is str else f"a {type_name(prompt)}"
-            _dpo(
-                out,
-                prompt_key,
-                f"prompt must be a non-empty string or a message list, got {what}",
-                "give the prompt text",
-            )
+            said = f"prompt must be a non-empty string or a message list, got {what}"
+            _dpo(out, prompt_key, said, "give the prompt text")
         chosen, rejected = row[chosen_key], row[rejected_key]
         for key, value in ((chosen_key, chosen), (rejected_key, rejected)):
             if type(value) is not str:
-                _dpo(
-                    out,
-                    key,
-                    f"expected the response as a string, got {type_name(value)}",
-                    "give the assistant's reply text",
-                )
+                said = f"expected the response as a string, got {type_name(value)}"
+                _dpo(out, key, said, "give the assistant's reply text")
             elif not value or value.isspace():
                 add(
                     EMPTY,
@@ -166,12 +151,8 @@ def preference_rows(
                     WARNING,
                 )
         if type(chosen) is str and chosen == rejected and not is_blank(chosen):
-            _dpo(
-                out,
-                rejected_key,
-                f"{chosen_key!r} and {rejected_key!r} are identical (no preference signal)",
-                "drop the row or give two different responses",
-            )
+            said = f"{chosen_key!r} and {rejected_key!r} are identical (no preference signal)"
+            _dpo(out, rejected_key, said, "drop the row or give two different responses")
         return out
 
     return check
