@@ -172,12 +172,8 @@ def _check_iter(res: CheckpointResult, it: Path) -> None:
         res.error(MEGATRON, f"metadata.json is not valid JSON ({exc})", meta)
         return
     if backend == "torch_dist" and not (it / ".metadata").is_file():
-        res.error(
-            MEGATRON,
-            "torch_dist checkpoint without its .metadata file (incomplete save?)",
-            it,
-            fix="use an earlier iter, or re-save",
-        )
+        said = "torch_dist checkpoint without its .metadata file (incomplete save?)"
+        res.error(MEGATRON, said, it, fix="use an earlier iter, or re-save")
 
 
 def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
@@ -189,12 +185,9 @@ def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
         if text.isdigit():
             chosen = folder / f"iter_{int(text):07d}"
         if chosen is None or not chosen.is_dir():
-            res.error(
-                MEGATRON,
-                f"{TRACKER} says {text!r} but that iter folder is missing",
-                tracker,
-                fix="fix the tracker file or restore the iter folder",
-            )
+            said = f"{TRACKER} says {text!r} but that iter folder is missing"
+            fix = "fix the tracker file or restore the iter folder"
+            res.error(MEGATRON, said, tracker, fix=fix)
             return None
         return chosen
     return iters[-1][1] if iters else None
@@ -225,12 +218,9 @@ def check_megatron(path: Path) -> CheckpointResult:
                 fix="validate it as nemo_rl_dcp_checkpoint; export it with convert/dcp_to_hf",
             )
         else:
-            res.error(
-                MEGATRON,
-                "no iter_* folders and no dist-checkpoint metadata.json",
-                folder,
-                fix="point at the Megatron checkpoint folder (the one holding iter_*)",
-            )
+            said = "no iter_* folders and no dist-checkpoint metadata.json"
+            fix = "point at the Megatron checkpoint folder (the one holding iter_*)"
+            res.error(MEGATRON, said, folder, fix=fix)
         return res
     _check_iter(res, it)
     res.resolved = it
