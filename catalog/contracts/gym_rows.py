@@ -285,20 +285,12 @@ def nemo_gym_rows(
             return
         ref = row["agent_ref"]
         if type(ref) is not dict:
-            _agent(
-                out,
-                "agent_ref",
-                f"agent_ref must be an object, got {type_name(ref)}",
-                '{"type": "responses_api_agents", "name": "<agent>"}',
-            )
+            said = f"agent_ref must be an object, got {type_name(ref)}"
+            _agent(out, "agent_ref", said, '{"type": "responses_api_agents", "name": "<agent>"}')
             return
         if "type" in ref and ref["type"] != AGENT_TYPE:
-            _agent(
-                out,
-                "agent_ref.type",
-                f"agent_ref.type must be {AGENT_TYPE!r}, got {ref['type']!r}",
-                f'set "type": "{AGENT_TYPE}"',
-            )
+            said = f"agent_ref.type must be {AGENT_TYPE!r}, got {ref['type']!r}"
+            _agent(out, "agent_ref.type", said, f'set "type": "{AGENT_TYPE}"')
         name = ref.get("name")
         if type(name) is not str or not name:
             _agent(out, "agent_ref.name", "agent_ref.name must be non-empty", agent_fix)

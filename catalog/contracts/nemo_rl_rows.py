@@ -199,12 +199,9 @@ def verifiable_prompt_rows(
         ok = (type(answer) is str and not is_blank(answer)) or type(answer) in (int, float)
         if not ok:
             what = _got(row, output_key)
-            _rlvr(
-                out,
-                output_key,
-                f"the verifiable answer must be a non-empty string or a number, got {what}",
-                f"give the answer under {output_key!r}, or set output_key in the data config",
-            )
+            said = f"the verifiable answer must be a non-empty string or a number, got {what}"
+            fix = f"give the answer under {output_key!r}, or set output_key in the data config"
+            _rlvr(out, output_key, said, fix)
         elif text_answer and type(answer) is not str:
             kind = "an integer" if type(answer) is int else "a float"
             said = (
