@@ -133,10 +133,9 @@ def arrow_batches(path: Path) -> Iterator[list]:
                 schema, batches = reader.schema, iter(reader)
             except pa.ArrowInvalid:
                 source.seek(0)
-                file_reader = pa.ipc.open_file(source)
-                count = file_reader.num_record_batches
-                schema = file_reader.schema
-                batches = (file_reader.get_batch(i) for i in range(count))
+                reader = pa.ipc.open_file(source)
+                schema = reader.schema
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
             plain = _plain(pa, pa.struct(list(schema)))
             for batch in batches:
                 rows = batch.to_pylist()

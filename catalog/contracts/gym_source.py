@@ -147,12 +147,11 @@ class _Module:
                 for arg in args:
                     out = _union(out, self.json_types(arg, seen))
                 return out
-            kind = _PY_JSON.get(head or "")
-            return {kind} if kind else None
-        if name in _PY_JSON:
-            return {_PY_JSON[name]}
-        if name in SDK_JSON:
-            return {SDK_JSON[name]}
+            head_kind = _PY_JSON.get(head or "")
+            return {head_kind} if head_kind else None
+        kind = _PY_JSON.get(name or "") or SDK_JSON.get(name or "")
+        if kind:
+            return {kind}
         if name in self.aliases and name not in seen:
             return self.json_types(self.aliases[name], seen | {name})
         return None
