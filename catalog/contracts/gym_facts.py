@@ -144,12 +144,8 @@ def _as_folder(spec: str) -> Path | None:
     if path.is_dir():
         return path
     if os.sep in spec or spec.startswith((".", "~")):
-        raise StepsError(
-            CODE,
-            f"{spec} is not a folder",
-            fix="give a NeMo-Gym version (e.g. 0.7.0) or a Gym or NeMo-RL checkout folder",
-            exit_code=2,
-        )
+        fix = "give a NeMo-Gym version (e.g. 0.7.0) or a Gym or NeMo-RL checkout folder"
+        raise StepsError(CODE, f"{spec} is not a folder", fix=fix, exit_code=2)
     return None
 
 

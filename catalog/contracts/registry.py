@@ -85,21 +85,16 @@ class RowContract:
 def get_row_contract(name: str, **options: Any) -> RowContract:
     """The row contract `name` (a types.toml `contract`) bound to options (None = unset)."""
     if name not in ROW_CONTRACTS:
+        fix = did_you_mean(name, ROW_CONTRACTS, otherwise=f"one of {sorted(ROW_CONTRACTS)}")
         raise StepsError(
-            "E-CONTRACT-UNKNOWN",
-            f"no row contract named {name!r}",
-            fix=did_you_mean(name, ROW_CONTRACTS, otherwise=f"one of {sorted(ROW_CONTRACTS)}"),
-            exit_code=2,
+            "E-CONTRACT-UNKNOWN", f"no row contract named {name!r}", fix=fix, exit_code=2
         )
     build, allowed = ROW_CONTRACTS[name]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise StepsError(
-            "E-CONTRACT-OPTION",
-            f"row contract {name!r} takes no option {', '.join(unknown)}",
-            fix=f"options of {name}: {', '.join(allowed) or 'none'}",
-            exit_code=2,
-        )
+        said = f"row contract {name!r} takes no option {', '.join(unknown)}"
+        fix = f"options of {name}: {', '.join(allowed) or 'none'}"
+        raise StepsError("E-CONTRACT-OPTION", said, fix=fix, exit_code=2)
     given = {k: v for k, v in options.items() if v is not None}
     accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
     return RowContract(build(**given), accept, name in BLANK_LINE_ERRORS)

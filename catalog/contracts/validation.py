@@ -268,12 +268,9 @@ def validate_artifact(
             return _checkpoint(report, path, allow_hub_id)
     except PermissionError as exc:  # a folder on the way that this user may not search
         raise denied(Path(exc.filename or path)) from None
-    raise StepsError(
-        "E-CONTRACT-UNKNOWN",
-        f"type {type_name!r} has contract {contract!r}, which `validate` cannot check",
-        fix=f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}",
-        exit_code=2,
-    )
+    said = f"type {type_name!r} has contract {contract!r}, which `validate` cannot check"
+    fix = f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}"
+    raise StepsError("E-CONTRACT-UNKNOWN", said, fix=fix, exit_code=2)
 
 
 def _rows(
