@@ -295,16 +295,12 @@ def _columnar(path: Path, out: BuilderRows) -> Iterator[Row]:
 
     builder = out.builder
     if find_spec("pyarrow") is None:
-        out.findings.append(
-            Finding(
-                UNCHECKED,
-                f"the rows of this {builder.capitalize()} file were not checked: reading "
-                "them needs pyarrow, which is not installed here",
-                str(path),
-                fix="pip install 'nemo-rl-steps[parquet]' to check them",
-                severity=WARNING,
-            )
+        said = (
+            f"the rows of this {builder.capitalize()} file were not checked: reading "
+            "them needs pyarrow, which is not installed here"
         )
+        fix = "pip install 'nemo-rl-steps[parquet]' to check them"
+        out.findings.append(Finding(UNCHECKED, said, str(path), fix=fix, severity=WARNING))
         return
     from catalog.contracts.columnar import arrow_batches, parquet_batches
 
