@@ -77,42 +77,32 @@ def _scan_unit(unit: tuple) -> ScanResult:
 
 def _scan_file(
     path: Path,
-    bound: tuple[Any, Any, bool],
+    bound: dict[str, Any],
     max_errors: int,
     start: int = 0,
     end: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ScanResult:
     """`scan_range` of one file or range with the contract `_bind` gave; unreadable, one error."""
-    check, accept, blank_is_error = bound
     try:
         return scan_range(
-            path,
-            check,
-            start,
-            end,
-            max_errors=max_errors,
-            progress=progress,
-            accept=accept,
-            blank_is_error=blank_is_error,
+            path, start=start, end=end, max_errors=max_errors, progress=progress, **bound
         )
     except OSError as exc:
         res = ScanResult()
+        said = f"cannot read ({exc.strerror or exc})"
         fix = "check that this user may read the file"
-        res.add(
-            Finding("E-JSONL", f"cannot read ({exc.strerror or exc})", str(path), fix=fix),
-            max_errors,
-        )
+        res.add(Finding("E-JSONL", said, str(path), fix=fix), max_errors)
         return res
 
 
-def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any, bool]:
-    """The contract's row check, fast pre-filter (both None for bare JSONL) and whether a
-    blank line is an error."""
+def _bind(contract: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`scan_range`'s contract arguments: the row check and its fast pre-filter (none for bare
+    JSONL), and whether a blank line is an error."""
     if contract == "jsonl":
-        return None, None, False
+        return {"check": None}
     bound = get_row_contract(contract, **options)
-    return bound.check, bound.accept, bound.blank_is_error
+    return {"check": bound.check, "accept": bound.accept, "blank_is_error": bound.blank_is_error}
 
 
 def _units(
