@@ -285,18 +285,12 @@ def _rows(
         if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
             sources = [replace(sources[0], expected_rows=expected_rows)]
         scan = scan_jsonl(
-            sources,
-            contract,
-            options,
-            max_errors=max_errors,
-            progress=progress,
-            workers=workers,
+            sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
         )
     found += _digest_findings(sources, path)
-    findings = found + scan.findings
+    report.findings = found + scan.findings
     report.errors = sum(1 for f in found if f.is_error) + scan.errors
     report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
-    report.findings = findings
     report.rows = scan.rows
     report.bad_rows = scan.bad_rows
     report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
@@ -305,9 +299,8 @@ def _rows(
     unread = any(f.code == UNCHECKED for f in scan.findings)  # no pyarrow: rows not read
     if sources and scan.rows == 0 and scan.errors == 0 and not unread:
         code = CODES[built[0][1]] if built else "E-JSONL"
-        report.findings.append(
-            Finding(code, "no rows (the input is empty)", str(path), fix="give rows")
-        )
+        said = "no rows (the input is empty)"
+        report.findings.append(Finding(code, said, str(path), fix="give rows"))
         report.errors += 1
     return report
 
