@@ -23,8 +23,8 @@ SERVERS = "resources_servers"
 
 @dataclass
 class GymRoutes:
-    """Agents the config loads, each with its server's fields (None: no server), and the config
-    files that could not be read."""
+    """Agents the config loads, each with its server's fields (None: no server, or no Gym tree
+    to read it from), and the config files that could not be read."""
 
     agents: dict[str, ServerFields | None] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
