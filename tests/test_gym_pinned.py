@@ -15,8 +15,8 @@ from run_fixtures import clean_env, steps_cli
 from test_rl_prep import write_blend
 from test_rl_prep_mapping import AGENT, dapo_rows, write_parquet
 
+from catalog.contracts.gym_facts import pinned_routes
 from catalog.contracts.gym_fast import gym_accept
-from catalog.contracts.gym_pinned import pinned_routes
 from catalog.contracts.gym_rows import nemo_gym_rows
 
 TASK = "E-GYM-TASK-FIELD"

@@ -2,7 +2,7 @@
 pinned NeMo-Gym verifies, and the server each agent of its config files routes to.
 
 Runs derive both from the Gym tree they route rows by (catalog/contracts/gym_servers.py,
-gym_routes.py); without one, this table stands in (catalog/contracts/gym_pinned.py), and
+gym_routes.py); without one, this table stands in (catalog/contracts/gym_facts.py), and
 ARTIFACTS.md documents it (`python -m steps docs`). Only derived facts (names, field names and
 types) are committed, never upstream code:
 

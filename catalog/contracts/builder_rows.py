@@ -54,21 +54,12 @@ class BuilderRows:
     max_bytes: int | None = MAX_BYTES
 
 
-def expects(builder: str) -> str:
-    """What the builder reads, for findings."""
-    return BUILDERS.get(builder, builder)
-
-
 def bad_file(
     code: str, path: Path, message: str, line: int | None, builder: str, fix: str
 ) -> Finding:
-    return Finding(
-        code,
-        f"{message} (NeMo-RL reads this extension as {expects(builder)})",
-        str(path),
-        line,
-        fix=fix,
-    )
+    """A file the builder fails on, saying what the builder reads."""
+    said = f"{message} (NeMo-RL reads this extension as {BUILDERS.get(builder, builder)})"
+    return Finding(code, said, str(path), line, fix=fix)
 
 
 Row = tuple[int | None, int, Any]  # (line or None, row number from 1, row)
@@ -146,9 +137,7 @@ def _json_array(path: Path, out: BuilderRows) -> Iterator[Row]:
             out.bytes = window.read
             out.capped = out.capped or window.cut
     except UnicodeDecodeError:
-        line, reason = _first_bad_line(path)
-        message = f"not UTF-8 text ({reason})"
-        out.findings.append(bad_file("E-JSON", path, message, line, "json", "save it as UTF-8"))
+        out.findings.append(_not_utf8(path, "json"))
 
 
 def _array_elements(path: Path, out: BuilderRows, w: _Window) -> Iterator[Row]:
@@ -240,21 +229,22 @@ def _csv(path: Path, out: BuilderRows) -> Iterator[Row]:
                     return
                 yield line, number, row
         except UnicodeDecodeError:
-            line, reason = _first_bad_line(path)
-            message = f"not UTF-8 text ({reason})"
-            out.findings.append(bad_file("E-CSV", path, message, line, "csv", "save it as UTF-8"))
+            out.findings.append(_not_utf8(path, "csv"))
         out.bytes, out.capped = lines.bytes, out.capped or lines.cut
 
 
-def _first_bad_line(path: Path) -> tuple[int | None, str]:
-    """The first line of `path` that is not UTF-8, and why (read line by line, bounded)."""
+def _not_utf8(path: Path, builder: str) -> Finding:
+    """A file that is not UTF-8, at its first such line (read line by line, bounded)."""
+    line, reason = None, "a character cut across lines"
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return number, f"{exc.reason} at column {exc.start + 1}"
-    return None, "a character cut across lines"
+                line, reason = number, f"{exc.reason} at column {exc.start + 1}"
+                break
+    message = f"not UTF-8 text ({reason})"
+    return bad_file(CODES[builder], path, message, line, builder, "save it as UTF-8")
 
 
 def _csv_records(path: Path, out: BuilderRows, lines: _CappedLines) -> Iterator[Any]:
@@ -305,16 +295,12 @@ def _columnar(path: Path, out: BuilderRows) -> Iterator[Row]:
 
     builder = out.builder
     if find_spec("pyarrow") is None:
-        out.findings.append(
-            Finding(
-                UNCHECKED,
-                f"the rows of this {builder.capitalize()} file were not checked: reading "
-                "them needs pyarrow, which is not installed here",
-                str(path),
-                fix="pip install 'nemo-rl-steps[parquet]' to check them",
-                severity=WARNING,
-            )
+        said = (
+            f"the rows of this {builder.capitalize()} file were not checked: reading "
+            "them needs pyarrow, which is not installed here"
         )
+        fix = "pip install 'nemo-rl-steps[parquet]' to check them"
+        out.findings.append(Finding(UNCHECKED, said, str(path), fix=fix, severity=WARNING))
         return
     from catalog.contracts.columnar import arrow_batches, parquet_batches
 

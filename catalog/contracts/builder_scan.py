@@ -8,6 +8,7 @@ into the same ScanResult the scanner gives, so `validate` and the dry run report
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,6 @@ from catalog.errors import Finding
 def _noted(read: Any, row: dict, violation: Any) -> Any:
     """The violation with what the builder made of its column: absent from the file's
     columns, a CSV column typed other than text, or a CSV cell read as null."""
-    from dataclasses import replace
-
     column = re.split(r"[.\[]", violation.field, maxsplit=1)[0] if violation.field else ""
     if not column:
         return violation
@@ -49,23 +48,18 @@ def scan_builder_file(
         res.add(f, max_errors)
         if f.is_error:
             res.bad_rows += 1
-            res.bad_by_code[f.code] = res.bad_by_code.get(f.code, 0) + 1
+            res.bad_by_code[f.code] += 1
     where = str(path)
     for line, number, row in read.rows:
         if type(row) is not dict:
             if res.refuse("E-JSON", max_errors):
                 message = f"element {number} is a {type_name(row)}, not an object"
-                res.add(
-                    bad_file(
-                        "E-JSON", path, message, line, builder, "make every element a JSON object"
-                    ),
-                    max_errors,
-                )
+                fix = "make every element a JSON object"
+                res.add(bad_file("E-JSON", path, message, line, builder, fix), max_errors)
             continue
         found = check(row) if check is not None else []
         if found:
             found = [_noted(read, row, v) for v in found]
-        if found:
             _count(res, found, where, line if line is not None else number)
     res.rows = res.lines = len(read.rows)
     res.bytes = read.bytes
@@ -81,7 +75,7 @@ def _as_row(f: Finding) -> Finding:
     message = f.message.replace("first at lines", "first at rows")
     if " rows" not in message.split(":", 1)[0]:
         message = f"row {f.line}: {message}"
-    return Finding(f.code, message, f.path, None, f.fix, f.severity, f.key)
+    return replace(f, message=message, line=None)
 
 
 def builder_files(path: Path) -> list[tuple[Path, str]] | None:

@@ -1,11 +1,20 @@
-"""Checkpoint contracts: Hugging Face folders and Megatron torch_dist iters.
+"""Checkpoint contracts: Hugging Face folders, Megatron torch_dist iters, NeMo-RL checkpoint_dirs.
 
-Layout facts: a Megatron distributed checkpoint is an `iter_NNNNNNN/` folder holding
-`metadata.json` (Megatron's dist-checkpoint marker) and, for the torch_dist backend, torch
-DCP's `.metadata` plus `*.distcp` shards; its parent may hold `latest_checkpointed_iteration.txt`
-(an iteration number or `release`). A bare torch DCP checkpoint (`.metadata` + `*.distcp` with
-no `metadata.json`) is what NeMo-RL's DTensor policy writes: not Megatron
-(`catalog.contracts.nemo_rl_checkpoints` has NeMo-RL's checkpoint_dir contracts).
+A Megatron distributed checkpoint is an `iter_NNNNNNN/` folder holding `metadata.json`
+(Megatron's dist-checkpoint marker) and, for the torch_dist backend, torch DCP's `.metadata`
+plus `*.distcp` shards; its parent may hold `latest_checkpointed_iteration.txt` (an iteration
+number or `release`).
+
+NeMo-RL writes `checkpoint_dir/step_N/` (via `tmp_step_N/`, renamed when complete) with
+`training_info.json`, `config.yaml` and `policy/weights/`; it resumes from the highest `step_N`.
+`policy/weights/` depends on the policy backend:
+- Megatron (`policy.megatron_cfg.enabled`): Megatron-Bridge `iter_*` folders (torch_dist),
+  exported with Megatron-Bridge (convert/megatron_to_hf);
+- DTensor (`policy.dtensor_cfg.enabled`): one bare torch DCP checkpoint (`.metadata` plus
+  `*.distcp`, no `metadata.json`) in `policy/weights/` (v1 worker) or `policy/weights/model/`
+  (v2), exported with NeMo-RL's `examples/converters/convert_dcp_to_hf.py` (convert/dcp_to_hf).
+The layout is read from the folder, so `validate` names the backend and a typed contract refuses
+the other one with the reason.
 """
 
 from __future__ import annotations
@@ -16,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.artifact_paths import HUB_ID
-from catalog.contracts.json_text import read_json_file
 from catalog.errors import WARNING, Finding
+from catalog.record_file import read_json
 
 HF = "E-HF-CHECKPOINT"
 MEGATRON = "E-MEGATRON-CHECKPOINT"
@@ -44,7 +53,7 @@ class CheckpointResult:
         if not file.is_file():
             return self.error(code, f"{file.name} is missing", file.parent, fix=fix)
         try:
-            if not isinstance(read_json_file(file), dict):
+            if not isinstance(read_json(file), dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             self.error(code, f"{file.name} is not valid JSON ({exc})", file)
@@ -68,28 +77,20 @@ def _safetensors_ok(path: Path) -> str | None:
 
 def _check_index(res: CheckpointResult, folder: Path, index: Path, suffix: str) -> None:
     try:
-        weight_map = read_json_file(index)["weight_map"]
+        weight_map = read_json(index)["weight_map"]
         named = set(weight_map.values())
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         res.error(HF, f"{index.name} is not a valid weight index ({exc})", index)
         return
     present = {p.name for p in folder.glob(f"*{suffix}")}
     for name in sorted(named - present):
-        res.error(
-            HF,
-            f"{index.name} names shard {name}, which is missing",
-            folder,
-            fix="copy the missing shard (an interrupted download or save?)",
-        )
+        fix = "copy the missing shard (an interrupted download or save?)"
+        res.error(HF, f"{index.name} names shard {name}, which is missing", folder, fix=fix)
     stem = index.name.split(".")[0]  # model / pytorch_model
     sharded = re.compile(rf"^{re.escape(stem)}-\d+-of-\d+{re.escape(suffix)}$")
     for name in sorted(n for n in present - named if sharded.match(n)):
-        res.error(
-            HF,
-            f"shard {name} is not named in {index.name}",
-            folder,
-            fix="remove stale shards from an earlier save, or re-save the model",
-        )
+        fix = "remove stale shards from an earlier save, or re-save the model"
+        res.error(HF, f"shard {name} is not named in {index.name}", folder, fix=fix)
 
 
 def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
@@ -97,14 +98,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     res = CheckpointResult(resolved=path)
     if not path.exists():
         if allow_hub_id and HUB_ID.match(str(path)):
-            res.findings.append(
-                Finding(
-                    "W-HF-HUB-ID",
-                    f"{path} is not a local folder; taken as a Hugging Face hub id (not checked)",
-                    str(path),
-                    severity=WARNING,
-                )
-            )
+            said = f"{path} is not a local folder; taken as a Hugging Face hub id (not checked)"
+            res.findings.append(Finding("W-HF-HUB-ID", said, str(path), severity=WARNING))
             res.note = "hub id"
             return res
         res.error(HF, "folder does not exist", path, fix="check the path (or give a hub id)")
@@ -116,12 +111,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
     st = sorted(path.glob("*.safetensors"))
     bins = sorted(path.glob("pytorch_model*.bin"))
     if not st and not bins:
-        res.error(
-            HF,
-            "no weights: expected *.safetensors or pytorch_model*.bin",
-            path,
-            fix="save the weights beside config.json",
-        )
+        fix = "save the weights beside config.json"
+        res.error(HF, "no weights: expected *.safetensors or pytorch_model*.bin", path, fix=fix)
     for f in st:
         problem = _safetensors_ok(f)
         if problem:
@@ -133,12 +124,8 @@ def check_hf(path: Path, allow_hub_id: bool = False) -> CheckpointResult:
         if (path / index_name).is_file():
             _check_index(res, path, path / index_name, suffix)
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        res.error(
-            HF,
-            f"no tokenizer files (one of {', '.join(TOKENIZER_FILES)})",
-            path,
-            fix="save the tokenizer too: tokenizer.save_pretrained(folder)",
-        )
+        fix = "save the tokenizer too: tokenizer.save_pretrained(folder)"
+        res.error(HF, f"no tokenizer files (one of {', '.join(TOKENIZER_FILES)})", path, fix=fix)
     return res
 
 
@@ -180,17 +167,13 @@ def _check_iter(res: CheckpointResult, it: Path) -> None:
         )
         return
     try:
-        backend = read_json_file(meta).get("sharded_backend")
+        backend = read_json(meta).get("sharded_backend")
     except (OSError, ValueError, AttributeError) as exc:
         res.error(MEGATRON, f"metadata.json is not valid JSON ({exc})", meta)
         return
     if backend == "torch_dist" and not (it / ".metadata").is_file():
-        res.error(
-            MEGATRON,
-            "torch_dist checkpoint without its .metadata file (incomplete save?)",
-            it,
-            fix="use an earlier iter, or re-save",
-        )
+        said = "torch_dist checkpoint without its .metadata file (incomplete save?)"
+        res.error(MEGATRON, said, it, fix="use an earlier iter, or re-save")
 
 
 def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
@@ -202,12 +185,9 @@ def _latest_iter(res: CheckpointResult, folder: Path) -> Path | None:
         if text.isdigit():
             chosen = folder / f"iter_{int(text):07d}"
         if chosen is None or not chosen.is_dir():
-            res.error(
-                MEGATRON,
-                f"{TRACKER} says {text!r} but that iter folder is missing",
-                tracker,
-                fix="fix the tracker file or restore the iter folder",
-            )
+            said = f"{TRACKER} says {text!r} but that iter folder is missing"
+            fix = "fix the tracker file or restore the iter folder"
+            res.error(MEGATRON, said, tracker, fix=fix)
             return None
         return chosen
     return iters[-1][1] if iters else None
@@ -238,14 +218,92 @@ def check_megatron(path: Path) -> CheckpointResult:
                 fix="validate it as nemo_rl_dcp_checkpoint; export it with convert/dcp_to_hf",
             )
         else:
-            res.error(
-                MEGATRON,
-                "no iter_* folders and no dist-checkpoint metadata.json",
-                folder,
-                fix="point at the Megatron checkpoint folder (the one holding iter_*)",
-            )
+            said = "no iter_* folders and no dist-checkpoint metadata.json"
+            fix = "point at the Megatron checkpoint folder (the one holding iter_*)"
+            res.error(MEGATRON, said, folder, fix=fix)
         return res
     _check_iter(res, it)
     res.resolved = it
     res.note = f"iteration {it.name}"
+    return res
+
+
+CONVERTERS = {"megatron": "convert/megatron_to_hf", "dcp": "convert/dcp_to_hf"}
+BACKENDS = {"megatron": "Megatron (iter_* torch_dist)", "dcp": "DTensor (torch DCP)"}
+TYPES = {"megatron": "nemo_rl_megatron_checkpoint", "dcp": "nemo_rl_dcp_checkpoint"}
+CONTRACT_BACKENDS: dict[str, str | None] = {"nemo_rl_checkpoint": None} | {
+    t: b for b, t in TYPES.items()
+}
+
+
+def weights_backend(weights: Path) -> str | None:
+    """`megatron` or `dcp` from the layout of a step's policy/weights, None if neither."""
+    if dcp_folder(weights) is not None:
+        return "dcp"
+    megatron = ("metadata.json", TRACKER)
+    if any(numbered(weights, "iter")) or any((weights / n).is_file() for n in megatron):
+        return "megatron"
+    return None
+
+
+def _step(res: CheckpointResult, path: Path) -> Path | None:
+    """The step folder a consumer loads: `path` itself, or the highest complete step_N."""
+    if not path.is_dir():
+        res.error(NEMO_RL, "folder does not exist" if not path.exists() else "not a folder", path)
+        return None
+    if STEP.match(path.name) and (path / "training_info.json").exists():
+        return path
+    steps = numbered(path, "step")
+    if not steps:
+        partial = sorted(p.name for p in path.glob("tmp_step_*"))
+        res.error(
+            NEMO_RL,
+            "no completed step_N folders"
+            + (f" (only unfinished {', '.join(partial)})" if partial else ""),
+            path,
+            fix="point at the run's checkpointing.checkpoint_dir after a save completed",
+        )
+        return None
+    return steps[-1][1]
+
+
+def check_nemo_rl(path: Path, backend: str | None = None) -> CheckpointResult:
+    """checkpoint_dir with step_N/ (tmp_step_* ignored), or one step_N folder; with `backend`,
+    the weights must have been written by that backend (`megatron` or `dcp`)."""
+    res = CheckpointResult()
+    step = _step(res, path)
+    if step is None:
+        return res
+    res.json_object(NEMO_RL, step / "training_info.json")
+    if not (step / "config.yaml").is_file():
+        res.error(NEMO_RL, "config.yaml is missing", step)
+    res.resolved = step
+    weights = step / "policy" / "weights"
+    if not weights.is_dir() or not any(weights.iterdir()):
+        res.error(NEMO_RL, "policy/weights is missing or empty", step)
+        return res
+    found = weights_backend(weights)
+    if found is None:
+        res.error(
+            NEMO_RL,
+            "policy/weights holds neither Megatron iter_* folders nor a torch DCP checkpoint "
+            "(.metadata with *.distcp, in weights/ or weights/model/)",
+            weights,
+            fix="point at a checkpoint_dir NeMo-RL wrote, after the save completed",
+        )
+        return res
+    res.note = f"step {step.name}, {BACKENDS[found]}"
+    if backend is not None and found != backend:
+        want, got = TYPES[backend], TYPES[found]
+        name = "Megatron" if found == "megatron" else "DTensor"
+        res.error(
+            NEMO_RL,
+            f"policy/weights is a {BACKENDS[found]} checkpoint, not {BACKENDS[backend]}: the run "
+            f"used the {name} policy backend, so it is a {got}, not a {want}",
+            weights,
+            fix=f"validate it as {got} and export it with {CONVERTERS[found]}",
+        )
+        return res
+    if found == "megatron" and backend == "megatron":
+        res.findings.extend(check_megatron(step).findings)
     return res

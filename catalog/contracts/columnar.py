@@ -48,9 +48,8 @@ def _plain(pa: Any, t: Any) -> bool:
     types = pa.types
     if types.is_struct(t):
         return all(_plain(pa, t.field(i).type) for i in range(t.num_fields))
-    if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t):
-        return _plain(pa, t.value_type)
-    if types.is_dictionary(t):
+    lists = (types.is_list, types.is_large_list, types.is_fixed_size_list, types.is_dictionary)
+    if any(f(t) for f in lists):
         return _plain(pa, t.value_type)
     if types.is_map(t):
         return _plain(pa, t.key_type) and _plain(pa, t.item_type)
@@ -58,13 +57,6 @@ def _plain(pa: Any, t: Any) -> bool:
     if any(f(t) for f in scalar) or types.is_large_string(t):
         return True
     return types.is_floating(t) and not types.is_float16(t)
-
-
-def _bytes_value(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return base64.b64encode(data).decode("ascii")
 
 
 def jsonable(value: Any) -> Any:
@@ -76,7 +68,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return _bytes_value(bytes(value))
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
     iso = getattr(value, "isoformat", None)
     return iso() if callable(iso) else str(value)
 
@@ -138,10 +133,9 @@ def arrow_batches(path: Path) -> Iterator[list]:
                 schema, batches = reader.schema, iter(reader)
             except pa.ArrowInvalid:
                 source.seek(0)
-                file_reader = pa.ipc.open_file(source)
-                count = file_reader.num_record_batches
-                schema = file_reader.schema
-                batches = (file_reader.get_batch(i) for i in range(count))
+                reader = pa.ipc.open_file(source)
+                schema = reader.schema
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
             plain = _plain(pa, pa.struct(list(schema)))
             for batch in batches:
                 rows = batch.to_pylist()

@@ -43,28 +43,20 @@ def infer_column(values: list[str | None]) -> str:
     return "str"
 
 
-def typed(value: str | None, kind: str) -> Any:
-    """One cell as the builder yields it (NA cells are null); ValueError when a later row's
-    cell does not fit the type the first rows gave its column."""
+def cast(value: str | None, kind: str) -> Any:
+    """One cell as the builder yields it: NA cells are null, and so is a later row's cell that
+    does not fit the type the first rows gave its column (`unfit` names it)."""
     if value is None or value in NA_WORDS:
         return None
-    if kind == "int":
-        number = float(value) if not _INT.match(value) else int(value)
-        if isinstance(number, float) and not number.is_integer():
-            raise ValueError(value)
-        return int(number)
-    if kind == "float":
-        return float(value)
-    if kind == "bool":
-        return value in _TRUE
-    return value
-
-
-def cast(value: str | None, kind: str) -> Any:
     try:
-        return typed(value, kind)
+        if kind == "int":
+            number = float(value) if not _INT.match(value) else int(value)
+            return int(number) if not isinstance(number, float) or number.is_integer() else None
+        if kind == "float":
+            return float(value)
     except (ValueError, OverflowError):
         return None
+    return value in _TRUE if kind == "bool" else value
 
 
 def unfit(row: dict, cells: list[str | None], names: list[str]) -> str | None:

@@ -7,6 +7,10 @@ derived from its source (gym_source.py) once per version and cached in the user 
 ($STEPS_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, under nemo-rl-steps/gym/); a bare
 version takes the set shipped in catalog/schema/rows/nemo_gym_versions.json (the pin and the
 supported releases), else one cached from an earlier derivation. Nothing here imports Gym.
+
+Without a Gym tree, the task-field check (E-GYM-TASK-FIELD) stands on the pinned Gym's routes
+(`pinned_routes`: agent -> server -> fields), which `tools/gen_gym_servers.py` derives at build
+time with the same code that reads a tree at run time (gym_routes.py, gym_servers.py).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from catalog.errors import StepsError
 from catalog.record_file import read_json
 from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
 
-SHIPPED = Path(__file__).resolve().parent.parent / "schema" / "rows" / "nemo_gym_versions.json"
+ROWS_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "rows"
+SHIPPED = ROWS_SCHEMA / "nemo_gym_versions.json"
+PINNED_SERVERS = ROWS_SCHEMA / "nemo_gym_servers.json"
 CODE = "E-GYM-VERSION"
 
 
@@ -48,6 +54,12 @@ class GymFacts:
     def label(self) -> str:
         """How findings name this Gym: `NeMo-Gym 0.7.0`."""
         return f"NeMo-Gym {self.version}"
+
+    def has_item(self, kind: str) -> bool:
+        return self.item_types is None or kind in self.item_types
+
+    def has_part(self, kind: str) -> bool:
+        return self.content_parts is None or kind in self.content_parts
 
     @classmethod
     def from_dict(cls, version: str, data: Mapping[str, Any], source: str) -> GymFacts:
@@ -132,12 +144,8 @@ def _as_folder(spec: str) -> Path | None:
     if path.is_dir():
         return path
     if os.sep in spec or spec.startswith((".", "~")):
-        raise StepsError(
-            CODE,
-            f"{spec} is not a folder",
-            fix="give a NeMo-Gym version (e.g. 0.7.0) or a Gym or NeMo-RL checkout folder",
-            exit_code=2,
-        )
+        fix = "give a NeMo-Gym version (e.g. 0.7.0) or a Gym or NeMo-RL checkout folder"
+        raise StepsError(CODE, f"{spec} is not a folder", fix=fix, exit_code=2)
     return None
 
 
@@ -196,14 +204,38 @@ def installed_gym() -> Path | None:
     return root if gym_root_of(root) == root else None
 
 
-def detect_gym(env: Mapping[str, str] | None = None) -> str | None:
+def detect_gym(env: Mapping[str, str] | None = None, tree_only: bool = False) -> str | None:
     """The Gym that will run when nothing names one: an installed nemo_gym, else the Gym
-    submodule of $NEMO_RL_HOME or of the container's NeMo-RL; None (the pin) when none."""
+    submodule of $NEMO_RL_HOME or of the container's NeMo-RL; None (the pin) when none.
+    `tree_only`: a submodule without nemo_gym/ will do (its configs and servers are read)."""
     env = os.environ if env is None else env
     found = installed_gym()
     if found is not None:
         return str(found)
     for checkout in (env.get(NEMO_RL_HOME_VAR), NEMO_RL_CONTAINER_PATH):
-        if checkout and gym_root_of(Path(checkout).expanduser() / GYM_SUBDIR) is not None:
-            return str(Path(checkout).expanduser() / GYM_SUBDIR)
+        sub = Path(checkout).expanduser() / GYM_SUBDIR if checkout else None
+        if sub is not None and (sub.is_dir() if tree_only else gym_root_of(sub) is not None):
+            return str(sub)
     return None
+
+
+@cache
+def _table() -> dict[str, Any]:
+    return read_json(PINNED_SERVERS)
+
+
+def pinned_routes(agents: Any = None) -> dict[str, dict]:
+    """The row contract's `routes` option (agent -> its server's fields) for `agents` (all when
+    None) that the pinned Gym defines with a server whose fields were derived."""
+    table = _table()
+    out: dict[str, dict] = {}
+    for agent, server in table["agents"].items():
+        spec = table["servers"].get(server)
+        if (agents is None or agent in agents) and spec is not None and spec["reason"] is None:
+            out[agent] = {"server": server, "fields": spec["fields"]}
+    return out
+
+
+def pinned_commit() -> str:
+    """The Gym commit the table was derived from, short."""
+    return str(_table()["gym_commit"])[:7]

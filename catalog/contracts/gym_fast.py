@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
-from catalog.contracts.gym_facts import GymFacts, gym_facts
+from catalog.contracts.gym_facts import GymFacts, gym_facts, pinned_routes
 
 Accept = Callable[[bytes], bool]
 NonBlank = Annotated[str, Meta(pattern=r"\S")]
@@ -291,12 +291,10 @@ class _AgentOnly(Struct):
 def _pinned_accept(
     default_agent_ref: Any, agent_names: Any, allow_empty_input: bool, gym_version: str | None
 ) -> Accept | None:
-    """`gym_accept` with the pinned Gym's routes (gym_pinned.py), one agent's at a time: a
+    """`gym_accept` with the pinned Gym's routes (gym_facts.pinned_routes), one agent's at a time: a
     struct of every pinned server's fields (some 180) would double the cost of each row. The
     last agent's own accept (its name the only one taken) tries first, as a file's rows mostly
     share one agent; else the row's agent is read and its accept, built once, decides."""
-    from catalog.contracts.gym_pinned import pinned_routes
-
     pinned = pinned_routes()
     default = default_agent_ref.get("name") if isinstance(default_agent_ref, dict) else None
     plain = gym_accept(default_agent_ref, agent_names, allow_empty_input, gym_version, {})

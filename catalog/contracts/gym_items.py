@@ -9,11 +9,11 @@ drops extra keys. So this contract checks roles, content and non-empty user text
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from catalog.contracts.gym_facts import GymFacts
-from catalog.contracts.rows import RowViolation, type_name
+from catalog.contracts.rows import RowViolation, add, type_name
 
 ROW = "E-GYM-ROW"
 # Content parts with a text field the contract checks; the others are taken as they are.
@@ -24,199 +24,127 @@ OUTPUT_PARTS = ("output_text", "refusal")  # tuples: a bad value may be unhashab
 STATUSES = ("in_progress", "completed", "incomplete")
 
 
-def violation(field: str, message: str, fix: str | None = None) -> RowViolation:
-    return RowViolation(ROW, field, message, fix)
+violation = partial(add, ROW)  # an E-GYM-ROW violation, appended
 
 
-@dataclass(frozen=True)
-class ItemRules:
-    """What the input checks need from one Gym's facts, looked up once."""
-
-    label: str
-    roles: frozenset[str]
-    items: frozenset[str] | None  # None: any item type string
-    parts: frozenset[str] | None  # None: any part type string
-    discriminated: bool
-
-    @classmethod
-    def of(cls, facts: GymFacts) -> ItemRules:
-        return cls(
-            facts.label,
-            facts.message_roles,
-            facts.item_types,
-            facts.content_parts,
-            facts.messages_discriminated,
-        )
-
-    def has_item(self, kind: str) -> bool:
-        return self.items is None or kind in self.items
-
-    def has_part(self, kind: str) -> bool:
-        return self.parts is None or kind in self.parts
-
-
-def _text_part_hint(rules: ItemRules) -> str:
+def _text_part_hint(gym: GymFacts) -> str:
     """Why `{"type": "text"}` is wrong, in the words true for the judging Gym."""
-    if rules.discriminated:
-        said = f'{rules.label} rejects the Chat Completions form {{"type": "text"}}'
+    if gym.messages_discriminated:
+        said = f'{gym.label} rejects the Chat Completions form {{"type": "text"}}'
     else:
         said = (
-            f'{rules.label} does not reject the Chat Completions form {{"type": "text"}} '
+            f'{gym.label} does not reject the Chat Completions form {{"type": "text"}} '
             "but takes the whole item as an mcp_list_tools item, so the model never sees it"
         )
     return f'use {{"type": "input_text", "text": "..."}} ({said})'
 
 
-def _check_parts(parts: list, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_parts(parts: list, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     if not parts:
-        out.append(violation(field, "content list is empty", "give at least one input_text part"))
+        violation(out, field, "content list is empty", "give at least one input_text part")
         return
     for j, part in enumerate(parts):
         kind = part.get("type") if type(part) is dict else None
-        key = TEXT_PARTS.get(kind) if type(kind) is str and rules.has_part(kind) else None
+        key = TEXT_PARTS.get(kind) if type(kind) is str and gym.has_part(kind) else None
         if key is not None:
             if type(part.get(key)) is not str:
-                out.append(
-                    violation(
-                        f"{field}[{j}].{key}",
-                        f"a {kind} part needs a string `{key}`",
-                        f'write {{"type": "{kind}", "{key}": "..."}}',
-                    )
-                )
-        elif type(kind) is not str or not rules.has_part(kind):
-            shown = ", ".join(sorted(rules.parts or TEXT_PARTS))
-            hint = _text_part_hint(rules) if kind == "text" else f"use one of: {shown}"
+                said = f"a {kind} part needs a string `{key}`"
+                fix = f'write {{"type": "{kind}", "{key}": "..."}}'
+                violation(out, f"{field}[{j}].{key}", said, fix)
+        elif type(kind) is not str or not gym.has_part(kind):
+            shown = ", ".join(sorted(gym.content_parts or TEXT_PARTS))
+            hint = _text_part_hint(gym) if kind == "text" else f"use one of: {shown}"
             got = kind if type(part) is dict else type_name(part)
-            out.append(
-                violation(f"{field}[{j}]", f"unknown content part {got!r} ({rules.label})", hint)
-            )
+            violation(out, f"{field}[{j}]", f"unknown content part {got!r} ({gym.label})", hint)
 
 
-def _check_message(item: dict, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_message(item: dict, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     role = item.get("role")
-    if type(role) is not str or role not in rules.roles:
+    if type(role) is not str or role not in gym.message_roles:
         if role == "tool":
             fix = 'send a tool result as {"type": "function_call_output", "call_id", "output"}'
         elif role is None:
             fix = 'add "role": "user" (or assistant, system, developer)'
         else:
-            fix = f"use role {', '.join(sorted(rules.roles))}"
-        roles = "/".join(sorted(rules.roles))
-        out.append(violation(f"{field}.role", f"role must be {roles}, got {role!r}", fix))
+            fix = f"use role {', '.join(sorted(gym.message_roles))}"
+        roles = "/".join(sorted(gym.message_roles))
+        violation(out, f"{field}.role", f"role must be {roles}, got {role!r}", fix)
     content = item.get("content")
     if type(content) is str:
         if role == "user" and (not content or content.isspace()):
-            out.append(violation(f"{field}.content", "user message is empty", "give the prompt"))
+            violation(out, f"{field}.content", "user message is empty", "give the prompt")
     elif type(content) is list:
-        _check_parts(content, f"{field}.content", rules, out)
+        _check_parts(content, f"{field}.content", gym, out)
         if any(type(p) is dict and p.get("type") in OUTPUT_PARTS for p in content):
-            _check_output_message(item, content, field, rules, out)
+            _check_output_message(item, content, field, gym, out)
     else:
         got = "missing" if "content" not in item else f"a {type_name(content)}"
-        out.append(
-            violation(
-                f"{field}.content",
-                f"content must be a string or a list of typed parts, got {got}",
-                "give the message text as a string",
-            )
-        )
+        said = f"content must be a string or a list of typed parts, got {got}"
+        violation(out, f"{field}.content", said, "give the message text as a string")
     if "tool_calls" in item:
-        out.append(
-            violation(
-                f"{field}.tool_calls",
-                f"{rules.label} silently drops Chat Completions `tool_calls` on a message",
-                'write each call as a {"type": "function_call", "call_id", "name", "arguments"} '
-                "item after the message",
-            )
+        violation(
+            out,
+            f"{field}.tool_calls",
+            f"{gym.label} silently drops Chat Completions `tool_calls` on a message",
+            'write each call as a {"type": "function_call", "call_id", "name", "arguments"} '
+            "item after the message",
         )
 
 
 def _check_output_message(
-    item: dict, parts: list, field: str, rules: ItemRules, out: list[RowViolation]
+    item: dict, parts: list, field: str, gym: GymFacts, out: list[RowViolation]
 ) -> None:
     """A message replaying model output (output_text / refusal parts), as Gym's output message
     model takes it in every supported version."""
     if item.get("role") != "assistant" and item.get("role") in ("user", "system", "developer"):
-        out.append(
-            violation(
-                f"{field}.role",
-                "output_text and refusal parts belong to an assistant message",
-                "use input_text parts, or role assistant",
-            )
-        )
+        said = "output_text and refusal parts belong to an assistant message"
+        violation(out, f"{field}.role", said, "use input_text parts, or role assistant")
     if type(item.get("id")) is not str:
-        out.append(
-            violation(
-                f"{field}.id",
-                "an assistant message replaying output parts needs a string `id`",
-                'give the id of the response message, e.g. "id": "msg_1"',
-            )
-        )
+        said = "an assistant message replaying output parts needs a string `id`"
+        fix = 'give the id of the response message, e.g. "id": "msg_1"'
+        violation(out, f"{field}.id", said, fix)
     if "status" in item and item["status"] not in STATUSES:
-        out.append(
-            violation(f"{field}.status", "status must be in_progress, completed or incomplete")
-        )
+        violation(out, f"{field}.status", "status must be in_progress, completed or incomplete")
     for j, part in enumerate(parts):
         kind = part.get("type") if type(part) is dict else None
         if kind == "output_text" and type(part.get("annotations")) is not list:
-            out.append(
-                violation(
-                    f"{field}.content[{j}].annotations",
-                    "an output_text part needs an `annotations` list",
-                    'add "annotations": []',
-                )
-            )
-        elif type(kind) is str and kind not in OUTPUT_PARTS and rules.has_part(kind):
-            out.append(
-                violation(
-                    f"{field}.content[{j}]",
-                    f"an {kind} part in a message with output parts",
-                    "a replayed assistant message takes only output_text and refusal parts",
-                )
-            )
+            said = "an output_text part needs an `annotations` list"
+            violation(out, f"{field}.content[{j}].annotations", said, 'add "annotations": []')
+        elif type(kind) is str and kind not in OUTPUT_PARTS and gym.has_part(kind):
+            said = f"an {kind} part in a message with output parts"
+            fix = "a replayed assistant message takes only output_text and refusal parts"
+            violation(out, f"{field}.content[{j}]", said, fix)
 
 
 def _require_str(item: dict, key: str, field: str, kind: str, out: list[RowViolation]) -> None:
     if type(item.get(key)) is not str:
-        out.append(
-            violation(
-                f"{field}.{key}", f"a {kind} item needs a string `{key}`", f"set {key} on the item"
-            )
-        )
+        said = f"a {kind} item needs a string `{key}`"
+        violation(out, f"{field}.{key}", said, f"set {key} on the item")
 
 
-def _check_item(item: Any, field: str, rules: ItemRules, out: list[RowViolation]) -> None:
+def _check_item(item: Any, field: str, gym: GymFacts, out: list[RowViolation]) -> None:
     if type(item) is not dict:
-        out.append(violation(field, f"an input item must be an object, got {type_name(item)}"))
+        violation(out, field, f"an input item must be an object, got {type_name(item)}")
         return
     kind = item.get("type")
-    if kind is not None and (type(kind) is not str or not rules.has_item(kind)):
-        out.append(
-            violation(
-                f"{field}.type",
-                f"unknown input item type {kind!r} ({rules.label})",
-                "use message, function_call, function_call_output or reasoning",
-            )
-        )
+    if kind is not None and (type(kind) is not str or not gym.has_item(kind)):
+        said = f"unknown input item type {kind!r} ({gym.label})"
+        fix = "use message, function_call, function_call_output or reasoning"
+        violation(out, f"{field}.type", said, fix)
     elif kind is None or kind == "message":
-        _check_message(item, field, rules, out)
+        _check_message(item, field, gym, out)
     elif kind == "function_call":
         for key in ("call_id", "arguments"):
             _require_str(item, key, field, kind, out)
         name = item.get("name")
         if type(name) is not str or not name:
-            out.append(violation(f"{field}.name", "a function_call item needs a non-empty `name`"))
+            violation(out, f"{field}.name", "a function_call item needs a non-empty `name`")
     elif kind == "function_call_output":
         _require_str(item, "call_id", field, kind, out)
         output = item.get("output")
         if type(output) is not str and type(output) is not list:
-            out.append(
-                violation(
-                    f"{field}.output",
-                    f"function_call_output needs `output` as a string, got {type_name(output)}",
-                    "serialise the tool result to a string",
-                )
-            )
+            said = f"function_call_output needs `output` as a string, got {type_name(output)}"
+            violation(out, f"{field}.output", said, "serialise the tool result to a string")
     elif kind == "reasoning":
         _require_str(item, "id", field, kind, out)
         summary = item.get("summary")
@@ -224,31 +152,24 @@ def _check_item(item: Any, field: str, rules: ItemRules, out: list[RowViolation]
             type(s) is dict and s.get("type") == "summary_text" and type(s.get("text")) is str
             for s in summary
         ):
-            out.append(
-                violation(
-                    f"{field}.summary",
-                    "a reasoning item needs a `summary` list of summary_text parts",
-                    'write "summary": [{"type": "summary_text", "text": "..."}]',
-                )
-            )
+            said = "a reasoning item needs a `summary` list of summary_text parts"
+            fix = 'write "summary": [{"type": "summary_text", "text": "..."}]'
+            violation(out, f"{field}.summary", said, fix)
 
 
-def check_input(
-    inp: Any, rules: ItemRules, out: list[RowViolation], allow_empty_input: bool
-) -> None:
+def check_input(inp: Any, gym: GymFacts, out: list[RowViolation], allow_empty_input: bool) -> None:
     """`responses_create_params.input`: a non-blank string or a list of valid items; `[]` is
     legal unless `allow_empty_input` is false (agents such as aviary build the prompt)."""
     if type(inp) is list:
         if not inp and not allow_empty_input:
-            out.append(
-                violation(
-                    "responses_create_params.input",
-                    "input list is empty",
-                    "add the prompt (or drop the option allow_empty_input=false if your agent "
-                    "builds it from the task, as aviary or toolsandbox do)",
-                )
+            violation(
+                out,
+                "responses_create_params.input",
+                "input list is empty",
+                "add the prompt (or drop the option allow_empty_input=false if your agent "
+                "builds it from the task, as aviary or toolsandbox do)",
             )
-        roles = rules.roles
+        roles = gym.message_roles
         for i, item in enumerate(inp):
             # Fast path: an untyped message with string content (most items of most rows).
             if type(item) is dict and "type" not in item and "tool_calls" not in item:
@@ -261,16 +182,10 @@ def check_input(
                     and (role != "user" or (content and not content.isspace()))
                 ):
                     continue
-            _check_item(item, f"responses_create_params.input[{i}]", rules, out)
+            _check_item(item, f"responses_create_params.input[{i}]", gym, out)
     elif type(inp) is str:
         if not inp or inp.isspace():
-            out.append(
-                violation("responses_create_params.input", "input is empty", "give the prompt")
-            )
+            violation(out, "responses_create_params.input", "input is empty", "give the prompt")
     else:
-        out.append(
-            violation(
-                "responses_create_params.input",
-                f"input must be a string or a list of items, got {type_name(inp)}",
-            )
-        )
+        said = f"input must be a string or a list of items, got {type_name(inp)}"
+        violation(out, "responses_create_params.input", said)

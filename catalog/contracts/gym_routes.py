@@ -4,7 +4,7 @@
 itself may add or override instances. An agent instance (`<name>: {responses_api_agents:
 {<kind>: {resources_server: {name: <rs>}}}}`) routes its rows to a resources-server instance
 (`<rs>: {resources_servers: {<server>: {entrypoint: app.py}}}`), whose source gym_servers.py
-reads. `validate --step` and the dry run both build the row contract's options from here.
+reads.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ SERVERS = "resources_servers"
 
 @dataclass
 class GymRoutes:
-    """Agents the config loads, each with the server scoring its rows (None: no server, or one
-    whose fields could not be derived), and the config files that could not be read."""
+    """Agents the config loads, each with its server's fields (None: no server, or no Gym tree
+    to read it from), and the config files that could not be read."""
 
     agents: dict[str, ServerFields | None] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)

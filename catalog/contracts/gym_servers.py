@@ -1,15 +1,12 @@
 """The row fields each NeMo-Gym resource server verifies, read from its source with `ast`.
 
-A Gym row is routed by `agent_ref.name` to an agent, whose resource server scores it with fields
-of the row: the server's `verify(self, body: <Model>)` takes a pydantic model that extends
-Gym's `BaseVerifyRequest` with task fields (math_with_judge: `question`, `expected_answer`). A row
-without them is not rejected before reward time, where it scores nothing. This module reads that
-model from `resources_servers/<server>/<entrypoint>` without importing Gym (which needs its whole
-stack): the fields the server declares itself, or inherits from classes of its own module, with
-whether each is required (no default) and its JSON types. Fields of Gym's own bases
-(`responses_create_params`, the rollout's `response`) are the framework's, not the row's task
-fields. A model whose bases or fields come from elsewhere is "not derived", with the reason;
-pydantic validators (code) are not modelled.
+A server's `verify(self, body: <Model>)` takes a pydantic model extending Gym's
+`BaseVerifyRequest` with task fields (math_with_judge: `question`, `expected_answer`); a row
+without them is not rejected before reward time, where it scores nothing. The model is read from
+`resources_servers/<server>/<entrypoint>` without importing Gym: the fields it declares or
+inherits from resources_servers modules, each required (no default) or not, with its JSON types.
+Gym's own bases are the framework's, not task fields; a base from elsewhere makes the server
+"not derived", with the reason. Pydantic validators (code) are not modelled.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from catalog.contracts.gym_source import _Module
+from catalog.contracts.gym_source import _Module, _name
 
 SERVERS_DIR = "resources_servers"
 # Gym's own request bases; their fields are filled by the framework, not read from the row.
@@ -77,14 +74,11 @@ def _verify_model(module: _Module) -> str | None:
         for node in cls.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "verify":
                 args = node.args.args
-                if len(args) >= 2 and args[1].annotation is not None:
-                    ann = args[1].annotation
-                    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-                        return ann.value
-                    if isinstance(ann, ast.Name):
-                        return ann.id
-                    if isinstance(ann, ast.Attribute):
-                        return ann.attr
+                ann = args[1].annotation if len(args) >= 2 else None
+                if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+                    return ann.value
+                if ann is not None and _name(ann):
+                    return _name(ann)
     return None
 
 
@@ -102,30 +96,25 @@ def _required(value: ast.expr | None) -> bool:
 
 
 class _Sources:
-    """Parsed modules of one Gym tree by dotted name: a verify model may extend a model of
-    another server (`resources_servers.mcqa.app`); anything outside resources_servers is not
-    read (Gym's own bases are the framework's)."""
+    """Parsed resources_servers modules of one Gym tree by dotted name: a verify model may
+    extend another server's (`resources_servers.mcqa.app`)."""
 
-    def __init__(self, root: Path | None, main: str, source: str) -> None:
+    def __init__(self, root: Path | None, main: str, tree: ast.Module) -> None:
         self.root = root
-        self.main = main
-        self.texts = {main: source}
-        self.parsed: dict[str, tuple[_Module, dict[str, str]] | None] = {}
+        self.parsed: dict[str, tuple[_Module, dict[str, str]] | None] = {
+            main: (_Module(tree), _imports(tree))
+        }
 
     def module(self, name: str) -> tuple[_Module, dict[str, str]] | None:
         if name not in self.parsed:
-            text = self.texts.get(name)
-            if text is None and self.root is not None and name.startswith(SERVERS_DIR + "."):
+            self.parsed[name] = None
+            if self.root is not None and name.startswith(SERVERS_DIR + "."):
                 path = self.root.joinpath(*name.split(".")).with_suffix(".py")
                 try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    text = None
-            try:
-                tree = ast.parse(text) if text is not None else None
-            except SyntaxError:
-                tree = None
-            self.parsed[name] = (_Module(tree), _imports(tree)) if tree is not None else None
+                    tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+                except (OSError, SyntaxError):
+                    return None
+                self.parsed[name] = (_Module(tree), _imports(tree))
         return self.parsed[name]
 
 
@@ -135,11 +124,11 @@ def derive_server_fields(
     """The task fields of one server's entrypoint text (see the module docstring); models of
     other servers it extends are read from `gym_root` when given."""
     try:
-        ast.parse(source)
+        tree = ast.parse(source)
     except SyntaxError as exc:
         return ServerFields(server, reason=f"{where} does not parse (line {exc.lineno})")
     modname = f"{SERVERS_DIR}.{server}.{main}"
-    sources = _Sources(gym_root, modname, source)
+    sources = _Sources(gym_root, modname, tree)
     module, _ = sources.module(modname)  # type: ignore[misc]
     model = _verify_model(module)
     if model is None:
@@ -166,7 +155,7 @@ def derive_server_fields(
             return None
         seen.add((modname, name))
         for base in mod.classes[name].bases:
-            base_name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
+            base_name = _name(base)
             if base_name and base_name not in ("object", "BaseModel"):
                 problem = walk(modname, base_name)
                 if problem:
@@ -193,7 +182,7 @@ def derive_server_fields(
 
 def _is_classvar(annotation: ast.expr) -> bool:
     head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-    return getattr(head, "id", getattr(head, "attr", None)) == "ClassVar"
+    return _name(head) == "ClassVar"
 
 
 def server_fields(gym_root: Path, server: str, entrypoint: str = "app.py") -> ServerFields:

@@ -1,12 +1,10 @@
-"""Read a NeMo-Gym's row vocabulary from its source with `ast`, never importing it.
+"""Read a NeMo-Gym's row vocabulary from its `nemo_gym/openai_utils.py` with `ast`.
 
-Gym judges `responses_create_params` with the pydantic model
-`NeMoGymResponseCreateParamsNonStreaming` in `nemo_gym/openai_utils.py`; which request keys,
-input-item types, message roles and content parts it takes changes between releases (0.7.0
-added seven request fields and nine item types). Importing Gym pulls in its whole stack and,
-from 0.5.0 on, needs Python >= 3.13.14, so this module parses that one file. Names the file
-imports from the OpenAI SDK are resolved by the small tables below (facts about the SDK); a
-value whose type cannot be resolved is left unchecked rather than rejected.
+The request keys, input-item types, message roles and content parts that
+`NeMoGymResponseCreateParamsNonStreaming` takes change between releases (0.7.0 added seven
+request fields and nine item types). Importing Gym pulls in its whole stack and, from 0.5.0 on,
+needs Python >= 3.13.14, so the file is parsed instead. Names it imports from the OpenAI SDK
+are resolved by the tables below; a type that cannot be resolved is left unchecked.
 """
 
 from __future__ import annotations
@@ -56,19 +54,11 @@ SDK_TYPE_VALUES: dict[str, tuple[str, ...]] = {
     "ResponseCustomToolCall": ("custom_tool_call",),
     "ResponseCustomToolCallOutput": ("custom_tool_call_output",),
 }
-_PY_JSON = {
-    "bool": "boolean",
-    "int": "integer",
-    "float": "number",
-    "str": "string",
-    "dict": "object",
-    "Dict": "object",
-    "Mapping": "object",
-    "list": "array",
-    "List": "array",
-    "Sequence": "array",
-    "Iterable": "array",
-}
+_PY_JSON = (
+    {"bool": "boolean", "int": "integer", "float": "number", "str": "string"}
+    | dict.fromkeys(("dict", "Dict", "Mapping"), "object")
+    | dict.fromkeys(("list", "List", "Sequence", "Iterable"), "array")
+)
 _WRAPPERS = {"Optional", "Required", "NotRequired", "Annotated", "Union"}
 
 
@@ -157,12 +147,11 @@ class _Module:
                 for arg in args:
                     out = _union(out, self.json_types(arg, seen))
                 return out
-            kind = _PY_JSON.get(head or "")
-            return {kind} if kind else None
-        if name in _PY_JSON:
-            return {_PY_JSON[name]}
-        if name in SDK_JSON:
-            return {SDK_JSON[name]}
+            head_kind = _PY_JSON.get(head or "")
+            return {head_kind} if head_kind else None
+        kind = _PY_JSON.get(name or "") or SDK_JSON.get(name or "")
+        if kind:
+            return {kind}
         if name in self.aliases and name not in seen:
             return self.json_types(self.aliases[name], seen | {name})
         return None
@@ -238,23 +227,14 @@ def _union(a: set[str] | None, b: set[str] | None) -> set[str] | None:
     return None if a is None or b is None else a | b
 
 
+_LITERAL_JSON = {type(None): "null", bool: "boolean", int: "integer", str: "string"}
+
+
 def _literal_types(args: list[ast.expr]) -> set[str] | None:
-    out: set[str] = set()
-    for arg in args:
-        if not isinstance(arg, ast.Constant):
-            return None
-        value = arg.value
-        if value is None:
-            out.add("null")
-        elif isinstance(value, bool):
-            out.add("boolean")
-        elif isinstance(value, int):
-            out.add("integer")
-        elif isinstance(value, str):
-            out.add("string")
-        else:
-            return None
-    return out
+    kinds = [
+        _LITERAL_JSON.get(type(a.value)) if isinstance(a, ast.Constant) else None for a in args
+    ]
+    return None if None in kinds else set(kinds)  # type: ignore[arg-type]
 
 
 def _literal_values(node: ast.expr) -> set[str]:

@@ -45,13 +45,9 @@ def denied(path: Path, folder: Path | None = None) -> StepsError:
     """The setup error for a permission refused on `path` (exit 2), naming the folder."""
     folder = folder if folder is not None else denied_folder(path)
     owner = _owner(folder)
-    return StepsError(
-        "E-INPUT-UNREADABLE",
-        f"cannot read the input: permission denied on {folder}",
-        path=str(path),
-        fix=DENIED_FIX + (f" ({owner})" if owner else ""),
-        exit_code=EXIT_USAGE,
-    )
+    said = f"cannot read the input: permission denied on {folder}"
+    fix = DENIED_FIX + (f" ({owner})" if owner else "")
+    return StepsError("E-INPUT-UNREADABLE", said, path=str(path), fix=fix, exit_code=EXIT_USAGE)
 
 
 def stat_problem(path: Path) -> str | None:

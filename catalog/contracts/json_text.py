@@ -1,9 +1,8 @@
-"""The one reader of JSON text for the contracts: JSONL lines and whole JSON files.
+"""The one reader of JSONL text for the contracts: bad input is a ValueError worded for a finding.
 
-Bad input is a ValueError worded for a finding, never another exception. JSON nested deeper
-than Python's recursion limit makes msgspec and the standard library (so NeMo-RL's and
-NeMo-Gym's `json.loads` too) raise RecursionError: here it is "nested deeper than N levels".
-The first bytes of a JSONL file are looked at once: a compressed stream or a byte order mark
+JSON nested deeper than Python's recursion limit makes msgspec and the standard library (so
+NeMo-RL's and NeMo-Gym's `json.loads` too) raise RecursionError: here it is "nested deeper than
+N levels". A file's first bytes are looked at once: a compressed stream or a byte order mark
 would otherwise fail every line, or the first, with no hint of the cause.
 """
 
@@ -12,15 +11,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from catalog.errors import ERROR, WARNING, Finding
-from catalog.record_file import read_json
 
-MAX_FILE_BYTES = 64 << 20  # a checkpoint's config.json, metadata.json or weight index
 BOM = b"\xef\xbb\xbf"
 COMPRESSED = {  # leading bytes -> (format, decompressor, streaming reader)
     b"\x1f\x8b": ("gzip", "gunzip", "zcat"),
@@ -37,13 +33,6 @@ FAST_ERRORS = (msgspec.DecodeError, ValueError, RecursionError)
 _raw_decode = json.JSONDecoder().raw_decode
 
 
-def too_deep() -> str:
-    return (
-        f"nested deeper than Python's json reader goes (about {sys.getrecursionlimit()} "
-        "levels; it stops with RecursionError)"
-    )
-
-
 def strict_loads(line: bytes) -> Any:
     """The standard library's reading of one line: it decides validity and words the error."""
     try:
@@ -56,7 +45,10 @@ def strict_loads(line: bytes) -> Any:
     try:
         row, end = _raw_decode(text)
     except RecursionError:
-        raise ValueError(f"invalid JSON: {too_deep()}") from None
+        raise ValueError(
+            f"invalid JSON: nested deeper than Python's json reader goes (about "
+            f"{sys.getrecursionlimit()} levels; it stops with RecursionError)"
+        ) from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
     if end != len(text):
@@ -91,10 +83,7 @@ def surely_not_object(line: bytes) -> bool:
 
 def compressed(head: bytes) -> tuple[str, str, str] | None:
     """(format, decompressor, streaming reader) when `head` starts a compressed stream."""
-    for magic, what in COMPRESSED.items():
-        if head.startswith(magic):
-            return what
-    return None
+    return next((what for magic, what in COMPRESSED.items() if head.startswith(magic)), None)
 
 
 def read_head(f: Any, where: str, bom_is_error: bool) -> tuple[Finding | None, int | None]:
@@ -122,10 +111,3 @@ def read_head(f: Any, where: str, bom_is_error: bool) -> tuple[Finding | None, i
     message = f"starts with a UTF-8 byte order mark: {why}"
     fix = "save the file as UTF-8 without a BOM"
     return Finding(code, message, where, 1, fix=fix, severity=severity), len(BOM)
-
-
-def read_json_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
-    """A whole JSON file (`catalog.record_file.read_json`, at most `max_bytes`): OSError if it
-    cannot be read or is larger than the cap, ValueError (worded for a finding) if it is not
-    JSON or nests too deep."""
-    return read_json(path, max_bytes)

@@ -17,8 +17,9 @@ rl_prep manifest: `splits.<name>.shards[].path`, relative to the manifest's fold
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,14 @@ from catalog.contracts.json_text import (
     fast_decode,
     loads,
     read_head,
-    read_json_file,
     stdlib_may_accept,
     strict_loads,
     surely_not_object,
 )
-from catalog.contracts.row_causes import Causes
-from catalog.errors import WARNING, Finding
+from catalog.contracts.rows import Causes
+from catalog.errors import ERROR, WARNING, Finding
 from catalog.file_digest import SHA256, XXH3
+from catalog.record_file import read_json
 
 # rl_prep and the tests read lines through these
 __all__ = ["input_problem", "loads", "strict_loads"]
@@ -53,6 +54,7 @@ READ_BUFFER = 1 << 20
 PARALLEL_MIN_BYTES = 64 << 20
 MANIFEST = "manifest.json"
 INPUT_FIX = "check the path, and that this user may read it"
+REBUILD_FIX = "re-run rl_prep to rebuild the output folder"
 
 
 def too_long(max_line: int) -> str:
@@ -79,7 +81,7 @@ class ScanResult:
     bad_rows: int = 0
     bytes: int = 0
     blank: int = 0
-    bad_by_code: dict[str, int] = field(default_factory=dict)
+    bad_by_code: Counter[str] = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
     causes: Causes = field(default_factory=Causes)  # row violations, one per cause
     errors: int = 0  # every error found, reported or not (a repeated row cause once)
@@ -89,7 +91,7 @@ class ScanResult:
         """Count one bad row of `code`; False (and the error counted) past `max_errors`, when
         no finding is to be built for it."""
         self.bad_rows += 1
-        self.bad_by_code[code] = self.bad_by_code.get(code, 0) + 1
+        self.bad_by_code[code] += 1
         if self.errors >= max_errors:
             self.errors += 1
             return False
@@ -114,16 +116,13 @@ class ScanResult:
         self.bad_rows += other.bad_rows
         self.bytes += other.bytes
         self.blank += other.blank
-        for code, n in other.bad_by_code.items():
-            self.bad_by_code[code] = self.bad_by_code.get(code, 0) + n
+        self.bad_by_code.update(other.bad_by_code)
         known_errors, known_warnings = self.causes.merge(other.causes, line_offset)
         self.errors -= known_errors
         self.warnings -= known_warnings
         for f in other.findings:
             if line_offset and f.line is not None:
-                f = Finding(
-                    f.code, f.message, f.path, f.line + line_offset, f.fix, f.severity, f.key
-                )
+                f = replace(f, line=f.line + line_offset)
             self.add(f, max_errors)
         kept = sum(1 for f in other.findings if f.is_error)
         self.errors += other.errors - kept
@@ -132,6 +131,15 @@ class ScanResult:
 
 def _finding(code: str, message: str, path: Any, line: int | None = None, **kw: Any) -> Finding:
     return Finding(code, message, str(path), line, **kw)
+
+
+def _shard_problem(path: Path) -> tuple[str, str | None] | None:
+    """Why a shard cannot be read as a regular file (and the fix for an endless one), or None."""
+    problem = stat_problem(path)
+    if problem:
+        return problem, None
+    kind = endless_kind(path)
+    return (endless_message(kind, "a regular file"), ENDLESS_FIX) if kind else None
 
 
 def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
@@ -148,31 +156,22 @@ def _walk(root: Path, out: list[Source], findings: list[Finding]) -> None:
             if name.startswith(".") or not name.endswith(".jsonl"):
                 continue
             path = Path(dirpath) / name
-            problem = stat_problem(path)
-            kind = None if problem else endless_kind(path)
-            if problem:
-                findings.append(_finding(CODE, f"shard {problem}", path))
-            elif kind is not None:
-                message = f"shard {endless_message(kind, 'a regular file')}"
-                findings.append(_finding(CODE, message, path, fix=ENDLESS_FIX))
-            else:
+            problem = _shard_problem(path)
+            if problem is None:
                 out.append(Source(path))
+            else:
+                findings.append(_finding(CODE, f"shard {problem[0]}", path, fix=problem[1]))
 
 
 def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
     try:
-        data = read_json_file(manifest)
+        data = read_json(manifest)
         splits = data["splits"]
         items = [(name, s) for name, split in splits.items() for s in split["shards"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        findings.append(
-            _finding(
-                CODE,
-                f"not a readable rl_prep manifest ({type(exc).__name__}: {exc})",
-                manifest,
-                fix='expected {"splits": {"<split>": {"shards": [{"path": ...}]}}}',
-            )
-        )
+        message = f"not a readable rl_prep manifest ({type(exc).__name__}: {exc})"
+        fix = 'expected {"splits": {"<split>": {"shards": [{"path": ...}]}}}'
+        findings.append(_finding(CODE, message, manifest, fix=fix))
         return []
     out: list[Source] = []
     for split, shard in items:
@@ -181,18 +180,10 @@ def _from_manifest(manifest: Path, findings: list[Finding]) -> list[Source]:
             findings.append(_finding(CODE, f"split {split!r}: a shard has no path", manifest))
             continue
         path = manifest.parent / rel
-        problem = stat_problem(path)
-        kind = None if problem else endless_kind(path)
-        problem = problem or (endless_message(kind, "a regular file") if kind else None)
+        problem = _shard_problem(path)
         if problem:
-            findings.append(
-                _finding(
-                    CODE,
-                    f"split {split!r}: shard {rel} {problem}",
-                    manifest,
-                    fix="re-run rl_prep to rebuild the output folder",
-                )
-            )
+            message = f"split {split!r}: shard {rel} {problem[0]}"
+            findings.append(_finding(CODE, message, manifest, fix=REBUILD_FIX))
             continue
         rows = shard.get("rows")
         named = [n for n in (XXH3, SHA256) if isinstance(shard.get(n), str)]  # the fast one first
@@ -215,14 +206,8 @@ def resolve_sources(path: Path) -> tuple[list[Source], list[Finding]]:
         out: list[Source] = []
         _walk(path, out, findings)
         if not out and not findings:  # a shard refused above is the one finding
-            findings.append(
-                _finding(
-                    CODE,
-                    "folder holds no *.jsonl shards",
-                    path,
-                    fix="point at a .jsonl file, a folder of .jsonl shards or an rl_prep manifest",
-                )
-            )
+            fix = "point at a .jsonl file, a folder of .jsonl shards or an rl_prep manifest"
+            findings.append(_finding(CODE, "folder holds no *.jsonl shards", path, fix=fix))
         return out, findings
     if path.name == MANIFEST:
         return _from_manifest(path, findings), findings
@@ -247,7 +232,7 @@ def scan_range(
     `max_line` bytes (default MAX_LINE_BYTES) are errors, read past in blocks. A blank line or
     a byte order mark is a warning, or an error when the rows' reader fails on it
     (`blank_is_error`: a line-by-line `json.loads` reader). Past `max_errors` errors, bad rows
-    are only counted: no message is built for them."""
+    are only counted: no line is decoded just to word its error."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
     res = ScanResult()
     where = str(path)
@@ -268,6 +253,13 @@ def scan_range(
         readline = f.readline
         last_tick = pos
         counting = max_errors <= 0  # past max_errors: count bad rows, build no findings
+
+        def bad(message: str, fix: str | None = None) -> bool:
+            """Count a bad row (its finding kept within max_errors); True once past them."""
+            if res.refuse(CODE, max_errors):
+                res.add(_finding(CODE, message, where, lineno, fix=fix), max_errors)
+            return res.errors >= max_errors
+
         while end is None or pos < end:
             line = readline(max_line + 1)
             if not line:
@@ -276,19 +268,8 @@ def scan_range(
             n = len(line)
             if n > max_line and not line.endswith(b"\n"):
                 n += _skip_line(f, max_line)
-                if res.refuse(CODE, max_errors):
-                    res.add(
-                        _finding(
-                            CODE,
-                            f"{too_long(max_line)}; not read",
-                            where,
-                            lineno,
-                            fix="split the record or drop it",
-                        ),
-                        max_errors,
-                    )
                 pos += n
-                counting = res.errors >= max_errors
+                counting = bad(f"{too_long(max_line)}; not read", "split the record or drop it")
                 continue
             pos += n
             if progress is not None and pos - last_tick >= 8 << 20:
@@ -314,23 +295,11 @@ def scan_range(
                 try:
                     row = strict_loads(line)
                 except ValueError as exc:
-                    if res.refuse(CODE, max_errors):
-                        res.add(_finding(CODE, f"{exc}.", where, lineno), max_errors)
-                    counting = res.errors >= max_errors
+                    counting = bad(f"{exc}.")
                     continue
             if type(row) is not dict:
-                if res.refuse(CODE, max_errors):
-                    res.add(
-                        _finding(
-                            CODE,
-                            f"a row must be a JSON object, got {type(row).__name__}.",
-                            where,
-                            lineno,
-                            fix="write one JSON object per line",
-                        ),
-                        max_errors,
-                    )
-                counting = res.errors >= max_errors
+                message = f"a row must be a JSON object, got {type(row).__name__}."
+                counting = bad(message, "write one JSON object per line")
                 continue
             if check is None:
                 continue
@@ -350,9 +319,7 @@ def _count(res: ScanResult, violations: list, where: str, lineno: int) -> None:
     codes = {v.code for v in violations if v.is_error}
     if codes:
         res.bad_rows += 1
-        bad = res.bad_by_code
-        for code in codes:
-            bad[code] = bad.get(code, 0) + 1
+        res.bad_by_code.update(codes)
     for v in violations:
         if res.causes.add(v, where, lineno):
             if v.is_error:
@@ -363,22 +330,15 @@ def _count(res: ScanResult, violations: list, where: str, lineno: int) -> None:
 
 def _blank_line(where: str, lineno: int, is_error: bool) -> Finding:
     if is_error:
-        return _finding(
-            "E-JSONL-BLANK",
+        code, severity = "E-JSONL-BLANK", ERROR
+        message = (
             "blank line: the reader of these rows fails on it (NeMo-Gym aborts the rollout "
-            "collection with 'Malformed JSON')",
-            where,
-            lineno,
-            fix="remove blank lines",
+            "collection with 'Malformed JSON')"
         )
-    return _finding(
-        "W-JSONL-BLANK",
-        "blank line (not a JSON row; line-by-line readers fail on it)",
-        where,
-        lineno,
-        severity=WARNING,
-        fix="remove blank lines",
-    )
+    else:
+        code, severity = "W-JSONL-BLANK", WARNING
+        message = "blank line (not a JSON row; line-by-line readers fail on it)"
+    return _finding(code, message, where, lineno, severity=severity, fix="remove blank lines")
 
 
 def _skip_line(f: Any, block: int) -> int:

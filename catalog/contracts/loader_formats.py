@@ -31,15 +31,8 @@ BUILDERS: dict[str, str] = {
     "arrow": "Arrow IPC (a `save_to_disk` shard or any Arrow stream/file)",
     "text": "plain text: one row {text: LINE} per line",
 }
-_FULL_TABLE = {
-    ".arrow": "arrow",
-    ".csv": "csv",
-    ".json": "json",
-    ".jsonl": "json",
-    ".parquet": "parquet",
-    ".txt": "text",
-}
 _JSON_ONLY = {".json": "json", ".jsonl": "json"}
+_FULL_TABLE = _JSON_ONLY | {".arrow": "arrow", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
 @dataclass(frozen=True)
@@ -61,11 +54,12 @@ RELEASES: dict[str, LoaderRelease] = {
     "0.7.0": LoaderRelease("0.7.0", _FULL_TABLE, True, True, True, "utils.py:81-128,131"),
     "pin": LoaderRelease("pin", _FULL_TABLE, True, True, True, "utils.py:97-144,147"),
 }
-# Dataset classes that open data_path through load_dataset_from_path(data_path, subset, split)
+# Dataset class -> its DataOpen.reader: "path" opens data_path through load_dataset_from_path
 # (0.6.0+ response_dataset.py:61, binary_preference_dataset.py:62, preference_dataset.py:59);
 # NemoGymDataset reads the file's raw lines itself (nemogym_dataset.py:35).
-PATH_CLASSES = frozenset({"ResponseDataset", "BinaryPreferenceDataset", "PreferenceDataset"})
-LINE_CLASSES = frozenset({"NemoGymDataset"})
+CLASS_READERS = dict.fromkeys(
+    ("ResponseDataset", "BinaryPreferenceDataset", "PreferenceDataset"), "path"
+) | {"NemoGymDataset": "lines"}
 LOCAL_SPLIT = "train"
 
 
@@ -150,14 +144,8 @@ def data_open(config: dict, key: str, version: Any = None) -> DataOpen:
     path = _text(opts.get("data_path"))
     if name is None:
         reader = "none"
-    elif name in PATH_CLASSES:
-        reader = "path"
-    elif name in LINE_CLASSES:
-        reader = "lines"
-    elif is_dotted_class(name):
-        reader = "class"
     else:
-        reader = "builtin"
+        reader = CLASS_READERS.get(name) or ("class" if is_dotted_class(name) else "builtin")
     return DataOpen(
         key=key,
         dataset_name=name,

@@ -43,10 +43,8 @@ def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
     config's run.gym_root, else an installed nemo_gym, else the Gym submodule of $NEMO_RL_HOME
     or of the container's NeMo-RL (the checkout the dry run would use); None when none is
     there. Only configs and server sources are read, so a tree without nemo_gym/ will do."""
-    import os
-
-    from catalog.contracts.gym_facts import installed_gym
-    from catalog.upstream import GYM_SUBDIR, NEMO_RL_CONTAINER_PATH, NEMO_RL_HOME_VAR
+    from catalog.contracts.gym_facts import detect_gym
+    from catalog.upstream import GYM_SUBDIR
 
     configured = dotted_get(config, "run.gym_root")
     for root in (
@@ -56,13 +54,8 @@ def gym_tree_for(config: dict, gym_root: Path | None = None) -> Path | None:
         if root is not None and Path(root).is_dir():
             inner = Path(root) / GYM_SUBDIR
             return inner if inner.is_dir() else Path(root)
-    found = installed_gym()
-    if found is not None:
-        return found
-    for checkout in (os.environ.get(NEMO_RL_HOME_VAR), NEMO_RL_CONTAINER_PATH):
-        if checkout and (Path(checkout).expanduser() / GYM_SUBDIR).is_dir():
-            return Path(checkout).expanduser() / GYM_SUBDIR
-    return None
+    found = detect_gym(tree_only=True)
+    return Path(found) if found else None
 
 
 def gym_routes_for(config: dict, gym_root: Path | None = None) -> GymRoutes | None:
@@ -107,16 +100,13 @@ def contract_options(
             "gym_version": gym_version_for(config, gym_root),
             "routes": routes.option() if routes is not None else None,
         }
-    keys: tuple[str, ...]
     if contract == "preference_rows":
         keys = ("prompt_key", "chosen_key", "rejected_key")
-    elif contract == "verifiable_prompt_rows":
-        keys = ("input_key", "output_key")
-        found = {k: _data_key(config, split, k) for k in keys}
+        return {k: _data_key(config, split, k) for k in keys}
+    if contract == "verifiable_prompt_rows":
+        found = {k: _data_key(config, split, k) for k in ("input_key", "output_key")}
         return {**found, "text_answer": text_answer(config, split)}
-    else:
-        return {}
-    return {k: _data_key(config, split, k) for k in keys}
+    return {}
 
 
 # Processors that hand the answer to the environment as loaded (v0.7.0 processors.py:392, the
@@ -128,7 +118,7 @@ MATH_ENVS = frozenset({"math", "math_default", "math_multi_reward"})
 
 def text_answer(config: dict, split: str = "train") -> bool:
     """Whether the config sends a verifiable row's answer, as loaded, to a math verifier that
-    needs text (prompt_rows.py): the processor passes it raw and env_name is a math one."""
+    needs text (nemo_rl_rows.py): the processor passes it raw and env_name is a math one."""
     processor = _data_key(config, split, "processor") or "default"
     return processor in RAW_ANSWER_PROCESSORS and _data_key(config, split, "env_name") in MATH_ENVS
 

@@ -4,7 +4,7 @@ contracts, and `get_row_contract` that binds a row contract to its options."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from catalog.contracts.rows import RowCheck, RowViolation
@@ -38,11 +38,11 @@ ROW_CONTRACTS: dict[str, tuple[Callable[..., RowCheck], tuple[str, ...]]] = {
         ("default_agent_ref", "agent_names", "allow_empty_input", "gym_version", "routes"),
     ),
     "preference_rows": (
-        _factory("catalog.contracts.preference_rows", "preference_rows"),
+        _factory("catalog.contracts.nemo_rl_rows", "preference_rows"),
         ("prompt_key", "chosen_key", "rejected_key"),
     ),
     "verifiable_prompt_rows": (
-        _factory("catalog.contracts.prompt_rows", "verifiable_prompt_rows"),
+        _factory("catalog.contracts.nemo_rl_rows", "verifiable_prompt_rows"),
         ("input_key", "output_key", "text_answer"),
     ),
 }
@@ -67,16 +67,14 @@ BLANK_LINE_ERRORS = frozenset({"nemo_gym_rows"})
 
 @dataclass(frozen=True)
 class RowContract:
-    """A named row check bound to its options; call it (or `.check`) on one parsed row.
+    """A row check bound to its options; call it (or `.check`) on one parsed row.
 
     `accept`, when set, takes the raw line and returns True only for rows `check` passes; a
     False means "parse the row and ask `check`", never "the row is bad". `blank_is_error`:
     the rows' reader fails on a blank line (see BLANK_LINE_ERRORS).
     """
 
-    name: str
     check: RowCheck
-    options: dict[str, Any] = field(default_factory=dict)
     accept: Callable[[bytes], bool] | None = None
     blank_is_error: bool = False
 
@@ -87,21 +85,16 @@ class RowContract:
 def get_row_contract(name: str, **options: Any) -> RowContract:
     """The row contract `name` (a types.toml `contract`) bound to options (None = unset)."""
     if name not in ROW_CONTRACTS:
+        fix = did_you_mean(name, ROW_CONTRACTS, otherwise=f"one of {sorted(ROW_CONTRACTS)}")
         raise StepsError(
-            "E-CONTRACT-UNKNOWN",
-            f"no row contract named {name!r}",
-            fix=did_you_mean(name, ROW_CONTRACTS, otherwise=f"one of {sorted(ROW_CONTRACTS)}"),
-            exit_code=2,
+            "E-CONTRACT-UNKNOWN", f"no row contract named {name!r}", fix=fix, exit_code=2
         )
     build, allowed = ROW_CONTRACTS[name]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise StepsError(
-            "E-CONTRACT-OPTION",
-            f"row contract {name!r} takes no option {', '.join(unknown)}",
-            fix=f"options of {name}: {', '.join(allowed) or 'none'}",
-            exit_code=2,
-        )
+        said = f"row contract {name!r} takes no option {', '.join(unknown)}"
+        fix = f"options of {name}: {', '.join(allowed) or 'none'}"
+        raise StepsError("E-CONTRACT-OPTION", said, fix=fix, exit_code=2)
     given = {k: v for k, v in options.items() if v is not None}
     accept = ROW_ACCEPTS[name](**given) if name in ROW_ACCEPTS else None
-    return RowContract(name, build(**given), given, accept, name in BLANK_LINE_ERRORS)
+    return RowContract(build(**given), accept, name in BLANK_LINE_ERRORS)

@@ -72,42 +72,37 @@ class ValidationReport:
 # Work unit: (file, start, end, contract, options, max_errors); top-level so it pickles.
 def _scan_unit(unit: tuple) -> ScanResult:
     path, start, end, contract, options, max_errors = unit
-    check, accept, blank_is_error = _bind(contract, options)
+    return _scan_file(Path(path), _bind(contract, options), max_errors, start, end)
+
+
+def _scan_file(
+    path: Path,
+    bound: dict[str, Any],
+    max_errors: int,
+    start: int = 0,
+    end: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ScanResult:
+    """`scan_range` of one file or range with the contract `_bind` gave; unreadable, one error."""
     try:
         return scan_range(
-            Path(path),
-            check,
-            start,
-            end,
-            max_errors=max_errors,
-            accept=accept,
-            blank_is_error=blank_is_error,
+            path, start=start, end=end, max_errors=max_errors, progress=progress, **bound
         )
     except OSError as exc:
-        return _unreadable(Path(path), exc, max_errors)
+        res = ScanResult()
+        said = f"cannot read ({exc.strerror or exc})"
+        fix = "check that this user may read the file"
+        res.add(Finding("E-JSONL", said, str(path), fix=fix), max_errors)
+        return res
 
 
-def _unreadable(path: Path, exc: OSError, max_errors: int) -> ScanResult:
-    res = ScanResult()
-    res.add(
-        Finding(
-            "E-JSONL",
-            f"cannot read ({exc.strerror or exc})",
-            str(path),
-            fix="check that this user may read the file",
-        ),
-        max_errors,
-    )
-    return res
-
-
-def _bind(contract: str, options: dict[str, Any]) -> tuple[Any, Any, bool]:
-    """The contract's row check, fast pre-filter (both None for bare JSONL) and whether a
-    blank line is an error."""
+def _bind(contract: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`scan_range`'s contract arguments: the row check and its fast pre-filter (none for bare
+    JSONL), and whether a blank line is an error."""
     if contract == "jsonl":
-        return None, None, False
+        return {"check": None}
     bound = get_row_contract(contract, **options)
-    return bound.check, bound.accept, bound.blank_is_error
+    return {"check": bound.check, "accept": bound.accept, "blank_is_error": bound.blank_is_error}
 
 
 def _units(
@@ -156,8 +151,8 @@ def scan_jsonl(
 ) -> ScanResult:
     """Scan every source through the row contract; large inputs in worker processes. The
     findings: the first `max_errors` errors in input order, a row violation repeated over
-    rows as one finding per cause (row_causes.py)."""
-    check, accept, blank_is_error = _bind(contract, options)
+    rows as one finding per cause (rows.py)."""
+    bound = _bind(contract, options)
     total = sum(_size(s.path) for s in sources)
     if workers is None:
         workers = os.cpu_count() or 1 if total >= PARALLEL_MIN_BYTES else 1
@@ -172,18 +167,7 @@ def scan_jsonl(
 
     if workers <= 1:
         for s in sources:
-            try:
-                part = scan_range(
-                    s.path,
-                    check,
-                    max_errors=max_errors,
-                    progress=progress,
-                    accept=accept,
-                    blank_is_error=blank_is_error,
-                )
-            except OSError as exc:
-                part = _unreadable(s.path, exc, max_errors)
-            take(s.path, part)
+            take(s.path, _scan_file(s.path, bound, max_errors, progress=progress))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -197,15 +181,9 @@ def scan_jsonl(
     for s in sources:
         seen = rows_seen.get(s.path)
         if s.expected_rows is not None and seen is not None and seen != s.expected_rows:
-            result.add(
-                Finding(
-                    "E-JSONL",
-                    f"manifest says {s.expected_rows} rows, the shard has {seen}",
-                    str(s.path),
-                    fix="the shard changed after rl_prep wrote it: re-run rl_prep",
-                ),
-                max_errors,
-            )
+            message = f"manifest says {s.expected_rows} rows, the shard has {seen}"
+            fix = "the shard changed after rl_prep wrote it: re-run rl_prep"
+            result.add(Finding("E-JSONL", message, str(s.path), fix=fix), max_errors)
     result.findings = _in_input_order(result, sources, max_errors)
     return result
 
@@ -280,12 +258,9 @@ def validate_artifact(
             return _checkpoint(report, path, allow_hub_id)
     except PermissionError as exc:  # a folder on the way that this user may not search
         raise denied(Path(exc.filename or path)) from None
-    raise StepsError(
-        "E-CONTRACT-UNKNOWN",
-        f"type {type_name!r} has contract {contract!r}, which `validate` cannot check",
-        fix=f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}",
-        exit_code=2,
-    )
+    said = f"type {type_name!r} has contract {contract!r}, which `validate` cannot check"
+    fix = f"types with a contract: {', '.join(sorted([*ROW_CONTRACTS, *CHECKPOINT_CONTRACTS]))}"
+    raise StepsError("E-CONTRACT-UNKNOWN", said, fix=fix, exit_code=2)
 
 
 def _rows(
@@ -310,18 +285,12 @@ def _rows(
         if expected_rows is not None and len(sources) == 1 and sources[0].path == path:
             sources = [replace(sources[0], expected_rows=expected_rows)]
         scan = scan_jsonl(
-            sources,
-            contract,
-            options,
-            max_errors=max_errors,
-            progress=progress,
-            workers=workers,
+            sources, contract, options, max_errors=max_errors, progress=progress, workers=workers
         )
     found += _digest_findings(sources, path)
-    findings = found + scan.findings
+    report.findings = found + scan.findings
     report.errors = sum(1 for f in found if f.is_error) + scan.errors
     report.warnings = sum(1 for f in found if not f.is_error) + scan.warnings
-    report.findings = findings
     report.rows = scan.rows
     report.bad_rows = scan.bad_rows
     report.bad_by_code = dict(sorted(scan.bad_by_code.items()))
@@ -330,9 +299,8 @@ def _rows(
     unread = any(f.code == UNCHECKED for f in scan.findings)  # no pyarrow: rows not read
     if sources and scan.rows == 0 and scan.errors == 0 and not unread:
         code = CODES[built[0][1]] if built else "E-JSONL"
-        report.findings.append(
-            Finding(code, "no rows (the input is empty)", str(path), fix="give rows")
-        )
+        said = "no rows (the input is empty)"
+        report.findings.append(Finding(code, said, str(path), fix="give rows"))
         report.errors += 1
     return report
 
@@ -367,7 +335,7 @@ def _digest_findings(sources: list[Source], path: Path) -> list[Finding]:
 
 
 def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> ValidationReport:
-    from catalog.contracts import checkpoints, nemo_rl_checkpoints
+    from catalog.contracts import checkpoints
 
     contract = report.contract
     if contract == "hf_checkpoint":
@@ -375,8 +343,7 @@ def _checkpoint(report: ValidationReport, path: Path, allow_hub_id: bool) -> Val
     elif contract == "megatron_checkpoint":
         res = checkpoints.check_megatron(path)
     else:  # nemo_rl_checkpoint (any backend), nemo_rl_{megatron,dcp}_checkpoint
-        backend = nemo_rl_checkpoints.CONTRACT_BACKENDS[contract]
-        res = nemo_rl_checkpoints.check_nemo_rl(path, backend)
+        res = checkpoints.check_nemo_rl(path, checkpoints.CONTRACT_BACKENDS[contract])
     report.findings = res.findings
     report.errors = sum(1 for f in res.findings if f.is_error)
     report.warnings = len(res.findings) - report.errors

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from catalog.contracts.json_text import read_json_file
-from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+from catalog.contracts.checkpoints import check_nemo_rl
 from catalog.errors import ERROR, StepsError
+from catalog.record_file import read_json
 from runners.artifacts.registry import (
     RegistryFile,
     Version,
@@ -116,7 +116,7 @@ def _reached(step: Path, w: Watch | None) -> str | None:
     if w is None or w.pid is None or (w.max_steps is None and w.max_epochs is None):
         return None  # a job's own state said it completed
     try:
-        info = read_json_file(step / "training_info.json")
+        info = read_json(step / "training_info.json")
         steps, epoch, in_epoch = (int(info.get(k, 0)) for k in ("total_steps", "epoch", "step"))
     except (OSError, ValueError, TypeError, AttributeError):
         return f"{step.name}/training_info.json is unreadable"

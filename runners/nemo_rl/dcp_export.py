@@ -42,7 +42,7 @@ class CheckpointConfig(BaseModel):
 def step_folder(dcp_path: str) -> Path:
     """The step_N folder to export: the latest complete one of a checkpoint_dir, or the folder
     itself (a step_N, or a path this machine cannot read: the job resolves nothing more)."""
-    from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+    from catalog.contracts.checkpoints import check_nemo_rl
 
     path = Path(dcp_path)
     found = check_nemo_rl(path).resolved if path.is_dir() else None

@@ -201,7 +201,7 @@ def _link(link: Path, step: Path) -> None:
 def _checkpoint(job_dir: Path, later: Later, out: TextIO, kept: Written | None) -> Written:
     """A link `relpath` to the checkpoint's latest complete step_N; on a later start, to the
     step the first start linked (a newer step_N is not this stage's input)."""
-    from catalog.contracts.nemo_rl_checkpoints import check_nemo_rl
+    from catalog.contracts.checkpoints import check_nemo_rl
 
     link = job_dir / later.relpath
     if kept is not None and kept.target is not None:

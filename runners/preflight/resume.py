@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
-from catalog.contracts.json_text import read_json_file
 from catalog.errors import Finding
 from catalog.nemo_rl_version import in_range
+from catalog.record_file import read_json
 from runners.preflight import PreflightContext, rule
 from runners.preflight.topology import UNRESOLVED, algorithm, cite, enabled, finding, warning
 
@@ -92,7 +92,7 @@ def resume_checkpoint(ctx: PreflightContext) -> Iterator[Finding]:
         )
         return
     try:
-        state = read_json_file(info, INFO_MAX_BYTES)
+        state = read_json(info, INFO_MAX_BYTES)
     except (OSError, ValueError) as exc:
         yield err(
             KEY,

@@ -6,7 +6,7 @@ does not know the Gym, so the dry run does it: the agent's server is found in th
 config files (catalog.contracts.gym_routes.shipped_routes), its fields derived from its source
 (gym_servers.py), and each such dataset's first rows, mapped and transformed as the run does,
 checked for them (E-GYM-TASK-FIELD naming the dataset, row, agent, server and field). Without a
-Gym tree the pinned Gym's table stands in (catalog.contracts.gym_pinned). What cannot be checked
+Gym tree the pinned Gym's table stands in (catalog.contracts.gym_facts). What cannot be checked
 (an agent none of the Gym's configs defines, a server whose fields cannot be derived) is said
 once (W-BLEND-AGENT-UNCHECKED).
 """
@@ -50,7 +50,7 @@ def agent_routes(
     if not agents:
         return {}, None
     if gym_root is None or not gym_root.is_dir():
-        from catalog.contracts.gym_pinned import pinned_commit, pinned_routes
+        from catalog.contracts.gym_facts import pinned_commit, pinned_routes
 
         routes = pinned_routes(agents)
         unknown = {a: agents[a] for a in agents if a not in routes}

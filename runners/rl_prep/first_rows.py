@@ -7,7 +7,7 @@ before any row is written. Under on_bad_row=error the first bad row is the findi
 would stop there); under skip, only a dataset whose first rows would all be dropped is. Gym
 rows a dataset routes to an agent are checked for the fields its resource server reads
 (agent_fields.py) as any other fault of a row: the run checks them too (against the pinned Gym's
-table, catalog.contracts.gym_pinned), so skip drops such rows there as it does here.
+table, catalog.contracts.gym_facts), so skip drops such rows there as it does here.
 """
 
 from __future__ import annotations
