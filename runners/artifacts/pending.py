@@ -1,17 +1,13 @@
 """Outputs of runs that end elsewhere: registered pending at launch, settled once the run ended.
 
-A NeMo-RL training run hands over (a local run execs into NeMo-RL; a cluster job ends later), so
-no steps process sees it finish. At launch its outputs are registered as a pending version
-(`latest` moves to it: `NAME:latest` is refused until it is ready, never quietly the model
-before it). Whenever the registry is read to use or show a version (`--input`, pipeline inputs,
-`lineage`), a pending version whose run has ended is settled, under the registry's lock:
-`ready` with the content digest of what it holds (a NeMo-RL checkpoint_dir: its latest complete
-step_N, which becomes the version's path), or `failed` with why. How the run ended is what steps
-already records, so settling asks no cluster: run.json's chain (its end decision: done,
-stopped, cancelled), else its job state as `status`/`jobs` last saw it, else (a local exec, no
-record after it) whether the process (the pid exec keeps) is gone and its last checkpoint
-reached the config's end. A version that becomes ready is logged to W&B then, when its run had
-W&B configured at launch (one W&B run: the run's inputs used, the version logged).
+A NeMo-RL run execs or runs as a cluster job, so no steps process sees it finish. Its outputs are a
+pending version (`latest` moves to it, so `NAME:latest` is refused until ready, never quietly the
+model before it). Whenever the registry is read, a pending version whose run has ended is settled
+under the lock: `ready` with its content digest (a checkpoint_dir: its latest complete step_N), or
+`failed` with why. How the run ended comes from what steps already recorded (run.json's chain, else
+its job state, else whether the exec'd pid is gone and its checkpoint reached the config's end), so
+settling asks no cluster. A version that becomes ready is then logged to W&B when its run had W&B
+configured.
 """
 
 from __future__ import annotations
@@ -111,8 +107,8 @@ def _ended(v: Version) -> Ended:
 
 
 def _reached(step: Path, w: Watch | None) -> str | None:
-    """Why the step_N is short of the training's end (NeMo-RL stops at max_num_steps global
-    steps or max_num_epochs whole epochs; a save at an epoch's end has `step` 0), else None."""
+    """Why `step` is short of training's end (max_num_steps, or max_num_epochs whole epochs: a save
+    at an epoch's end has `step` 0), else None."""
     if w is None or w.pid is None or (w.max_steps is None and w.max_epochs is None):
         return None  # a job's own state said it completed
     try:
@@ -161,8 +157,7 @@ def _settle(v: Version, memo: DigestMemo) -> bool:
 
 
 def settled(root: Path, reg: RegistryFile) -> RegistryFile:
-    """`reg` with every pending version whose run ended settled (and saved); unchanged when none
-    is pending, or none has ended."""
+    """`reg` with every ended pending version settled and saved (unchanged when none)."""
     if not any(v.state == "pending" for e in reg.artifacts.values() for v in e.versions):
         return reg
     with locked(root):

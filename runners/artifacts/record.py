@@ -1,9 +1,7 @@
 """After a run: its outputs into the registry (with how they were made), then to W&B if on.
 
-The inputs are recorded with their digests as the run saw them and, when an input is (or lies
-inside) a registered version, that version's `NAME:vN`: the link `steps lineage` follows.
-A run that ends elsewhere (exec'd into NeMo-RL, a cluster job) registers its outputs pending at
-launch (`record_launch`); runners.artifacts.pending settles them once it ended.
+Inputs are recorded with their digests and, when inside a registered version, its `NAME:vN` (what
+`steps lineage` follows). A run that ends elsewhere registers pending versions at launch.
 """
 
 from __future__ import annotations
@@ -79,8 +77,7 @@ def _outputs(run: FinishedRun) -> list[Output]:
 
 def record_launch(run: FinishedRun, watch: Watch | None) -> dict:
     """At launch of a run that ends elsewhere: its outputs as pending versions (`watch`: this
-    process, for a local exec), with the W&B settings they are logged to once ready (one W&B
-    run then, inputs and outputs: runners.artifacts.pending). Returns the report."""
+    process, for a local exec), to be logged to W&B once ready; the report."""
     memo = DigestMemo()
     to = vars(run.wandb) if run.wandb is not None else None
     done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True,

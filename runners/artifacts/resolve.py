@@ -1,14 +1,10 @@
 """`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names.
 
-A value is a reference when it names a tag (`:latest`, `:v3`), names a registered artifact, or
-reads like one of Nemotron's names (`...Artifact...`); a path that exists is always a path. The
-local registry answers first, then W&B when it is configured and online. The artifact's type must
-be the port's, a subtype of it or a supertype (then its content is checked as a path's is);
-an unrelated type is E-ARTIFACT-TYPE. The registry is used only when it is yours alone
-(E-RECORD-UNTRUSTED), and a version's content must still have the digest it was registered with
-(E-ARTIFACT-DIGEST), so neither another user nor a changed folder decides an input. A version
-still pending (its run has not ended) or failed is E-ARTIFACT-PENDING, naming the newest ready
-version if there is one.
+A value is a reference when it names a tag, a registered artifact or reads like `...Artifact...`; a
+path that exists is always a path. The local registry answers first, then W&B (configured, online).
+The type must be the port's, a subtype or a supertype (E-ARTIFACT-TYPE), the content must still
+have its registered digest (E-ARTIFACT-DIGEST), and a pending or failed version is
+E-ARTIFACT-PENDING.
 """
 
 from __future__ import annotations
@@ -40,8 +36,8 @@ def resolve_inputs(
     graph: Any = None,
     wandb: Callable[[], WandbSettings | None] = lambda: None,
 ) -> tuple[dict[str, str], list[Resolved]]:
-    """`inputs` with every reference replaced by its path, and what each one resolved to
-    (`wandb` gives the W&B settings, asked only when the registry does not know a name)."""
+    """`inputs` with each reference replaced by its path, and what each resolved to (`wandb` is
+    asked only when the registry does not know a name)."""
     from runners.digest import DigestMemo
 
     out, found = dict(inputs), []

@@ -1,11 +1,9 @@
-"""The `[wandb]` table of env.toml checked as W&B checks it, before any work: the dry run and
-the run say the same, and a W&B problem is a finding at the table's key, never a traceback after
-the data was prepared.
+"""env.toml's `[wandb]` table checked as W&B checks it, before any work (a finding, not a
+traceback).
 
-wandb.init refuses a project name over 128 characters or holding any of / \\ # ? % : (its
-UsageError), and a value `${oc.env:NAME}` whose NAME is not set would reach it as literal text:
-each is E-WANDB-SETTINGS at the key's line. W&B configured where the wandb package is not
-installed is W-WANDB-MISSING, once: the run registers its outputs here and logs nothing to W&B.
+wandb.init refuses a project over 128 characters or holding any of / \\ # ? % : (its UsageError),
+and an unset `${oc.env:NAME}` would reach it as literal text: each is E-WANDB-SETTINGS at the key's
+line. W&B configured without the wandb package is W-WANDB-MISSING: nothing is logged.
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ def wandb_installed() -> bool:
 
 
 def resolve_table(table: Mapping[str, Any], env: Mapping[str, str]) -> tuple[dict, list[str]]:
-    """The table with every `${oc.env:NAME[,default]}` in a string replaced from `env`, and the
-    keys holding one whose NAME is not set (and has no default)."""
+    """The table with each `${oc.env:NAME[,default]}` replaced from `env`, and the keys holding one
+    that is unset (with no default)."""
     unset: list[str] = []
     out: dict[str, Any] = {}
     for key, value in table.items():

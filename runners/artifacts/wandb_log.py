@@ -1,11 +1,8 @@
 """A run's inputs and outputs as W&B artifacts (W&B imported only here, only when configured).
 
-W&B is on for a run when env.toml has a `[wandb]` table (project, entity) or the run's config
-turns NeMo-RL's logger on (`logger.wandb_enabled` with `logger.wandb.project`/`entity`). Inputs
-are declared with `use_artifact` and outputs logged with `log_artifact` under their registry name
-and version alias; a checkpoint, or a folder over LARGE_DIR, is logged as a `file://` reference,
-not copied. W&B refuses `use_artifact` offline (WANDB_MODE=offline): the inputs then go into the
-run's config (`steps_inputs`) and the report says which folder `wandb sync` would upload.
+W&B is on when env.toml has a `[wandb]` table or the config's logger has `wandb_enabled`. A
+checkpoint, or a folder over LARGE_DIR, is logged as a `file://` reference. Offline, W&B refuses
+`use_artifact`: the inputs go into the run's config (`steps_inputs`).
 """
 
 from __future__ import annotations
@@ -40,8 +37,8 @@ class WandbSettings:
 def settings_for(
     config: dict, env_table: Any, env_file: str | None, env: Mapping[str, str] | None = None
 ) -> WandbSettings | None:
-    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's (its
-    `${oc.env:...}` values from `env`; `wandb_check` refuses a table W&B would refuse)."""
+    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's table (its
+    `${oc.env:...}` resolved from `env`)."""
     logger = config.get("logger") if isinstance(config, dict) else None
     if isinstance(logger, dict) and logger.get("wandb_enabled") is True:
         wb = logger.get("wandb")
@@ -123,8 +120,8 @@ def log_run(
     name: str | None = None,
     group: str | None = None,
 ) -> dict:
-    """One W&B run for this steps run (or pipeline stage: `name`, `group`, no run dir of its
-    own); returns what was logged (and, offline, what to sync)."""
+    """One W&B run for this steps run (or a pipeline stage: `name`, `group`); what was logged (and,
+    offline, what to sync)."""
     wandb = import_wandb()
     try:
         run = wandb.init(
@@ -181,8 +178,8 @@ def log_run(
 
 
 def fetch(settings: WandbSettings, ref: Ref, download_root: Path) -> Resolved:
-    """A reference not in the local registry, from W&B: its recorded path when that is here,
-    else a download."""
+    """A reference not in the local registry, from W&B: its recorded path when here, else a
+    download."""
     wandb = import_wandb()
     project = f"{settings.entity}/{settings.project}" if settings.entity else settings.project
     try:

@@ -1,11 +1,9 @@
-"""`pipeline run FILE --batch|--run PROFILE`: plan and check every stage for its cluster, then
-hand the stages over.
+"""`pipeline run FILE --batch|--run PROFILE`: check every stage for its cluster, then hand them
+over.
 
-`--batch` (Slurm): every stage is queued now as a job after the stages it reads from, and the
-command returns (`cluster_submit`). `--run` (Slurm or Ray): this process drives the stages one
-after another, each through `run --run PROFILE` in a child (the local runner's loop), following
-each to its end; a Ray cluster has no queue to hold a stage until another ends, so a Ray
-pipeline is `--run`. Either way nothing is queued unless every stage's checks passed.
+`--batch` (Slurm) queues every stage now, each after the stages it reads (`cluster_submit`).
+`--run` drives the stages one after another from here, each through `run --run PROFILE`; Ray has no
+queue to hold a stage, so a Ray pipeline is `--run`. Nothing is queued unless every check passed.
 """
 
 from __future__ import annotations
@@ -45,9 +43,9 @@ def run_on_cluster(
     forced: set[str],
     here: Callable[[list], int],
 ) -> int:
-    """0 when every stage was queued (--batch) or ran (--run: `here(stages)` drives them), or
-    the checks were clean (dry run); 1 when a stage's checks failed (nothing queued); else the
-    failing stage's code. `forced`: stages submitted even when up to date."""
+    """0 when every stage was queued, ran (`here(stages)` drives them), or checked clean (dry run);
+    1 when a check failed (nothing queued); else the failing stage's code. `forced`: stages
+    submitted even when up to date."""
     from runners.pipeline.cluster_plan import plan_cluster
 
     out = opts.out

@@ -1,17 +1,13 @@
 """Submit a planned pipeline to Slurm: one job per stage, each after the stages it reads from.
 
-Every stage goes through the one submit path `run --batch` uses (`runners.run.cluster.submit`),
-with `after` = the jobs of the stages it reads from (`--dependency=afterok`, and a failed one
-cancels it: `--kill-on-invalid-dep=yes`). A stage whose record says it succeeded with the same
-key (resolved config, inputs' contents, outputs' places, profile and resources) and whose
-outputs are still there is not submitted again; one still queued or running with the same key
-is waited for, not submitted twice. A stage that runs again makes every stage after it run again.
+Each stage goes through `run --batch`'s submit path with `--dependency=afterok` on the jobs it
+reads from (`--kill-on-invalid-dep=yes`: a failed one cancels it). A stage up to date (same key,
+outputs there) is not submitted; one queued or running with the same key is waited for; a stage
+that runs again makes every stage after it run again.
 
-A chain stage (`until_done`) ends with its last segment, whose job id nobody knows at submit:
-its dependents wait for a gate, a held job (`sbatch --hold`, the same submit path) submitted
-before the chain, whose id the chain record keeps; the chain's decision program releases it when
-the chain is done and cancels it (and, through `--kill-on-invalid-dep`, what waits for it) when
-the chain stops otherwise. Nothing here waits for a job: the command returns once all are queued.
+A chain stage ends with a segment whose id is unknown at submit, so its dependents wait for a gate:
+a held job submitted before the chain, released by the chain's decision when done and cancelled
+(with what waits for it) when the chain stops otherwise.
 """
 
 from __future__ import annotations
@@ -33,8 +29,8 @@ GATE = "gate"  # a chain stage's gate job: its run dir is <root>/<stage>/gate/<r
 
 
 def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | None]:
-    """What an earlier submission of the stage says now: ("cached", None) up to date, ("live",
-    job to wait for) queued or running with this key, else ("submit", None)."""
+    """What an earlier submission says now: ("cached", None), ("live", the job to wait for) when
+    queued or running with this key, else ("submit", None)."""
     if not record or record.get("cache_key") != key or not record.get("run_dir"):
         return "submit", None
     if record.get("status") != "completed":
@@ -48,8 +44,8 @@ def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | Non
 
 
 def _gate(sp: StagePlan, root: Path, after: list[str]) -> tuple[str, Path]:
-    """Submit a chain stage's gate: held, after what the chain starts after (so it is cancelled
-    with the chain's first segment), a batch script that does nothing; (its id, run dir)."""
+    """Submit a chain stage's held gate job, after what the chain starts after (cancelled with its
+    first segment); (its id, run dir)."""
     import json
 
     from runners.launch.request import LaunchRequest
@@ -75,9 +71,8 @@ def submit_pipeline(
     secrets: dict[str, str],
     err: TextIO | None = None,
 ) -> dict:
-    """Submit what must run, in order; the pipeline record (also written to <root>/pipeline.json).
-    A submission that fails cancels what this call queued before raising. `err` gets what each
-    submitted stage registered (pending outputs), as `run --batch` shows it on stderr."""
+    """Submit what must run, in order; the pipeline record (<root>/pipeline.json). A failed
+    submission cancels what this call queued. `err` gets each stage's pending outputs."""
     from runners.artifacts.record import report_lines
     from runners.run import write_run_dir_for
     from runners.run.cluster import submit
@@ -147,8 +142,8 @@ def submit_pipeline(
 
 
 def _refuse_busy(before: dict | None, stage_id: str, sdir: Path) -> None:
-    """E-PIPELINE-BUSY (exit 2) when the stage is to run again while its previous job is still
-    queued or running: both would write the stage's outputs (moving them aside under it)."""
+    """E-PIPELINE-BUSY when the stage is to run again while its previous job is still queued or
+    running (both would write its outputs)."""
     if not before or before.get("status") == "completed" or not before.get("run_dir"):
         return
     state = live_state(stage_id, Path(before["run_dir"]))

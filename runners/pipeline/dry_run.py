@@ -1,9 +1,8 @@
-"""`pipeline run --dry-run`: compile and preflight every selected stage in-process; write nothing.
+"""`pipeline run --dry-run`: every selected stage planned as `run --dry-run` plans it; nothing
+written.
 
-Each stage is planned exactly as `run --dry-run` plans it (`runners.run.plan_run`, which writes
-nothing). Inputs that an earlier stage has not produced yet are checked by planned type instead
-(their findings are dropped). A checkout that is needed only to launch (NeMo-RL,
-Megatron-Bridge) is a warning here: a dry run is clean without one, and exits 0.
+Inputs an earlier stage has not produced yet are checked by planned type (their findings dropped).
+A checkout needed only to launch (NeMo-RL, Megatron-Bridge) is a warning here.
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ def drop_pending(stage: Any, found: list[Finding]) -> list[Finding]:
 
 
 def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
-    """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit
-    code of an error that stopped it before preflight (2 for setup errors), else 0."""
+    """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit code
+    of an error that stopped it early (2: setup), else 0."""
     from runners.run import RunRequest, plan_run
 
     req = RunRequest(
@@ -74,8 +73,8 @@ def _launch_only(f: Finding) -> Finding:
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
-    """Check the stages the real run would run (--from, --to, --only select them as they do
-    there); 0 clean, 1 errors in a stage's config or data, 2 setup errors."""
+    """Check the stages a real run would run; 0 clean, 1 errors in a stage's config or data, 2
+    setup errors."""
     from runners.pipeline.selection import select
 
     worst, checked = 0, 0

@@ -1,6 +1,6 @@
-"""Pipeline inputs given by artifact name (`path: nano3-rl-data:latest`), resolved before a stage
-runs as `--input PORT=NAME[:ALIAS|:vN]` is (`runners.artifacts.resolve`): from the runs root's
-registry, then W&B when configured. A path that exists stays a path."""
+"""Pipeline inputs given by artifact name (`path: nano3-rl-data:latest`), resolved as `--input
+PORT=NAME` is (`runners.artifacts.resolve`); a path that exists stays a path.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from catalog.pipeline import UNSET
 
 def resolve_named_inputs(plan: Any, pf: Any, root: Path, graph: Any = None) -> list[Any]:
     """Replace each input named by reference with its version's path, in the plan's inputs and
-    in every stage bound to it; what each resolved to. A missing name, an unrelated type: the
-    resolver's E-ARTIFACT-* error (exit 2)."""
+    every stage bound to it; what each resolved to."""
     found: list[Any] = []
     for name, spec in pf.model.inputs.items():
         bound = plan.inputs.get(name)

@@ -1,11 +1,8 @@
-"""A pipeline submitted to a cluster as the job commands see it: its record (`pipeline.json` in
-the pipeline's root, listing each stage's run dir and job), each stage's live state, and the
-stage that stopped it.
+"""A pipeline on a cluster as the job commands see it: its record, each stage's live state.
 
-A stage is one ordinary run dir (`<root>/<stage>/_runs/<step id>/<run>`): every job command works
-on it as on any run. The pipeline's root stands for the whole: `status` shows every stage,
-`cancel` cancels every job still queued or running, `logs` and `diagnose` go to the stage that
-failed (else the one that runs, else the last), `jobs` lists the stages' jobs.
+A stage is an ordinary run dir (`<root>/<stage>/_runs/<step id>/<run>`). The pipeline's root stands
+for the whole: `status` shows every stage, `cancel` cancels every live job, `logs` and `diagnose`
+go to the stage that failed (else the one running, else the last), `jobs` lists them.
 """
 
 from __future__ import annotations
@@ -23,8 +20,8 @@ RECORD = "record.json"
 
 @dataclass
 class StageState:
-    """One stage now: `status` is completed, cached, failed, running, pending, not run or
-    unknown; `detail` the scheduler's state, exit code, chain summary or why it did not run."""
+    """One stage now: completed, cached, failed, running, pending, not run or unknown, with the
+    detail (scheduler state, exit code, chain summary, why it did not run)."""
 
     id: str
     status: str
@@ -116,8 +113,8 @@ def pipeline_states(record: dict) -> list[StageState]:
 
 
 def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
-    """(the pipeline's state, the stage it names): failed at the first failed stage, else
-    running at the first not completed, else completed at the last."""
+    """(the pipeline's state, its stage): the first failed, else the first not completed, else the
+    last."""
     for s in states:
         if s.status == "failed":
             return "failed", s
@@ -147,8 +144,8 @@ def cancel_pipeline(record: dict) -> list[str]:
 
 
 def focus(states: list[StageState]) -> StageState | None:
-    """The stage `logs` and `diagnose` go to: the failed one, else the one running, else the
-    last with a run dir."""
+    """The stage `logs` and `diagnose` go to: the failed one, else the running one, else the last
+    with a run dir."""
     _, named = verdict(states)
     if named is not None and named.run_dir and named.status not in ("cached", "not run"):
         return named

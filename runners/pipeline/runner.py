@@ -1,14 +1,10 @@
 """Run a planned pipeline: each stage through `python -m steps run` in a child process, cached.
 
-A stage is skipped when its record says it completed with the same cache key (step id and
-version, compiled config hash, input fingerprints, output places, and for a NeMo-RL stage the
-NeMo-RL version its config was compiled for, overlays included) and its outputs are unchanged
-since (or still pass their contract). A failing stage stops the pipeline; the records of the
-stages before it stay, so the next `pipeline run` resumes at the failed stage. Outputs of a
-completed stage that must run again are moved aside to `<stage>/_stale/` (the last one kept).
-An interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage, which is recorded as
-"interrupted", as is the pipeline; records never stay "running". Secrets in stage overrides
-are redacted in records and output and reach the child through its environment only.
+A stage is skipped when its record completed with the same cache key (`stage.stage_key`) and its
+outputs are unchanged or still pass their contract. A failing stage stops the pipeline and the next
+run resumes there. A completed stage's outputs that must be remade move to `<stage>/_stale/`. An
+interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage and recorded; records never stay
+"running". Secrets in overrides are redacted and reach the child through its environment only.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +33,7 @@ from runners.pipeline.stage import (
     inputs_now,
     move_aside,
     nemo_rl_record,
+    nemo_rl_target,
     outputs_now,
     run_child,
     stage_argv,
@@ -135,19 +132,6 @@ def _settle(record: dict, stopped_by: BaseException | None, t0: float) -> None:
     record.setdefault("duration_s", round(time.perf_counter() - t0, 3))
 
 
-def _nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
-    """The NeMo-RL the stages run on (`--nemo-rl`, else where `run` finds it), located once
-    and only if a NeMo-RL stage needs it."""
-
-    @functools.cache
-    def target() -> Any:
-        from runners.nemo_rl import checkout as nemo_rl
-
-        return nemo_rl.resolve_target(explicit, env)
-
-    return target
-
-
 def _lineage(plan: Any, opts: Options) -> Any:
     if not (opts.wandb or plan.lineage.get("wandb")):
         return None
@@ -163,7 +147,7 @@ def _lineage(plan: Any, opts: Options) -> Any:
 
 
 def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = None) -> int:
-    """Run every stage in order (on a cluster with a profile: `cluster_run`, which needs the
+    """Run every stage in order (with a profile: on a cluster, `cluster_run`, which needs the
     pipeline file `pf`); 0 when all completed or were cached, else the failure's code."""
     env = dict(os.environ if env is None else env)
     from runners.rundir import REGISTRY_DIR_VAR, registry_root
@@ -213,8 +197,8 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
 def _run_stages_attached(
     plan: Any, opts: Options, env: dict, secrets: dict[str, str], stages: list
 ) -> int:
-    """`--run PROFILE`: the stages checked (`stages`), each runs as `run --run ITS_PROFILE` in
-    turn, followed to its end, with the local loop's caching and records."""
+    """`--run PROFILE`: each checked stage runs as `run --run ITS_PROFILE` in turn, with the local
+    loop's caching and records."""
     for sp in stages:
         flags = [f"--run={sp.profile}", *([f"--env-file={opts.env_file}"] if opts.env_file else [])]
         opts.stage_args[sp.stage.id] = [*flags, *(["--until-done"] if sp.chain else [])]
@@ -263,7 +247,7 @@ def _run_stages(
     lineage: Any,
 ) -> int:
     out = opts.out
-    nemo_rl_target = _nemo_rl_target(opts.nemo_rl, env)
+    target_here = nemo_rl_target(opts.nemo_rl, env)
     skipped = beyond(plan, opts)
     for stage in plan.stages:
         sdir = plan.root / stage.id
@@ -290,7 +274,7 @@ def _run_stages(
         inputs = inputs_now(stage)
         key, chash, sources, env_names, moved = None, None, {}, [], []
         if not stage.dry_run:  # a dry-run stage is a check of this machine too: never cached
-            target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
+            target = target_here() if kind_for(stage.runner).compiles_with_nemo_rl else None
             key, chash, sources, env_names = stage_key(stage, overrides, inputs, target)
             if stage.id not in forced and cache_hit(previous, key, stage):
                 summary["stages"][stage.id] = {
