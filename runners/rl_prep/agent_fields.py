@@ -1,14 +1,9 @@
 """The dry run's check of a blend's rows against the fields their agent's resource server reads.
 
-A blend dataset that names an agent (`agent_ref`) sends its rows to that agent's resource server,
-which scores each row with fields of it (math_with_judge: `question`, `expected_answer`). The run
-does not know the Gym, so the dry run does it: the agent's server is found in the Gym tree's own
-config files (catalog.contracts.gym_routes.shipped_routes), its fields derived from its source
-(gym_servers.py), and each such dataset's first rows, mapped and transformed as the run does,
-checked for them (E-GYM-TASK-FIELD naming the dataset, row, agent, server and field). Without a
-Gym tree the pinned Gym's table stands in (catalog.contracts.gym_pinned). What cannot be checked
-(an agent none of the Gym's configs defines, a server whose fields cannot be derived) is said
-once (W-BLEND-AGENT-UNCHECKED).
+A dataset with an `agent_ref` sends rows to that agent's server, which scores them with some of
+their fields. The server is found in the Gym tree's configs (catalog.contracts.gym_routes), its
+fields derived from its source, else the pinned Gym's table (catalog.contracts.gym_pinned); a
+missing field is E-GYM-TASK-FIELD, and what cannot be checked is one W-BLEND-AGENT-UNCHECKED.
 """
 
 from __future__ import annotations
@@ -45,8 +40,8 @@ def blend_agents(specs: list, output_type: str) -> dict[str, list[str]]:
 def agent_routes(
     agents: dict[str, list[str]], gym_root: Path | None
 ) -> tuple[dict[str, dict], Finding | None]:
-    """The contract's `routes` option for the agents whose server's fields are known, and the
-    one warning about the others (None when every agent is checked)."""
+    """The contract's `routes` for the agents whose server's fields are known, and one warning
+    about the others (None when all are checked)."""
     if not agents:
         return {}, None
     if gym_root is None or not gym_root.is_dir():

@@ -1,24 +1,7 @@
 """The blend file: which datasets to prepare, how to weight and transform them, how to split.
 
-A blend is JSON or YAML (JSON is read by the YAML parser, so one loader serves both and every
-error can name its line), checked by the strict pydantic model `BlendFile`:
-
-    seed: 1234              # optional; overrides the step config's `seed`
-    train_ratio: 0.98       # optional; overrides `train_ratio` (val_ratio likewise)
-    shard_size: 256MB       # optional; overrides `shard_size`
-    datasets:
-      - name: math                      # unique; names the dataset in the manifest
-        path: data/math.jsonl           # file, glob, directory, list of those, or hf://org/name
-        split: train                    # hf:// only: which split of the hub dataset
-        subset: default                 # hf:// only: the config (subset) name
-        weight: 1.0                     # train repeat factor (see split.py)
-        sample: 100                     # optional: read only the first N rows
-        transform: nemo_gym             # nemo_gym | preference | nemotron_rl | passthrough
-        agent_ref: math_simple_agent    # default agent for NeMo-Gym rows (a name or {type, name})
-        map:                            # row field <- dotted source path (see mapping.py)
-          expected_answer: reward_model.ground_truth
-        hf_placeholders:                # `_hf_placeholder` rows' sources (see placeholders.py)
-          some_source: {path: hf://org/name, question: prompt.0.content}
+JSON or YAML (one YAML loader, so every error names its line), checked by the strict model
+`BlendFile`; steps/data_prep/rl_prep/README.md documents each key.
 """
 
 from __future__ import annotations
@@ -239,8 +222,7 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
 
 
 def load_blend(path: Path) -> Blend:
-    """Parse and check a blend file; every problem is an E-BLEND error with file and line
-    (exit 2 when the file cannot be read or parsed)."""
+    """Parse and check a blend file; every problem is E-BLEND with file and line."""
     data, lines, raw = load_yaml(
         path,
         what="blend",

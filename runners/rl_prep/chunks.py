@@ -1,12 +1,9 @@
-"""One chunk of a dataset, processed where it is cheap to run in parallel: parse, transform,
-check, split and weigh every row, and say what each split gets.
+"""One chunk of a dataset, processed where it is cheap to run in parallel: every row parsed,
+transformed, checked, split and weighed.
 
-The main process cuts files into chunks of whole lines, hands them to `process_chunk` (in
-worker processes or in-process) and writes the results in the same order, so the output is the
-same whatever the number of workers. A worker reads its chunk's bytes itself, and a row it
-keeps as it is comes back as a byte range of the source file, not as bytes: the main process
-reads the chunk once more and writes those ranges, so row data never crosses a process
-boundary. Everything here is picklable: jobs and chunks go to workers, results back.
+A worker reads its chunk's bytes itself, and a row kept as it is comes back as a byte range of the
+source file: the main process reads the chunk once more and writes those ranges, so row data never
+crosses a process boundary. Everything here is picklable.
 """
 
 from __future__ import annotations
@@ -66,8 +63,8 @@ class ChunkResult:
 
 
 class _SplitOut:
-    """One split's rows of a chunk, merged into runs: adjacent file ranges become one range,
-    consecutive re-serialized rows one bytes object."""
+    """One split's rows of a chunk merged into runs: adjacent file ranges into one range,
+    re-serialized rows into one bytes object."""
 
     __slots__ = ("blobs", "n", "parts", "start", "stop")
 
@@ -110,8 +107,7 @@ def _check_for(output_type: str) -> tuple[RowCheck, Accept | None]:
 
 
 def warm_checks() -> None:
-    """Build every output type's row check now (tens of ms each): a process that forks workers
-    after this hands them the built checks instead of each worker building its own."""
+    """Build every output type's row check now, so workers forked after this inherit them built."""
     for output_type in COMPATIBLE:
         _check_for(output_type)
 
@@ -155,8 +151,8 @@ class _Rows:
     def add(
         self, row: Any, content: bytes, kept: Span | bytes | None, path: str, line: int
     ) -> bool:
-        """Decide one parsed row; `kept` is what to write if the transform leaves it as it is.
-        True means stop (a bad row under on_bad_row=error)."""
+        """Decide one parsed row; `kept` is what to write if the transform leaves it as is. True
+        means stop (a bad row under on_bad_row=error)."""
         if not isinstance(row, dict):
             return self.bad(
                 "E-JSONL",

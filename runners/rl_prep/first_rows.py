@@ -1,13 +1,9 @@
-"""The dry run's look at the first rows of every dataset, judged as the run would judge them.
+"""The dry run's look at the first rows of every dataset, judged by the run's own `process_chunk`.
 
-Each dataset's first rows go through the run's own `process_chunk` (placeholders resolved, the
-blend's `map` applied, the transform, the output contract), so a map path the source lacks, a
-placeholder source with no local copy, a missing pyarrow or a damaged Parquet file is a finding
-before any row is written. Under on_bad_row=error the first bad row is the finding (the run
-would stop there); under skip, only a dataset whose first rows would all be dropped is. Gym
-rows a dataset routes to an agent are checked for the fields its resource server reads
-(agent_fields.py) as any other fault of a row: the run checks them too (against the pinned Gym's
-table, catalog.contracts.gym_pinned), so skip drops such rows there as it does here.
+So a bad map path, a placeholder source with no local copy, a missing pyarrow or a damaged file is
+a finding before any row is written. Under on_bad_row=error the first bad row is the finding; under
+skip, only a dataset whose first rows would all be dropped. Gym rows are also checked for the
+fields their agent's resource server reads (agent_fields.py), as the run checks them.
 """
 
 from __future__ import annotations
@@ -59,8 +55,8 @@ def _first_chunks(plan: PlannedDataset) -> list[Chunk]:
 def dataset_findings(
     plan: PlannedDataset, opts: Options, routes: dict | None = None
 ) -> list[Finding]:
-    """What the run would refuse in this dataset's first rows (at most one finding); `routes`:
-    the fields each agent's server reads, when known (else the run's own check's)."""
+    """What the run would refuse in this dataset's first rows (one finding at most); `routes`: the
+    fields each agent's server reads, when known."""
     job = replace(_job(plan, opts, opts.on_bad_row), routes=routes or None)
     try:
         chunks = _first_chunks(plan)
@@ -80,8 +76,8 @@ def dataset_findings(
 def first_rows_findings(
     planned: list[PlannedDataset], opts: Options, gym_root: Path | None = None
 ) -> list[Finding]:
-    """Each dataset's first rows as the run judges them; for Gym rows routed to an agent, the
-    fields its resource server reads too (agent_fields.py), or one warning why not."""
+    """Each dataset's first rows as the run judges them, with the agents' fields (agent_fields.py),
+    or one warning why not."""
     agents = blend_agents([p.spec for p in planned], opts.output_type)
     routes, unchecked = agent_routes(agents, gym_root)
     out: list[Finding] = [] if unchecked is None else [unchecked]

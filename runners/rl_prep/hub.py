@@ -1,9 +1,5 @@
-"""`hf://org/name` resolved offline: the local Hugging Face caches or a `save_to_disk` folder.
-
-Never touches the network. Looks, in order, at the hub cache that `huggingface-cli download
---repo-type dataset org/name` fills (raw JSONL/Parquet files of a snapshot) and at the
-`datasets` cache that `load_dataset` fills (Arrow files). A dataset in neither is E-HF-OFFLINE
-with the commands that fetch it ahead of time on a networked node.
+"""`hf://org/name` resolved offline: the hub cache (`huggingface-cli download`) or the `datasets`
+Arrow cache (`load_dataset`); never the network (else E-HF-OFFLINE, saying how to fetch it).
 """
 
 from __future__ import annotations

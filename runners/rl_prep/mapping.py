@@ -1,12 +1,9 @@
 """A blend dataset's `map`: row fields filled from source fields named by dotted paths.
 
-Real sources name things otherwise (DAPO-Math: `prompt` is a chat list and the answer sits in
-`reward_model.ground_truth`), so a dataset can say `map: {question: prompt.0.content,
-expected_answer: reward_model.ground_truth}`. A path is dot-separated keys; a segment that is an
-integer (negative counts from the end) indexes a list. A target may be dotted too (dict keys
-only; missing levels are created). Mapped fields are set before the transform runs, every other
-field is kept, and a row that lacks a mapped path (or holds null there: Parquet writes a missing
-struct field as null) is rejected as E-BLEND-MAP naming the field, the path and where it stops.
+E.g. `map: {question: prompt.0.content, expected_answer: reward_model.ground_truth}` (DAPO-Math).
+An integer segment indexes a list (negative from the end); a target has dict keys only. Mapped
+fields are set before the transform; a row lacking a path (or null there: Parquet's missing struct
+field) is E-BLEND-MAP.
 """
 
 from __future__ import annotations

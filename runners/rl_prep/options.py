@@ -1,8 +1,7 @@
-"""rl_prep's options: the step config keys it reads, as one strict pydantic model.
+"""rl_prep's options: the step config keys, as one strict pydantic model.
 
-Preflight checks a config with `config_problems` (every problem, located by the caller) and the
-run reads it with `read_options` (the first problem is an error), so `run --dry-run` rejects
-exactly what the run would. A blend may set seed, ratios and shard_size; its values win.
+Preflight and the run read a config with the same model, so `run --dry-run` rejects exactly what
+the run would. A blend may set seed, ratios and shard_size; its values win.
 """
 
 from __future__ import annotations
@@ -64,8 +63,7 @@ class RlPrepConfig(BaseModel):
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: a Slurm allocation, `taskset`), which
-    can be far fewer than the machine has."""
+    """The CPUs this process may run on (its affinity: Slurm, `taskset`)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # not Linux
@@ -94,7 +92,7 @@ def describe(err: Mapping[str, Any]) -> str:
 
 def config_problems(config: Mapping[str, Any]) -> tuple[RlPrepConfig | None, list[Problem]]:
     """The validated config, or None and every problem (`???` paths are left to preflight's
-    unresolved-values rule and reported by `read_options` at run time)."""
+    unresolved-values rule and to `read_options`)."""
     data = {**config, **{k: "unset" for k in PATH_KEYS if config.get(k) == UNSET}}
     try:
         model = RlPrepConfig.model_validate(data)
@@ -133,8 +131,8 @@ class Options:
     workers: int | None = None
 
     def workers_for(self, input_bytes: int) -> int:
-        """Worker processes: as configured but at most one per usable CPU (more only compete
-        for them and each holds its own memory), else one per CPU for inputs worth it."""
+        """Worker processes: as configured, at most one per usable CPU (more only compete and each
+        holds its memory); else one per CPU for inputs worth it."""
         if self.workers is not None:
             return min(self.workers, usable_cpus())
         return usable_cpus() if input_bytes >= PARALLEL_FROM_BYTES else 1

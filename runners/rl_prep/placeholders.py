@@ -1,16 +1,11 @@
 """`_hf_placeholder` rows: rows of NVIDIA's published RL blends that point into other datasets.
 
-Those blends cannot redistribute some sources (DAPO-Math-17k, Skywork-OR1), so such a row holds
-`{"_hf_placeholder": {"row": N, "question_template": ...}, "dataset": NAME, ...}`: row N of the
-source NAME stands for, plus how to rebuild the prompt around its question. The blend says, per
-NAME, where a LOCAL copy of that source is (hf://org/name from the offline caches, a
-`save_to_disk` folder or files) and which paths hold the question and the answer; rl_prep never
-downloads. A resolved row keeps its other fields and gains `question`, `expected_answer` and
-`responses_create_params.input` (one user message with the rebuilt prompt). Templates:
-`dapo` (a dict with prefix/suffix: the source's own instruction paragraphs, first and last,
-are dropped and the question is wrapped in prefix + suffix), `skywork` (a string whose
-`{question}` is replaced; `question` keeps the bare source text), `none` (the question as is).
-A row that cannot be resolved is E-HF-PLACEHOLDER, counted under on_bad_row=skip.
+Some sources cannot be redistributed (DAPO-Math-17k, Skywork-OR1), so a row holds
+`{"_hf_placeholder": {"row": N, "question_template": ...}, "dataset": NAME}`. The blend says where
+a local copy of NAME is (rl_prep never downloads) and which paths hold question and answer; the
+resolved row gains `question`, `expected_answer` and `responses_create_params.input`. Templates:
+`dapo` (the source's first and last instruction paragraphs replaced by prefix + suffix), `skywork`
+(`{question}` replaced), `none`. An unresolvable row is E-HF-PLACEHOLDER.
 """
 
 from __future__ import annotations
@@ -67,8 +62,8 @@ def _dapo(question: str, template: Any) -> str:
 
 
 def _answer(raw: Any) -> Any:
-    """A JSON list or object given as text gives its first item or value; any other text stays
-    text (`"8"` is kept as the string math_with_judge's `expected_answer: str` reads)."""
+    """A JSON list or object given as text gives its first item or value; other text stays text
+    (math_with_judge reads `expected_answer: str`)."""
     if not isinstance(raw, str) or not raw.lstrip().startswith(("[", "{")):
         return raw
     try:

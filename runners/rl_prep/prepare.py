@@ -1,11 +1,8 @@
 """Prepare a blend into split, sharded JSONL plus a manifest: restartable, atomic, deterministic.
 
-`prepare` checks the config and blend (`options`, `blend`), resolves every input file, and
-either reuses an up-to-date output or builds a new one in a hidden work folder (`build`) and
-swaps it into place (`output`). A run key (blend hash, each input file's path, size and content
-digest, the options) decides whether an existing output is up to date, and its shards must
-still hold the digests the manifest records. It returns a summary and prints
-nothing; `run_step` is the runner entry that also tells the user on stderr.
+A run key (blend hash, each input's path, size and content digest, the options) decides whether an
+existing output is reused, and its shards must still hold the manifest's digests; else the output
+is built in a hidden work folder and swapped into place.
 """
 
 from __future__ import annotations
@@ -63,8 +60,8 @@ def plan_datasets(blend: Blend, opts: Options) -> list[PlannedDataset]:
 
 
 def _with_placeholder_files(blend: Blend, spec: DatasetSpec) -> tuple[DatasetSpec, list]:
-    """The spec with each placeholder source's local files found (offline; E-HF-OFFLINE or
-    E-BLEND when a copy is missing), and those files for the run key."""
+    """The spec with each placeholder source's local files found (offline; E-HF-OFFLINE or E-BLEND
+    when missing), and those files for the run key."""
     if not spec.placeholders:
         return spec, []
     sources, refs = [], []
@@ -149,8 +146,8 @@ def _build_into(
     key: str,
     memo: DigestMemo,
 ) -> dict:
-    """Build in a hidden work folder and swap it into place; a folder that cannot take the
-    write is E-OUTPUT-DIR (exit 2) with nothing of this run left."""
+    """Build in a hidden work folder and swap it into place; a folder that cannot take the write is
+    E-OUTPUT-DIR with nothing of this run left."""
     where = existing_folder(output_dir.parent)
     with writing(where, "E-OUTPUT-DIR", f"rl_prep's output {output_dir}", "set output_dir") as made:
         made += make_folders(output_dir.parent)

@@ -12,9 +12,8 @@ Accept = Callable[[bytes], bool]
 
 
 def row_check(output_type: str, routes: dict | None = None) -> tuple[RowCheck, Accept | None]:
-    """The first contract error of a row of `output_type` (or None), and the contract's
-    fast pre-filter of raw lines (None when the contract has none). `routes` (Gym rows only:
-    agent -> the task fields its resource server reads) checks those fields too."""
+    """The first contract error of a row (or None), and the contract's fast pre-filter of raw lines
+    (or None); `routes`: Gym agents' task fields, checked too."""
     from catalog.contracts import get_row_contract
     from catalog.types import load_types
 

@@ -1,9 +1,8 @@
-"""Where a dataset's rows come from: local JSONL/Parquet/Arrow files, streamed, never loaded
-whole; CSV and JSON-array files, read whole as NeMo-RL's loader reads them (builder_rows.py).
+"""Where a dataset's rows come from: JSONL/Parquet/Arrow files streamed; CSV and JSON arrays read
+as NeMo-RL's loader reads them (builder_rows.py).
 
-A dataset's `path` may be a file, a glob, a directory, a list of those, a `save_to_disk` folder,
-or `hf://org/name` (resolved offline by `hub`). Files are sorted so the listing order of the
-filesystem never changes the output.
+A `path` may be a file, glob, directory, list of those, a `save_to_disk` folder or `hf://org/name`
+(resolved offline by `hub`); files are sorted so listing order never changes the output.
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ class SourceFile:
 
     @property
     def kind(self) -> str:
-        """How its rows are read: "jsonl" (streamed in byte ranges), "parquet", "arrow", or
-        "csv" / "json" (a JSON array): read as NeMo-RL's loader reads them (builder_rows)."""
+        """How its rows are read: "jsonl" (byte ranges), "parquet", "arrow", or "csv" / "json" (an
+        array, read as NeMo-RL's loader reads it)."""
         suffix = self.path.suffix.lower()
         if suffix in COLUMNAR_SUFFIXES or suffix == ".csv":
             return suffix.lstrip(".")
@@ -50,8 +49,8 @@ class SourceFile:
         return "jsonl"
 
     def identity(self, memo: DigestMemo) -> list:
-        """Path, size and content digest: an edit that keeps size and mtime (`cp -p`,
-        `rsync -a`) is noticed; a `touch` or a copy with the same bytes is not a change."""
+        """Path, size and content digest: an edit that keeps size and mtime (`cp -p`) is noticed; a
+        `touch` is not a change."""
         return [str(self.path), self.path.stat().st_size, memo.digest(self.path)]
 
     def stat_identity(self) -> list:
@@ -123,8 +122,8 @@ def _check_readable(blend: Blend, spec: DatasetSpec, path: Path) -> None:
 
 
 def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
-    """(offset, length) of consecutive runs of whole lines, about `chunk_bytes` each; only the
-    line that crosses each cut is read (in bounded blocks), not the data."""
+    """(offset, length) of runs of whole lines, about `chunk_bytes` each; only the line crossing
+    each cut is read."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         start = 0
@@ -143,8 +142,7 @@ def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
 
 
 def _first_rows(data: bytes, n: int) -> tuple[int, int]:
-    """The length of the prefix of `data` holding its first `n` non-blank lines, and how many
-    it holds."""
+    """(length of the prefix of `data` holding its first `n` non-blank lines, how many it holds)."""
     kept, end = 0, 0
     for piece in data.splitlines(keepends=True):
         if kept == n:
@@ -156,9 +154,8 @@ def _first_rows(data: bytes, n: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Consecutive rows of one file: `length` bytes of whole JSONL lines at `offset` (the
-    worker reads them itself), or decoded Parquet/Arrow rows. Row and line numbers inside a
-    chunk count from 1; the caller adds the lines of the file's earlier chunks."""
+    """Consecutive rows of one file: `length` bytes of whole JSONL lines at `offset`, or decoded
+    Parquet/Arrow rows. Line numbers count from 1 within the chunk."""
 
     path: str
     offset: int = 0
@@ -220,9 +217,8 @@ def _row_count(src: SourceFile) -> int | None:
 
 
 def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
-    """A CSV or JSON array file's rows (every one, or the first `limit`), read lazily and
-    typed as NeMo-RL's loader types them; a file that loader fails on is its finding (E-CSV /
-    E-JSON), raised where the read reaches it."""
+    """A CSV or JSON array file's rows (all, or the first `limit`), typed as NeMo-RL's loader types
+    them; its E-CSV/E-JSON finding is raised where the read reaches it."""
     out = BuilderRows(builder, max_bytes=None)
     batch: list = []
     for n, (_, _, row) in enumerate(iter_builder_rows(path, out), 1):

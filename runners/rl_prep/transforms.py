@@ -1,9 +1,7 @@
 """Row transforms: reshape a source row into the form its output type's contract expects.
 
-Each transform takes a parsed row (a dict) and the dataset's spec and returns `(row, changed)`.
-`changed=False` lets the writer copy the original line bytes instead of re-serializing. A row
-a transform cannot reshape is returned unchanged (the output contract then names what is wrong)
-or, when it is valid input that has no output form, rejected with `RowRejected`.
+Each takes a row and the dataset's spec and returns `(row, changed)`; `changed=False` lets the
+writer copy the original bytes. A row valid as input but with no output form is `RowRejected`.
 """
 
 from __future__ import annotations
@@ -103,13 +101,9 @@ def _response_text(value: Any, field: str) -> Any:
 
 
 def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
-    """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter.
-
-    `{prompt, chosen, rejected}` (prompt a string or a message list, each response a string) is
-    what the DPO step reads with NeMo-RL's BinaryPreferenceDataset. From ranked completions the
-    lower rank is chosen, as NeMo-RL's preference processor does; a single-message response
-    becomes its content string. Other fields are kept.
-    """
+    """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter (what
+    NeMo-RL's BinaryPreferenceDataset reads): the lower rank is chosen, as NeMo-RL's preference
+    processor does; a one-message response becomes its content string."""
     if "context" in row and "completions" in row and "prompt" not in row:
         comps = row["completions"]
         if not isinstance(comps, list) or len(comps) != 2:
@@ -154,11 +148,8 @@ def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
 
 
 def nemotron_rl(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
-    """`responses_create_params.{input, tools}` -> `messages` (+ `tools`), for chat consumers.
-
-    Unlike Nemotron's transform of the same name, the other fields (verifier data, agent_ref)
-    are kept rather than dropped.
-    """
+    """`responses_create_params.{input, tools}` -> `messages` (+ `tools`); unlike Nemotron's
+    transform of that name, the other fields are kept."""
     params = row.get("responses_create_params")
     if not isinstance(params, dict):
         return row, False
