@@ -125,10 +125,6 @@ def _fail(path: Path, message: str, line: int | None = None, fix: str = BLEND_FI
     return StepsError("E-BLEND", message, path=str(path), line=line, fix=fix)
 
 
-def _allowed(model: type[BaseModel]) -> list[str]:
-    return sorted(model.model_fields)
-
-
 def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> StepsError:
     """The first problem, worded for the blend's author, at its line."""
     err = first_error(exc)
@@ -146,11 +142,11 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
         inner = ".".join(str(p) for p in loc[2:5])
         at = line_of(lines, *loc[:4]) or line
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(_allowed(PlaceholderEntry))
+            allowed = ", ".join(sorted(PlaceholderEntry.model_fields))
             return _fail(path, f"{where}.{inner}: unknown key", at, f"allowed keys: {allowed}")
         return _fail(path, f"{where}.{inner}: {describe(err)}", at)
     if err["type"] == "extra_forbidden":
-        allowed = _allowed(DatasetEntry if len(keys) > 1 else BlendFile)
+        allowed = sorted((DatasetEntry if len(keys) > 1 else BlendFile).model_fields)
         near = close_matches(leaf, allowed, n=1)
         hint = f"did you mean `{near[0]}`? " if near else ""
         fix = f"{hint}allowed keys: {', '.join(allowed)}"
@@ -190,6 +186,10 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
     return _fail(path, f"{where}.{leaf}: {describe(err)}", line)
 
 
+def _paths(path: str | list[str]) -> tuple[str, ...]:
+    return (path,) if isinstance(path, str) else tuple(path)
+
+
 def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
     ref = entry.agent_ref
     agent = {"type": AGENT_TYPE, "name": ref} if isinstance(ref, str) else None
@@ -197,7 +197,7 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
         agent = {"type": ref.type, "name": ref.name}
     return DatasetSpec(
         name=entry.name,
-        paths=(entry.path,) if isinstance(entry.path, str) else tuple(entry.path),
+        paths=_paths(entry.path),
         line=line,
         weight=float(entry.weight),
         split=entry.split or "train",
@@ -207,15 +207,7 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
         agent_ref=agent,
         field_map=tuple((entry.map or {}).items()),
         placeholders=tuple(
-            PlaceholderSource(
-                name,
-                (p.path,) if isinstance(p.path, str) else tuple(p.path),
-                p.split,
-                p.subset,
-                p.question,
-                p.answer,
-                p.template,
-            )
+            PlaceholderSource(name, _paths(p.path), **p.model_dump(exclude={"path"}))
             for name, p in (entry.hf_placeholders or {}).items()
         ),
     )
@@ -248,14 +240,14 @@ def load_blend(path: Path) -> Blend:
             )
         seen[spec.name] = spec.line
     options = {
-        k: getattr(model, k)
+        k: int(v) if k == "shard_size" else v
         for k in ("seed", "train_ratio", "val_ratio", "shard_size")
-        if getattr(model, k) is not None
+        if (v := getattr(model, k)) is not None
     }
     return Blend(
         path=path,
         sha256=hashlib.sha256(raw).hexdigest(),
         datasets=tuple(sorted(specs, key=lambda s: s.name)),
-        options={k: int(v) if k == "shard_size" else v for k, v in options.items()},
+        options=options,
         lines={str(k[0]): n for k, n in lines.items() if len(k) == 1},
     )

@@ -25,7 +25,7 @@ from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks
 from runners.rl_prep.spec import DatasetSpec
-from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
+from runners.rl_prep.split import SPLITS, TRAIN, VAL, Splitter
 
 CHUNK_BYTES = 4 << 20
 SHARD_DIGESTS = (SHA256, XXH3)
@@ -239,9 +239,7 @@ def _prepare_dataset(
         else:
             written[TRAIN] += _write_train(writers[TRAIN], held)
     return {
-        TRAIN: written[TRAIN],
-        VAL: written[VAL],
-        TEST: written[TEST],
+        **{split: written[split] for split in SPLITS},
         "read": read,
         "skipped": dict(sorted(skipped.items())),
         "weight": spec.weight,

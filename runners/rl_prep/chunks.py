@@ -8,6 +8,7 @@ crosses a process boundary. Everything here is picklable.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from runners.rl_prep.mapping import apply_map
 from runners.rl_prep.placeholders import KEY as PLACEHOLDER
 from runners.rl_prep.placeholders import resolve
 from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
-from runners.rl_prep.sources import Chunk, canonical_bytes
+from runners.rl_prep.sources import Chunk, canonical_bytes, read_chunk
 from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
 from runners.rl_prep.transforms import COMPATIBLE, KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
@@ -97,13 +98,9 @@ class _SplitOut:
         self.start = self.stop = -1
 
 
-_CHECKS: dict[str, tuple[RowCheck, Accept | None]] = {}
-
-
+@functools.cache
 def _check_for(output_type: str) -> tuple[RowCheck, Accept | None]:
-    if output_type not in _CHECKS:
-        _CHECKS[output_type] = row_check(output_type)
-    return _CHECKS[output_type]
+    return row_check(output_type)
 
 
 def warm_checks() -> None:
@@ -209,13 +206,6 @@ class _Rows:
             out.close()
             self.result.parts[split] = out.parts
         return self.result
-
-
-def read_chunk(chunk: Chunk) -> bytes:
-    """The bytes of a JSONL chunk."""
-    with open(chunk.path, "rb") as fh:
-        fh.seek(chunk.offset)
-        return fh.read(chunk.length)
 
 
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:

@@ -24,6 +24,15 @@ PARALLEL_FROM_BYTES = 64 << 20  # below this, worker start-up costs more than it
 MAX_WORKERS = 1024  # more is a typo: each worker is a process (the run also caps at the CPUs)
 OUTPUT_TYPES = tuple(COMPATIBLE)
 PATH_KEYS = ("blend_path", "output_dir")
+KEY_FIELDS = (
+    "output_type",
+    "train_ratio",
+    "val_ratio",
+    "shard_size",
+    "seed",
+    "sample",
+    "on_bad_row",
+)
 
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 Size = Annotated[ByteSize, Field(gt=0)]
@@ -139,15 +148,7 @@ class Options:
 
     def key_fields(self) -> dict:
         """The options that change the output (and so belong in the run key)."""
-        return {
-            "output_type": self.output_type,
-            "train_ratio": self.train_ratio,
-            "val_ratio": self.val_ratio,
-            "shard_size": self.shard_size,
-            "seed": self.seed,
-            "sample": self.sample,
-            "on_bad_row": self.on_bad_row,
-        }
+        return {k: getattr(self, k) for k in KEY_FIELDS}
 
 
 def config_path(config: Mapping[str, Any], key: str, config_dir: Path) -> Path:
@@ -189,16 +190,5 @@ def read_options(config: Mapping[str, Any], blend: Any, config_dir: Path, force:
             key="train_ratio",
             fix="e.g. train_ratio=0.98 val_ratio=0.01",
         )
-    return Options(
-        blend_path=blend_path,
-        output_dir=output_dir,
-        output_type=model.output_type,
-        train_ratio=train,
-        val_ratio=val,
-        shard_size=int(blend.options.get("shard_size", model.shard_size)),
-        seed=blend.options.get("seed", model.seed),
-        sample=model.sample,
-        on_bad_row=model.on_bad_row,
-        force=bool(force or model.force),
-        workers=model.workers,
-    )
+    settings = {**model.model_dump(exclude={*PATH_KEYS, "force"}), **blend.options}
+    return Options(blend_path, output_dir, force=bool(force or model.force), **settings)

@@ -20,7 +20,6 @@ from runners.rl_prep.transforms import RowRejected
 
 KEY = "_hf_placeholder"
 CODE = "E-HF-PLACEHOLDER"
-TEMPLATES = ("dapo", "skywork", "none")
 
 
 _TABLES: dict[tuple, list[tuple[Any, Any]]] = {}  # per process: loaded once, then indexed
@@ -28,17 +27,13 @@ _TABLES: dict[tuple, list[tuple[Any, Any]]] = {}  # per process: loaded once, th
 
 def _rows(files: tuple[str, ...]) -> Any:
     from catalog.contracts.json_text import loads
-    from runners.rl_prep.sources import SourceFile, iter_chunks
+    from runners.rl_prep.sources import SourceFile, iter_chunks, read_chunk
 
     for chunk in iter_chunks([SourceFile(Path(f)) for f in files], 4 << 20, None):
         if chunk.rows is not None:
             yield from chunk.rows
             continue
-        with open(chunk.path, "rb") as fh:
-            fh.seek(chunk.offset)
-            for line in fh.read(chunk.length).splitlines():
-                if line.strip():
-                    yield loads(line)
+        yield from (loads(line) for line in read_chunk(chunk).splitlines() if line.strip())
 
 
 def table(src: PlaceholderSource) -> list[tuple[Any, Any]]:

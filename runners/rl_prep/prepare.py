@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -100,10 +101,7 @@ def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset], memo: Di
 
 def _summary(output_dir: Path, manifest: dict, reused: bool) -> dict:
     splits = manifest["splits"]
-    by_code: dict[str, int] = {}
-    for d in manifest["datasets"].values():
-        for code, n in d["skipped"].items():
-            by_code[code] = by_code.get(code, 0) + n
+    by_code = sum((Counter(d["skipped"]) for d in manifest["datasets"].values()), Counter())
     return {
         "output_dir": str(output_dir),
         "manifest": str(output_dir / MANIFEST),

@@ -164,6 +164,13 @@ class Chunk:
     share: int | None = None  # decoded rows: the file bytes they stand for (None: not known)
 
 
+def read_chunk(chunk: Chunk) -> bytes:
+    """The bytes of a JSONL chunk."""
+    with open(chunk.path, "rb") as fh:
+        fh.seek(chunk.offset)
+        return fh.read(chunk.length)
+
+
 def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -> Iterator[Chunk]:
     """The chunks of every file in order, `sample` rows at most."""
     left = sample

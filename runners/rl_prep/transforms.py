@@ -100,6 +100,10 @@ def _response_text(value: Any, field: str) -> Any:
     )
 
 
+def _bad_completions(message: str, fix: str) -> RowRejected:
+    return RowRejected("E-DPO-ROW", "completions", message, fix)
+
+
 def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
     """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter (what
     NeMo-RL's BinaryPreferenceDataset reads): the lower rank is chosen, as NeMo-RL's preference
@@ -108,24 +112,18 @@ def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
         comps = row["completions"]
         if not isinstance(comps, list) or len(comps) != 2:
             n = len(comps) if isinstance(comps, list) else type(comps).__name__
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 f"expected exactly two completions, got {n}",
                 "keep the best and the worst completion of each prompt",
             )
         ranks = [c.get("rank") if isinstance(c, dict) else None for c in comps]
         if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 "every completion needs an integer rank",
                 "add rank 0 to the preferred completion and 1 to the other",
             )
         if ranks[0] == ranks[1]:
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 f"both completions have rank {ranks[0]}; a tie has no chosen response",
                 "give the preferred completion the lower rank, or drop the tie",
             )
