@@ -19,7 +19,7 @@ from typing import Any
 from catalog.errors import Finding, StepsError
 from runners.config.secret_overrides import move_secrets
 from runners.pipeline import materialize
-from runners.pipeline.dry_run import drop_pending
+from runners.pipeline.dry_run import drop_pending, stage_request
 from runners.pipeline.lineage import cache_key, fingerprint
 
 RUNS = "_runs"  # a stage's run dirs: <root>/<stage>/_runs/<step id>/<run>
@@ -166,7 +166,7 @@ def plan_stage(
 ) -> StagePlan:  # fmt: skip
     """The stage planned as `run --batch PROFILE` plans it, findings about inputs not written yet
     dropped."""
-    from runners.run import RunRequest, plan_run
+    from runners.run import plan_run
 
     chain = bool(spec is not None and spec.until_done)
     sp = StagePlan(stage, profile, target, chain)
@@ -177,14 +177,11 @@ def plan_stage(
 
         options = ChainOptions(max_segments=spec.max_segments or ChainOptions.max_segments,
                                gpu_hours=spec.gpu_hours)  # fmt: skip
-    req = RunRequest(
-        step=stage.step,
-        config=str(stage.config),
-        overrides=sp.overrides,
-        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
-        nemo_rl=opts.nemo_rl,
+    req = stage_request(
+        stage,
+        opts,
+        sp.overrides,
         runs_dir=str(root / stage.id / RUNS),
-        catalog=list(opts.catalog),
         force=True,  # whether the stage runs again is the pipeline's decision (its cache key)
         chain=options,
         pending=[p for p, b in stage.inputs.items() if b.producer],

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from catalog.errors import StepsError
 from catalog.record_file import read_json_object
 from runners.pipeline.cluster_plan import StagePlan
-from runners.pipeline.jobs import PIPELINE, RECORD, live_state
+from runners.pipeline.jobs import PIPELINE, RECORD, cancel_run, live_state
 from runners.pipeline.lineage import write_json
 from runners.pipeline.materialize import stage_code
 from runners.pipeline.stage import cache_hit, move_aside, outputs_now
@@ -177,12 +177,9 @@ def _stage_record(sp: StagePlan, entry: dict, moved: list[str]) -> dict:
 
 def _cancel_queued(queued: list[dict], out: TextIO) -> None:
     """Cancel the jobs this call queued (a pipeline is queued whole or not at all)."""
-    from runners.launch.jobs import find_run
-    from runners.run.job_view import cancel
-
     for entry in reversed(queued):
         try:
-            found, data = find_run(entry["run_dir"], None)
-            out.write(f"cancelled {found}: {cancel(found, data)}\n")
+            found, said = cancel_run(entry["run_dir"])
+            out.write(f"cancelled {found}: {said}\n")
         except (StepsError, OSError) as exc:
             out.write(f"could not cancel {entry['run_dir']}: {exc}\n")

@@ -47,19 +47,28 @@ def drop_pending(stage: Any, found: list[Finding]) -> list[Finding]:
     return [f for f in found if not any(_about(f, keys[p], b.value) for p, b in pending.items())]
 
 
+def stage_request(stage: Any, options: Any, overrides: list[str], **more: Any) -> Any:
+    """The `runners.run.RunRequest` of `run STEP` for a stage, with its inputs and outputs."""
+    from runners.run import RunRequest
+
+    ports = [*stage.inputs.items(), *stage.outputs.items()]
+    return RunRequest(
+        step=stage.step,
+        config=str(stage.config),
+        overrides=overrides,
+        input=[f"{p}={b.value}" for p, b in ports],
+        nemo_rl=options.nemo_rl,
+        catalog=list(options.catalog),
+        **more,
+    )
+
+
 def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
     """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit code
     of an error that stopped it early (2: setup), else 0."""
-    from runners.run import RunRequest, plan_run
+    from runners.run import plan_run
 
-    req = RunRequest(
-        step=stage.step,
-        config=str(stage.config),
-        overrides=list(stage.overrides),
-        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
-        nemo_rl=options.nemo_rl,
-        catalog=list(options.catalog),
-    )
+    req = stage_request(stage, options, list(stage.overrides))
     try:
         plan = plan_run(req, cwd=Path.cwd(), env=env, argv=[])
     except StepsError as exc:

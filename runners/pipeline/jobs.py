@@ -74,14 +74,8 @@ def live_state(stage_id: str, run_dir: Path) -> StageState:
         return where
     code = f" (exit code {job.exit_code})" if job.exit_code is not None else ""
     where.detail = f"{job.state}{code}" + (f": {job.reason}" if job.reason else "")
-    if job.state == UNKNOWN:
-        where.status = "unknown"
-    elif job.state == "COMPLETED":
-        where.status = "completed"
-    elif job.state in TERMINAL:
-        where.status = "failed"
-    elif job.state == "PENDING":
-        where.status = "pending"
+    named = {UNKNOWN: "unknown", "COMPLETED": "completed", "PENDING": "pending"}
+    where.status = named.get(job.state) or ("failed" if job.state in TERMINAL else "running")
     return where
 
 
@@ -124,20 +118,24 @@ def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
     return "completed", states[-1] if states else None
 
 
-def cancel_pipeline(record: dict) -> list[str]:
-    """Cancel every stage's job still queued or running (and a chain's gate); what was said."""
+def cancel_run(run_dir: str) -> tuple[Path, str]:
+    """Cancel the job of `run_dir` if still queued or running: (the run found, what was said)."""
     from runners.launch.jobs import find_run
     from runners.run.job_view import cancel
 
+    found, data = find_run(run_dir, None)
+    return found, cancel(found, data)
+
+
+def cancel_pipeline(record: dict) -> list[str]:
+    """Cancel every stage's job still queued or running (and a chain's gate); what was said."""
     said = []
     for sid, entry in reversed(list(record.get("stages", {}).items())):
         if entry.get("action") == "cached" or not entry.get("run_dir"):
             continue
-        for run_dir in [entry["run_dir"], *([entry["gate_run_dir"]] if entry.get("gate_run_dir")
-                                            else [])]:  # fmt: skip
+        for run_dir in filter(None, [entry["run_dir"], entry.get("gate_run_dir")]):
             try:
-                found, data = find_run(run_dir, None)
-                said.append(f"{sid}: {cancel(found, data)}")
+                said.append(f"{sid}: {cancel_run(run_dir)[1]}")
             except StepsError as exc:
                 said.append(f"{sid}: {exc.finding.message}")
     return said

@@ -24,6 +24,7 @@ from catalog.errors import StepsError
 from catalog.record_file import read_json_object
 from runners.config.secret_overrides import known_secrets, move_secrets
 from runners.kinds import kind_for
+from runners.pipeline.jobs import PIPELINE, RECORD
 from runners.pipeline.lineage import write_json
 from runners.pipeline.selection import beyond, select
 from runners.pipeline.stage import (
@@ -41,8 +42,6 @@ from runners.pipeline.stage import (
 )
 from runners.secrets import redact
 
-RECORD = "record.json"
-SUMMARY = "pipeline.json"
 LOG = "stage.log"
 INTERRUPTED = "interrupted"
 
@@ -111,15 +110,6 @@ def _release(mask: set | None) -> None:
     """Restore the mask: a signal that arrived meanwhile is delivered now."""
     if mask is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    mask = _hold_signals()
-    try:
-        yield
-    finally:
-        _release(mask)
 
 
 def _settle(record: dict, stopped_by: BaseException | None, t0: float) -> None:
@@ -226,13 +216,16 @@ def _run_here(plan: Any, opts: Options, env: dict, secrets: dict[str, str]) -> i
         opts.out.write("pipeline interrupted: the running stage was stopped and recorded\n")
         raise
     finally:
-        with _signals_held():
+        mask = _hold_signals()
+        try:
             summary.update(
                 finished=time.time(),
                 status=status,
                 targets={r: b.value for r, b in plan.targets.items()},
             )
-            write_json(plan.root / SUMMARY, summary)
+            write_json(plan.root / PIPELINE, summary)
+        finally:
+            _release(mask)
     return code
 
 
