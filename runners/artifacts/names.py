@@ -1,10 +1,5 @@
-"""Artifact names and references, in Nemotron's convention.
-
-Data prep writes `DataBlendsArtifact-<kind>` (`-rl`, `-dpo`, `-rl-prompts`: named for what the data
-is for, so `:latest` never flips between them), a checkpoint is `ModelArtifact-<step leaf>`,
-anything else `<type>-<step leaf>`. A reference is `NAME`, `NAME:ALIAS` or `NAME:vN` and never
-holds a `/`, so a path or a hub id is never read as one.
-"""
+"""Artifact names and references, in Nemotron's convention (the table in docs/running.md,
+"Artifacts by name"). A reference never holds a `/`, so a path or a hub id is never read as one."""
 
 from __future__ import annotations
 

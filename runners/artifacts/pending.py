@@ -1,14 +1,7 @@
-"""Outputs of runs that end elsewhere: registered pending at launch, settled once the run ended.
-
-A NeMo-RL run execs or runs as a cluster job, so no steps process sees it finish. Its outputs are a
-pending version (`latest` moves to it, so `NAME:latest` is refused until ready, never quietly the
-model before it). Whenever the registry is read, a pending version whose run has ended is settled
-under the lock: `ready` with its content digest (a checkpoint_dir: its latest complete step_N), or
-`failed` with why. How the run ended comes from what steps already recorded (run.json's chain, else
-its job state, else whether the exec'd pid is gone and its checkpoint reached the config's end), so
-settling asks no cluster. A version that becomes ready is then logged to W&B when its run had W&B
-configured.
-"""
+"""Outputs of runs that end elsewhere (an exec into NeMo-RL, a cluster job): registered pending at
+launch, settled `ready` or `failed` when the registry is next read, from what steps already
+recorded (so no cluster is asked), then logged to W&B if configured (docs/running.md, "Artifacts
+by name")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""After a run: its outputs into the registry (with how they were made), then to W&B if on.
-
-Inputs are recorded with their digests and, when inside a registered version, its `NAME:vN` (what
-`steps lineage` follows). A run that ends elsewhere registers pending versions at launch.
-"""
+"""After a run: its outputs into the registry with how they were made (inputs with digests and the
+`NAME:vN` they lie in, what `steps lineage` follows), then to W&B if on."""
 
 from __future__ import annotations
 

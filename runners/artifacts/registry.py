@@ -1,8 +1,6 @@
-"""The registry file `<runs root>/artifacts.json`: every named artifact, its versions and aliases.
-
-A version is added only for new content (as W&B dedups) and `latest` names the newest. Writers take
-the lock file beside it and rewrite the whole file atomically: no version lost, no half file.
-"""
+"""The registry file `<runs root>/artifacts.json`: named artifacts, versions and aliases. A version
+is added only for new content (as W&B dedups); writers hold the lock beside it and rewrite the
+whole file atomically."""
 
 from __future__ import annotations
 

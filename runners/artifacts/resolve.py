@@ -1,11 +1,6 @@
-"""`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names.
-
-A value is a reference when it names a tag, a registered artifact or reads like `...Artifact...`; a
-path that exists is always a path. The local registry answers first, then W&B (configured, online).
-The type must be the port's, a subtype or a supertype (E-ARTIFACT-TYPE), the content must still
-have its registered digest (E-ARTIFACT-DIGEST), and a pending or failed version is
-E-ARTIFACT-PENDING.
-"""
+"""`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names, from the
+registry, else W&B (docs/running.md, "Artifacts by name"), refused when its type is unrelated to
+the port's, its content changed (E-ARTIFACT-DIGEST), or it is not ready (E-ARTIFACT-PENDING)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A run's inputs and outputs as W&B artifacts (W&B imported only here, only when configured).
-
-W&B is on when env.toml has a `[wandb]` table or the config's logger has `wandb_enabled`. A
-checkpoint, or a folder over LARGE_DIR, is logged as a `file://` reference. Offline, W&B refuses
-`use_artifact`: the inputs go into the run's config (`steps_inputs`).
-"""
+"""A run's inputs and outputs as W&B artifacts (W&B imported only here, only when configured): a
+checkpoint, or a folder over LARGE_DIR, by `file://` reference; offline, the inputs go into the
+run's config, as W&B refuses `use_artifact` there."""
 
 from __future__ import annotations
 
@@ -71,12 +68,8 @@ def import_wandb() -> Any:
     return wandb
 
 
-def dir_bytes(path: Path) -> int:
-    return (
-        sum((Path(d, f).stat().st_size for d, _, fs in os.walk(path) for f in fs), start=0)
-        if path.is_dir()
-        else (path.stat().st_size if path.exists() else 0)
-    )
+def dir_bytes(folder: Path) -> int:
+    return sum(Path(d, f).stat().st_size for d, _, fs in os.walk(folder) for f in fs)
 
 
 def wandb_artifact(wandb: Any, name: str, model: bool, path: str, hub: bool, meta: dict) -> Any:
@@ -85,13 +78,11 @@ def wandb_artifact(wandb: Any, name: str, model: bool, path: str, hub: bool, met
     p = Path(path)
     if hub:
         art.add_reference(f"https://huggingface.co/{path}", checksum=False)
-    elif p.is_dir() and (model or dir_bytes(p) > LARGE_DIR):
-        art.add_reference(p.resolve().as_uri(), checksum=False)
-    elif p.is_dir():
-        art.add_dir(str(p))
     elif p.is_file():
         art.add_file(str(p))
-    else:
+    elif p.is_dir() and not model and dir_bytes(p) <= LARGE_DIR:
+        art.add_dir(str(p))
+    else:  # a checkpoint, a large folder, or a path not here
         art.add_reference(p.resolve().as_uri(), checksum=False)
     return art
 

@@ -1,11 +1,7 @@
 """`pipeline run --batch/--run PROFILE`: every stage planned and checked as `run --batch` would,
-before anything is queued.
-
-Each stage runs with its own profile (resources: CPUs for data prep, GPU nodes for RL). There is
-one target per profile and its probe goes to the cluster once, asking also about the paths later
-stages of that profile read. Findings about inputs an earlier stage will write are dropped (as a
-dry run drops them); the job judges those when it starts (`materialize`).
-"""
+each with its own profile, before anything is queued; one probe per profile, asking also about
+the paths later stages read. Findings about inputs not written yet are judged in the job
+(`materialize`)."""
 
 from __future__ import annotations
 

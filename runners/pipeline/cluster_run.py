@@ -1,10 +1,6 @@
-"""`pipeline run FILE --batch|--run PROFILE`: check every stage for its cluster, then hand them
-over.
-
-`--batch` (Slurm) queues every stage now, each after the stages it reads (`cluster_submit`).
-`--run` drives the stages one after another from here, each through `run --run PROFILE`; Ray has no
-queue to hold a stage, so a Ray pipeline is `--run`. Nothing is queued unless every check passed.
-"""
+"""`pipeline run FILE --batch|--run PROFILE`: check every stage, then queue them all (`--batch`,
+Slurm) or drive them one after another from here (`--run`; a Ray cluster has no queue to hold a
+stage, so a Ray pipeline is `--run`). Nothing is queued unless every check passed."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Submit a planned pipeline to Slurm: one job per stage, each after the stages it reads from.
-
-Each stage goes through `run --batch`'s submit path with `--dependency=afterok` on the jobs it
-reads from (`--kill-on-invalid-dep=yes`: a failed one cancels it). A stage up to date (same key,
-outputs there) is not submitted; one queued or running with the same key is waited for; a stage
-that runs again makes every stage after it run again.
-
-A chain stage ends with a segment whose id is unknown at submit, so its dependents wait for a gate:
-a held job submitted before the chain, released by the chain's decision when done and cancelled
-(with what waits for it) when the chain stops otherwise.
-"""
+"""Submit a planned pipeline to Slurm: one job per stage, each `afterok` the stages it reads from
+(see docs/cluster.md, "Pipelines on a cluster"). A chain stage's last segment is unknown at
+submit, so its dependents wait for a held gate job that the chain releases when done, else
+cancels."""
 
 from __future__ import annotations
 

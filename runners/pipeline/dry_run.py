@@ -1,9 +1,6 @@
-"""`pipeline run --dry-run`: every selected stage planned as `run --dry-run` plans it; nothing
-written.
-
-Inputs an earlier stage has not produced yet are checked by planned type (their findings dropped).
-A checkout needed only to launch (NeMo-RL, Megatron-Bridge) is a warning here.
-"""
+"""`pipeline run --dry-run`: every selected stage planned as `run --dry-run` plans it, nothing
+written; inputs not produced yet are checked by planned type, and a launch-only checkout is a
+warning."""
 
 from __future__ import annotations
 

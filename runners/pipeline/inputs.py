@@ -1,6 +1,5 @@
 """Pipeline inputs given by artifact name (`path: nano3-rl-data:latest`), resolved as `--input
-PORT=NAME` is (`runners.artifacts.resolve`); a path that exists stays a path.
-"""
+PORT=NAME` is (`runners.artifacts.resolve`); a path that exists stays a path."""
 
 from __future__ import annotations
 

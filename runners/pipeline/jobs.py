@@ -1,9 +1,5 @@
-"""A pipeline on a cluster as the job commands see it: its record, each stage's live state.
-
-A stage is an ordinary run dir (`<root>/<stage>/_runs/<step id>/<run>`). The pipeline's root stands
-for the whole: `status` shows every stage, `cancel` cancels every live job, `logs` and `diagnose`
-go to the stage that failed (else the one running, else the last), `jobs` lists them.
-"""
+"""A pipeline on a cluster as the job commands see it: its record, each stage's live state, and the
+stage `logs` and `diagnose` go to (the failed one, else the running one, else the last)."""
 
 from __future__ import annotations
 

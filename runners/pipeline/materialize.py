@@ -1,16 +1,8 @@
-"""Inputs an earlier stage of a queued pipeline writes, derived inside the job when it starts.
-
-`pipeline run --batch` queues every stage before any ran, so an rl_prep manifest cannot be expanded
-into shards, nor a checkpoint's latest step_N picked, at plan time. `runners.bind` records how to
-derive such an input (`inputs/deferred.json`) and `first` puts `materialize-inputs JOB_DIR --`
-before the stage's program. In the job each input is judged by the stage's contract, written with
-bind's writer (or linked to the checkpoint's step_N), then the program is exec'd; a failure is
-E-STAGE-INPUT and exit 1, so Slurm's `afterok` cancels the stages after it.
-
-Inputs are fixed at the first start: `inputs/materialized.json` records each file's sha256 and each
-link's step_N, and a chain's later segments reuse them; rows gone or changed are derived again and
-put back only with the recorded digest, else E-STAGE-INPUT.
-"""
+"""Inputs an earlier stage of a queued pipeline writes, derived in the job when it starts (see
+docs/cluster.md, "Stages that read what an earlier stage writes"): `first` puts
+`materialize-inputs JOB_DIR --` before the stage's program; each input `runners.bind` deferred
+is judged by the stage's contract, written or linked, recorded for a chain's later starts, then
+the program is exec'd."""
 
 from __future__ import annotations
 

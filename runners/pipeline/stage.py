@@ -1,9 +1,6 @@
-"""One pipeline stage: its cache key material, its record's pieces, its child process.
-
-Secrets never ride on the child's command line (`runners.config.secret_overrides` moves them into
-its environment) and every line of its output is redacted. The child has its own process group: an
-interrupt is forwarded once, with a grace period before a kill.
-"""
+"""One pipeline stage: its cache key material, its record's pieces, its child process (secrets only
+in its environment, its output redacted, its own process group so an interrupt is forwarded
+once)."""
 
 from __future__ import annotations
 
@@ -194,13 +191,11 @@ def outputs_now(stage: Any) -> dict:
 
 
 def contract_ok(type_name: str, path: str) -> bool:
-    """The output still passes its type's contract (existence when contracts are unavailable)."""
+    """The output exists and still passes its type's contract."""
+    from catalog.contracts import validate_artifact
+
     if not os.path.exists(path):
         return False
-    try:
-        from catalog.contracts import validate_artifact
-    except ImportError:
-        return True
     try:
         return validate_artifact(type_name, path, max_errors=1).ok
     except StepsError:

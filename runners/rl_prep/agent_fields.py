@@ -1,10 +1,6 @@
-"""The dry run's check of a blend's rows against the fields their agent's resource server reads.
-
-A dataset with an `agent_ref` sends rows to that agent's server, which scores them with some of
-their fields. The server is found in the Gym tree's configs (catalog.contracts.gym_routes), its
-fields derived from its source, else the pinned Gym's table (catalog.contracts.gym_pinned); a
-missing field is E-GYM-TASK-FIELD, and what cannot be checked is one W-BLEND-AGENT-UNCHECKED.
-"""
+"""The dry run's check of Gym rows against the fields their agent's resource server reads: found in
+the Gym tree's configs and sources (catalog.contracts.gym_routes), else the pinned Gym's table;
+what cannot be checked is one W-BLEND-AGENT-UNCHECKED."""
 
 from __future__ import annotations
 

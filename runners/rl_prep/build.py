@@ -1,8 +1,5 @@
-"""Build one rl_prep output: stream every dataset through the workers into the split writers.
-
-Results are written in input order, so the output is the same for any number of workers, and at
-most a few chunks are in flight, so memory stays bounded.
-"""
+"""Build one rl_prep output: every dataset streamed through the workers into the split writers, in
+input order (the same output for any number of workers), a few chunks in flight at most."""
 
 from __future__ import annotations
 

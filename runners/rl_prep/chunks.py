@@ -1,10 +1,6 @@
 """One chunk of a dataset, processed where it is cheap to run in parallel: every row parsed,
-transformed, checked, split and weighed.
-
-A worker reads its chunk's bytes itself, and a row kept as it is comes back as a byte range of the
-source file: the main process reads the chunk once more and writes those ranges, so row data never
-crosses a process boundary. Everything here is picklable.
-"""
+transformed, checked, split and weighed. A row kept as is comes back as a byte range of the
+source, which the main process reads again, so row data never crosses a process boundary."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The dry run's look at the first rows of every dataset, judged by the run's own `process_chunk`.
-
-So a bad map path, a placeholder source with no local copy, a missing pyarrow or a damaged file is
-a finding before any row is written. Under on_bad_row=error the first bad row is the finding; under
-skip, only a dataset whose first rows would all be dropped. Gym rows are also checked for the
-fields their agent's resource server reads (agent_fields.py), as the run checks them.
-"""
+"""The dry run's look at the first rows of every dataset, judged by the run's own `process_chunk`
+(under on_bad_row=skip, only a dataset whose first rows would all be dropped is a finding), Gym
+rows also against their agent's fields (agent_fields.py)."""
 
 from __future__ import annotations
 

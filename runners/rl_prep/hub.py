@@ -1,6 +1,5 @@
 """`hf://org/name` resolved offline: the hub cache (`huggingface-cli download`) or the `datasets`
-Arrow cache (`load_dataset`); never the network (else E-HF-OFFLINE, saying how to fetch it).
-"""
+Arrow cache (`load_dataset`); never the network (else E-HF-OFFLINE, saying how to fetch it)."""
 
 from __future__ import annotations
 

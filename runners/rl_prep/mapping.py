@@ -1,10 +1,6 @@
-"""A blend dataset's `map`: row fields filled from source fields named by dotted paths.
-
-E.g. `map: {question: prompt.0.content, expected_answer: reward_model.ground_truth}` (DAPO-Math).
-An integer segment indexes a list (negative from the end); a target has dict keys only. Mapped
-fields are set before the transform; a row lacking a path (or null there: Parquet's missing struct
-field) is E-BLEND-MAP.
-"""
+"""A blend dataset's `map`: row fields set from dotted source paths before the transform (see
+steps/data_prep/rl_prep/README.md, "Mapping fields"); a row lacking one, or null there
+(Parquet's missing struct field), is E-BLEND-MAP."""
 
 from __future__ import annotations
 

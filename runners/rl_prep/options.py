@@ -1,8 +1,5 @@
-"""rl_prep's options: the step config keys, as one strict pydantic model.
-
-Preflight and the run read a config with the same model, so `run --dry-run` rejects exactly what
-the run would. A blend may set seed, ratios and shard_size; its values win.
-"""
+"""rl_prep's options, one strict pydantic model for preflight and the run alike (so `run --dry-run`
+rejects exactly what the run would); a blend's seed, ratios and shard_size win."""
 
 from __future__ import annotations
 

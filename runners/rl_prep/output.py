@@ -1,8 +1,8 @@
 """rl_prep's output folder: who owns it, whether it is up to date, and how it is replaced.
 
-Work goes to a hidden folder beside `output_dir` (`.<output>.partial-<host>-<pid>`, `.old-` while
-swapping) renamed into place when complete, so a killed run leaves the previous output or nothing.
-The output may be on a filesystem shared by hosts: a run removes only its own host's dead folders.
+Work goes to `.<output>.partial-<host>-<pid>` beside it and is renamed into place, so a killed run
+leaves the previous output or nothing; on a filesystem shared by hosts, a run removes only its own
+host's dead work folders.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""`_hf_placeholder` rows: rows of NVIDIA's published RL blends that point into other datasets.
-
-Some sources cannot be redistributed (DAPO-Math-17k, Skywork-OR1), so a row holds
-`{"_hf_placeholder": {"row": N, "question_template": ...}, "dataset": NAME}`. The blend says where
-a local copy of NAME is (rl_prep never downloads) and which paths hold question and answer; the
-resolved row gains `question`, `expected_answer` and `responses_create_params.input`. Templates:
-`dapo` (the source's first and last instruction paragraphs replaced by prefix + suffix), `skywork`
-(`{question}` replaced), `none`. An unresolvable row is E-HF-PLACEHOLDER.
-"""
+"""`_hf_placeholder` rows of NVIDIA's published RL blends, rebuilt from a local copy of the source
+they point into (DAPO-Math-17k, Skywork-OR1 cannot be redistributed); see
+steps/data_prep/rl_prep/README.md, "Placeholder rows". An unresolvable row is E-HF-PLACEHOLDER."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Prepare a blend into split, sharded JSONL plus a manifest: restartable, atomic, deterministic.
-
-A run key (blend hash, each input's path, size and content digest, the options) decides whether an
-existing output is reused, and its shards must still hold the manifest's digests; else the output
-is built in a hidden work folder and swapped into place.
-"""
+An output is reused when its run key (blend, inputs' digests, options) matches and its shards
+still hold the manifest's digests; else it is built aside and swapped into place."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Where a dataset's rows come from: JSONL/Parquet/Arrow files streamed; CSV and JSON arrays read
-as NeMo-RL's loader reads them (builder_rows.py).
-
-A `path` may be a file, glob, directory, list of those, a `save_to_disk` folder or `hf://org/name`
-(resolved offline by `hub`); files are sorted so listing order never changes the output.
-"""
+"""Where a dataset's rows come from: JSONL/Parquet/Arrow streamed, CSV and JSON arrays read as
+NeMo-RL's loader reads them; `hf://` through `hub`. Files are sorted so listing order never
+changes the output."""
 
 from __future__ import annotations
 

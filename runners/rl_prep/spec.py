@@ -1,6 +1,5 @@
 """One dataset of an rl_prep blend (apart from `blend`, so `transforms` can name it without a
-cycle).
-"""
+cycle)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Deterministic split and weight decisions from a row's content, the seed and its dataset.
-
-One XXH3-128 of the content (the stripped line, or the row's canonical JSON), seeded by (seed,
-dataset), gives two fractions of 2**64: `u` picks the split (train below train_ratio, then val,
-else test), so identical rows land in the same split and never leak from train; `v` applies the
-weight to train rows (floor(weight) copies, one more when v < frac(weight)). XXH3 because the split
-needs only uniform, reproducible numbers at several GB/s, not a cryptographic hash.
-"""
+"""Deterministic split and weight decisions from a row's content, the seed and its dataset (see
+steps/data_prep/rl_prep/README.md, "Splits and weights"). XXH3, not a cryptographic hash: the
+split needs only uniform, reproducible numbers at several GB/s."""
 
 from __future__ import annotations
 

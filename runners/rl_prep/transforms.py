@@ -1,8 +1,6 @@
-"""Row transforms: reshape a source row into the form its output type's contract expects.
-
-Each takes a row and the dataset's spec and returns `(row, changed)`; `changed=False` lets the
-writer copy the original bytes. A row valid as input but with no output form is `RowRejected`.
-"""
+"""Row transforms: each takes a row and the dataset's spec and returns `(row, changed)`;
+`changed=False` lets the writer copy the original bytes. A row with no output form is
+`RowRejected`."""
 
 from __future__ import annotations
 

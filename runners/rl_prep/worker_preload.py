@@ -1,6 +1,5 @@
 """Imported once by the forkserver rl_prep's workers fork from (build._Workers), so a worker starts
-with the code and row checks loaded (a tiny input costs milliseconds, not 0.1 s).
-"""
+with the code and row checks loaded (a tiny input costs milliseconds, not 0.1 s)."""
 
 import xxhash  # noqa: F401 - the shard digests' fast hash
 
