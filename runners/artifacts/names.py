@@ -64,8 +64,7 @@ def is_model(type_name: str, graph: Any = None) -> bool:
 
 
 def artifact_name(step_id: str, type_name: str, model: bool, label: str | None = None) -> str:
-    """The name an output of `step_id` is registered under (`label`: a pipeline's stage name
-    instead of the step's last part)."""
+    """The name an output of `step_id` is registered under (`label`: a pipeline stage)."""
     leaf = step_id.rsplit("/", 1)[-1]
     if step_id.startswith("data_prep/") and not model:
         return f"DataBlendsArtifact-{DATA_FOR.get(type_name, leaf.removesuffix('_prep'))}"

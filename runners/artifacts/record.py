@@ -73,8 +73,7 @@ def _outputs(run: FinishedRun) -> list[Output]:
 
 
 def record_launch(run: FinishedRun, watch: Watch | None) -> dict:
-    """At launch of a run that ends elsewhere: its outputs as pending versions (`watch`: this
-    process, for a local exec), to be logged to W&B once ready; the report."""
+    """At launch of a run that ends elsewhere: its outputs as pending versions."""
     memo = DigestMemo()
     to = vars(run.wandb) if run.wandb is not None else None
     done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True,

@@ -49,8 +49,7 @@ class Provenance(BaseModel):
 
 
 class Watch(BaseModel):
-    """How to tell a pending version's run ended when run.json cannot (a local exec keeps its pid),
-    and where training ends."""
+    """How to tell a local exec's run ended (its pid), and where its training ends."""
 
     host: str
     pid: int | None = None
@@ -172,8 +171,7 @@ def register(
     watch: Watch | None = None,
     wandb: dict | None = None,
 ) -> list[Registered]:
-    """Add each existing output as a version (new content only) and move `latest`; `pending`: a new
-    pending version each, folder or not (`watch`, `wandb`: see Version)."""
+    """Add each existing output as a new version (new content only), or each as pending."""
     done: list[Registered] = []
     with locked(root):
         reg = load(root)

@@ -31,8 +31,7 @@ def resolve_inputs(
     graph: Any = None,
     wandb: Callable[[], WandbSettings | None] = lambda: None,
 ) -> tuple[dict[str, str], list[Resolved]]:
-    """`inputs` with each reference replaced by its path, and what each resolved to (`wandb` is
-    asked only when the registry does not know a name)."""
+    """`inputs` with each reference replaced by its path, and what each resolved to."""
     from runners.digest import DigestMemo
 
     out, found = dict(inputs), []

@@ -111,8 +111,7 @@ def log_run(
     name: str | None = None,
     group: str | None = None,
 ) -> dict:
-    """One W&B run for this steps run (or a pipeline stage: `name`, `group`); what was logged (and,
-    offline, what to sync)."""
+    """One W&B run for a steps run or pipeline stage; what was logged (offline: what to sync)."""
     wandb = import_wandb()
     try:
         run = wandb.init(
@@ -169,8 +168,7 @@ def log_run(
 
 
 def fetch(settings: WandbSettings, ref: Ref, download_root: Path) -> Resolved:
-    """A reference not in the local registry, from W&B: its recorded path when here, else a
-    download."""
+    """A reference not in the registry, from W&B: its recorded path when here, else a download."""
     wandb = import_wandb()
     project = f"{settings.entity}/{settings.project}" if settings.entity else settings.project
     try:

@@ -66,8 +66,7 @@ class StagePlan:
 
 
 class _ProbeOnce:
-    """A probe that goes to the cluster once, asking also about `more` paths; later calls get a
-    copy of what it saw."""
+    """A probe that asks the cluster once (about `more` paths too), then copies what it saw."""
 
     def __init__(self, probe: Any, more: list[str]) -> None:
         self.probe, self.more, self.facts = probe, more, None
@@ -81,8 +80,7 @@ class _ProbeOnce:
 
 
 def stage_profiles(plan: Any, pf: Any, default: str | None) -> dict[str, str]:
-    """stage id -> profile (inserted converters take the command line's); E-PIPELINE-PROFILE for a
-    stage with none."""
+    """stage id -> profile; E-PIPELINE-PROFILE for a stage with none."""
     named = {s.id: s.profile for s in pf.model.stages if s.profile}
     out = {}
     for stage in plan.stages:
@@ -100,8 +98,7 @@ def stage_profiles(plan: Any, pf: Any, default: str | None) -> dict[str, str]:
 
 
 def _paths_read(stage: Any, profile: Any) -> list[str]:
-    """What a stage's probe would ask that is known now: inputs not from a stage, and its NeMo-RL
-    script."""
+    """A stage's inputs not written by a stage, and its NeMo-RL script."""
     from catalog.tomlfile import load_toml
 
     paths = [b.value for b in stage.inputs.values() if not b.hub and not b.producer]
@@ -160,8 +157,7 @@ def plan_stage(
     stage: Any, profile: str, target: Any, spec: Any, opts: Any, env: dict, argv: list[str],
     root: Path,
 ) -> StagePlan:  # fmt: skip
-    """The stage planned as `run --batch PROFILE` plans it, findings about inputs not written yet
-    dropped."""
+    """The stage planned as `run --batch PROFILE` plans it, less what is judged in the job."""
     from runners.run import plan_run
 
     chain = bool(spec is not None and spec.until_done)

@@ -37,8 +37,7 @@ def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | Non
 
 
 def _gate(sp: StagePlan, root: Path, after: list[str]) -> tuple[str, Path]:
-    """Submit a chain stage's held gate job, after what the chain starts after (cancelled with its
-    first segment); (its id, run dir)."""
+    """Submit a chain stage's held gate job after what the chain waits for; (its id, run dir)."""
     import json
 
     from runners.launch.request import LaunchRequest

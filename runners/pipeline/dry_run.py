@@ -79,8 +79,7 @@ def _launch_only(f: Finding) -> Finding:
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
-    """Check the stages a real run would run; 0 clean, 1 errors in a stage's config or data, 2
-    setup errors."""
+    """Check the stages a real run would run; 0 clean, 1 a stage's errors, 2 setup errors."""
     from runners.pipeline.selection import select
 
     worst, checked = 0, 0

@@ -103,8 +103,7 @@ def pipeline_states(record: dict) -> list[StageState]:
 
 
 def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
-    """(the pipeline's state, its stage): the first failed, else the first not completed, else the
-    last."""
+    """(the pipeline's state, its stage): the first failed, else the first not completed."""
     for s in states:
         if s.status == "failed":
             return "failed", s

@@ -65,8 +65,7 @@ def cache_key(
 
 
 class WandbLineage:
-    """One W&B run per executed stage, grouped under the pipeline, logged as `steps run` logs a
-    run."""
+    """One W&B run per executed stage, grouped under the pipeline."""
 
     def __init__(self, pipeline: str, project: str | None, entity: str | None, graph: Any) -> None:
         from runners.artifacts.wandb_log import WandbSettings, import_wandb

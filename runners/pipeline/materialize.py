@@ -140,8 +140,7 @@ def _sha256(path: Path) -> str | None:
 
 
 def _rows(job_dir: Path, later: Later, out: TextIO, kept: Written | None) -> Written:
-    """The rows into `relpath`, judged and joined by bind's writer; on a later start the recorded
-    file is kept as is."""
+    """The rows into `relpath`, judged and joined by bind's writer (or kept from a first start)."""
     path = job_dir / later.relpath
     if kept is not None and _sha256(path) == kept.sha256:
         out.write(f"input {later.port}: {later.relpath} kept as the stage's first start wrote it "
@@ -218,8 +217,7 @@ def _read(path: Path, what: str, model: Any) -> Any:
 
 
 def materialize(job_dir: Path, out: TextIO = sys.stdout) -> None:
-    """Derive every deferred input of `job_dir` (or keep the first start's); StepsError on the
-    first failure."""
+    """Derive every deferred input of `job_dir`, or keep what the first start derived."""
     entries = _read(job_dir / DEFERRED, "the deferred inputs", list[Later])
     record = job_dir / RECORD
     kept: list[Written] = []

@@ -182,8 +182,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
 def _run_stages_attached(
     plan: Any, opts: Options, env: dict, secrets: dict[str, str], stages: list
 ) -> int:
-    """`--run PROFILE`: each checked stage runs as `run --run ITS_PROFILE` in turn, with the local
-    loop's caching and records."""
+    """`--run PROFILE`: each stage runs here as `run --run ITS_PROFILE`, in turn."""
     for sp in stages:
         flags = [f"--run={sp.profile}", *([f"--env-file={opts.env_file}"] if opts.env_file else [])]
         opts.stage_args[sp.stage.id] = [*flags, *(["--until-done"] if sp.chain else [])]

@@ -156,8 +156,7 @@ def _algorithm(stage: Any) -> str | None:
 def stage_argv(
     stage: Any, overrides: list[str], options: Any, runs_dir: Path, force: bool
 ) -> list[str]:
-    """`python -m steps run <step> ...` for a stage (`--dry-run` for a dry-run stage); `overrides`
-    must be secret-free."""
+    """`python -m steps run <step> ...` for a stage; `overrides` must be secret-free."""
     argv = [sys.executable, "-m", "steps", "run", stage.step, "--config", str(stage.config)]
     for port, b in [*stage.inputs.items(), *stage.outputs.items()]:
         argv.append(f"--input={port}={b.value}")

@@ -116,10 +116,6 @@ class Blend:
     options: dict[str, Any] = field(default_factory=dict)  # seed/ratios/shard_size it sets
     lines: dict[str, int] = field(default_factory=dict)  # top-level key -> line
 
-    @property
-    def folder(self) -> Path:
-        return self.path.parent
-
 
 def _fail(path: Path, message: str, line: int | None = None, fix: str = BLEND_FIX) -> StepsError:
     return StepsError("E-BLEND", message, path=str(path), line=line, fix=fix)

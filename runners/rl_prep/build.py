@@ -106,8 +106,7 @@ class _Workers:
             yield chunk, res.result()
 
     def digests_later(self, path: str) -> Callable[[], dict[str, str]]:
-        """Start hashing a finished shard; the returned call waits for its sha256 and xxh3_128 (one
-        read for both)."""
+        """Start hashing a finished shard (sha256, xxh3_128); the call waits for them."""
         if self.pool is None:
             digests = file_digests(path, SHARD_DIGESTS)
             return lambda: digests

@@ -51,8 +51,7 @@ def _first_chunks(plan: PlannedDataset) -> list[Chunk]:
 def dataset_findings(
     plan: PlannedDataset, opts: Options, routes: dict | None = None
 ) -> list[Finding]:
-    """What the run would refuse in this dataset's first rows (one finding at most); `routes`: the
-    fields each agent's server reads, when known."""
+    """The first thing the run would refuse in this dataset's first rows, if any."""
     job = replace(_job(plan, opts, opts.on_bad_row), routes=routes or None)
     try:
         chunks = _first_chunks(plan)
@@ -72,8 +71,7 @@ def dataset_findings(
 def first_rows_findings(
     planned: list[PlannedDataset], opts: Options, gym_root: Path | None = None
 ) -> list[Finding]:
-    """Each dataset's first rows as the run judges them, with the agents' fields (agent_fields.py),
-    or one warning why not."""
+    """Each dataset's first rows as the run judges them, agents' fields included."""
     agents = blend_agents([p.spec for p in planned], opts.output_type)
     routes, unchecked = agent_routes(agents, gym_root)
     out: list[Finding] = [] if unchecked is None else [unchecked]

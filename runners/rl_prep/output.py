@@ -108,8 +108,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def clean_stale(output_dir: Path) -> list[str]:
-    """Remove work folders this host's killed runs left; return the ones left alone (another
-    host's) for the caller to mention."""
+    """Remove work folders this host's dead runs left; the other hosts' ones, to mention."""
     here, others = host_name(), []
     for kind in WORK_KINDS:
         prefix = f".{output_dir.name}.{kind}-"

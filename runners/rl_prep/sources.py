@@ -79,7 +79,7 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
             continue
         target = Path(raw).expanduser()
         if not target.is_absolute():
-            target = blend.folder / target
+            target = blend.path.parent / target
         if any(ch in raw for ch in "*?["):
             matches = sorted(Path(p) for p in globlib.glob(str(target), recursive=True))
             files = [p for p in matches if p.is_file() and p.suffix.lower() in SUFFIXES]
@@ -119,8 +119,7 @@ def _check_readable(blend: Blend, spec: DatasetSpec, path: Path) -> None:
 
 
 def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
-    """(offset, length) of runs of whole lines, about `chunk_bytes` each; only the line crossing
-    each cut is read."""
+    """(offset, length) of runs of whole lines, about `chunk_bytes` each."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         start = 0
