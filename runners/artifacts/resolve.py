@@ -4,6 +4,7 @@ the port's, its content changed (E-ARTIFACT-DIGEST), or it is not ready (E-ARTIF
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,3 +119,30 @@ def check_type(hit: Resolved, port_type: str, graph: Any) -> None:
         "`python -m steps show STEP` lists the ports)",
         exit_code=2,
     )
+
+
+def resolve_named_inputs(plan: Any, pf: Any, root: Path, graph: Any = None) -> list[Resolved]:
+    """A pipeline's inputs given by name (`path: NAME:latest`) replaced by their versions' paths,
+    in the plan's inputs and every stage bound to them; what each resolved to."""
+    from catalog.pipeline import UNSET
+
+    found: list[Resolved] = []
+    for name, spec in pf.model.inputs.items():
+        bound = plan.inputs.get(name)
+        if bound is None or bound.hub or spec.path == UNSET or os.path.exists(bound.value):
+            continue
+        paths, hits = resolve_inputs({name: spec.path}, {name: spec.type}, root, pf.folder, graph)
+        if not hits:
+            continue
+        bound.value = paths[name]
+        for stage in plan.stages:
+            for b in stage.inputs.values():
+                if b.source == f"inputs.{name}":
+                    b.value = paths[name]
+        plan.findings = [
+            f
+            for f in plan.findings
+            if not (f.code == "W-PIPELINE-INPUT-PATH" and f.message.startswith(f"input '{name}'"))
+        ]
+        found.extend(hits)
+    return found

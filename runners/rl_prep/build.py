@@ -15,10 +15,9 @@ from catalog.contracts import jsonl
 from catalog.errors import WARNING, Finding, StepsError
 from catalog.file_digest import SHA256, XXH3, file_digests
 from runners.rl_prep.blend import Blend
-from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk, row_check
 from runners.rl_prep.options import Options, usable_cpus
 from runners.rl_prep.output import MANIFEST, MANIFEST_VERSION, tool_version, write_json
-from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks
 from runners.rl_prep.spec import DatasetSpec

@@ -7,15 +7,16 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
+from catalog.contracts.rows import RowViolation
 from catalog.errors import StepsError
 from runners.rl_prep.mapping import apply_map
 from runners.rl_prep.placeholders import KEY as PLACEHOLDER
 from runners.rl_prep.placeholders import resolve
-from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
 from runners.rl_prep.sources import Chunk, canonical_bytes, read_chunk
 from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
@@ -24,6 +25,8 @@ from runners.rl_prep.transforms import COMPATIBLE, KEEPS_VALID_ROWS, TRANSFORMS,
 JSON_SPACE = b" \t\r\n"
 LONG_FIX = "split the record or drop it"
 _OPEN, _CLOSE = ord("{"), ord("}")
+RowCheck = Callable[[dict], "RowViolation | None"]
+Accept = Callable[[bytes], bool]
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,31 @@ class _SplitOut:
                 self.parts.append(((self.start, self.stop), self.n))
         self.n = 0
         self.start = self.stop = -1
+
+
+def row_check(output_type: str, routes: dict | None = None) -> tuple[RowCheck, Accept | None]:
+    """The first contract error of a row (or None), and the contract's fast pre-filter of raw lines
+    (or None); `routes`: Gym agents' task fields, checked too."""
+    from catalog.contracts import get_row_contract
+    from catalog.types import load_types
+
+    graph = load_types()
+    if output_type not in graph:
+        raise StepsError(
+            "E-CONFIG-VALUE",
+            f"output_type: unknown artifact type `{output_type}`",
+            key="output_type",
+            fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
+        )
+    options = {"routes": routes} if routes else {}
+    contract = get_row_contract(graph.types[output_type].contract, **options)
+    check = contract.check
+
+    def first_problem(row: dict) -> RowViolation | None:
+        # A warning (data quality the trainer accepts) never refuses a row; `validate` reports it.
+        return next((v for v in check(row) if v.is_error), None)
+
+    return first_problem, contract.accept
 
 
 @functools.cache
