@@ -35,6 +35,14 @@ class PlannedDataset:
     sample: int | None
     refs: list[SourceFile] = field(default_factory=list)  # placeholder sources' files
 
+    def job(self, opts: Options, hold_val: bool, **more: Any) -> DatasetJob:
+        """What a worker needs to process any chunk of this dataset (`hold_val`: see chunks)."""
+        s = self.spec
+        split = Splitter(opts.seed, s.name, opts.train_ratio, opts.val_ratio, s.weight)
+        return DatasetJob(
+            s, self.transform, opts.output_type, split, opts.on_bad_row, hold_val, **more
+        )
+
 
 class _Progress:
     """A byte-based progress bar on stderr (silent when stderr is not a terminal)."""
@@ -173,16 +181,8 @@ def _prepare_dataset(
     When the hash gives a dataset no val row, its train row nearest the val boundary (highest u)
     moves to val, so validation holds every dataset: each chunk holds back its best candidate."""
     spec = plan.spec
-    splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
-    job = DatasetJob(
-        spec,
-        plan.transform,
-        opts.output_type,
-        splitter,
-        opts.on_bad_row,
-        opts.val_ratio > 0,
-        jsonl.MAX_LINE_BYTES,  # read now: the output must pass `validate`'s line cap
-    )
+    # max_line read now: the output must pass `validate`'s line cap
+    job = plan.job(opts, opts.val_ratio > 0, max_line=jsonl.MAX_LINE_BYTES)
     chunks = iter_chunks(plan.files, CHUNK_BYTES, plan.sample)
     identities = [f.stat_identity() for f in plan.files]
     lines: Counter = Counter()  # lines of each file's chunks so far

@@ -13,7 +13,6 @@ from runners.rl_prep.build import CHUNK_BYTES, PlannedDataset
 from runners.rl_prep.chunks import SKIP_FIX, ChunkResult, DatasetJob, process_chunk
 from runners.rl_prep.options import Options
 from runners.rl_prep.sources import Chunk, iter_chunks
-from runners.rl_prep.split import Splitter
 
 FIRST_ROWS = 32
 
@@ -38,23 +37,14 @@ def _judge(job: DatasetJob, chunks: list[Chunk]) -> tuple[ChunkResult | None, in
     return None, read, dropped
 
 
-def _job(plan: PlannedDataset, opts: Options, on_bad_row: str) -> DatasetJob:
-    spec = plan.spec
-    splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
-    return DatasetJob(spec, plan.transform, opts.output_type, splitter, on_bad_row, False)
-
-
-def _first_chunks(plan: PlannedDataset) -> list[Chunk]:
-    return list(iter_chunks(plan.files, CHUNK_BYTES, min(FIRST_ROWS, plan.sample or FIRST_ROWS)))
-
-
 def dataset_findings(
     plan: PlannedDataset, opts: Options, routes: dict | None = None
 ) -> list[Finding]:
     """The first thing the run would refuse in this dataset's first rows, if any."""
-    job = replace(_job(plan, opts, opts.on_bad_row), routes=routes or None)
+    job = plan.job(opts, False, routes=routes or None)
+    first = min(FIRST_ROWS, plan.sample or FIRST_ROWS)
     try:
-        chunks = _first_chunks(plan)
+        chunks = list(iter_chunks(plan.files, CHUNK_BYTES, first))
         failed, read, dropped = _judge(job, chunks)
         if failed is not None:
             return [_finding(failed.error or {})]
