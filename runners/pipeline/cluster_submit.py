@@ -1,22 +1,26 @@
-"""Submit a planned pipeline to Slurm: one job per stage, each `afterok` the stages it reads from
-(see docs/cluster.md, "Pipelines on a cluster"). A chain stage's last segment is unknown at
-submit, so its dependents wait for a held gate job that the chain releases when done, else
-cancels."""
+"""`pipeline run FILE --batch|--run PROFILE`: every stage checked (`cluster_plan`), then queued to
+Slurm, one job per stage `afterok` the stages it reads from (`--batch`), or driven one after
+another from here (`--run`; a Ray cluster has no queue, so a Ray pipeline is `--run`). Nothing is
+queued unless every check passed. A chain stage's last segment is unknown at submit, so its
+dependents wait for a held gate job the chain releases when done, else cancels (docs/cluster.md,
+"Pipelines on a cluster")."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
 from catalog.record_file import read_json_object
-from runners.pipeline.cluster_plan import StagePlan
+from runners.pipeline.cluster_plan import StagePlan, plan_cluster
 from runners.pipeline.jobs import PIPELINE, RECORD, cancel_run, live_state
 from runners.pipeline.lineage import write_json
 from runners.pipeline.materialize import stage_code
 from runners.pipeline.stage import cache_hit, move_aside, outputs_now
+from runners.secrets import redact_text
 
 GATE = "gate"  # a chain stage's gate job: its run dir is <root>/<stage>/gate/<run>
 
@@ -175,3 +179,66 @@ def _cancel_queued(queued: list[dict], out: TextIO) -> None:
             out.write(f"cancelled {found}: {said}\n")
         except (StepsError, OSError) as exc:
             out.write(f"could not cancel {entry['run_dir']}: {exc}\n")
+
+
+def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
+    """Print each stage's findings; the exit code when any stage has an error (else 0)."""
+    worst = 0
+    for i, sp in enumerate(stages, 1):
+        st = sp.stage
+        out.write(f"{i}. {st.id} ({st.step}) [{sp.profile}]{' until done' if sp.chain else ''}\n")
+        for f in sp.findings:
+            out.write(redact_text(f.render(indent="   "), secrets) + "\n")
+        for p, b in st.inputs.items():
+            if b.producer:
+                out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first, "
+                          "judged when this stage starts\n")  # fmt: skip
+        if not sp.ok:
+            worst = max(worst, sp.code or 1)
+        elif not any(f.is_error for f in sp.findings):
+            out.write("   checks clean\n")
+    return worst
+
+
+def run_on_cluster(
+    plan: Any,
+    pf: Any,
+    opts: Any,
+    env: dict,
+    secrets: dict[str, str],
+    forced: set[str],
+    here: Callable[[list], int],
+) -> int:
+    """0 when every stage was queued, ran (`here(stages)` drives them), or checked clean (dry run);
+    1 when a check failed (nothing queued); else the failing stage's code. `forced`: stages
+    submitted even when up to date."""
+    out = opts.out
+    stages = plan_cluster(plan, pf, opts, env)
+    queued = all("sbatch" in sp.target.traits.has for sp in stages)  # stages wait in a queue
+    if not opts.attached and not queued:
+        raise StepsError(
+            "E-PIPELINE-PROFILE",
+            "a pipeline on Ray is driven by this process: stages wait for each other here, "
+            "not in a queue",
+            path=str(pf.path),
+            fix="use `pipeline run FILE --run PROFILE` (or Slurm profiles for every stage)",
+            exit_code=2,
+        )
+    worst = _report(stages, out, secrets)
+    if worst:
+        out.write(f"checks failed: nothing submitted ({len(stages)} stages)\n")
+        return worst
+    if opts.dry_run:
+        out.write(f"dry run: clean ({len(stages)} stages), nothing submitted\n")
+        return 0
+    if opts.attached:
+        return here(stages)
+    record = submit_pipeline(plan, stages, forced, out, secrets, err=opts.err)
+    queued = sum(1 for e in record["stages"].values() if e["action"] == "submit")
+    out.write(
+        f"pipeline {plan.name}: {queued} of {len(stages)} stages queued\n"
+        f"  status: python -m steps status {plan.root}\n"
+        f"  logs:   python -m steps logs {plan.root}\n"
+        f"  cancel: python -m steps cancel {plan.root}\n"
+    )
+    return 0

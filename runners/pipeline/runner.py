@@ -54,7 +54,7 @@ class Options:
     out: TextIO = field(default_factory=lambda: sys.stdout)  # the one current at the call
     err: TextIO = field(default_factory=lambda: sys.stderr)  # what runs registered, as `run` shows
     profile: str | None = None  # --batch/--run PROFILE: the stages run on a cluster
-    attached: bool = False  # --run: this process drives the stages (cluster_run.py)
+    attached: bool = False  # --run: this process drives the stages (cluster_submit)
     env_file: str | None = None
     stage_args: dict[str, list[str]] = field(default_factory=dict)  # stage -> `run` flags
 
@@ -132,7 +132,7 @@ def _lineage(plan: Any, opts: Options) -> Any:
 
 
 def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = None) -> int:
-    """Run every stage in order (with a profile: on a cluster, `cluster_run`, which needs the
+    """Run every stage in order (with a profile: on a cluster, `cluster_submit`, which needs the
     pipeline file `pf`); 0 when all completed or were cached, else the failure's code."""
     env = dict(os.environ if env is None else env)
     from runners.rundir import REGISTRY_DIR_VAR, registry_root
@@ -168,7 +168,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
             exit_code=2,
         )
     if opts.profile:
-        from runners.pipeline.cluster_run import run_on_cluster
+        from runners.pipeline.cluster_submit import run_on_cluster
 
         here = functools.partial(_run_stages_attached, plan, opts, env, secrets)
         return run_on_cluster(plan, pf, opts, env, secrets, select(plan, opts)[1], here)
