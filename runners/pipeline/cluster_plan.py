@@ -185,8 +185,7 @@ def plan_stage(
         sp.findings, sp.code = [exc.finding], exc.exit_code
         return sp
     materialize.first(sp.run, target)
-    # What is judged in the job instead is not the plan's finding (nor run.json's): with it
-    # dropped, the run dir is written whole (its derived files, the deferred record).
+    # Judged in the job instead: dropped, so the run dir is written whole (deferred record too).
     sp.findings = sp.run.findings = drop_pending(stage, sp.run.findings)
     return sp
 

@@ -137,8 +137,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
     env = dict(os.environ if env is None else env)
     from runners.rundir import REGISTRY_DIR_VAR, registry_root
 
-    # Stages register where the pipeline was started: `lineage NAME` and `--input NAME:latest`
-    # from the project folder see them (each stage's run dir stays under the pipeline's root).
+    # Stages register where the pipeline was started, so `lineage NAME` there sees them.
     env[REGISTRY_DIR_VAR] = str(registry_root(None, env, Path.cwd()))
     unset = [n for n, b in plan.inputs.items() if b.value == "???"]
     if unset:

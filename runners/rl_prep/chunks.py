@@ -40,8 +40,7 @@ class DatasetJob:
     on_bad_row: str
     hold_val_candidate: bool  # keep back the train row nearest val (see build.py)
     max_line: int = MAX_LINE_BYTES  # longer rows are bad rows: `validate` would refuse them
-    # agent -> its resource server's task fields (the contract's `routes`): the dry run's look
-    # at the first rows checks them too (first_rows.py); the run itself does not know the Gym.
+    # agent -> its server's task fields (`routes`): only the dry run knows the Gym (first_rows.py)
     routes: dict | None = None
 
 
@@ -146,8 +145,7 @@ class _Rows:
             self.check, accept = row_check(job.output_type, job.routes)
         else:
             self.check, accept = _check_for(job.output_type)
-        # A line the pre-filter accepts is a valid row this transform returns unchanged
-        # (unless the blend maps fields or resolves placeholders first).
+        # An accepted line is a valid row the transform keeps as is (unless reshaped first).
         keeps = job.transform in KEEPS_VALID_ROWS and not job.spec.reshapes
         self.accept = accept if keeps else None
         self.transform = TRANSFORMS[job.transform]
@@ -238,8 +236,7 @@ def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     accept, place, result, find = rows.accept, rows.place, rows.result, payload.find
     decide, train = rows.decide, rows.out[TRAIN]
     max_line = rows.job.max_line
-    # `place` does it all; the loop does the common case itself: a `{...}` line the
-    # pre-filter accepts that goes to train once and is not the chunk's val candidate.
+    # Inline fast path: an accepted `{...}` line going to train once, not the val candidate.
     best = -1 if rows.job.hold_val_candidate else 1 << 64  # u of the held-back candidate
     base = chunk.offset
     line = pos = plain_train = 0

@@ -164,8 +164,7 @@ def passthrough(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
     return row, False
 
 
-# Transforms that return a row unchanged when it already passes the output contract, so a line
-# the contract's fast pre-filter accepts can be copied without parsing it.
+# Transforms that keep a row passing the contract as is: an accepted line is copied unparsed.
 KEEPS_VALID_ROWS = frozenset({"nemo_gym", "passthrough"})
 
 TRANSFORMS: dict[str, Transform] = {
