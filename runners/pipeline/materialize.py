@@ -90,7 +90,6 @@ def _failure(later: Later, message: str, fix: str, path: str) -> StepsError:
 def _judge(job_dir: Path, later: Later, files: list[tuple[Path, Any]], out: TextIO) -> None:
     """The stage's contract on each file, as its dry run judges a bound input: findings printed,
     errors raised as one E-STAGE-INPUT."""
-
     from catalog.upstream import GYM_SUBDIR
     from runners.preflight import BoundArtifact, PreflightContext
     from runners.preflight.artifacts import artifact_contracts

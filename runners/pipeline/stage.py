@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
+from runners.kinds import kind_for
 from runners.pipeline.lineage import cache_key, fingerprint
 from runners.secrets import is_secret_env, redact_text
 
@@ -120,8 +121,6 @@ def stage_reader(nemo_rl_hint: str | None, env: dict) -> Callable[..., Any]:
         run = entry.data.get("run") if entry is not None else None
         run = run if isinstance(run, dict) else {}
         try:
-            from runners.kinds import kind_for
-
             nemo_rl = kind_for(str(run.get("runner", ""))).compiles_with_nemo_rl and target()
         except StepsError:
             nemo_rl = None

@@ -187,10 +187,7 @@ def _paths(path: str | list[str]) -> tuple[str, ...]:
 
 
 def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
-    ref = entry.agent_ref
-    agent = {"type": AGENT_TYPE, "name": ref} if isinstance(ref, str) else None
-    if isinstance(ref, AgentRef):
-        agent = {"type": ref.type, "name": ref.name}
+    ref = AgentRef(name=entry.agent_ref) if isinstance(entry.agent_ref, str) else entry.agent_ref
     return DatasetSpec(
         name=entry.name,
         paths=_paths(entry.path),
@@ -200,7 +197,7 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
         subset=entry.subset,
         sample=entry.sample,
         transform=entry.transform,
-        agent_ref=agent,
+        agent_ref=ref.model_dump() if ref else None,
         field_map=tuple((entry.map or {}).items()),
         placeholders=tuple(
             PlaceholderSource(name, _paths(p.path), **p.model_dump(exclude={"path"}))
