@@ -19,8 +19,7 @@ from runners.artifacts.registry import (
     registry_path,
     version_holding,
 )
-from runners.artifacts.wandb_check import wandb_installed
-from runners.artifacts.wandb_log import Logged, WandbSettings, log_run
+from runners.artifacts.wandb_log import Logged, WandbSettings, log_run, wandb_installed
 from runners.digest import DigestMemo, content_digest, file_sha256
 
 
