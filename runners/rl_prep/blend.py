@@ -17,10 +17,9 @@ from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.model_errors import first_error, line_of
 from catalog.yamlfile import Lines, load_yaml
-from runners.rl_prep.mapping import parse_path
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
 from runners.rl_prep.spec import DatasetSpec, PlaceholderSource
-from runners.rl_prep.transforms import TRANSFORMS
+from runners.rl_prep.transforms import TRANSFORMS, parse_path
 
 BLEND_FIX = "see steps/data_prep/rl_prep/README.md for the blend format"
 AGENT_TYPE = "responses_api_agents"

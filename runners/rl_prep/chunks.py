@@ -14,13 +14,18 @@ from typing import Any
 from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
 from catalog.contracts.rows import RowViolation
 from catalog.errors import StepsError
-from runners.rl_prep.mapping import apply_map
 from runners.rl_prep.placeholders import KEY as PLACEHOLDER
 from runners.rl_prep.placeholders import resolve
 from runners.rl_prep.sources import Chunk, canonical_bytes, read_chunk
 from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
-from runners.rl_prep.transforms import COMPATIBLE, KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
+from runners.rl_prep.transforms import (
+    COMPATIBLE,
+    KEEPS_VALID_ROWS,
+    TRANSFORMS,
+    RowRejected,
+    apply_map,
+)
 
 JSON_SPACE = b" \t\r\n"
 LONG_FIX = "split the record or drop it"

@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runners.rl_prep.mapping import lookup, parse_path
 from runners.rl_prep.spec import PlaceholderSource
-from runners.rl_prep.transforms import RowRejected
+from runners.rl_prep.transforms import RowRejected, lookup, parse_path
 
 KEY = "_hf_placeholder"
 CODE = "E-HF-PLACEHOLDER"

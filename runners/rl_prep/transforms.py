@@ -1,16 +1,23 @@
 """Row transforms: each takes a row and the dataset's spec and returns `(row, changed)`;
 `changed=False` lets the writer copy the original bytes. A row with no output form is
-`RowRejected`."""
+`RowRejected`. Before the transform, a blend's `map` sets row fields from dotted source paths
+(steps/data_prep/rl_prep/README.md, "Mapping fields"); a row lacking one, or null there
+(Parquet's missing struct field), is E-BLEND-MAP."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runners.rl_prep.spec import DatasetSpec
 
 Transform = Callable[[dict, "DatasetSpec"], tuple[dict, bool]]
+DottedPath = tuple[str | int, ...]
+_INDEX = re.compile(r"-?\d+")
+_KEY = re.compile(r"[^.\s]+")
 
 # Fields a NeMo-Gym prompt is built from when `responses_create_params` is absent, in order.
 PROMPT_FIELDS = ("messages", "prompt", "question", "problem", "input")
@@ -81,6 +88,71 @@ class RowRejected(Exception):
     def __init__(self, code: str, field: str, message: str, fix: str) -> None:
         super().__init__(message)
         self.code, self.field, self.message, self.fix = code, field, message, fix
+
+
+@lru_cache(maxsize=1024)
+def parse_path(text: str, targets_only: bool = False) -> DottedPath:
+    """`a.0.b` -> ("a", 0, "b"); ValueError naming the problem for a path that is not one."""
+    if not text or text != text.strip():
+        raise ValueError(f"`{text}` is not a dotted path (empty, or spaces around it)")
+    parts: list[str | int] = []
+    for seg in text.split("."):
+        if not _KEY.fullmatch(seg):
+            raise ValueError(f"`{text}` has an empty or blank segment (write a.b.0.c)")
+        if _INDEX.fullmatch(seg):
+            if targets_only:
+                raise ValueError(f"`{text}`: a target is made of field names, not list indexes")
+            parts.append(int(seg))
+        else:
+            parts.append(seg)
+    return tuple(parts)
+
+
+def lookup(row: Any, path: DottedPath) -> tuple[bool, Any, str]:
+    """(found, value, where it stopped): `where` names the first missing segment when not found."""
+    value = row
+    for depth, seg in enumerate(path):
+        if isinstance(seg, int):
+            ok = isinstance(value, list) and -len(value) <= seg < len(value)
+        else:
+            ok = isinstance(value, dict) and seg in value
+        if not ok:
+            parent = ".".join(str(p) for p in path[:depth]) or "the row"
+            kind = type(value).__name__ if value is not None else "null"
+            what = f"index {seg}" if isinstance(seg, int) else f"key `{seg}`"
+            return False, None, f"{parent} ({kind}) has no {what}"
+        value = value[seg]
+    return True, value, ""
+
+
+def _put(row: dict, target: DottedPath, value: Any) -> None:
+    node = row
+    for seg in target[:-1]:
+        child = node.get(seg)  # type: ignore[call-overload]
+        if not isinstance(child, dict):
+            child = node[seg] = {}  # type: ignore[index]
+        else:
+            child = node[seg] = dict(child)  # type: ignore[index]  # never edit the source's
+        node = child
+    node[target[-1]] = value  # type: ignore[index]
+
+
+def apply_map(row: dict, fields: tuple[tuple[str, str], ...]) -> dict:
+    """A copy of `row` with every mapped field set from its source path (E-BLEND-MAP if absent)."""
+    out = dict(row)
+    for target, source in fields:
+        found, value, where = lookup(row, parse_path(source))
+        if found and value is None:  # Parquet has no "absent": a missing struct field is null
+            found, where = False, f"{source} is null"
+        if not found:
+            raise RowRejected(
+                "E-BLEND-MAP",
+                target,
+                f"maps from `{source}`, which this row lacks: {where}",
+                f"fix `map: {{{target}: {source}}}` in the blend to a path every row has",
+            )
+        _put(out, parse_path(target, targets_only=True), value)
+    return out
 
 
 def _response_text(value: Any, field: str) -> Any:
