@@ -1,6 +1,11 @@
-"""Run a planned pipeline here: each stage through `python -m steps run` in a child, cached by its
-record (docs/running.md, "Pipelines"). An interrupt is forwarded to the running stage and
-recorded; records never stay "running"; secrets reach the child through its environment only."""
+"""Run a planned pipeline here: each stage through `python -m steps run` in a child process.
+
+A stage is skipped when its record completed with the same cache key (`stage.stage_key`) and its
+outputs are unchanged or still pass their contract. A failing stage stops the pipeline and the next
+run resumes there; outputs of a completed stage that must run again move to `<stage>/_stale/` (the
+last one kept). An interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage and recorded;
+records never stay "running". Secrets reach the child through its environment only.
+"""
 
 from __future__ import annotations
 

@@ -190,10 +190,10 @@ def outputs_now(stage: Any) -> dict:
 
 def contract_ok(type_name: str, path: str) -> bool:
     """The output exists and still passes its type's contract."""
-    from catalog.contracts import validate_artifact
-
     if not os.path.exists(path):
         return False
+    from catalog.contracts import validate_artifact
+
     try:
         return validate_artifact(type_name, path, max_errors=1).ok
     except StepsError:

@@ -206,7 +206,7 @@ def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
 
 
 def load_blend(path: Path) -> Blend:
-    """Parse and check a blend file; every problem is E-BLEND with file and line."""
+    """Parse and check a blend file: every problem is E-BLEND at its line (exit 2: unreadable)."""
     data, lines, raw = load_yaml(
         path,
         what="blend",
