@@ -92,8 +92,7 @@ PIPELINE_RECORD = "pipeline.json"  # runners.pipeline's summary at a pipeline ro
 
 
 def of_pipeline(root: Path, pipeline_root: Path) -> dict:
-    """A pipeline root -> each stage's latest run (`<stage>/_runs/<step>/<run>/run.json`) as
-    `of_run` tells it, in the order the stages ran."""
+    """A pipeline root -> each stage's latest run as `of_run` tells it, in the order run."""
     runs = []
     for stage in sorted(p for p in pipeline_root.iterdir() if (p / "_runs").is_dir()):
         found = sorted((stage / "_runs").glob("**/run.json"), key=lambda f: f.parent.name)

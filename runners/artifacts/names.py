@@ -1,13 +1,5 @@
-"""Artifact names and references, in the convention a Nemotron user already reads.
-
-An output is named for what it is and the step that made it: data prep writes
-`DataBlendsArtifact-<kind>` named for what the data is for (`data_prep/rl_prep`: GRPO rows
-`DataBlendsArtifact-rl`, DPO pairs `DataBlendsArtifact-dpo`, plain prompts
-`DataBlendsArtifact-rl-prompts`, so `:latest` never flips between them), a checkpoint is
-`ModelArtifact-<step>` (`rl/nemo_rl/rlvr` -> `ModelArtifact-rlvr`), anything else
-`<type>-<step>`. A reference is `NAME`, `NAME:ALIAS` (`latest`, or one you gave) or `NAME:vN`,
-as W&B writes them; it never holds a `/`, so a path or a hub id is never read as one.
-"""
+"""Artifact names and references, in Nemotron's convention (the table in docs/running.md,
+"Artifacts by name"). A reference never holds a `/`, so a path or a hub id is never read as one."""
 
 from __future__ import annotations
 
@@ -72,8 +64,7 @@ def is_model(type_name: str, graph: Any = None) -> bool:
 
 
 def artifact_name(step_id: str, type_name: str, model: bool, label: str | None = None) -> str:
-    """The name an output of `step_id` is registered and logged under (`label`: the step's
-    last part unless a pipeline names its stage)."""
+    """The name an output of `step_id` is registered under (`label`: a pipeline stage)."""
     leaf = step_id.rsplit("/", 1)[-1]
     if step_id.startswith("data_prep/") and not model:
         return f"DataBlendsArtifact-{DATA_FOR.get(type_name, leaf.removesuffix('_prep'))}"

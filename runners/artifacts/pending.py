@@ -1,18 +1,7 @@
-"""Outputs of runs that end elsewhere: registered pending at launch, settled once the run ended.
-
-A NeMo-RL training run hands over (a local run execs into NeMo-RL; a cluster job ends later), so
-no steps process sees it finish. At launch its outputs are registered as a pending version
-(`latest` moves to it: `NAME:latest` is refused until it is ready, never quietly the model
-before it). Whenever the registry is read to use or show a version (`--input`, pipeline inputs,
-`lineage`), a pending version whose run has ended is settled, under the registry's lock:
-`ready` with the content digest of what it holds (a NeMo-RL checkpoint_dir: its latest complete
-step_N, which becomes the version's path), or `failed` with why. How the run ended is what steps
-already records, so settling asks no cluster: run.json's chain (its end decision: done,
-stopped, cancelled), else its job state as `status`/`jobs` last saw it, else (a local exec, no
-record after it) whether the process (the pid exec keeps) is gone and its last checkpoint
-reached the config's end. A version that becomes ready is logged to W&B then, when its run had
-W&B configured at launch (one W&B run: the run's inputs used, the version logged).
-"""
+"""Outputs of runs that end elsewhere (an exec into NeMo-RL, a cluster job): registered pending at
+launch, settled `ready` or `failed` when the registry is next read, from what steps already
+recorded (so no cluster is asked), then logged to W&B if configured (docs/running.md, "Artifacts
+by name")."""
 
 from __future__ import annotations
 
@@ -111,8 +100,8 @@ def _ended(v: Version) -> Ended:
 
 
 def _reached(step: Path, w: Watch | None) -> str | None:
-    """Why the step_N is short of the training's end (NeMo-RL stops at max_num_steps global
-    steps or max_num_epochs whole epochs; a save at an epoch's end has `step` 0), else None."""
+    """Why `step` is short of training's end (max_num_steps, or max_num_epochs whole epochs: a save
+    at an epoch's end has `step` 0), else None."""
     if w is None or w.pid is None or (w.max_steps is None and w.max_epochs is None):
         return None  # a job's own state said it completed
     try:
@@ -161,8 +150,7 @@ def _settle(v: Version, memo: DigestMemo) -> bool:
 
 
 def settled(root: Path, reg: RegistryFile) -> RegistryFile:
-    """`reg` with every pending version whose run ended settled (and saved); unchanged when none
-    is pending, or none has ended."""
+    """`reg` with every ended pending version settled and saved (unchanged when none)."""
     if not any(v.state == "pending" for e in reg.artifacts.values() for v in e.versions):
         return reg
     with locked(root):

@@ -1,10 +1,5 @@
-"""After a run: its outputs into the registry (with how they were made), then to W&B if on.
-
-The inputs are recorded with their digests as the run saw them and, when an input is (or lies
-inside) a registered version, that version's `NAME:vN`: the link `steps lineage` follows.
-A run that ends elsewhere (exec'd into NeMo-RL, a cluster job) registers its outputs pending at
-launch (`record_launch`); runners.artifacts.pending settles them once it ended.
-"""
+"""After a run: its outputs into the registry with how they were made (inputs with digests and the
+`NAME:vN` they lie in, what `steps lineage` follows), then to W&B if on."""
 
 from __future__ import annotations
 
@@ -24,8 +19,7 @@ from runners.artifacts.registry import (
     registry_path,
     version_holding,
 )
-from runners.artifacts.wandb_check import wandb_installed
-from runners.artifacts.wandb_log import Logged, WandbSettings, log_run
+from runners.artifacts.wandb_log import Logged, WandbSettings, log_run, wandb_installed
 from runners.digest import DigestMemo, content_digest, file_sha256
 
 
@@ -78,9 +72,7 @@ def _outputs(run: FinishedRun) -> list[Output]:
 
 
 def record_launch(run: FinishedRun, watch: Watch | None) -> dict:
-    """At launch of a run that ends elsewhere: its outputs as pending versions (`watch`: this
-    process, for a local exec), with the W&B settings they are logged to once ready (one W&B
-    run then, inputs and outputs: runners.artifacts.pending). Returns the report."""
+    """At launch of a run that ends elsewhere: its outputs as pending versions."""
     memo = DigestMemo()
     to = vars(run.wandb) if run.wandb is not None else None
     done = register(run.root, _outputs(run), _made_by(run, memo), memo, pending=True,

@@ -1,10 +1,6 @@
-"""The registry file `<runs root>/artifacts.json`: every named artifact, its versions and aliases.
-
-A version is added when an output's content digest is new for its name (the same content made
-again keeps its version, as W&B dedups); `latest` always names the newest one registered. Runs
-that finish at once each take the lock file beside it, read, add and write the whole file
-atomically, so no version is lost and no reader sees half a file.
-"""
+"""The registry file `<runs root>/artifacts.json`: named artifacts, versions and aliases. A version
+is added only for new content (as W&B dedups); writers hold the lock beside it and rewrite the
+whole file atomically."""
 
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ class Provenance(BaseModel):
 
 
 class Watch(BaseModel):
-    """How to tell that a pending version's run ended, when run.json cannot say (a local run
-    exec'd into NeMo-RL: its process keeps the pid), and where training ends."""
+    """How to tell a local exec's run ended (its pid), and where its training ends."""
 
     host: str
     pid: int | None = None
@@ -64,10 +59,7 @@ class Watch(BaseModel):
 
 
 class Version(BaseModel):
-    """One version of a named artifact: what it is, where it lies, which run made it.
-
-    `pending`: registered at launch by a run that ends elsewhere (NeMo-RL training, a cluster
-    job); it has no digest until `runners.artifacts.pending` settles it `ready` or `failed`."""
+    """One version of a named artifact; `pending` ones get a digest once settled."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -131,9 +123,8 @@ def registry_path(root: Path) -> Path:
 
 
 def load(root: Path) -> RegistryFile:
-    """The registry under `root` (empty when there is none), read as a run.json is: only when
-    it and its folder are yours alone (E-RECORD-UNTRUSTED), by the bounded reader
-    (E-ARTIFACT-REGISTRY when it cannot be read or is not a registry)."""
+    """The registry under `root` (empty when none), used only when it and its folder are yours
+    alone (E-RECORD-UNTRUSTED) and read by the bounded reader (E-ARTIFACT-REGISTRY)."""
     path = registry_path(root)
     if not path.is_symlink() and not exists_as(path):
         return RegistryFile()
@@ -180,10 +171,7 @@ def register(
     watch: Watch | None = None,
     wandb: dict | None = None,
 ) -> list[Registered]:
-    """Add each existing output as a version of its name (new content only) and move `latest`;
-    `pending`: each output as a new pending version (its run ends elsewhere, `watch` says how
-    to tell when; `wandb`: the W&B settings to log it to once ready), whether or not its folder
-    exists yet."""
+    """Add each existing output as a new version (new content only), or each as pending."""
     done: list[Registered] = []
     with locked(root):
         reg = load(root)

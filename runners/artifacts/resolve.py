@@ -1,18 +1,10 @@
-"""`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names.
-
-A value is a reference when it names a tag (`:latest`, `:v3`), names a registered artifact, or
-reads like one of Nemotron's names (`...Artifact...`); a path that exists is always a path. The
-local registry answers first, then W&B when it is configured and online. The artifact's type must
-be the port's, a subtype of it or a supertype (then its content is checked as a path's is);
-an unrelated type is E-ARTIFACT-TYPE. The registry is used only when it is yours alone
-(E-RECORD-UNTRUSTED), and a version's content must still have the digest it was registered with
-(E-ARTIFACT-DIGEST), so neither another user nor a changed folder decides an input. A version
-still pending (its run has not ended) or failed is E-ARTIFACT-PENDING, naming the newest ready
-version if there is one.
-"""
+"""`--input PORT=NAME[:ALIAS|:vN]`: a reference becomes the path of the version it names, from the
+registry, else W&B (docs/running.md, "Artifacts by name"), refused when its type is unrelated to
+the port's, its content changed (E-ARTIFACT-DIGEST), or it is not ready (E-ARTIFACT-PENDING)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +32,7 @@ def resolve_inputs(
     graph: Any = None,
     wandb: Callable[[], WandbSettings | None] = lambda: None,
 ) -> tuple[dict[str, str], list[Resolved]]:
-    """`inputs` with every reference replaced by its path, and what each one resolved to
-    (`wandb` gives the W&B settings, asked only when the registry does not know a name)."""
+    """`inputs` with each reference replaced by its path, and what each resolved to."""
     from runners.digest import DigestMemo
 
     out, found = dict(inputs), []
@@ -128,3 +119,30 @@ def check_type(hit: Resolved, port_type: str, graph: Any) -> None:
         "`python -m steps show STEP` lists the ports)",
         exit_code=2,
     )
+
+
+def resolve_named_inputs(plan: Any, pf: Any, root: Path, graph: Any = None) -> list[Resolved]:
+    """A pipeline's inputs given by name (`path: NAME:latest`) replaced by their versions' paths,
+    in the plan's inputs and every stage bound to them; what each resolved to."""
+    from catalog.pipeline import UNSET
+
+    found: list[Resolved] = []
+    for name, spec in pf.model.inputs.items():
+        bound = plan.inputs.get(name)
+        if bound is None or bound.hub or spec.path == UNSET or os.path.exists(bound.value):
+            continue
+        paths, hits = resolve_inputs({name: spec.path}, {name: spec.type}, root, pf.folder, graph)
+        if not hits:
+            continue
+        bound.value = paths[name]
+        for stage in plan.stages:
+            for b in stage.inputs.values():
+                if b.source == f"inputs.{name}":
+                    b.value = paths[name]
+        plan.findings = [
+            f
+            for f in plan.findings
+            if not (f.code == "W-PIPELINE-INPUT-PATH" and f.message.startswith(f"input '{name}'"))
+        ]
+        found.extend(hits)
+    return found

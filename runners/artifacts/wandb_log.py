@@ -1,26 +1,115 @@
-"""A run's inputs and outputs as W&B artifacts (W&B imported only here, only when configured).
+"""W&B for artifacts: env.toml's `[wandb]` table checked as W&B checks it, before any work, and a
+run's inputs and outputs logged (W&B imported only when a run logs to it).
 
-W&B is on for a run when env.toml has a `[wandb]` table (project, entity) or the run's config
-turns NeMo-RL's logger on (`logger.wandb_enabled` with `logger.wandb.project`/`entity`). Inputs
-are declared with `use_artifact` and outputs logged with `log_artifact` under their registry name
-and version alias; a checkpoint, or a folder over LARGE_DIR, is logged as a `file://` reference,
-not copied. W&B refuses `use_artifact` offline (WANDB_MODE=offline): the inputs then go into the
-run's config (`steps_inputs`) and the report says which folder `wandb sync` would upload.
+wandb.init refuses a project over 128 characters or holding any of / \\ # ? % : (its UsageError),
+and an unset `${oc.env:NAME}` would reach it as literal text: each is E-WANDB-SETTINGS at the key's
+line; W&B configured without the wandb package is W-WANDB-MISSING. A checkpoint, or a folder over
+LARGE_DIR, is logged by `file://` reference; offline, the inputs go into the run's config, as W&B
+refuses `use_artifact` there.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalog.errors import StepsError
+from catalog.errors import WARNING, Finding, StepsError
 from runners.artifacts.names import Resolved
 
 if TYPE_CHECKING:
     from runners.artifacts.names import Ref
+
+PROJECT_CHARS = "/\\#?%:"  # wandb.sdk.wandb_settings.Settings.validate_project
+MAX_PROJECT = 128
+OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
+_FIX = "correct the [wandb] table of env.toml (project, entity), or remove it to log nothing to W&B"
+
+
+def wandb_installed() -> bool:
+    """Whether `import wandb` can find the package (without importing it: seconds)."""
+    try:
+        return importlib.util.find_spec("wandb") is not None
+    except (ImportError, ValueError):  # sys.modules["wandb"] = None: blocked
+        return False
+
+
+def resolve_table(table: Mapping[str, Any], env: Mapping[str, str]) -> tuple[dict, list[str]]:
+    """The table with each `${oc.env:NAME[,default]}` replaced from `env`, and the keys holding one
+    that is unset (with no default)."""
+    unset: list[str] = []
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if not isinstance(value, str):
+            out[key] = value
+            continue
+
+        def one(m: re.Match, key: str = str(key)) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default.strip().strip("'\"")
+            unset.append(key)
+            return m.group()
+
+        out[key] = OC_ENV.sub(one, value)
+    return out, unset
+
+
+def table_findings(
+    table: Any, env: Mapping[str, str], path: Path | None, lines: Mapping[tuple, int]
+) -> list[Finding]:
+    """Every problem of an env.toml `[wandb]` table W&B would raise on, at its key's line."""
+    if not isinstance(table, dict) or not table.get("project"):
+        return []
+    values, unset = resolve_table(table, env)
+    where = str(path) if path else None
+    found = []
+
+    def bad(key: str, message: str, fix: str = _FIX) -> None:
+        found.append(Finding("E-WANDB-SETTINGS", f"[wandb] {key}: {message}", where,
+                             lines.get(("wandb", key)), fix=fix, key=f"wandb.{key}"))  # fmt: skip
+
+    for key in dict.fromkeys(unset):
+        names = ", ".join(f"${m.group(1)}" for m in OC_ENV.finditer(str(table[key])))
+        bad(key, f"{table[key]!s} needs {names}, which is not set here",
+            "export it before the run, or write the value into the [wandb] table")  # fmt: skip
+    project = values.get("project")
+    if "project" not in unset:
+        if not isinstance(project, str):
+            bad("project", f"must be a string, not {type(project).__name__}")
+        elif len(project) > MAX_PROJECT:
+            bad("project", f"is {len(project)} characters long; W&B takes at most {MAX_PROJECT}")
+        elif found_chars := sorted({c for c in project if c in PROJECT_CHARS}):
+            shown = " ".join(found_chars)
+            bad("project", f"{project!r} holds {shown}: W&B refuses a project name with any "
+                f"of {' '.join(PROJECT_CHARS)}")  # fmt: skip
+    entity = values.get("entity")
+    if "entity" not in unset and entity is not None and not isinstance(entity, str):
+        bad("entity", f"must be a string, not {type(entity).__name__}")
+    if not found and not wandb_installed():
+        found.append(missing_finding(where, lines.get(("wandb",))))
+    return found
+
+
+def missing_finding(where: str | None, line: int | None) -> Finding:
+    """W-WANDB-MISSING: W&B is configured here and the wandb package is not installed."""
+    return Finding(
+        "W-WANDB-MISSING",
+        "a [wandb] table asks to log this run's artifacts to W&B, but the wandb package is not "
+        "installed here: the run registers its outputs locally and logs nothing to W&B",
+        where,
+        line,
+        fix="pip install 'nemo-rl-steps[wandb]' to log them, or remove the [wandb] table",
+        severity=WARNING,
+        key="wandb",
+    )
+
 
 LARGE_DIR = 64 << 20  # folders above this are logged as file:// references
 OFFLINE_MODES = ("offline", "dryrun")
@@ -40,16 +129,14 @@ class WandbSettings:
 def settings_for(
     config: dict, env_table: Any, env_file: str | None, env: Mapping[str, str] | None = None
 ) -> WandbSettings | None:
-    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's (its
-    `${oc.env:...}` values from `env`; `wandb_check` refuses a table W&B would refuse)."""
+    """The run's W&B settings: the config's logger when it logs to W&B, else env.toml's table (its
+    `${oc.env:...}` resolved from `env`)."""
     logger = config.get("logger") if isinstance(config, dict) else None
     if isinstance(logger, dict) and logger.get("wandb_enabled") is True:
         wb = logger.get("wandb")
         if isinstance(wb, dict) and wb.get("project"):
             return WandbSettings(str(wb["project"]), _str(wb.get("entity")), "logger.wandb")
     if isinstance(env_table, dict) and env_table.get("project"):
-        from runners.artifacts.wandb_check import resolve_table
-
         env_table = resolve_table(env_table, os.environ if env is None else env)[0]
         where = f"[wandb] in {env_file}" if env_file else "[wandb]"
         return WandbSettings(str(env_table["project"]), _str(env_table.get("entity")), where)
@@ -74,12 +161,8 @@ def import_wandb() -> Any:
     return wandb
 
 
-def dir_bytes(path: Path) -> int:
-    return (
-        sum((Path(d, f).stat().st_size for d, _, fs in os.walk(path) for f in fs), start=0)
-        if path.is_dir()
-        else (path.stat().st_size if path.exists() else 0)
-    )
+def dir_bytes(folder: Path) -> int:
+    return sum(Path(d, f).stat().st_size for d, _, fs in os.walk(folder) for f in fs)
 
 
 def wandb_artifact(wandb: Any, name: str, model: bool, path: str, hub: bool, meta: dict) -> Any:
@@ -88,13 +171,11 @@ def wandb_artifact(wandb: Any, name: str, model: bool, path: str, hub: bool, met
     p = Path(path)
     if hub:
         art.add_reference(f"https://huggingface.co/{path}", checksum=False)
-    elif p.is_dir() and (model or dir_bytes(p) > LARGE_DIR):
-        art.add_reference(p.resolve().as_uri(), checksum=False)
-    elif p.is_dir():
-        art.add_dir(str(p))
     elif p.is_file():
         art.add_file(str(p))
-    else:
+    elif p.is_dir() and not model and dir_bytes(p) <= LARGE_DIR:
+        art.add_dir(str(p))
+    else:  # a checkpoint, a large folder, or a path not here
         art.add_reference(p.resolve().as_uri(), checksum=False)
     return art
 
@@ -123,8 +204,7 @@ def log_run(
     name: str | None = None,
     group: str | None = None,
 ) -> dict:
-    """One W&B run for this steps run (or pipeline stage: `name`, `group`, no run dir of its
-    own); returns what was logged (and, offline, what to sync)."""
+    """One W&B run for a steps run or pipeline stage; what was logged (offline: what to sync)."""
     wandb = import_wandb()
     try:
         run = wandb.init(
@@ -181,8 +261,7 @@ def log_run(
 
 
 def fetch(settings: WandbSettings, ref: Ref, download_root: Path) -> Resolved:
-    """A reference not in the local registry, from W&B: its recorded path when that is here,
-    else a download."""
+    """A reference not in the registry, from W&B: its recorded path when here, else a download."""
     wandb = import_wandb()
     project = f"{settings.entity}/{settings.project}" if settings.entity else settings.project
     try:

@@ -1,14 +1,7 @@
-"""`pipeline run --batch/--run PROFILE`: every stage planned as `run --batch` plans it, and every
-check of every stage made, before anything is queued.
-
-A stage runs with its own profile (the file's `profile:`, else the command line's), so with its
-own resources: a CPU partition for data prep, GPU nodes for RL. There is one target per profile,
-and its probe goes to the cluster once: the first stage's probe also asks about every path the
-later stages of that profile read (their pipeline inputs, their NeMo-RL scripts), and later
-stages reuse what it saw. Inputs an earlier stage will write do not exist yet: findings about
-them are dropped, as a dry run drops them (they are checked by planned type), and the job
-derives and judges them when it starts (`materialize`).
-"""
+"""`pipeline run --batch/--run PROFILE`: every stage planned and checked as `run --batch` would,
+each with its own profile, before anything is queued; one probe per profile, asking also about
+the paths later stages read. Findings about inputs not written yet are judged in the job
+(`materialize`)."""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ from typing import Any
 from catalog.errors import Finding, StepsError
 from runners.config.secret_overrides import move_secrets
 from runners.pipeline import materialize
-from runners.pipeline.dry_run import drop_pending
+from runners.pipeline.dry_run import drop_pending, stage_request
 from runners.pipeline.lineage import cache_key, fingerprint
 
 RUNS = "_runs"  # a stage's run dirs: <root>/<stage>/_runs/<step id>/<run>
@@ -47,11 +40,9 @@ class StagePlan:
         return self.run is not None and not any(f.is_error for f in self.findings)
 
     def key(self, upstream: dict[str, str]) -> str:
-        """The stage's identity on the cluster: step, its config as the file and overrides give
-        it (before binding: what binding derives from an earlier stage's output is not known
-        when this one is queued) and the environment values it reads, inputs' contents (an
-        earlier stage's output: that stage's key in `upstream`), outputs' places, NeMo-RL
-        version, profile and resources."""
+        """The stage's identity on the cluster: step, config as file and overrides give it (before
+        binding), the env values it reads, inputs' contents (an earlier stage's: its key in
+        `upstream`), outputs' places, NeMo-RL version, profile and resources."""
         from runners.pipeline.stage import config_hash
 
         req = self.run.request
@@ -75,8 +66,7 @@ class StagePlan:
 
 
 class _ProbeOnce:
-    """A backend's probe that goes to the cluster once, asking also about `more` paths; later
-    calls get a copy of what it saw."""
+    """A probe that asks the cluster once (about `more` paths too), then copies what it saw."""
 
     def __init__(self, probe: Any, more: list[str]) -> None:
         self.probe, self.more, self.facts = probe, more, None
@@ -90,8 +80,7 @@ class _ProbeOnce:
 
 
 def stage_profiles(plan: Any, pf: Any, default: str | None) -> dict[str, str]:
-    """stage id -> profile (inserted converters take the command line's); E-PIPELINE-PROFILE
-    (exit 2) for a stage with none."""
+    """stage id -> profile; E-PIPELINE-PROFILE for a stage with none."""
     named = {s.id: s.profile for s in pf.model.stages if s.profile}
     out = {}
     for stage in plan.stages:
@@ -109,8 +98,7 @@ def stage_profiles(plan: Any, pf: Any, default: str | None) -> dict[str, str]:
 
 
 def _paths_read(stage: Any, profile: Any) -> list[str]:
-    """What a stage's probe would ask about that is known now: its inputs that exist or come
-    from the pipeline's inputs, and its NeMo-RL script."""
+    """A stage's inputs not written by a stage, and its NeMo-RL script."""
     from catalog.tomlfile import load_toml
 
     paths = [b.value for b in stage.inputs.values() if not b.hub and not b.producer]
@@ -147,8 +135,8 @@ def targets_for(
 
 
 def _probe_together(targets: list[Any]) -> None:
-    """Each profile's one probe, side by side (each is a round trip to its cluster); what a
-    probe refuses is raised again when its first stage is planned."""
+    """Each profile's probe, side by side; what one refuses is raised again when its first stage is
+    planned."""
     if len(targets) < 2:
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -169,9 +157,8 @@ def plan_stage(
     stage: Any, profile: str, target: Any, spec: Any, opts: Any, env: dict, argv: list[str],
     root: Path,
 ) -> StagePlan:  # fmt: skip
-    """The stage planned exactly as `run --batch PROFILE` plans it, findings about inputs not
-    written yet dropped."""
-    from runners.run import RunRequest, plan_run
+    """The stage planned as `run --batch PROFILE` plans it, less what is judged in the job."""
+    from runners.run import plan_run
 
     chain = bool(spec is not None and spec.until_done)
     sp = StagePlan(stage, profile, target, chain)
@@ -182,14 +169,11 @@ def plan_stage(
 
         options = ChainOptions(max_segments=spec.max_segments or ChainOptions.max_segments,
                                gpu_hours=spec.gpu_hours)  # fmt: skip
-    req = RunRequest(
-        step=stage.step,
-        config=str(stage.config),
-        overrides=sp.overrides,
-        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
-        nemo_rl=opts.nemo_rl,
+    req = stage_request(
+        stage,
+        opts,
+        sp.overrides,
         runs_dir=str(root / stage.id / RUNS),
-        catalog=list(opts.catalog),
         force=True,  # whether the stage runs again is the pipeline's decision (its cache key)
         chain=options,
         pending=[p for p, b in stage.inputs.items() if b.producer],
@@ -201,8 +185,7 @@ def plan_stage(
         sp.findings, sp.code = [exc.finding], exc.exit_code
         return sp
     materialize.first(sp.run, target)
-    # What is judged in the job instead is not the plan's finding (nor run.json's): with it
-    # dropped, the run dir is written whole (its derived files, the deferred record).
+    # Judged in the job instead: dropped, so the run dir is written whole (deferred record too).
     sp.findings = sp.run.findings = drop_pending(stage, sp.run.findings)
     return sp
 

@@ -1,40 +1,33 @@
-"""Submit a planned pipeline to Slurm: one job per stage, each after the stages it reads from.
-
-Every stage goes through the one submit path `run --batch` uses (`runners.run.cluster.submit`),
-with `after` = the jobs of the stages it reads from (`--dependency=afterok`, and a failed one
-cancels it: `--kill-on-invalid-dep=yes`). A stage whose record says it succeeded with the same
-key (resolved config, inputs' contents, outputs' places, profile and resources) and whose
-outputs are still there is not submitted again; one still queued or running with the same key
-is waited for, not submitted twice. A stage that runs again makes every stage after it run again.
-
-A chain stage (`until_done`) ends with its last segment, whose job id nobody knows at submit:
-its dependents wait for a gate, a held job (`sbatch --hold`, the same submit path) submitted
-before the chain, whose id the chain record keeps; the chain's decision program releases it when
-the chain is done and cancels it (and, through `--kill-on-invalid-dep`, what waits for it) when
-the chain stops otherwise. Nothing here waits for a job: the command returns once all are queued.
-"""
+"""`pipeline run FILE --batch|--run PROFILE`: every stage checked (`cluster_plan`), then queued to
+Slurm, one job per stage `afterok` the stages it reads from (`--batch`), or driven one after
+another from here (`--run`; a Ray cluster has no queue, so a Ray pipeline is `--run`). Nothing is
+queued unless every check passed. A chain stage's last segment is unknown at submit, so its
+dependents wait for a held gate job the chain releases when done, else cancels (docs/cluster.md,
+"Pipelines on a cluster")."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
 from catalog.record_file import read_json_object
-from runners.pipeline.cluster_plan import StagePlan
-from runners.pipeline.jobs import PIPELINE, RECORD, live_state
+from runners.pipeline.cluster_plan import StagePlan, plan_cluster
+from runners.pipeline.jobs import PIPELINE, RECORD, cancel_run, live_state
 from runners.pipeline.lineage import write_json
 from runners.pipeline.materialize import stage_code
 from runners.pipeline.stage import cache_hit, move_aside, outputs_now
+from runners.secrets import redact_text
 
 GATE = "gate"  # a chain stage's gate job: its run dir is <root>/<stage>/gate/<run>
 
 
 def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | None]:
-    """What an earlier submission of the stage says now: ("cached", None) up to date, ("live",
-    job to wait for) queued or running with this key, else ("submit", None)."""
+    """What an earlier submission says now: ("cached", None), ("live", the job to wait for) when
+    queued or running with this key, else ("submit", None)."""
     if not record or record.get("cache_key") != key or not record.get("run_dir"):
         return "submit", None
     if record.get("status") != "completed":
@@ -48,8 +41,7 @@ def _previous(record: dict | None, key: str, stage: Any) -> tuple[str, str | Non
 
 
 def _gate(sp: StagePlan, root: Path, after: list[str]) -> tuple[str, Path]:
-    """Submit a chain stage's gate: held, after what the chain starts after (so it is cancelled
-    with the chain's first segment), a batch script that does nothing; (its id, run dir)."""
+    """Submit a chain stage's held gate job after what the chain waits for; (its id, run dir)."""
     import json
 
     from runners.launch.request import LaunchRequest
@@ -75,9 +67,8 @@ def submit_pipeline(
     secrets: dict[str, str],
     err: TextIO | None = None,
 ) -> dict:
-    """Submit what must run, in order; the pipeline record (also written to <root>/pipeline.json).
-    A submission that fails cancels what this call queued before raising. `err` gets what each
-    submitted stage registered (pending outputs), as `run --batch` shows it on stderr."""
+    """Submit what must run, in order; the pipeline record (<root>/pipeline.json). A failed
+    submission cancels what this call queued. `err` gets each stage's pending outputs."""
     from runners.artifacts.record import report_lines
     from runners.run import write_run_dir_for
     from runners.run.cluster import submit
@@ -147,8 +138,8 @@ def submit_pipeline(
 
 
 def _refuse_busy(before: dict | None, stage_id: str, sdir: Path) -> None:
-    """E-PIPELINE-BUSY (exit 2) when the stage is to run again while its previous job is still
-    queued or running: both would write the stage's outputs (moving them aside under it)."""
+    """E-PIPELINE-BUSY when the stage is to run again while its previous job is still queued or
+    running (both would write its outputs)."""
     if not before or before.get("status") == "completed" or not before.get("run_dir"):
         return
     state = live_state(stage_id, Path(before["run_dir"]))
@@ -182,12 +173,72 @@ def _stage_record(sp: StagePlan, entry: dict, moved: list[str]) -> dict:
 
 def _cancel_queued(queued: list[dict], out: TextIO) -> None:
     """Cancel the jobs this call queued (a pipeline is queued whole or not at all)."""
-    from runners.launch.jobs import find_run
-    from runners.run.job_view import cancel
-
     for entry in reversed(queued):
         try:
-            found, data = find_run(entry["run_dir"], None)
-            out.write(f"cancelled {found}: {cancel(found, data)}\n")
+            found, said = cancel_run(entry["run_dir"])
+            out.write(f"cancelled {found}: {said}\n")
         except (StepsError, OSError) as exc:
             out.write(f"could not cancel {entry['run_dir']}: {exc}\n")
+
+
+def _report(stages: list, out: Any, secrets: dict[str, str]) -> int:
+    """Print each stage's findings; the exit code when any stage has an error (else 0)."""
+    worst = 0
+    for i, sp in enumerate(stages, 1):
+        st = sp.stage
+        out.write(f"{i}. {st.id} ({st.step}) [{sp.profile}]{' until done' if sp.chain else ''}\n")
+        for f in sp.findings:
+            out.write(redact_text(f.render(indent="   "), secrets) + "\n")
+        for p, b in st.inputs.items():
+            if b.producer:
+                out.write(f"   input {p} <- {b.source}: written by stage {b.producer} first, "
+                          "judged when this stage starts\n")  # fmt: skip
+        if not sp.ok:
+            worst = max(worst, sp.code or 1)
+        elif not any(f.is_error for f in sp.findings):
+            out.write("   checks clean\n")
+    return worst
+
+
+def run_on_cluster(
+    plan: Any,
+    pf: Any,
+    opts: Any,
+    env: dict,
+    secrets: dict[str, str],
+    forced: set[str],
+    here: Callable[[list], int],
+) -> int:
+    """0 when every stage was queued, ran (`here(stages)` drives them), or checked clean (dry run);
+    1 when a check failed (nothing queued); else the failing stage's code. `forced`: stages
+    submitted even when up to date."""
+    out = opts.out
+    stages = plan_cluster(plan, pf, opts, env)
+    queued = all("sbatch" in sp.target.traits.has for sp in stages)  # stages wait in a queue
+    if not opts.attached and not queued:
+        raise StepsError(
+            "E-PIPELINE-PROFILE",
+            "a pipeline on Ray is driven by this process: stages wait for each other here, "
+            "not in a queue",
+            path=str(pf.path),
+            fix="use `pipeline run FILE --run PROFILE` (or Slurm profiles for every stage)",
+            exit_code=2,
+        )
+    worst = _report(stages, out, secrets)
+    if worst:
+        out.write(f"checks failed: nothing submitted ({len(stages)} stages)\n")
+        return worst
+    if opts.dry_run:
+        out.write(f"dry run: clean ({len(stages)} stages), nothing submitted\n")
+        return 0
+    if opts.attached:
+        return here(stages)
+    record = submit_pipeline(plan, stages, forced, out, secrets, err=opts.err)
+    queued = sum(1 for e in record["stages"].values() if e["action"] == "submit")
+    out.write(
+        f"pipeline {plan.name}: {queued} of {len(stages)} stages queued\n"
+        f"  status: python -m steps status {plan.root}\n"
+        f"  logs:   python -m steps logs {plan.root}\n"
+        f"  cancel: python -m steps cancel {plan.root}\n"
+    )
+    return 0

@@ -1,10 +1,6 @@
-"""`pipeline run --dry-run`: compile and preflight every selected stage in-process; write nothing.
-
-Each stage is planned exactly as `run --dry-run` plans it (`runners.run.plan_run`, which writes
-nothing). Inputs that an earlier stage has not produced yet are checked by planned type instead
-(their findings are dropped). A checkout that is needed only to launch (NeMo-RL,
-Megatron-Bridge) is a warning here: a dry run is clean without one, and exits 0.
-"""
+"""`pipeline run --dry-run`: every selected stage planned as `run --dry-run` plans it, nothing
+written; inputs not produced yet are checked by planned type, and a launch-only checkout is a
+warning."""
 
 from __future__ import annotations
 
@@ -48,19 +44,28 @@ def drop_pending(stage: Any, found: list[Finding]) -> list[Finding]:
     return [f for f in found if not any(_about(f, keys[p], b.value) for p, b in pending.items())]
 
 
-def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
-    """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit
-    code of an error that stopped it before preflight (2 for setup errors), else 0."""
-    from runners.run import RunRequest, plan_run
+def stage_request(stage: Any, options: Any, overrides: list[str], **more: Any) -> Any:
+    """The `runners.run.RunRequest` of `run STEP` for a stage, with its inputs and outputs."""
+    from runners.run import RunRequest
 
-    req = RunRequest(
+    ports = [*stage.inputs.items(), *stage.outputs.items()]
+    return RunRequest(
         step=stage.step,
         config=str(stage.config),
-        overrides=list(stage.overrides),
-        input=[f"{p}={b.value}" for p, b in [*stage.inputs.items(), *stage.outputs.items()]],
+        overrides=overrides,
+        input=[f"{p}={b.value}" for p, b in ports],
         nemo_rl=options.nemo_rl,
         catalog=list(options.catalog),
+        **more,
     )
+
+
+def stage_findings(stage: Any, options: Any, env: dict) -> tuple[list[Finding], int]:
+    """What `run --dry-run` reports for the stage (launch-only gaps as warnings), and the exit code
+    of an error that stopped it early (2: setup), else 0."""
+    from runners.run import plan_run
+
+    req = stage_request(stage, options, list(stage.overrides))
     try:
         plan = plan_run(req, cwd=Path.cwd(), env=env, argv=[])
     except StepsError as exc:
@@ -74,8 +79,7 @@ def _launch_only(f: Finding) -> Finding:
 
 
 def dry_run(plan: Any, options: Any, env: dict, secrets: dict[str, str]) -> int:
-    """Check the stages the real run would run (--from, --to, --only select them as they do
-    there); 0 clean, 1 errors in a stage's config or data, 2 setup errors."""
+    """Check the stages a real run would run; 0 clean, 1 a stage's errors, 2 setup errors."""
     from runners.pipeline.selection import select
 
     worst, checked = 0, 0

@@ -1,12 +1,5 @@
-"""A pipeline submitted to a cluster as the job commands see it: its record (`pipeline.json` in
-the pipeline's root, listing each stage's run dir and job), each stage's live state, and the
-stage that stopped it.
-
-A stage is one ordinary run dir (`<root>/<stage>/_runs/<step id>/<run>`): every job command works
-on it as on any run. The pipeline's root stands for the whole: `status` shows every stage,
-`cancel` cancels every job still queued or running, `logs` and `diagnose` go to the stage that
-failed (else the one that runs, else the last), `jobs` lists the stages' jobs.
-"""
+"""A pipeline on a cluster as the job commands see it: its record, each stage's live state, and the
+stage `logs` and `diagnose` go to (the failed one, else the running one, else the last)."""
 
 from __future__ import annotations
 
@@ -23,8 +16,8 @@ RECORD = "record.json"
 
 @dataclass
 class StageState:
-    """One stage now: `status` is completed, cached, failed, running, pending, not run or
-    unknown; `detail` the scheduler's state, exit code, chain summary or why it did not run."""
+    """One stage now: completed, cached, failed, running, pending, not run or unknown, with the
+    detail (scheduler state, exit code, chain summary, why it did not run)."""
 
     id: str
     status: str
@@ -77,14 +70,8 @@ def live_state(stage_id: str, run_dir: Path) -> StageState:
         return where
     code = f" (exit code {job.exit_code})" if job.exit_code is not None else ""
     where.detail = f"{job.state}{code}" + (f": {job.reason}" if job.reason else "")
-    if job.state == UNKNOWN:
-        where.status = "unknown"
-    elif job.state == "COMPLETED":
-        where.status = "completed"
-    elif job.state in TERMINAL:
-        where.status = "failed"
-    elif job.state == "PENDING":
-        where.status = "pending"
+    named = {UNKNOWN: "unknown", "COMPLETED": "completed", "PENDING": "pending"}
+    where.status = named.get(job.state) or ("failed" if job.state in TERMINAL else "running")
     return where
 
 
@@ -116,8 +103,7 @@ def pipeline_states(record: dict) -> list[StageState]:
 
 
 def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
-    """(the pipeline's state, the stage it names): failed at the first failed stage, else
-    running at the first not completed, else completed at the last."""
+    """(the pipeline's state, its stage): the first failed, else the first not completed."""
     for s in states:
         if s.status == "failed":
             return "failed", s
@@ -127,28 +113,32 @@ def verdict(states: list[StageState]) -> tuple[str, StageState | None]:
     return "completed", states[-1] if states else None
 
 
-def cancel_pipeline(record: dict) -> list[str]:
-    """Cancel every stage's job still queued or running (and a chain's gate); what was said."""
+def cancel_run(run_dir: str) -> tuple[Path, str]:
+    """Cancel the job of `run_dir` if still queued or running: (the run found, what was said)."""
     from runners.launch.jobs import find_run
     from runners.run.job_view import cancel
 
+    found, data = find_run(run_dir, None)
+    return found, cancel(found, data)
+
+
+def cancel_pipeline(record: dict) -> list[str]:
+    """Cancel every stage's job still queued or running (and a chain's gate); what was said."""
     said = []
     for sid, entry in reversed(list(record.get("stages", {}).items())):
         if entry.get("action") == "cached" or not entry.get("run_dir"):
             continue
-        for run_dir in [entry["run_dir"], *([entry["gate_run_dir"]] if entry.get("gate_run_dir")
-                                            else [])]:  # fmt: skip
+        for run_dir in filter(None, [entry["run_dir"], entry.get("gate_run_dir")]):
             try:
-                found, data = find_run(run_dir, None)
-                said.append(f"{sid}: {cancel(found, data)}")
+                said.append(f"{sid}: {cancel_run(run_dir)[1]}")
             except StepsError as exc:
                 said.append(f"{sid}: {exc.finding.message}")
     return said
 
 
 def focus(states: list[StageState]) -> StageState | None:
-    """The stage `logs` and `diagnose` go to: the failed one, else the one running, else the
-    last with a run dir."""
+    """The stage `logs` and `diagnose` go to: the failed one, else the running one, else the last
+    with a run dir."""
     _, named = verdict(states)
     if named is not None and named.run_dir and named.status not in ("cached", "not run"):
         return named

@@ -1,10 +1,4 @@
-"""Lineage: fingerprints of artifacts, stage records, the pipeline summary, and W&B artifacts.
-
-A fingerprint is the content digest the artifact registry keeps (runners.digest, xxh3 under
-the stat memo): read once, then one stat per unchanged file on every `pipeline run`. Records
-are JSON written atomically. W&B is optional (the `wandb` extra) and imported only when lineage
-is switched on; names and artifacts are runners.artifacts'.
-"""
+"""Pipeline lineage: artifact fingerprints, cache keys, atomic JSON records, W&B stage runs."""
 
 from __future__ import annotations
 
@@ -20,8 +14,8 @@ from runners.digest import DigestMemo, content_digest
 
 
 def fingerprint(value: str, hub: bool = False, memo: DigestMemo | None = None) -> dict:
-    """What identifies an input's content now: the content digest the artifact registry keeps
-    (runners.digest; an unchanged file costs one stat), a hub id by its name only."""
+    """An input's content now: the registry's content digest (an unchanged file costs one stat), a
+    hub id by name only."""
     if hub:
         return {"hub": value}
     path = Path(value)
@@ -54,8 +48,7 @@ def cache_key(
     config_env: dict | None = None,
 ) -> str:
     """The stage's identity: step and version, compiled config, input contents, output places,
-    the NeMo-RL version it runs on (when known), and the environment values its config's plain
-    `${oc.env:...}` read (`run` pins them into config.yaml; a config without any keeps its key)."""
+    NeMo-RL version (when known) and the env values its config's `${oc.env:...}` read."""
     material = {
         "step": step,
         "version": version,
@@ -71,11 +64,8 @@ def cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-# -- W&B ------------------------------------------------------------------------------------
 class WandbLineage:
-    """One W&B run per executed stage, grouped under the pipeline, logged as `steps run` logs a
-    run (runners.artifacts.wandb_log.log_run): inputs used online (offline W&B refuses
-    `use_artifact`: they are in the run's config, `steps_inputs`), outputs as artifacts."""
+    """One W&B run per executed stage, grouped under the pipeline."""
 
     def __init__(self, pipeline: str, project: str | None, entity: str | None, graph: Any) -> None:
         from runners.artifacts.wandb_log import WandbSettings, import_wandb

@@ -1,23 +1,8 @@
-"""Inputs an earlier stage of a queued pipeline writes, derived inside the job when it starts.
-
-`pipeline run --batch` queues every stage before any has run, so a stage that reads an rl_prep
-output cannot expand its manifest into shards, nor a converter pick the latest step_N, when it
-is planned. `runners.bind` binds such an input to a path in the run dir and records how to
-derive it (`inputs/deferred.json`); `first` puts `materialize-inputs JOB_DIR --` before the
-stage's program, run by the Python that runs the program (the profile's `steps_launcher`, else
-its `launcher` on the copy of our code staged with the run dir, `runners.launch.job_code`).
-In the job `materialize` judges each input by the stage's contract (the dry run's own rule,
-`runners.preflight.artifacts`), writes the rows with bind's writer (aside, judged, renamed) or
-links the checkpoint's latest complete step_N, then execs the program. A failure is a finding
-(E-STAGE-INPUT) and exit 1: Slurm's `afterok` then cancels the stages after it.
-
-A stage's inputs are fixed when it first starts. A chain's every segment starts through this
-step, so what the first start derived is recorded (`inputs/materialized.json`: each file's
-sha256, each link's step_N, written whole once all are in place) and a later start reuses it:
-rows whose digest still matches are neither judged nor rewritten, a link keeps the step it
-named (not a newer one). Rows gone or changed are derived again aside and put back only when
-their digest is the recorded one; otherwise, like a recorded step that is gone, E-STAGE-INPUT.
-"""
+"""Inputs an earlier stage of a queued pipeline writes, derived in the job when it starts (see
+docs/cluster.md, "Stages that read what an earlier stage writes"): `first` puts
+`materialize-inputs JOB_DIR --` before the stage's program; each input `runners.bind` deferred
+is judged by the stage's contract, written or linked, recorded for a chain's later starts, then
+the program is exec'd."""
 
 from __future__ import annotations
 
@@ -103,9 +88,8 @@ def _failure(later: Later, message: str, fix: str, path: str) -> StepsError:
 
 
 def _judge(job_dir: Path, later: Later, files: list[tuple[Path, Any]], out: TextIO) -> None:
-    """The stage's contract on each file (with the rows a manifest records), as its dry run
-    judges a bound input: warnings printed, errors printed and raised as one E-STAGE-INPUT."""
-
+    """The stage's contract on each file, as its dry run judges a bound input: findings printed,
+    errors raised as one E-STAGE-INPUT."""
     from catalog.upstream import GYM_SUBDIR
     from runners.preflight import BoundArtifact, PreflightContext
     from runners.preflight.artifacts import artifact_contracts
@@ -155,8 +139,7 @@ def _sha256(path: Path) -> str | None:
 
 
 def _rows(job_dir: Path, later: Later, out: TextIO, kept: Written | None) -> Written:
-    """The rows into `relpath`, judged and joined by bind's writer (the bytes binding writes
-    when the manifest exists at plan time); on a later start, the recorded file kept as is."""
+    """The rows into `relpath`, judged and joined by bind's writer (or kept from a first start)."""
     path = job_dir / later.relpath
     if kept is not None and _sha256(path) == kept.sha256:
         out.write(f"input {later.port}: {later.relpath} kept as the stage's first start wrote it "
@@ -233,8 +216,7 @@ def _read(path: Path, what: str, model: Any) -> Any:
 
 
 def materialize(job_dir: Path, out: TextIO = sys.stdout) -> None:
-    """Derive every deferred input of the run dir `job_dir` (or keep what the stage's first
-    start derived); StepsError on the first failure."""
+    """Derive every deferred input of `job_dir`, or keep what the first start derived."""
     entries = _read(job_dir / DEFERRED, "the deferred inputs", list[Later])
     record = job_dir / RECORD
     kept: list[Written] = []

@@ -1,14 +1,10 @@
-"""Run a planned pipeline: each stage through `python -m steps run` in a child process, cached.
+"""Run a planned pipeline here: each stage through `python -m steps run` in a child process.
 
-A stage is skipped when its record says it completed with the same cache key (step id and
-version, compiled config hash, input fingerprints, output places, and for a NeMo-RL stage the
-NeMo-RL version its config was compiled for, overlays included) and its outputs are unchanged
-since (or still pass their contract). A failing stage stops the pipeline; the records of the
-stages before it stay, so the next `pipeline run` resumes at the failed stage. Outputs of a
-completed stage that must run again are moved aside to `<stage>/_stale/` (the last one kept).
-An interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage, which is recorded as
-"interrupted", as is the pipeline; records never stay "running". Secrets in stage overrides
-are redacted in records and output and reach the child through its environment only.
+A stage is skipped when its record completed with the same cache key (`stage.stage_key`) and its
+outputs are unchanged or still pass their contract. A failing stage stops the pipeline and the next
+run resumes there; outputs of a completed stage that must run again move to `<stage>/_stale/` (the
+last one kept). An interrupt (Ctrl-C, SIGTERM) is forwarded to the running stage and recorded;
+records never stay "running". Secrets reach the child through its environment only.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +24,7 @@ from catalog.errors import StepsError
 from catalog.record_file import read_json_object
 from runners.config.secret_overrides import known_secrets, move_secrets
 from runners.kinds import kind_for
+from runners.pipeline.jobs import PIPELINE, RECORD
 from runners.pipeline.lineage import write_json
 from runners.pipeline.selection import beyond, select
 from runners.pipeline.stage import (
@@ -37,6 +34,7 @@ from runners.pipeline.stage import (
     inputs_now,
     move_aside,
     nemo_rl_record,
+    nemo_rl_target,
     outputs_now,
     run_child,
     stage_argv,
@@ -44,8 +42,6 @@ from runners.pipeline.stage import (
 )
 from runners.secrets import redact
 
-RECORD = "record.json"
-SUMMARY = "pipeline.json"
 LOG = "stage.log"
 INTERRUPTED = "interrupted"
 
@@ -63,7 +59,7 @@ class Options:
     out: TextIO = field(default_factory=lambda: sys.stdout)  # the one current at the call
     err: TextIO = field(default_factory=lambda: sys.stderr)  # what runs registered, as `run` shows
     profile: str | None = None  # --batch/--run PROFILE: the stages run on a cluster
-    attached: bool = False  # --run: this process drives the stages (cluster_run.py)
+    attached: bool = False  # --run: this process drives the stages (cluster_submit)
     env_file: str | None = None
     stage_args: dict[str, list[str]] = field(default_factory=dict)  # stage -> `run` flags
 
@@ -116,15 +112,6 @@ def _release(mask: set | None) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    mask = _hold_signals()
-    try:
-        yield
-    finally:
-        _release(mask)
-
-
 def _settle(record: dict, stopped_by: BaseException | None, t0: float) -> None:
     """The record's outcome when the stage ends, whatever ended it."""
     if isinstance(stopped_by, KeyboardInterrupt):  # Ctrl-C, or SIGTERM as `Interrupted`
@@ -133,19 +120,6 @@ def _settle(record: dict, stopped_by: BaseException | None, t0: float) -> None:
         record["status"] = "failed"
     record.setdefault("finished", time.time())
     record.setdefault("duration_s", round(time.perf_counter() - t0, 3))
-
-
-def _nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
-    """The NeMo-RL the stages run on (`--nemo-rl`, else where `run` finds it), located once
-    and only if a NeMo-RL stage needs it."""
-
-    @functools.cache
-    def target() -> Any:
-        from runners.nemo_rl import checkout as nemo_rl
-
-        return nemo_rl.resolve_target(explicit, env)
-
-    return target
 
 
 def _lineage(plan: Any, opts: Options) -> Any:
@@ -163,13 +137,12 @@ def _lineage(plan: Any, opts: Options) -> Any:
 
 
 def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = None) -> int:
-    """Run every stage in order (on a cluster with a profile: `cluster_run`, which needs the
+    """Run every stage in order (with a profile: on a cluster, `cluster_submit`, which needs the
     pipeline file `pf`); 0 when all completed or were cached, else the failure's code."""
     env = dict(os.environ if env is None else env)
     from runners.rundir import REGISTRY_DIR_VAR, registry_root
 
-    # Stages register where the pipeline was started: `lineage NAME` and `--input NAME:latest`
-    # from the project folder see them (each stage's run dir stays under the pipeline's root).
+    # Stages register where the pipeline was started, so `lineage NAME` there sees them.
     env[REGISTRY_DIR_VAR] = str(registry_root(None, env, Path.cwd()))
     unset = [n for n, b in plan.inputs.items() if b.value == "???"]
     if unset:
@@ -199,7 +172,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
             exit_code=2,
         )
     if opts.profile:
-        from runners.pipeline.cluster_run import run_on_cluster
+        from runners.pipeline.cluster_submit import run_on_cluster
 
         here = functools.partial(_run_stages_attached, plan, opts, env, secrets)
         return run_on_cluster(plan, pf, opts, env, secrets, select(plan, opts)[1], here)
@@ -213,8 +186,7 @@ def run_pipeline(plan: Any, opts: Options, env: dict | None = None, pf: Any = No
 def _run_stages_attached(
     plan: Any, opts: Options, env: dict, secrets: dict[str, str], stages: list
 ) -> int:
-    """`--run PROFILE`: the stages checked (`stages`), each runs as `run --run ITS_PROFILE` in
-    turn, followed to its end, with the local loop's caching and records."""
+    """`--run PROFILE`: each stage runs here as `run --run ITS_PROFILE`, in turn."""
     for sp in stages:
         flags = [f"--run={sp.profile}", *([f"--env-file={opts.env_file}"] if opts.env_file else [])]
         opts.stage_args[sp.stage.id] = [*flags, *(["--until-done"] if sp.chain else [])]
@@ -242,13 +214,16 @@ def _run_here(plan: Any, opts: Options, env: dict, secrets: dict[str, str]) -> i
         opts.out.write("pipeline interrupted: the running stage was stopped and recorded\n")
         raise
     finally:
-        with _signals_held():
+        mask = _hold_signals()
+        try:
             summary.update(
                 finished=time.time(),
                 status=status,
                 targets={r: b.value for r, b in plan.targets.items()},
             )
-            write_json(plan.root / SUMMARY, summary)
+            write_json(plan.root / PIPELINE, summary)
+        finally:
+            _release(mask)
     return code
 
 
@@ -263,7 +238,7 @@ def _run_stages(
     lineage: Any,
 ) -> int:
     out = opts.out
-    nemo_rl_target = _nemo_rl_target(opts.nemo_rl, env)
+    target_here = nemo_rl_target(opts.nemo_rl, env)
     skipped = beyond(plan, opts)
     for stage in plan.stages:
         sdir = plan.root / stage.id
@@ -290,7 +265,7 @@ def _run_stages(
         inputs = inputs_now(stage)
         key, chash, sources, env_names, moved = None, None, {}, [], []
         if not stage.dry_run:  # a dry-run stage is a check of this machine too: never cached
-            target = nemo_rl_target() if kind_for(stage.runner).compiles_with_nemo_rl else None
+            target = target_here() if kind_for(stage.runner).compiles_with_nemo_rl else None
             key, chash, sources, env_names = stage_key(stage, overrides, inputs, target)
             if stage.id not in forced and cache_hit(previous, key, stage):
                 summary["stages"][stage.id] = {

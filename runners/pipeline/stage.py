@@ -1,11 +1,6 @@
-"""One pipeline stage: its cache key material, its record's pieces, its child process.
-
-A stage runs as `python -m steps run ...` in a child process. Secrets never ride on its command
-line (`runners.config.secret_overrides` moves them into its environment) and never reach the stage
-log or the parent's output (every line is redacted). The child gets its own process group: an
-interrupt of the pipeline is forwarded to the whole group once, and the child is given a grace
-period to stop before it is killed.
-"""
+"""One pipeline stage: its cache key material, its record's pieces, its child process (secrets only
+in its environment, its output redacted, its own process group so an interrupt is forwarded
+once)."""
 
 from __future__ import annotations
 
@@ -24,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from catalog.errors import StepsError
+from runners.kinds import kind_for
 from runners.pipeline.lineage import cache_key, fingerprint
 from runners.secrets import is_secret_env, redact_text
 
@@ -50,10 +46,9 @@ def _stamps(paths: list[str]) -> dict[str, list[int]] | None:
 def stage_key(
     stage: Any, overrides: list[str], inputs: dict, target: Any
 ) -> tuple[str, str, dict, list[str]]:
-    """(cache key, config hash, config sources, config env names) of a stage with these `inputs`
-    (`inputs_now`), compiled for `target`, the NeMo-RL it runs on (None for other runners). The
-    child `run` pins the config's plain `${oc.env:VAR}` to this environment's values (config.yaml
-    is what runs), so those values are part of the key."""
+    """(cache key, config hash, config sources, config env names) of a stage with these `inputs`,
+    compiled for `target` (None for other runners). The child pins the config's plain
+    `${oc.env:VAR}` to this environment's values, so those values are part of the key."""
     chash, sources, env_names = config_hash(stage, overrides, target)
     key = cache_key(
         stage.step,
@@ -79,10 +74,8 @@ def config_hash(
     """sha256 of the compiled config (interpolations kept), the files it came from, and the
     non-secret variables its `${oc.env:...}` read.
 
-    A NeMo-RL stage is compiled as `run` compiles it, for `target` (a
-    `runners.nemo_rl.checkout.Target`): its version decides which overlay keys the config gets.
-    `overrides` are the stage's, secrets already replaced by references (so no secret is hashed or
-    compared). In a pipeline run this is the planner's compile, copied (`compile_once`)."""
+    A NeMo-RL stage is compiled as `run` compiles it for `target`, whose version decides its
+    overlay keys. `overrides` have secrets replaced by references, so no secret is hashed."""
     if target is not None:
         from runners.config.overlays import overlay_files
         from runners.nemo_rl import checkout as nemo_rl
@@ -102,27 +95,32 @@ def config_hash(
     return hashlib.sha256(text.encode()).hexdigest(), stamps, env_names
 
 
-def stage_reader(nemo_rl_hint: str | None, env: dict) -> Callable[..., Any]:
-    """The planner's `read_config` for a pipeline run: a stage's config compiled as its `run`
-    compiles it (a NeMo-RL stage for the NeMo-RL it runs on: `--nemo-rl`, else where `run`
-    finds it, located once and only if a NeMo-RL stage needs it), so that under
-    `runners.config.compiler.compile_once` the plan, the cache key and the stage's own checks
-    share one compile. Where no NeMo-RL can be used here, the plain compile (the stage's `run`
-    reports why)."""
-    from runners.config.values import CompiledValues, read_config
+def nemo_rl_target(explicit: str | None, env: dict) -> Callable[[], Any]:
+    """The NeMo-RL the stages run on (`--nemo-rl`, else where `run` finds it), located once and
+    only when a NeMo-RL stage asks."""
 
     @functools.cache
     def target() -> Any:
         from runners.nemo_rl import checkout
 
-        return checkout.resolve_target(nemo_rl_hint, env)
+        return checkout.resolve_target(explicit, env)
+
+    return target
+
+
+def stage_reader(nemo_rl_hint: str | None, env: dict) -> Callable[..., Any]:
+    """The planner's `read_config` for a pipeline run: a stage's config compiled as its `run`
+    compiles it (for the NeMo-RL it runs on, located once and only when needed), so the plan,
+    the cache key and the stage's checks share one compile (`compile_once`); the plain compile
+    where no NeMo-RL is usable here."""
+    from runners.config.values import CompiledValues, read_config
+
+    target = nemo_rl_target(nemo_rl_hint, env)
 
     def read(path: Path, overrides: list[str], entry: Any = None) -> Any:
         run = entry.data.get("run") if entry is not None else None
         run = run if isinstance(run, dict) else {}
         try:
-            from runners.kinds import kind_for
-
             nemo_rl = kind_for(str(run.get("runner", ""))).compiles_with_nemo_rl and target()
         except StepsError:
             nemo_rl = None
@@ -139,8 +137,7 @@ def stage_reader(nemo_rl_hint: str | None, env: dict) -> Callable[..., Any]:
 
 
 def nemo_rl_record(target: Any) -> dict | None:
-    """What a NeMo-RL stage's record keeps of the NeMo-RL it was compiled for (None for other
-    runners), so a reused config hash is one compiled for the same version and commit."""
+    """What a NeMo-RL stage's record keeps of its NeMo-RL (None for other runners)."""
     if target is None:
         return None
     version = target.version
@@ -158,8 +155,7 @@ def _algorithm(stage: Any) -> str | None:
 def stage_argv(
     stage: Any, overrides: list[str], options: Any, runs_dir: Path, force: bool
 ) -> list[str]:
-    """`python -m steps run <step> ...` for a stage (with `--dry-run` for a dry-run stage: its
-    outputs bound where the pipeline would put them); `overrides` must be secret-free."""
+    """`python -m steps run <step> ...` for a stage; `overrides` must be secret-free."""
     argv = [sys.executable, "-m", "steps", "run", stage.step, "--config", str(stage.config)]
     for port, b in [*stage.inputs.items(), *stage.outputs.items()]:
         argv.append(f"--input={port}={b.value}")
@@ -193,13 +189,11 @@ def outputs_now(stage: Any) -> dict:
 
 
 def contract_ok(type_name: str, path: str) -> bool:
-    """The output still passes its type's contract (existence when contracts are unavailable)."""
+    """The output exists and still passes its type's contract."""
     if not os.path.exists(path):
         return False
-    try:
-        from catalog.contracts import validate_artifact
-    except ImportError:
-        return True
+    from catalog.contracts import validate_artifact
+
     try:
         return validate_artifact(type_name, path, max_errors=1).ok
     except StepsError:
@@ -220,9 +214,8 @@ def cache_hit(record: dict | None, key: str, stage: Any) -> bool:
 
 
 def move_aside(stage: Any, sdir: Path) -> list[str]:
-    """Outputs of a different job are moved under `<stage>/_stale/`, where only the last one
-    of each port is kept: a forced rerun of a checkpointing stage would otherwise keep a full
-    copy per rerun, without limit."""
+    """Move outputs of a different job under `<stage>/_stale/`, keeping only the last per port (a
+    forced rerun of a checkpointing stage would otherwise keep a copy per rerun)."""
     moved = []
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     stale = sdir / "_stale"
@@ -260,9 +253,8 @@ def _stop(proc: subprocess.Popen, signum: int) -> None:
 
 
 def _dies_with(driver: int) -> Callable[[], None] | None:
-    """In the stage's child, before it runs: SIGTERM when the driver dies (Linux's parent-death
-    signal), so a driver killed with SIGKILL, which cannot forward anything, leaves no stage
-    running in its own process group; a driver already gone is not waited for."""
+    """In the child before it runs: SIGTERM when the driver dies (PR_SET_PDEATHSIG), so a SIGKILLed
+    driver leaves no stage running; a driver already gone is not waited for."""
     if not sys.platform.startswith("linux"):
         return None
 
@@ -282,9 +274,8 @@ def _dies_with(driver: int) -> Callable[[], None] | None:
 def run_child(
     argv: list[str], log: Path, out: TextIO, env: Mapping[str, str], secrets: Mapping[str, str]
 ) -> int:
-    """Run one stage, streaming its redacted output to the stage log and to `out` (a JSON
-    summary the stage prints folded to one line there); on an interrupt, forward it to the
-    child, wait for it, and re-raise."""
+    """Run one stage, its redacted output to the stage log and to `out` (a JSON summary folded to
+    one line); an interrupt is forwarded to the child, awaited, and re-raised."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as fh:
         proc = subprocess.Popen(

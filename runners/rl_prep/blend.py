@@ -1,24 +1,7 @@
 """The blend file: which datasets to prepare, how to weight and transform them, how to split.
 
-A blend is JSON or YAML (JSON is read by the YAML parser, so one loader serves both and every
-error can name its line), checked by the strict pydantic model `BlendFile`:
-
-    seed: 1234              # optional; overrides the step config's `seed`
-    train_ratio: 0.98       # optional; overrides `train_ratio` (val_ratio likewise)
-    shard_size: 256MB       # optional; overrides `shard_size`
-    datasets:
-      - name: math                      # unique; names the dataset in the manifest
-        path: data/math.jsonl           # file, glob, directory, list of those, or hf://org/name
-        split: train                    # hf:// only: which split of the hub dataset
-        subset: default                 # hf:// only: the config (subset) name
-        weight: 1.0                     # train repeat factor (see split.py)
-        sample: 100                     # optional: read only the first N rows
-        transform: nemo_gym             # nemo_gym | preference | nemotron_rl | passthrough
-        agent_ref: math_simple_agent    # default agent for NeMo-Gym rows (a name or {type, name})
-        map:                            # row field <- dotted source path (see mapping.py)
-          expected_answer: reward_model.ground_truth
-        hf_placeholders:                # `_hf_placeholder` rows' sources (see placeholders.py)
-          some_source: {path: hf://org/name, question: prompt.0.content}
+JSON or YAML (one YAML loader, so every error names its line), checked by the strict model
+`BlendFile`; steps/data_prep/rl_prep/README.md documents each key.
 """
 
 from __future__ import annotations
@@ -34,10 +17,9 @@ from catalog.did_you_mean import close_matches
 from catalog.errors import StepsError
 from catalog.model_errors import first_error, line_of
 from catalog.yamlfile import Lines, load_yaml
-from runners.rl_prep.mapping import parse_path
 from runners.rl_prep.options import FIXES, Ratio, Size, describe
 from runners.rl_prep.spec import DatasetSpec, PlaceholderSource
-from runners.rl_prep.transforms import TRANSFORMS
+from runners.rl_prep.transforms import TRANSFORMS, parse_path
 
 BLEND_FIX = "see steps/data_prep/rl_prep/README.md for the blend format"
 AGENT_TYPE = "responses_api_agents"
@@ -133,17 +115,9 @@ class Blend:
     options: dict[str, Any] = field(default_factory=dict)  # seed/ratios/shard_size it sets
     lines: dict[str, int] = field(default_factory=dict)  # top-level key -> line
 
-    @property
-    def folder(self) -> Path:
-        return self.path.parent
-
 
 def _fail(path: Path, message: str, line: int | None = None, fix: str = BLEND_FIX) -> StepsError:
     return StepsError("E-BLEND", message, path=str(path), line=line, fix=fix)
-
-
-def _allowed(model: type[BaseModel]) -> list[str]:
-    return sorted(model.model_fields)
 
 
 def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> StepsError:
@@ -163,11 +137,11 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
         inner = ".".join(str(p) for p in loc[2:5])
         at = line_of(lines, *loc[:4]) or line
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(_allowed(PlaceholderEntry))
+            allowed = ", ".join(sorted(PlaceholderEntry.model_fields))
             return _fail(path, f"{where}.{inner}: unknown key", at, f"allowed keys: {allowed}")
         return _fail(path, f"{where}.{inner}: {describe(err)}", at)
     if err["type"] == "extra_forbidden":
-        allowed = _allowed(DatasetEntry if len(keys) > 1 else BlendFile)
+        allowed = sorted((DatasetEntry if len(keys) > 1 else BlendFile).model_fields)
         near = close_matches(leaf, allowed, n=1)
         hint = f"did you mean `{near[0]}`? " if near else ""
         fix = f"{hint}allowed keys: {', '.join(allowed)}"
@@ -207,40 +181,32 @@ def _schema_error(path: Path, exc: ValidationError, data: Any, lines: Lines) -> 
     return _fail(path, f"{where}.{leaf}: {describe(err)}", line)
 
 
+def _paths(path: str | list[str]) -> tuple[str, ...]:
+    return (path,) if isinstance(path, str) else tuple(path)
+
+
 def _spec(entry: DatasetEntry, line: int | None) -> DatasetSpec:
-    ref = entry.agent_ref
-    agent = {"type": AGENT_TYPE, "name": ref} if isinstance(ref, str) else None
-    if isinstance(ref, AgentRef):
-        agent = {"type": ref.type, "name": ref.name}
+    ref = AgentRef(name=entry.agent_ref) if isinstance(entry.agent_ref, str) else entry.agent_ref
     return DatasetSpec(
         name=entry.name,
-        paths=(entry.path,) if isinstance(entry.path, str) else tuple(entry.path),
+        paths=_paths(entry.path),
         line=line,
         weight=float(entry.weight),
         split=entry.split or "train",
         subset=entry.subset,
         sample=entry.sample,
         transform=entry.transform,
-        agent_ref=agent,
+        agent_ref=ref.model_dump() if ref else None,
         field_map=tuple((entry.map or {}).items()),
         placeholders=tuple(
-            PlaceholderSource(
-                name,
-                (p.path,) if isinstance(p.path, str) else tuple(p.path),
-                p.split,
-                p.subset,
-                p.question,
-                p.answer,
-                p.template,
-            )
+            PlaceholderSource(name, _paths(p.path), **p.model_dump(exclude={"path"}))
             for name, p in (entry.hf_placeholders or {}).items()
         ),
     )
 
 
 def load_blend(path: Path) -> Blend:
-    """Parse and check a blend file; every problem is an E-BLEND error with file and line
-    (exit 2 when the file cannot be read or parsed)."""
+    """Parse and check a blend file: every problem is E-BLEND at its line (exit 2: unreadable)."""
     data, lines, raw = load_yaml(
         path,
         what="blend",
@@ -266,14 +232,14 @@ def load_blend(path: Path) -> Blend:
             )
         seen[spec.name] = spec.line
     options = {
-        k: getattr(model, k)
+        k: int(v) if k == "shard_size" else v
         for k in ("seed", "train_ratio", "val_ratio", "shard_size")
-        if getattr(model, k) is not None
+        if (v := getattr(model, k)) is not None
     }
     return Blend(
         path=path,
         sha256=hashlib.sha256(raw).hexdigest(),
         datasets=tuple(sorted(specs, key=lambda s: s.name)),
-        options={k: int(v) if k == "shard_size" else v for k, v in options.items()},
+        options=options,
         lines={str(k[0]): n for k, n in lines.items() if len(k) == 1},
     )

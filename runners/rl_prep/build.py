@@ -1,9 +1,5 @@
-"""Build one rl_prep output: stream every dataset through the workers into the split writers.
-
-The main process cuts files into chunks, `chunks.process_chunk` decides every row (in worker
-processes or in-process), and the results are written in input order, so the output is the
-same for any number of workers. Memory stays bounded: at most a few chunks are in flight.
-"""
+"""Build one rl_prep output: every dataset streamed through the workers into the split writers, in
+input order (the same output for any number of workers), a few chunks in flight at most."""
 
 from __future__ import annotations
 
@@ -19,14 +15,13 @@ from catalog.contracts import jsonl
 from catalog.errors import WARNING, Finding, StepsError
 from catalog.file_digest import SHA256, XXH3, file_digests
 from runners.rl_prep.blend import Blend
-from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk
+from runners.rl_prep.chunks import ChunkResult, DatasetJob, process_chunk, row_check
 from runners.rl_prep.options import Options, usable_cpus
 from runners.rl_prep.output import MANIFEST, MANIFEST_VERSION, tool_version, write_json
-from runners.rl_prep.rowcheck import row_check
 from runners.rl_prep.shards import SplitWriter
 from runners.rl_prep.sources import Chunk, SourceFile, iter_chunks
 from runners.rl_prep.spec import DatasetSpec
-from runners.rl_prep.split import SPLITS, TEST, TRAIN, VAL, Splitter
+from runners.rl_prep.split import SPLITS, TRAIN, VAL, Splitter
 
 CHUNK_BYTES = 4 << 20
 SHARD_DIGESTS = (SHA256, XXH3)
@@ -39,6 +34,14 @@ class PlannedDataset:
     files: list[SourceFile]
     sample: int | None
     refs: list[SourceFile] = field(default_factory=list)  # placeholder sources' files
+
+    def job(self, opts: Options, hold_val: bool, **more: Any) -> DatasetJob:
+        """What a worker needs to process any chunk of this dataset (`hold_val`: see chunks)."""
+        s = self.spec
+        split = Splitter(opts.seed, s.name, opts.train_ratio, opts.val_ratio, s.weight)
+        return DatasetJob(
+            s, self.transform, opts.output_type, split, opts.on_bad_row, hold_val, **more
+        )
 
 
 class _Progress:
@@ -67,17 +70,13 @@ class _Progress:
 
 
 class _Workers:
-    """Runs `process_chunk` in worker processes (or in-process), results in input order, and
-    hashes finished shards there too, while the main process writes the next ones.
+    """Runs `process_chunk` in worker processes (or in-process), results in input order, and hashes
+    finished shards there too.
 
-    At most `depth` chunks are in flight, so memory stays bounded whatever the input size.
-    `multiprocessing.Pool.terminate()` after a bad row once hung for minutes: it kills workers
-    that may hold the task queue's lock, then joins a handler thread waiting for that lock.
-    Here nothing is killed: `close` cancels the queued chunks and lets the running ones end
-    (a dead worker fails its futures instead of hanging them). Workers are forked from this
-    process only while it has no other thread (a thread holding a lock at the fork leaves it
-    held forever in the child); else they come from a forkserver, a single-threaded process
-    that loads the worker code once (starting it costs a few tenths of a second).
+    `Pool.terminate()` after a bad row once hung for minutes (it kills workers that may hold the
+    task queue's lock), so nothing is killed here: `close` cancels queued chunks and lets running
+    ones end. Workers are forked only while this process has no other thread (a lock held at the
+    fork stays held in the child); else they come from a forkserver that preloads the worker code.
     """
 
     def __init__(self, workers: int) -> None:
@@ -114,8 +113,7 @@ class _Workers:
             yield chunk, res.result()
 
     def digests_later(self, path: str) -> Callable[[], dict[str, str]]:
-        """Start hashing a finished shard; the returned call waits for its sha256 and xxh3_128
-        (one read: the published checksum and the fast one reuse and validate check)."""
+        """Start hashing a finished shard (sha256, xxh3_128); the call waits for them."""
         if self.pool is None:
             digests = file_digests(path, SHARD_DIGESTS)
             return lambda: digests
@@ -129,8 +127,8 @@ class _Workers:
 
 
 class _Inputs:
-    """Reads a chunk's bytes into one reused buffer (the writers queue views of it, so each
-    chunk is flushed before the next is read)."""
+    """Reads a chunk's bytes into one reused buffer (writers queue views of it, so each chunk is
+    flushed before the next is read)."""
 
     def __init__(self) -> None:
         self.files: dict[str, Any] = {}
@@ -178,24 +176,13 @@ def _prepare_dataset(
     inputs: _Inputs,
     progress: _Progress,
 ) -> dict:
-    """Stream one dataset through the workers into the split writers; its manifest counts.
+    """Stream one dataset through the workers into the split writers; its counts.
 
-    Each dataset is split on its own. If the hash gives it no val row, its train row with the
-    highest u (the one nearest the val boundary) moves to val, so validation holds every
-    dataset; to allow that, each chunk holds back its best candidate and the best one overall
-    is written last.
-    """
+    When the hash gives a dataset no val row, its train row nearest the val boundary (highest u)
+    moves to val, so validation holds every dataset: each chunk holds back its best candidate."""
     spec = plan.spec
-    splitter = Splitter(opts.seed, spec.name, opts.train_ratio, opts.val_ratio, spec.weight)
-    job = DatasetJob(
-        spec,
-        plan.transform,
-        opts.output_type,
-        splitter,
-        opts.on_bad_row,
-        opts.val_ratio > 0,
-        jsonl.MAX_LINE_BYTES,  # read now: the output must pass `validate`'s line cap
-    )
+    # max_line read now: the output must pass `validate`'s line cap
+    job = plan.job(opts, opts.val_ratio > 0, max_line=jsonl.MAX_LINE_BYTES)
     chunks = iter_chunks(plan.files, CHUNK_BYTES, plan.sample)
     identities = [f.stat_identity() for f in plan.files]
     lines: Counter = Counter()  # lines of each file's chunks so far
@@ -247,9 +234,7 @@ def _prepare_dataset(
         else:
             written[TRAIN] += _write_train(writers[TRAIN], held)
     return {
-        TRAIN: written[TRAIN],
-        VAL: written[VAL],
-        TEST: written[TEST],
+        **{split: written[split] for split in SPLITS},
         "read": read,
         "skipped": dict(sorted(skipped.items())),
         "weight": spec.weight,

@@ -1,35 +1,37 @@
-"""One chunk of a dataset, processed where it is cheap to run in parallel: parse, transform,
-check, split and weigh every row, and say what each split gets.
-
-The main process cuts files into chunks of whole lines, hands them to `process_chunk` (in
-worker processes or in-process) and writes the results in the same order, so the output is the
-same whatever the number of workers. A worker reads its chunk's bytes itself, and a row it
-keeps as it is comes back as a byte range of the source file, not as bytes: the main process
-reads the chunk once more and writes those ranges, so row data never crosses a process
-boundary. Everything here is picklable: jobs and chunks go to workers, results back.
-"""
+"""One chunk of a dataset, processed where it is cheap to run in parallel: every row parsed,
+transformed, checked, split and weighed. A row kept as is comes back as a byte range of the
+source, which the main process reads again, so row data never crosses a process boundary."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.contracts.jsonl import MAX_LINE_BYTES, loads, too_long
+from catalog.contracts.rows import RowViolation
 from catalog.errors import StepsError
-from runners.rl_prep.mapping import apply_map
 from runners.rl_prep.placeholders import KEY as PLACEHOLDER
 from runners.rl_prep.placeholders import resolve
-from runners.rl_prep.rowcheck import Accept, RowCheck, row_check
-from runners.rl_prep.sources import Chunk, canonical_bytes
+from runners.rl_prep.sources import Chunk, canonical_bytes, read_chunk
 from runners.rl_prep.spec import DatasetSpec
 from runners.rl_prep.split import SPLITS, TRAIN, Splitter
-from runners.rl_prep.transforms import COMPATIBLE, KEEPS_VALID_ROWS, TRANSFORMS, RowRejected
+from runners.rl_prep.transforms import (
+    COMPATIBLE,
+    KEEPS_VALID_ROWS,
+    TRANSFORMS,
+    RowRejected,
+    apply_map,
+)
 
 JSON_SPACE = b" \t\r\n"
 LONG_FIX = "split the record or drop it"
 _OPEN, _CLOSE = ord("{"), ord("}")
+RowCheck = Callable[[dict], "RowViolation | None"]
+Accept = Callable[[bytes], bool]
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,7 @@ class DatasetJob:
     on_bad_row: str
     hold_val_candidate: bool  # keep back the train row nearest val (see build.py)
     max_line: int = MAX_LINE_BYTES  # longer rows are bad rows: `validate` would refuse them
-    # agent -> its resource server's task fields (the contract's `routes`): the dry run's look
-    # at the first rows checks them too (first_rows.py); the run itself does not know the Gym.
+    # agent -> its server's task fields (`routes`): only the dry run knows the Gym (first_rows.py)
     routes: dict | None = None
 
 
@@ -66,8 +67,8 @@ class ChunkResult:
 
 
 class _SplitOut:
-    """One split's rows of a chunk, merged into runs: adjacent file ranges become one range,
-    consecutive re-serialized rows one bytes object."""
+    """One split's rows of a chunk merged into runs: adjacent file ranges into one range,
+    re-serialized rows into one bytes object."""
 
     __slots__ = ("blobs", "n", "parts", "start", "stop")
 
@@ -100,18 +101,38 @@ class _SplitOut:
         self.start = self.stop = -1
 
 
-_CHECKS: dict[str, tuple[RowCheck, Accept | None]] = {}
+def row_check(output_type: str, routes: dict | None = None) -> tuple[RowCheck, Accept | None]:
+    """The first contract error of a row (or None), and the contract's fast pre-filter of raw lines
+    (or None); `routes`: Gym agents' task fields, checked too."""
+    from catalog.contracts import get_row_contract
+    from catalog.types import load_types
+
+    graph = load_types()
+    if output_type not in graph:
+        raise StepsError(
+            "E-CONFIG-VALUE",
+            f"output_type: unknown artifact type `{output_type}`",
+            key="output_type",
+            fix="use nemo_gym_jsonl, preference_jsonl, verifiable_prompt_jsonl or training_jsonl",
+        )
+    options = {"routes": routes} if routes else {}
+    contract = get_row_contract(graph.types[output_type].contract, **options)
+    check = contract.check
+
+    def first_problem(row: dict) -> RowViolation | None:
+        # A warning (data quality the trainer accepts) never refuses a row; `validate` reports it.
+        return next((v for v in check(row) if v.is_error), None)
+
+    return first_problem, contract.accept
 
 
+@functools.cache
 def _check_for(output_type: str) -> tuple[RowCheck, Accept | None]:
-    if output_type not in _CHECKS:
-        _CHECKS[output_type] = row_check(output_type)
-    return _CHECKS[output_type]
+    return row_check(output_type)
 
 
 def warm_checks() -> None:
-    """Build every output type's row check now (tens of ms each): a process that forks workers
-    after this hands them the built checks instead of each worker building its own."""
+    """Build every output type's row check now, so workers forked after this inherit them built."""
     for output_type in COMPATIBLE:
         _check_for(output_type)
 
@@ -129,8 +150,7 @@ class _Rows:
             self.check, accept = row_check(job.output_type, job.routes)
         else:
             self.check, accept = _check_for(job.output_type)
-        # A line the pre-filter accepts is a valid row this transform returns unchanged
-        # (unless the blend maps fields or resolves placeholders first).
+        # An accepted line is a valid row the transform keeps as is (unless reshaped first).
         keeps = job.transform in KEEPS_VALID_ROWS and not job.spec.reshapes
         self.accept = accept if keeps else None
         self.transform = TRANSFORMS[job.transform]
@@ -155,8 +175,8 @@ class _Rows:
     def add(
         self, row: Any, content: bytes, kept: Span | bytes | None, path: str, line: int
     ) -> bool:
-        """Decide one parsed row; `kept` is what to write if the transform leaves it as it is.
-        True means stop (a bad row under on_bad_row=error)."""
+        """Decide one parsed row; `kept` is what to write if the transform leaves it as is. True
+        means stop (a bad row under on_bad_row=error)."""
         if not isinstance(row, dict):
             return self.bad(
                 "E-JSONL",
@@ -215,21 +235,13 @@ class _Rows:
         return self.result
 
 
-def read_chunk(chunk: Chunk) -> bytes:
-    """The bytes of a JSONL chunk."""
-    with open(chunk.path, "rb") as fh:
-        fh.seek(chunk.offset)
-        return fh.read(chunk.length)
-
-
 def _jsonl(rows: _Rows, chunk: Chunk) -> None:
     payload = read_chunk(chunk)
     size = len(payload)
     accept, place, result, find = rows.accept, rows.place, rows.result, payload.find
     decide, train = rows.decide, rows.out[TRAIN]
     max_line = rows.job.max_line
-    # `place` does it all; the loop does the common case itself: a `{...}` line the
-    # pre-filter accepts that goes to train once and is not the chunk's val candidate.
+    # Inline fast path: an accepted `{...}` line going to train once, not the val candidate.
     best = -1 if rows.job.hold_val_candidate else 1 << 64  # u of the held-back candidate
     base = chunk.offset
     line = pos = plain_train = 0

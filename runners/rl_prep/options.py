@@ -1,9 +1,5 @@
-"""rl_prep's options: the step config keys it reads, as one strict pydantic model.
-
-Preflight checks a config with `config_problems` (every problem, located by the caller) and the
-run reads it with `read_options` (the first problem is an error), so `run --dry-run` rejects
-exactly what the run would. A blend may set seed, ratios and shard_size; its values win.
-"""
+"""rl_prep's options, one strict pydantic model for preflight and the run alike (so `run --dry-run`
+rejects exactly what the run would); a blend's seed, ratios and shard_size win."""
 
 from __future__ import annotations
 
@@ -25,6 +21,15 @@ PARALLEL_FROM_BYTES = 64 << 20  # below this, worker start-up costs more than it
 MAX_WORKERS = 1024  # more is a typo: each worker is a process (the run also caps at the CPUs)
 OUTPUT_TYPES = tuple(COMPATIBLE)
 PATH_KEYS = ("blend_path", "output_dir")
+KEY_FIELDS = (
+    "output_type",
+    "train_ratio",
+    "val_ratio",
+    "shard_size",
+    "seed",
+    "sample",
+    "on_bad_row",
+)
 
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 Size = Annotated[ByteSize, Field(gt=0)]
@@ -64,8 +69,7 @@ class RlPrepConfig(BaseModel):
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: a Slurm allocation, `taskset`), which
-    can be far fewer than the machine has."""
+    """The CPUs this process may run on (its affinity: Slurm, `taskset`)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # not Linux
@@ -94,7 +98,7 @@ def describe(err: Mapping[str, Any]) -> str:
 
 def config_problems(config: Mapping[str, Any]) -> tuple[RlPrepConfig | None, list[Problem]]:
     """The validated config, or None and every problem (`???` paths are left to preflight's
-    unresolved-values rule and reported by `read_options` at run time)."""
+    unresolved-values rule and to `read_options`)."""
     data = {**config, **{k: "unset" for k in PATH_KEYS if config.get(k) == UNSET}}
     try:
         model = RlPrepConfig.model_validate(data)
@@ -133,23 +137,15 @@ class Options:
     workers: int | None = None
 
     def workers_for(self, input_bytes: int) -> int:
-        """Worker processes: as configured but at most one per usable CPU (more only compete
-        for them and each holds its own memory), else one per CPU for inputs worth it."""
+        """Worker processes: as configured, at most one per usable CPU (more only compete and each
+        holds its memory); else one per CPU for inputs worth it."""
         if self.workers is not None:
             return min(self.workers, usable_cpus())
         return usable_cpus() if input_bytes >= PARALLEL_FROM_BYTES else 1
 
     def key_fields(self) -> dict:
         """The options that change the output (and so belong in the run key)."""
-        return {
-            "output_type": self.output_type,
-            "train_ratio": self.train_ratio,
-            "val_ratio": self.val_ratio,
-            "shard_size": self.shard_size,
-            "seed": self.seed,
-            "sample": self.sample,
-            "on_bad_row": self.on_bad_row,
-        }
+        return {k: getattr(self, k) for k in KEY_FIELDS}
 
 
 def config_path(config: Mapping[str, Any], key: str, config_dir: Path) -> Path:
@@ -191,16 +187,5 @@ def read_options(config: Mapping[str, Any], blend: Any, config_dir: Path, force:
             key="train_ratio",
             fix="e.g. train_ratio=0.98 val_ratio=0.01",
         )
-    return Options(
-        blend_path=blend_path,
-        output_dir=output_dir,
-        output_type=model.output_type,
-        train_ratio=train,
-        val_ratio=val,
-        shard_size=int(blend.options.get("shard_size", model.shard_size)),
-        seed=blend.options.get("seed", model.seed),
-        sample=model.sample,
-        on_bad_row=model.on_bad_row,
-        force=bool(force or model.force),
-        workers=model.workers,
-    )
+    settings = {**model.model_dump(exclude={*PATH_KEYS, "force"}), **blend.options}
+    return Options(blend_path, output_dir, force=bool(force or model.force), **settings)

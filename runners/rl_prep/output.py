@@ -1,10 +1,8 @@
 """rl_prep's output folder: who owns it, whether it is up to date, and how it is replaced.
 
-Work is written to a hidden folder beside `output_dir` and renamed into place when complete,
-the manifest written last, so a killed run leaves the previous output (and its true manifest)
-or nothing. Work folders are named `.<output>.partial-<host>-<pid>` (and `.old-` while an old
-output is swapped out): the output may sit on a filesystem shared by several hosts, so a run
-removes only its own host's folders whose process is gone, never another host's.
+Work goes to `.<output>.partial-<host>-<pid>` beside it and is renamed into place, so a killed run
+leaves the previous output or nothing; on a filesystem shared by hosts, a run removes only its own
+host's dead work folders.
 """
 
 from __future__ import annotations
@@ -84,8 +82,8 @@ def shards(manifest: dict) -> list[dict]:
 
 
 def up_to_date(output_dir: Path, key: str, memo: DigestMemo) -> dict | None:
-    """The existing manifest if it has this run key and every shard it lists is intact: its
-    size and xxh3_128 as recorded (read again only when the shard's stat changed since)."""
+    """The manifest if it has this run key and every shard is intact (size and xxh3_128, read again
+    only when the shard's stat changed)."""
     manifest = read_manifest(output_dir)
     if manifest is None or manifest.get("run_key") != key:
         return None
@@ -110,8 +108,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def clean_stale(output_dir: Path) -> list[str]:
-    """Remove work folders that this host's killed runs left; the ones left alone (another
-    host's, or of unknown origin) are returned so the caller can mention them."""
+    """Remove work folders this host's dead runs left; the other hosts' ones, to mention."""
     here, others = host_name(), []
     for kind in WORK_KINDS:
         prefix = f".{output_dir.name}.{kind}-"

@@ -1,17 +1,6 @@
-"""`_hf_placeholder` rows: rows of NVIDIA's published RL blends that point into other datasets.
-
-Those blends cannot redistribute some sources (DAPO-Math-17k, Skywork-OR1), so such a row holds
-`{"_hf_placeholder": {"row": N, "question_template": ...}, "dataset": NAME, ...}`: row N of the
-source NAME stands for, plus how to rebuild the prompt around its question. The blend says, per
-NAME, where a LOCAL copy of that source is (hf://org/name from the offline caches, a
-`save_to_disk` folder or files) and which paths hold the question and the answer; rl_prep never
-downloads. A resolved row keeps its other fields and gains `question`, `expected_answer` and
-`responses_create_params.input` (one user message with the rebuilt prompt). Templates:
-`dapo` (a dict with prefix/suffix: the source's own instruction paragraphs, first and last,
-are dropped and the question is wrapped in prefix + suffix), `skywork` (a string whose
-`{question}` is replaced; `question` keeps the bare source text), `none` (the question as is).
-A row that cannot be resolved is E-HF-PLACEHOLDER, counted under on_bad_row=skip.
-"""
+"""`_hf_placeholder` rows of NVIDIA's published RL blends, rebuilt from a local copy of the source
+they point into (DAPO-Math-17k, Skywork-OR1 cannot be redistributed); see
+steps/data_prep/rl_prep/README.md, "Placeholder rows". An unresolvable row is E-HF-PLACEHOLDER."""
 
 from __future__ import annotations
 
@@ -19,13 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runners.rl_prep.mapping import lookup, parse_path
 from runners.rl_prep.spec import PlaceholderSource
-from runners.rl_prep.transforms import RowRejected
+from runners.rl_prep.transforms import RowRejected, lookup, parse_path
 
 KEY = "_hf_placeholder"
 CODE = "E-HF-PLACEHOLDER"
-TEMPLATES = ("dapo", "skywork", "none")
 
 
 _TABLES: dict[tuple, list[tuple[Any, Any]]] = {}  # per process: loaded once, then indexed
@@ -33,17 +20,13 @@ _TABLES: dict[tuple, list[tuple[Any, Any]]] = {}  # per process: loaded once, th
 
 def _rows(files: tuple[str, ...]) -> Any:
     from catalog.contracts.json_text import loads
-    from runners.rl_prep.sources import SourceFile, iter_chunks
+    from runners.rl_prep.sources import SourceFile, iter_chunks, read_chunk
 
     for chunk in iter_chunks([SourceFile(Path(f)) for f in files], 4 << 20, None):
         if chunk.rows is not None:
             yield from chunk.rows
             continue
-        with open(chunk.path, "rb") as fh:
-            fh.seek(chunk.offset)
-            for line in fh.read(chunk.length).splitlines():
-                if line.strip():
-                    yield loads(line)
+        yield from (loads(line) for line in read_chunk(chunk).splitlines() if line.strip())
 
 
 def table(src: PlaceholderSource) -> list[tuple[Any, Any]]:
@@ -67,8 +50,8 @@ def _dapo(question: str, template: Any) -> str:
 
 
 def _answer(raw: Any) -> Any:
-    """A JSON list or object given as text gives its first item or value; any other text stays
-    text (`"8"` is kept as the string math_with_judge's `expected_answer: str` reads)."""
+    """A JSON list or object given as text gives its first item or value; other text stays text
+    (math_with_judge reads `expected_answer: str`)."""
     if not isinstance(raw, str) or not raw.lstrip().startswith(("[", "{")):
         return raw
     try:

@@ -1,12 +1,6 @@
 """Prepare a blend into split, sharded JSONL plus a manifest: restartable, atomic, deterministic.
-
-`prepare` checks the config and blend (`options`, `blend`), resolves every input file, and
-either reuses an up-to-date output or builds a new one in a hidden work folder (`build`) and
-swaps it into place (`output`). A run key (blend hash, each input file's path, size and content
-digest, the options) decides whether an existing output is up to date, and its shards must
-still hold the digests the manifest records. It returns a summary and prints
-nothing; `run_step` is the runner entry that also tells the user on stderr.
-"""
+An output is reused when its run key (blend, inputs' digests, options) matches and its shards
+still hold the manifest's digests; else it is built aside and swapped into place."""
 
 from __future__ import annotations
 
@@ -14,6 +8,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -63,8 +58,8 @@ def plan_datasets(blend: Blend, opts: Options) -> list[PlannedDataset]:
 
 
 def _with_placeholder_files(blend: Blend, spec: DatasetSpec) -> tuple[DatasetSpec, list]:
-    """The spec with each placeholder source's local files found (offline; E-HF-OFFLINE or
-    E-BLEND when a copy is missing), and those files for the run key."""
+    """The spec with each placeholder source's local files found (offline; E-HF-OFFLINE or E-BLEND
+    when missing), and those files for the run key."""
     if not spec.placeholders:
         return spec, []
     sources, refs = [], []
@@ -103,10 +98,7 @@ def run_key(blend: Blend, opts: Options, planned: list[PlannedDataset], memo: Di
 
 def _summary(output_dir: Path, manifest: dict, reused: bool) -> dict:
     splits = manifest["splits"]
-    by_code: dict[str, int] = {}
-    for d in manifest["datasets"].values():
-        for code, n in d["skipped"].items():
-            by_code[code] = by_code.get(code, 0) + n
+    by_code = sum((Counter(d["skipped"]) for d in manifest["datasets"].values()), Counter())
     return {
         "output_dir": str(output_dir),
         "manifest": str(output_dir / MANIFEST),
@@ -149,8 +141,8 @@ def _build_into(
     key: str,
     memo: DigestMemo,
 ) -> dict:
-    """Build in a hidden work folder and swap it into place; a folder that cannot take the
-    write is E-OUTPUT-DIR (exit 2) with nothing of this run left."""
+    """Build in a hidden work folder and swap it into place; a folder that cannot take the write is
+    E-OUTPUT-DIR with nothing of this run left."""
     where = existing_folder(output_dir.parent)
     with writing(where, "E-OUTPUT-DIR", f"rl_prep's output {output_dir}", "set output_dir") as made:
         made += make_folders(output_dir.parent)

@@ -1,9 +1,7 @@
 """Split writers: rows go to `split/shard_NNNNNN.jsonl`, a new shard once the size is reached.
 
-Rows are never cut across shards. Rows arrive as views of the chunk being written (or as
-bytes) and are only queued; `flush` hands the queue to one `writev` per shard, so a chunk's
-rows reach the file without being joined in Python. A finished shard is handed to `on_shard`
-(rl_prep hashes it in a worker while the next one is written).
+Rows are never cut across shards. Rows arrive as views (or bytes) and are queued; `flush` writes
+them with one `writev` per shard, never joined in Python. A finished shard goes to `on_shard`.
 """
 
 from __future__ import annotations

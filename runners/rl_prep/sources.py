@@ -1,10 +1,7 @@
-"""Where a dataset's rows come from: local JSONL/Parquet/Arrow files, streamed, never loaded
-whole; CSV and JSON-array files, read whole as NeMo-RL's loader reads them (builder_rows.py).
-
-A dataset's `path` may be a file, a glob, a directory, a list of those, a `save_to_disk` folder,
-or `hf://org/name` (resolved offline by `hub`). Files are sorted so the listing order of the
-filesystem never changes the output.
-"""
+"""Where a dataset's rows come from: JSONL/Parquet/Arrow streamed, CSV and JSON arrays read as
+NeMo-RL's loader reads them. Files are sorted so listing order never changes the output.
+`hf://org/name` is resolved offline, from the hub cache (`huggingface-cli download`) or the
+`datasets` Arrow cache (`load_dataset`); else E-HF-OFFLINE, saying how to fetch it."""
 
 from __future__ import annotations
 
@@ -22,12 +19,13 @@ from catalog.contracts.loader_formats import save_to_disk_files, streamed_as_jso
 from catalog.errors import StepsError
 from runners.digest import DigestMemo
 from runners.rl_prep.blend import Blend
-from runners.rl_prep.hub import HF_PREFIX, resolve_hf
 from runners.rl_prep.spec import DatasetSpec
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 COLUMNAR_SUFFIXES = (".parquet", ".arrow")
-SUFFIXES = (*JSONL_SUFFIXES, *COLUMNAR_SUFFIXES, ".csv")
+DATA_SUFFIXES = (*JSONL_SUFFIXES, *COLUMNAR_SUFFIXES)  # a hub snapshot's data files
+SUFFIXES = (*DATA_SUFFIXES, ".csv")
+HF_PREFIX = "hf://"
 NAMES = "/".join(SUFFIXES)
 BATCH_ROWS = 1024
 
@@ -40,8 +38,8 @@ class SourceFile:
 
     @property
     def kind(self) -> str:
-        """How its rows are read: "jsonl" (streamed in byte ranges), "parquet", "arrow", or
-        "csv" / "json" (a JSON array): read as NeMo-RL's loader reads them (builder_rows)."""
+        """How its rows are read: "jsonl" (byte ranges), "parquet", "arrow", or "csv" / "json" (an
+        array, read as NeMo-RL's loader reads it)."""
         suffix = self.path.suffix.lower()
         if suffix in COLUMNAR_SUFFIXES or suffix == ".csv":
             return suffix.lstrip(".")
@@ -50,14 +48,110 @@ class SourceFile:
         return "jsonl"
 
     def identity(self, memo: DigestMemo) -> list:
-        """Path, size and content digest: an edit that keeps size and mtime (`cp -p`,
-        `rsync -a`) is noticed; a `touch` or a copy with the same bytes is not a change."""
+        """Path, size and content digest: an edit that keeps size and mtime (`cp -p`) is noticed; a
+        `touch` is not a change."""
         return [str(self.path), self.path.stat().st_size, memo.digest(self.path)]
 
     def stat_identity(self) -> list:
         """Free to take; changes on any write to the file (ctime cannot be set back)."""
         st = self.path.stat()
         return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _hf_home() -> Path:
+    return Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
+
+
+def hub_cache() -> Path:
+    """Where `huggingface_hub` keeps downloaded repositories."""
+    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    return Path(env).expanduser() if env else _hf_home() / "hub"
+
+
+def datasets_cache() -> Path:
+    """Where `datasets.load_dataset` keeps prepared Arrow files."""
+    env = os.environ.get("HF_DATASETS_CACHE")
+    return Path(env).expanduser() if env else _hf_home() / "datasets"
+
+
+def _matches_split(path: Path, root: Path, split: str) -> bool:
+    stem = path.name.split(".")[0]
+    if stem == split or stem.startswith((f"{split}-", f"{split}_")):
+        return True
+    return split in path.relative_to(root).parts[:-1]
+
+
+def _snapshot_files(repo: str, split: str, subset: str | None) -> list[Path]:
+    base = hub_cache() / f"datasets--{repo.replace('/', '--')}"
+    snapshots = base / "snapshots"
+    if not snapshots.is_dir():
+        return []
+    ref = base / "refs" / "main"
+    revision = ref.read_text().strip() if ref.is_file() else ""
+    if revision and (snapshots / revision).is_dir():
+        snap = snapshots / revision
+    else:
+        candidates = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=os.path.getmtime)
+        if not candidates:
+            return []
+        snap = candidates[-1]
+    root = snap / subset if subset and (snap / subset).is_dir() else snap
+    files = sorted(
+        p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES)
+    )
+    chosen = [p for p in files if _matches_split(p, root, split)]
+    if not chosen and split == "train" and len(files) == 1:
+        chosen = files  # a one-file dataset is its own train split, as in `datasets`
+    return chosen
+
+
+def _arrow_cache_files(repo: str, split: str, subset: str | None) -> list[Path]:
+    base = datasets_cache() / repo.replace("/", "___")
+    config_dir = base / (subset or "default")
+    if not config_dir.is_dir():
+        return []
+    builds = sorted(
+        (p for p in config_dir.glob("*/*") if p.is_dir()), key=lambda p: p.stat().st_mtime
+    )
+    for build in reversed(builds):
+        files = sorted(build.glob(f"*-{split}.arrow")) + sorted(
+            build.glob(f"*-{split}-*-of-*.arrow")
+        )
+        if files:
+            return files
+    return []
+
+
+def resolve_hf(uri: str, spec: DatasetSpec, blend: Blend) -> list[Path]:
+    """Local files holding `split`/`subset` of an hf:// dataset, or E-HF-OFFLINE."""
+    repo = uri[len(HF_PREFIX) :].strip("/")
+    if repo.count("/") != 1:
+        raise StepsError(
+            "E-BLEND",
+            f"dataset `{spec.name}`: `{uri}` is not hf://org/name",
+            path=str(blend.path),
+            line=spec.line,
+            fix="write the hub id as hf://org/name and put split/subset in their own keys",
+        )
+    files = _snapshot_files(repo, spec.split, spec.subset) or _arrow_cache_files(
+        repo, spec.split, spec.subset
+    )
+    if files:
+        return files
+    subset = f" {spec.subset}" if spec.subset else ""
+    subset_arg = f", {spec.subset!r}" if spec.subset else ""
+    raise StepsError(
+        "E-HF-OFFLINE",
+        f"dataset `{spec.name}`: {uri} (split {spec.split!r}{subset}) is not in the local "
+        f"Hugging Face caches ({hub_cache()}, {datasets_cache()}); rl_prep never downloads",
+        path=str(blend.path),
+        line=spec.line,
+        fix=(
+            f"on a node with network, run `huggingface-cli download --repo-type dataset {repo}` "
+            f"with the same HF_HOME, or `datasets.load_dataset({repo!r}{subset_arg}, "
+            f"split={spec.split!r}).save_to_disk(DIR)` and set this dataset's path to DIR"
+        ),
+    )
 
 
 def _missing(blend: Blend, spec: DatasetSpec, what: str) -> StepsError:
@@ -83,7 +177,7 @@ def resolve_files(blend: Blend, spec: DatasetSpec) -> list[SourceFile]:
             continue
         target = Path(raw).expanduser()
         if not target.is_absolute():
-            target = blend.folder / target
+            target = blend.path.parent / target
         if any(ch in raw for ch in "*?["):
             matches = sorted(Path(p) for p in globlib.glob(str(target), recursive=True))
             files = [p for p in matches if p.is_file() and p.suffix.lower() in SUFFIXES]
@@ -123,8 +217,7 @@ def _check_readable(blend: Blend, spec: DatasetSpec, path: Path) -> None:
 
 
 def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
-    """(offset, length) of consecutive runs of whole lines, about `chunk_bytes` each; only the
-    line that crosses each cut is read (in bounded blocks), not the data."""
+    """(offset, length) of runs of whole lines, about `chunk_bytes` each."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         start = 0
@@ -143,8 +236,7 @@ def _jsonl_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
 
 
 def _first_rows(data: bytes, n: int) -> tuple[int, int]:
-    """The length of the prefix of `data` holding its first `n` non-blank lines, and how many
-    it holds."""
+    """(length of the prefix of `data` holding its first `n` non-blank lines, how many it holds)."""
     kept, end = 0, 0
     for piece in data.splitlines(keepends=True):
         if kept == n:
@@ -156,15 +248,21 @@ def _first_rows(data: bytes, n: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Consecutive rows of one file: `length` bytes of whole JSONL lines at `offset` (the
-    worker reads them itself), or decoded Parquet/Arrow rows. Row and line numbers inside a
-    chunk count from 1; the caller adds the lines of the file's earlier chunks."""
+    """Consecutive rows of one file: `length` bytes of whole JSONL lines at `offset`, or decoded
+    Parquet/Arrow rows. Line numbers count from 1 within the chunk."""
 
     path: str
     offset: int = 0
     length: int = 0
     rows: list | None = None
     share: int | None = None  # decoded rows: the file bytes they stand for (None: not known)
+
+
+def read_chunk(chunk: Chunk) -> bytes:
+    """The bytes of a JSONL chunk."""
+    with open(chunk.path, "rb") as fh:
+        fh.seek(chunk.offset)
+        return fh.read(chunk.length)
 
 
 def iter_chunks(files: list[SourceFile], chunk_bytes: int, sample: int | None) -> Iterator[Chunk]:
@@ -220,9 +318,8 @@ def _row_count(src: SourceFile) -> int | None:
 
 
 def _builder_batches(path: Path, builder: str, limit: int | None) -> Iterator[list]:
-    """A CSV or JSON array file's rows (every one, or the first `limit`), read lazily and
-    typed as NeMo-RL's loader types them; a file that loader fails on is its finding (E-CSV /
-    E-JSON), raised where the read reaches it."""
+    """A CSV or JSON array file's rows (all, or the first `limit`), typed as NeMo-RL's loader types
+    them; its E-CSV/E-JSON finding is raised where the read reaches it."""
     out = BuilderRows(builder, max_bytes=None)
     batch: list = []
     for n, (_, _, row) in enumerate(iter_builder_rows(path, out), 1):

@@ -1,8 +1,5 @@
-"""One dataset of an rl_prep blend: the record `blend` parses and `transforms` and `sources` read.
-
-It lives apart from `blend` so that the modules `blend` imports (options -> transforms) can name it
-without importing `blend` back.
-"""
+"""One dataset of an rl_prep blend (apart from `blend`, so `transforms` can name it without a
+cycle)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Deterministic split and weight decisions from a row's content, the seed and its dataset.
-
-Each row gets two 64-bit numbers from one XXH3-128 of its content, seeded by (seed, dataset
-name); content is the source line without surrounding whitespace (JSONL) or the row's canonical
-JSON (Parquet/Arrow). Read as fractions of 2**64:
-- `u` picks the split: u < train_ratio -> train, u < train_ratio + val_ratio -> val, else test.
-  A row's split therefore depends on nothing but its content, the seed and its dataset's name:
-  not on file order, other rows or other datasets. Identical rows land in the same split, so
-  duplicates never leak from train into val or test.
-- `v` implements the weight, which applies to train only (held-out rows are written once):
-  a train row is written floor(weight) times, plus once more when v < frac(weight). So weight 2
-  doubles a dataset, 0.25 keeps a deterministic quarter of its train rows, 0 keeps none.
-
-XXH3 is not a cryptographic hash and needs none of its cost: the split only has to be uniform
-and reproducible, and it runs once per row at several GB/s.
-"""
+"""Deterministic split and weight decisions from a row's content, the seed and its dataset (see
+steps/data_prep/rl_prep/README.md, "Splits and weights"). XXH3, not a cryptographic hash: the
+split needs only uniform, reproducible numbers at several GB/s."""
 
 from __future__ import annotations
 
@@ -62,8 +49,7 @@ class Splitter:
             object.__setattr__(self, name, value)
 
     def decide(self, content: bytes) -> tuple[str, int, int]:
-        """A row's split, its `u` (as an integer below 2**64) and how many times it is written
-        (1 outside train)."""
+        """A row's split, its `u` (below 2**64) and how many times it is written."""
         h = xxhash.xxh3_128_intdigest(content, self._key)
         u = h >> 64
         if u >= self._train_cut:

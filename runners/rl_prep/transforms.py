@@ -1,20 +1,23 @@
-"""Row transforms: reshape a source row into the form its output type's contract expects.
-
-Each transform takes a parsed row (a dict) and the dataset's spec and returns `(row, changed)`.
-`changed=False` lets the writer copy the original line bytes instead of re-serializing. A row
-a transform cannot reshape is returned unchanged (the output contract then names what is wrong)
-or, when it is valid input that has no output form, rejected with `RowRejected`.
-"""
+"""Row transforms: each takes a row and the dataset's spec and returns `(row, changed)`;
+`changed=False` lets the writer copy the original bytes. A row with no output form is
+`RowRejected`. Before the transform, a blend's `map` sets row fields from dotted source paths
+(steps/data_prep/rl_prep/README.md, "Mapping fields"); a row lacking one, or null there
+(Parquet's missing struct field), is E-BLEND-MAP."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runners.rl_prep.spec import DatasetSpec
 
 Transform = Callable[[dict, "DatasetSpec"], tuple[dict, bool]]
+DottedPath = tuple[str | int, ...]
+_INDEX = re.compile(r"-?\d+")
+_KEY = re.compile(r"[^.\s]+")
 
 # Fields a NeMo-Gym prompt is built from when `responses_create_params` is absent, in order.
 PROMPT_FIELDS = ("messages", "prompt", "question", "problem", "input")
@@ -87,6 +90,71 @@ class RowRejected(Exception):
         self.code, self.field, self.message, self.fix = code, field, message, fix
 
 
+@lru_cache(maxsize=1024)
+def parse_path(text: str, targets_only: bool = False) -> DottedPath:
+    """`a.0.b` -> ("a", 0, "b"); ValueError naming the problem for a path that is not one."""
+    if not text or text != text.strip():
+        raise ValueError(f"`{text}` is not a dotted path (empty, or spaces around it)")
+    parts: list[str | int] = []
+    for seg in text.split("."):
+        if not _KEY.fullmatch(seg):
+            raise ValueError(f"`{text}` has an empty or blank segment (write a.b.0.c)")
+        if _INDEX.fullmatch(seg):
+            if targets_only:
+                raise ValueError(f"`{text}`: a target is made of field names, not list indexes")
+            parts.append(int(seg))
+        else:
+            parts.append(seg)
+    return tuple(parts)
+
+
+def lookup(row: Any, path: DottedPath) -> tuple[bool, Any, str]:
+    """(found, value, where it stopped): `where` names the first missing segment when not found."""
+    value = row
+    for depth, seg in enumerate(path):
+        if isinstance(seg, int):
+            ok = isinstance(value, list) and -len(value) <= seg < len(value)
+        else:
+            ok = isinstance(value, dict) and seg in value
+        if not ok:
+            parent = ".".join(str(p) for p in path[:depth]) or "the row"
+            kind = type(value).__name__ if value is not None else "null"
+            what = f"index {seg}" if isinstance(seg, int) else f"key `{seg}`"
+            return False, None, f"{parent} ({kind}) has no {what}"
+        value = value[seg]
+    return True, value, ""
+
+
+def _put(row: dict, target: DottedPath, value: Any) -> None:
+    node = row
+    for seg in target[:-1]:
+        child = node.get(seg)  # type: ignore[call-overload]
+        if not isinstance(child, dict):
+            child = node[seg] = {}  # type: ignore[index]
+        else:
+            child = node[seg] = dict(child)  # type: ignore[index]  # never edit the source's
+        node = child
+    node[target[-1]] = value  # type: ignore[index]
+
+
+def apply_map(row: dict, fields: tuple[tuple[str, str], ...]) -> dict:
+    """A copy of `row` with every mapped field set from its source path (E-BLEND-MAP if absent)."""
+    out = dict(row)
+    for target, source in fields:
+        found, value, where = lookup(row, parse_path(source))
+        if found and value is None:  # Parquet has no "absent": a missing struct field is null
+            found, where = False, f"{source} is null"
+        if not found:
+            raise RowRejected(
+                "E-BLEND-MAP",
+                target,
+                f"maps from `{source}`, which this row lacks: {where}",
+                f"fix `map: {{{target}: {source}}}` in the blend to a path every row has",
+            )
+        _put(out, parse_path(target, targets_only=True), value)
+    return out
+
+
 def _response_text(value: Any, field: str) -> Any:
     """A response as the single string BinaryPreferenceDataset reads."""
     if isinstance(value, str):
@@ -102,36 +170,30 @@ def _response_text(value: Any, field: str) -> Any:
     )
 
 
-def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
-    """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter.
+def _bad_completions(message: str, fix: str) -> RowRejected:
+    return RowRejected("E-DPO-ROW", "completions", message, fix)
 
-    `{prompt, chosen, rejected}` (prompt a string or a message list, each response a string) is
-    what the DPO step reads with NeMo-RL's BinaryPreferenceDataset. From ranked completions the
-    lower rank is chosen, as NeMo-RL's preference processor does; a single-message response
-    becomes its content string. Other fields are kept.
-    """
+
+def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
+    """Normalize `{context, completions}` and `{prompt, chosen, rejected}` to the latter (what
+    NeMo-RL's BinaryPreferenceDataset reads): the lower rank is chosen, as NeMo-RL's preference
+    processor does; a one-message response becomes its content string."""
     if "context" in row and "completions" in row and "prompt" not in row:
         comps = row["completions"]
         if not isinstance(comps, list) or len(comps) != 2:
             n = len(comps) if isinstance(comps, list) else type(comps).__name__
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 f"expected exactly two completions, got {n}",
                 "keep the best and the worst completion of each prompt",
             )
         ranks = [c.get("rank") if isinstance(c, dict) else None for c in comps]
         if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 "every completion needs an integer rank",
                 "add rank 0 to the preferred completion and 1 to the other",
             )
         if ranks[0] == ranks[1]:
-            raise RowRejected(
-                "E-DPO-ROW",
-                "completions",
+            raise _bad_completions(
                 f"both completions have rank {ranks[0]}; a tie has no chosen response",
                 "give the preferred completion the lower rank, or drop the tie",
             )
@@ -154,11 +216,8 @@ def preference(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
 
 
 def nemotron_rl(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
-    """`responses_create_params.{input, tools}` -> `messages` (+ `tools`), for chat consumers.
-
-    Unlike Nemotron's transform of the same name, the other fields (verifier data, agent_ref)
-    are kept rather than dropped.
-    """
+    """`responses_create_params.{input, tools}` -> `messages` (+ `tools`); unlike Nemotron's
+    transform of that name, the other fields are kept."""
     params = row.get("responses_create_params")
     if not isinstance(params, dict):
         return row, False
@@ -177,8 +236,7 @@ def passthrough(row: dict, spec: DatasetSpec) -> tuple[dict, bool]:
     return row, False
 
 
-# Transforms that return a row unchanged when it already passes the output contract, so a line
-# the contract's fast pre-filter accepts can be copied without parsing it.
+# Transforms that keep a row passing the contract as is: an accepted line is copied unparsed.
 KEEPS_VALID_ROWS = frozenset({"nemo_gym", "passthrough"})
 
 TRANSFORMS: dict[str, Transform] = {

@@ -1,6 +1,5 @@
-"""Imported once by the forkserver that rl_prep's workers are forked from (build._Workers):
-the worker code and every output type's row check are ready before the first fork, so a worker
-starts warm instead of loading them per run (a tiny input then costs milliseconds, not 0.1 s)."""
+"""Imported once by the forkserver rl_prep's workers fork from (build._Workers), so a worker starts
+with the code and row checks loaded (a tiny input costs milliseconds, not 0.1 s)."""
 
 import xxhash  # noqa: F401 - the shard digests' fast hash
 

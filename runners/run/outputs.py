@@ -47,9 +47,10 @@ def wandb_settings(config: dict, env_file: str | None, env: dict, cwd: Path):
 
 
 def wandb_findings(plan_env_file: str | None, env: dict, cwd: Path) -> list[Finding]:
-    """The `[wandb]` table's findings, before any work (runners.artifacts.wandb_check)."""
+    """The `[wandb]` table as W&B will take it when this run's outputs are logged: the dry run
+    and the run say the same, before any work (runners.artifacts.wandb_log)."""
     from catalog.tomlfile import key_lines
-    from runners.artifacts.wandb_check import table_findings
+    from runners.artifacts.wandb_log import table_findings
 
     path, table = wandb_table(plan_env_file, env, cwd)
     if path is None or not isinstance(table, dict):

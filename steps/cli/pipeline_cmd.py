@@ -126,7 +126,7 @@ def _resolve_names(plan, pf, args) -> None:
     import os
 
     from catalog.types import load_catalog_types
-    from runners.pipeline.inputs import resolve_named_inputs
+    from runners.artifacts.resolve import resolve_named_inputs
     from runners.rundir import runs_root
 
     if all(b.hub or os.path.exists(b.value) for b in plan.inputs.values()):
