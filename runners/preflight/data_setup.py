@@ -33,7 +33,8 @@ from runners.preflight.topology import (
     uses_gym,
 )
 
-# Registry names whose class reads `data_path` (0.6.0, 0.7.0, the pin).
+# Registry names whose class reads `data_path` (0.6.0, 0.7.0, the pin: v0.7.0
+# preference_datasets/__init__.py:25-32 and response_datasets/__init__.py name the classes).
 READS_DATA_PATH = {
     "dpo": ("BinaryPreferenceDataset", "PreferenceDataset"),
     "grpo": ("ResponseDataset", "NemoGymDataset", "openai_format", "general-conversation-jsonl"),

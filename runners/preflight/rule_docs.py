@@ -49,7 +49,8 @@ class Row:
 
 
 def _place(spec: RuleSpec) -> tuple[int, str, int]:
-    """Where a rule is written: its module's place in RULE_MODULES, then its line."""
+    """Where a rule is written: its module's place in RULE_MODULES, then its line (not the
+    order of registration, which depends on what imported a rule module first)."""
     from runners.preflight import RULE_MODULES
 
     module = spec.func.__module__
