@@ -147,6 +147,36 @@ def _bytecode(config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         for name in ("steps", "runners", "catalog"):
             compileall.compile_dir(REPO / name, quiet=1)
+        if (getattr(config.option, "numprocesses", None) or 0) > 1:
+            _rewrite_once(config)
+
+
+def _rewrite_once(config) -> None:
+    """In a fresh clone (CI), pytest's assertion rewriting of the test modules (~2.7 s of CPU)
+    would be done by every xdist worker at once, each finding no cache: two collections here,
+    one half of the files each, write that cache first. Skipped when it is there."""
+    files = sorted((REPO / "tests").glob("test_*.py"))
+    cache = REPO / "tests" / "__pycache__"
+
+    def cached(f: Path) -> bool:
+        pycs = cache.glob(f"{f.stem}.*-pytest-*.pyc")
+        return any(c.stat().st_mtime >= f.stat().st_mtime for c in pycs)
+
+    cold = [f for f in files if not cached(f)]
+    if len(cold) < len(files) // 2:
+        return
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts="]
+    cmd += ["-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:hydra_pytest", "-p", "no:anyio"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [
+        subprocess.Popen([*cmd, *map(str, half)], cwd=REPO, **quiet)
+        for half in (cold[0::2], cold[1::2])
+    ]
+    for proc in procs:
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 # What makes a test a `lab` test: it needs a real daemon (Slurm, sshd, a Ray head), through a
