@@ -147,7 +147,8 @@ def _bytecode(config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         for name in ("steps", "runners", "catalog"):
             compileall.compile_dir(REPO / name, quiet=1)
-        if (getattr(config.option, "numprocesses", None) or 0) > 1:
+        workers = getattr(config.option, "numprocesses", None)  # xdist's -n, an int by now
+        if isinstance(workers, int) and workers > 1:
             _rewrite_once(config)
 
 
