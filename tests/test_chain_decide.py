@@ -148,7 +148,7 @@ def _slurm(time: str = "04:00:00", margin: str = "00:15:00") -> SlurmProfile:
 
 
 def test_each_segment_saves_before_the_time_limit_minus_the_margin():
-    tokens, findings, deadline, source = chain_overrides(_config(), "dpo", _slurm(), "w1", True)
+    tokens, findings, deadline, source = chain_overrides(_config(), _slurm(), "w1", True)
     assert findings == [] and (deadline, source) == ("00:03:45:00", "chain")
     assert "++checkpointing.checkpoint_must_save_by=00:03:45:00" in tokens
     assert {"++logger.wandb.id=w1", "++logger.wandb.resume=allow"} <= set(tokens)
@@ -156,13 +156,13 @@ def test_each_segment_saves_before_the_time_limit_minus_the_margin():
 
 def test_a_deadline_the_user_set_is_kept():
     user = _config(checkpoint_must_save_by="00:02:00:00")
-    tokens, findings, deadline, source = chain_overrides(user, "dpo", _slurm(), "w1", True)
+    tokens, findings, deadline, source = chain_overrides(user, _slurm(), "w1", True)
     assert (deadline, source, findings) == ("00:02:00:00", "user", [])
     assert not [t for t in tokens if "checkpoint_must_save_by" in t]
 
 
 def test_a_nemo_rl_without_the_deadline_key_warns_and_relies_on_save_period():
-    _, findings, deadline, source = chain_overrides(_config(), "dpo", _slurm(), "w1", False)
+    _, findings, deadline, source = chain_overrides(_config(), _slurm(), "w1", False)
     assert (deadline, source) == (None, "unsupported")
     assert [(f.code, f.key) for f in findings] == [
         ("W-CHAIN-DEADLINE", "checkpointing.save_period")
@@ -170,20 +170,20 @@ def test_a_nemo_rl_without_the_deadline_key_warns_and_relies_on_save_period():
 
 
 def test_a_margin_that_leaves_no_training_time_is_an_error():
-    _, findings, _, _ = chain_overrides(_config(), "dpo", _slurm("00:10:00"), "w1", True)
+    _, findings, _, _ = chain_overrides(_config(), _slurm("00:10:00"), "w1", True)
     assert [f.code for f in findings] == ["E-CHAIN-TIME"]
 
 
 def test_a_chain_without_checkpoints_cannot_resume():
     off = _config()
     off["checkpointing"]["enabled"] = False
-    _, findings, _, _ = chain_overrides(off, "dpo", _slurm(), "w1", True)
+    _, findings, _, _ = chain_overrides(off, _slurm(), "w1", True)
     assert [f.code for f in findings] == ["E-CHAIN-CHECKPOINTING"]
 
 
 def test_a_deadline_of_the_users_later_than_the_time_limit_is_kept_with_a_warning():
     late = _config(checkpoint_must_save_by="00:05:00:00")  # a 4-hour job would be killed first
-    tokens, findings, deadline, source = chain_overrides(late, "dpo", _slurm(), "w1", True)
+    tokens, findings, deadline, source = chain_overrides(late, _slurm(), "w1", True)
     assert (deadline, source) == ("00:05:00:00", "user")
     assert not [t for t in tokens if "checkpoint_must_save_by" in t]
     (warning,) = findings

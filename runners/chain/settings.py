@@ -78,7 +78,6 @@ def _late_deadline(user: str, profile: Any) -> Finding | None:
 
 def chain_overrides(
     resolved: dict,
-    algorithm: str,
     profile: Any,
     wandb_id: str,
     has_deadline_key: bool,
@@ -173,12 +172,9 @@ def plan_chain(
     found = cached_schema_for(algorithm, nrl.checkout, nrl.version) if nrl else None
     wandb_id = f"steps-{s.step_id.rsplit('/', 1)[-1]}-{run_dir.name}".lower()
     resolved = compiled.resolved()
+    has_key = has_deadline_key(found.doc if found else None)
     tokens, findings, deadline, source = chain_overrides(
-        resolved,
-        algorithm,
-        s.target.profile,
-        wandb_id,
-        has_deadline_key(found.doc if found else None),
+        resolved, s.target.profile, wandb_id, has_key
     )
     if tokens:
         apply_overrides(compiled.config, tokens)

@@ -3,8 +3,6 @@ on a cluster `steps run` from the copy of our code staged with the run dir (no G
 
 from __future__ import annotations
 
-import shlex
-
 from runners.kinds.base import LocalRun, Prepared, RunnerKind, Setting
 
 
@@ -22,8 +20,7 @@ class RlPrep(RunnerKind):
 
         assert s.target is not None
         job_dir = config.rsplit("/", 1)[0]
-        named = s.target.profile.steps_launcher
-        launcher = shlex.split(named) if named else steps_command(job_dir)
+        launcher = steps_command(job_dir, s.target.profile)
         force = ["--force"] if s.force else []  # config.yaml has the overrides, not the flags
         return [*launcher, "run", s.step_id, "-c", config, *force], job_dir
 

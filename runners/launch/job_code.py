@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shlex
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from runners.omegaconf_internals import SUPPORTED
 
@@ -178,9 +179,11 @@ def ship(shell: Stager, run_dir: Path, remote_dir: str) -> str | None:
     return remote
 
 
-def steps_command(job_dir: str) -> list[str]:
-    """How a job runs `steps` from the staged copy (the first `python3` on the job's PATH)."""
-    return ["python3", f"{job_dir}/{CODE}"]
+def steps_command(job_dir: str, profile: Any, python: str = "python3") -> list[str]:
+    """How a job runs `steps`: the profile's `steps_launcher`, else `python` (the first
+    `python3` on the job's PATH) on the copy staged with the run dir."""
+    named = profile.steps_launcher
+    return shlex.split(named) if named else [*shlex.split(python), f"{job_dir}/{CODE}"]
 
 
 def segment_program(job_dir: str) -> str:

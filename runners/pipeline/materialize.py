@@ -7,7 +7,6 @@ the program is exec'd."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -66,9 +65,9 @@ def first(run: Any, target: Any) -> None:
     files = run.files
     if files is None or not files.binding.later or run.request is None:
         return
-    named = target.profile.steps_launcher
-    code = f"{run.job_dir}/code"
-    launcher = shlex.split(named) if named else [*shlex.split(target.profile.launcher), code]
+    from runners.launch.job_code import steps_command
+
+    launcher = steps_command(run.job_dir, target.profile, target.profile.launcher)
     run.command = run.request.command = [*launcher, SUBCOMMAND, run.job_dir, "--", *run.command]
 
 

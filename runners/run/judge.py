@@ -11,7 +11,6 @@ run.json's `judge` holds its record and, once it ended, its `report` read from i
 from __future__ import annotations
 
 import math
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,8 +57,7 @@ def plan_judge(
         return None, "skipped (STEPS_UPSTREAM_JUDGE_SECONDS=0 in the profile's env)"
     from runners.launch.job_code import steps_command
 
-    named = target.profile.steps_launcher
-    steps = shlex.split(named) if named else steps_command(req.job_dir)
+    steps = steps_command(req.job_dir, target.profile)
     argv = [*steps, "upstream-judge", req.job_dir, "--launcher", launcher]
     from runners.launch.profiles.values import slurm_seconds
 
