@@ -21,8 +21,8 @@ A worked example, two files beside each other:
     >>> c.resolved()
     {'policy': {'lr': 3e-06, 'devices': [2], 'max_steps': 100, 'warmup': 10.0, 'seed': 7},
      'loss': {'kind': 'sft'}}
-    >>> c.sources, c.locate("policy.max_steps"), c.locate("policy.lr")
-    ([.../base.yaml, .../child.yaml], ('.../base.yaml', 4), ("override 'policy.lr=3e-6'", None))
+    >>> [p.name for p in c.sources], c.locate("policy.max_steps"), c.locate("policy.lr")
+    (['base.yaml', 'child.yaml'], ('base.yaml', 4), ("override 'policy.lr=3e-6'", None))
 
 `policy.seed=7` without the `+` is E-OVERRIDE-KEY (struct mode: no new keys), as in NeMo-RL.
 """
