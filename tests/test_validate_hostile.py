@@ -30,7 +30,8 @@ JSONL_TYPES = ("training_jsonl", "nemo_gym_jsonl", "preference_jsonl", "verifiab
 DEEP = {
     "arrays": "[" * 100_000 + "]" * 100_000,
     "objects": '{"a":' * 50_000 + "1" + "}" * 50_000,
-    "in_a_row": '{"messages": ' + "[" * 5_000 + "]" * 5_000 + "}",
+    # deeper than the json reader of every supported Python goes (3.13's reads 9,998 levels)
+    "in_a_row": '{"messages": ' + "[" * 20_000 + "]" * 20_000 + "}",
 }
 
 

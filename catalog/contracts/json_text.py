@@ -1,9 +1,11 @@
 """The one reader of JSONL text for the contracts: bad input is a ValueError worded for a finding.
 
-JSON nested deeper than Python's recursion limit makes msgspec and the standard library (so
+JSON nested deeper than the json reader goes makes msgspec and the standard library (so
 NeMo-RL's and NeMo-Gym's `json.loads` too) raise RecursionError: here it is "nested deeper than
-N levels". A file's first bytes are looked at once: a compressed stream or a byte order mark
-would otherwise fail every line, or the first, with no hint of the cause.
+Python 3.X's json reader goes". How deep that is depends on the release (measured: 994 levels on
+3.10/3.11, the recursion limit; 1,497 on 3.12 and 9,998 on 3.13, C recursion limits).
+A file's first bytes are looked at once: a compressed stream or a byte order mark would otherwise
+fail every line, or the first, with no hint of the cause.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _LENIENT = re.compile(rb"NaN|Infinity|\\u")
 fast_decode = msgspec.json.Decoder().decode
 FAST_ERRORS = (msgspec.DecodeError, ValueError, RecursionError)
 _raw_decode = json.JSONDecoder().raw_decode
+JSON_DEPTH = "about 1,000 levels before 3.12, 1,500 on 3.12, 10,000 on 3.13"
 
 
 def strict_loads(line: bytes) -> Any:
@@ -46,8 +49,8 @@ def strict_loads(line: bytes) -> Any:
         row, end = _raw_decode(text)
     except RecursionError:
         raise ValueError(
-            f"invalid JSON: nested deeper than Python's json reader goes (about "
-            f"{sys.getrecursionlimit()} levels; it stops with RecursionError)"
+            f"invalid JSON: nested deeper than Python {'.'.join(map(str, sys.version_info[:2]))}'s"
+            f" json reader goes ({JSON_DEPTH}; it stops with RecursionError)"
         ) from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
