@@ -9,6 +9,7 @@ and GRPO steps (`steps run ... --dry-run`), or by `validate` (the same judge).
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 from pathlib import Path
 
@@ -450,3 +451,16 @@ def test_rl_prep_csv_with_a_ragged_row_is_e_csv_at_its_line(tmp_path: Path) -> N
         prep(blend, tmp_path / "out")
     f = exc.value.finding
     assert (f.code, f.path, f.line) == ("E-CSV", str(tmp_path / "raw.csv"), 3)
+
+
+def test_a_pyarrow_without_parquets_schema_depth_keyword_is_not_given_it():
+    """pyarrow 25 and older (all Python 3.10 has) know no schema_depth_limit: passing it crashed
+    every Parquet read there; pyarrow 26 gets the deeper limit."""
+    from catalog.contracts import columnar
+
+    def parquet_file_25(source, *, metadata=None, thrift_container_size_limit=None):
+        """ParquetFile's keywords before pyarrow 26 (a few of them)."""
+
+    assert columnar._depth_limit(parquet_file_25) == {}
+    has = "schema_depth_limit" in str(inspect.signature(pq.ParquetFile))
+    assert columnar._depth_limit(pq.ParquetFile) == ({"schema_depth_limit": 512} if has else {})

@@ -13,14 +13,17 @@ durations) its exact text. NaN stays NaN, as in a JSONL row.
 from __future__ import annotations
 
 import base64
+import inspect
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import StepsError
 
-SCHEMA_DEPTH = 512  # pyarrow's default, 100, refuses real nested data; deeper rows would not
-# survive Python's recursion limit in json.dumps anyway
+SCHEMA_DEPTH = 512  # pyarrow 26's default, 100, refuses real nested data; deeper rows would not
+# survive Python's recursion limit in json.dumps anyway (pyarrow 25 and older have no such limit,
+# nor the keyword, and 26 needs Python 3.11+)
 MAX_COLUMNS_TRIED = 256  # columns read one by one to name the damaged one
 _JSONL_START = (b"{", b"[")
 
@@ -37,6 +40,13 @@ def _pyarrow(what: str, extra: str, path: Path) -> Any:
             fix=f"pip install 'nemo-rl-steps[{extra}]' (or pip install pyarrow)",
         ) from None
     return pa
+
+
+@cache
+def _depth_limit(parquet_file: Any) -> dict[str, int]:
+    """The schema depth keyword for pyarrow's ParquetFile, where it has one."""
+    known = inspect.signature(parquet_file).parameters
+    return {"schema_depth_limit": SCHEMA_DEPTH} if "schema_depth_limit" in known else {}
 
 
 def _errors(pa: Any) -> tuple[type[BaseException], ...]:
@@ -108,7 +118,7 @@ def parquet_batches(path: Path, batch_rows: int) -> Iterator[list]:
     pa = _pyarrow("Parquet", "parquet", path)
     errors = _errors(pa)
     try:
-        pf = pa.parquet.ParquetFile(path, schema_depth_limit=SCHEMA_DEPTH)
+        pf = pa.parquet.ParquetFile(path, **_depth_limit(pa.parquet.ParquetFile))
         plain = _plain(pa, pa.struct(list(pf.schema_arrow)))
     except errors as exc:
         raise _damaged("E-PARQUET", path, exc) from None
