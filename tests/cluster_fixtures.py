@@ -323,6 +323,12 @@ def ray_token_head():
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip("ray is not installed: pip install -e '.[ray]'")
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    if Version(version("ray")) < Version("2.52"):
+        pytest.skip(f"Ray {version('ray')} has no token authentication (Ray 2.52 added it)")
     head = _start_ray_head_retrying(ray_bin, token=RAY_TOKEN)
     try:
         yield {"url": head["url"], "token": RAY_TOKEN}
@@ -372,6 +378,18 @@ LIGHT_HEAD = {
 }
 
 
+@functools.cache
+def _without_log_monitor() -> list[str]:
+    """`--include-log-monitor=false` where this Ray's `ray start` has it (2.40, the floor of the
+    `ray` extra, has not), read from its source rather than a second `ray start --help`."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ray")
+    scripts = Path(spec.origin).parent / "scripts" / "scripts.py" if spec and spec.origin else None
+    known = scripts is not None and "--include-log-monitor" in scripts.read_text(encoding="utf-8")
+    return ["--include-log-monitor=false"] if known else []
+
+
 def _start_ray_head(ray_bin: Path, token: str | None = None) -> dict:
     """`ray start --head --block` in a session of its own; {url, pid, dir} once it is ready.
     With `token`, the head runs with Ray's token authentication (RAY_AUTH_MODE=token)."""
@@ -406,7 +424,7 @@ def _start_ray_head(ray_bin: Path, token: str | None = None) -> dict:
              # Neither an autoscaler for one fixed node nor the log monitor (it streams workers'
              # output to `ray.init` drivers; the Jobs API reads a job's log file itself): ~3
              # CPU-seconds less a head, and less while it idles.
-             "--no-monitor", "--include-log-monitor=false"],
+             "--no-monitor", *_without_log_monitor()],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     head = {"url": f"http://127.0.0.1:{port}", "pid": proc.pid, "dir": str(d)}

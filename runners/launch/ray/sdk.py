@@ -117,8 +117,11 @@ def refusal(status: int | None, address: str) -> StepsError | None:
 def bounded_client(address: str, timeout: float) -> Any:
     """Ray's JobSubmissionClient with our token header, every HTTP call bounded (Ray sets no
     timeout: a hung job agent would keep us waiting), a 401/403 raised as E-RAY-AUTH."""
-    from ray.exceptions import AuthenticationError
+    import ray.exceptions
     from ray.job_submission import JobSubmissionClient
+
+    # Ray's token auth and its error came after 2.40, the `ray` extra's floor: () catches nothing
+    refused: Any = getattr(ray.exceptions, "AuthenticationError", ())
 
     class Bounded(JobSubmissionClient):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -129,7 +132,7 @@ def bounded_client(address: str, timeout: float) -> Any:
             kwargs.setdefault("timeout", self.timeout)
             try:
                 return super()._do_request(method, endpoint, **kwargs)
-            except AuthenticationError as exc:
+            except refused as exc:
                 status = 403 if str(exc).startswith("Authentication failed") else 401
                 raise refusal(status, address) or exc from None
 
