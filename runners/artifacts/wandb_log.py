@@ -161,6 +161,17 @@ def import_wandb() -> Any:
     return wandb
 
 
+def _new_run(wandb: Any) -> str | bool:
+    """wandb.init's `reinit` for a run of its own beside any other: "create_new" from wandb
+    0.19.10; True before (the previous run is finished, and ours are finished at once anyway)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return "create_new" if Version(wandb.__version__) >= Version("0.19.10") else True
+    except (InvalidVersion, AttributeError, TypeError):
+        return "create_new"
+
+
 def dir_bytes(folder: Path) -> int:
     return sum(Path(d, f).stat().st_size for d, _, fs in os.walk(folder) for f in fs)
 
@@ -214,7 +225,7 @@ def log_run(
             group=group,
             job_type=step,
             name=name or f"{step}/{run_dir.name if run_dir else step}",
-            reinit="create_new",
+            reinit=_new_run(wandb),
             config={**config, "steps_inputs": [vars(u) for u in used]},
             settings=wandb.Settings(console="off", silent=True),
         )
