@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -114,7 +115,8 @@ def test_uv_run_is_used_when_the_checkout_has_uv_lock_and_uv_is_on_path(tmp_path
 
 def test_without_uv_on_path_a_uv_lock_still_runs_with_this_python(tmp_path):
     catalog, _, checkout, record, work, env = _setup(tmp_path, uv_lock=True)
-    env["PATH"] = str(Path(sys.executable).parent)  # no uv here
+    # no uv here: not this venv's bin folder, which holds the test extra's uv
+    env["PATH"] = os.pathsep.join(d for d in ("/usr/bin", "/bin") if not Path(d, "uv").exists())
     proc = steps_run(
         "rl/fake_dpo",
         "--catalog",
