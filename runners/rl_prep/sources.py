@@ -126,13 +126,8 @@ def resolve_hf(uri: str, spec: DatasetSpec, blend: Blend) -> list[Path]:
     """Local files holding `split`/`subset` of an hf:// dataset, or E-HF-OFFLINE."""
     repo = uri[len(HF_PREFIX) :].strip("/")
     if repo.count("/") != 1:
-        raise StepsError(
-            "E-BLEND",
-            f"dataset `{spec.name}`: `{uri}` is not hf://org/name",
-            path=str(blend.path),
-            line=spec.line,
-            fix="write the hub id as hf://org/name and put split/subset in their own keys",
-        )
+        fix = "write the hub id as hf://org/name and put split/subset in their own keys"
+        raise _missing(blend, spec, f"`{uri}` is not hf://org/name", fix)
     files = _snapshot_files(repo, spec.split, spec.subset) or _arrow_cache_files(
         repo, spec.split, spec.subset
     )
@@ -154,13 +149,11 @@ def resolve_hf(uri: str, spec: DatasetSpec, blend: Blend) -> list[Path]:
     )
 
 
-def _missing(blend: Blend, spec: DatasetSpec, what: str) -> StepsError:
+def _missing(blend: Blend, spec: DatasetSpec, what: str, fix: str = "") -> StepsError:
+    """E-BLEND at the dataset's line in the blend: its files, or its hub id, are not there."""
+    fix = fix or "fix `path` (relative paths are read from the blend's folder) or create the file"
     return StepsError(
-        "E-BLEND",
-        f"dataset `{spec.name}`: {what}",
-        path=str(blend.path),
-        line=spec.line,
-        fix="fix `path` (relative paths are read from the blend's folder) or create the file",
+        "E-BLEND", f"dataset `{spec.name}`: {what}", path=str(blend.path), line=spec.line, fix=fix
     )
 
 
